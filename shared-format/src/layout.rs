@@ -1,0 +1,399 @@
+//! On-disk structures. Every struct here is `#[repr(C)]`, made only of
+//! integers, and padded explicitly, so the writer can place it in mapped
+//! memory and the reader can copy it out of a byte slice.
+
+/// First eight bytes of every trace.
+pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
+/// Bumped on every incompatible change. The reader refuses newer versions.
+pub const FORMAT_VERSION: u32 = 1;
+/// Written as a native `u32`; reads back as this value only on a
+/// little-endian machine, which is the only layout the reader accepts.
+pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
+/// Size of every block, the header block included.
+pub const BLOCK_SIZE: usize = 16 * 1024;
+/// Longest executable path stored in the header.
+pub const EXE_PATH_MAX: usize = 4096;
+/// Longest thread name, as the kernel allows (15 bytes plus NUL).
+pub const THREAD_NAME_MAX: usize = 16;
+/// Most frames kept in one call chain.
+pub const MAX_CHAIN_DEPTH: usize = 32;
+/// Records are aligned to this many bytes inside a block.
+pub const RECORD_ALIGN: usize = 8;
+
+/// `FileHeader::flags`: the process exited normally (`exit`, return from
+/// `main`, `_exit`, or the last thread's `pthread_exit`).
+pub const FLAG_COMPLETE: u32 = 1 << 0;
+/// The process image was replaced by `exec`; the trace ends there.
+pub const FLAG_EXEC: u32 = 1 << 1;
+/// The process was created by `fork` from a traced parent.
+pub const FLAG_FORK_CHILD: u32 = 1 << 2;
+/// The size cap was reached; later records were dropped and counted.
+pub const FLAG_OUT_OF_SPACE: u32 = 1 << 3;
+/// The disk refused space for a block; later records were dropped and counted.
+pub const FLAG_DISK_FULL: u32 = 1 << 4;
+/// `exit_code` holds the status passed to `exit`/`_exit`.
+pub const FLAG_EXIT_CODE_VALID: u32 = 1 << 5;
+
+/// Block 0 of every trace.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct FileHeader {
+    /// [`MAGIC`]; written last by the shim so a half-made header is never valid.
+    pub magic: [u8; 8],
+    pub version: u32,
+    pub byte_order: u32,
+    pub header_size: u32,
+    pub block_size: u32,
+    /// Size cap, in blocks (header block included).
+    pub max_blocks: u32,
+    /// Blocks handed out so far (bump counter; header block included).
+    pub blocks_reserved: u32,
+    /// One past the highest block that has disk space behind it. A file
+    /// shorter than this was truncated after the fact.
+    pub blocks_backed: u32,
+    pub pid: u32,
+    pub ppid: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    pub exit_code: i32,
+    /// How often an uncontended engagement has its hold time measured (1 = always).
+    pub hold_sample_period: u32,
+    pub start_unix_ns: u64,
+    pub start_mono_ns: u64,
+    pub end_mono_ns: u64,
+    /// Records that could not be written for lack of space.
+    pub dropped_records: u64,
+    /// Operations that were passed through unrecorded (tables full, nesting too deep).
+    pub dropped_ops: u64,
+    pub exe_len: u32,
+    pub _pad0: u32,
+    pub exe: [u8; EXE_PATH_MAX],
+}
+
+/// `BlockHeader::kind` of a lane block.
+pub const BLOCK_LANE: u32 = 1;
+
+/// Start of every block after the header block.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockHeader {
+    /// `BLOCK_LANE`, or 0 for a block that was reserved but never written.
+    pub kind: u32,
+    pub lane: u32,
+    /// Position of this block in its lane (0, 1, 2, …).
+    pub seq: u32,
+    /// Bytes of records committed after this header; stored with release
+    /// ordering after the record bytes, so a reader never sees half a record.
+    pub used: u32,
+}
+
+pub const BLOCK_HEADER_SIZE: usize = core::mem::size_of::<BlockHeader>();
+/// Room for records in one block.
+pub const BLOCK_PAYLOAD: usize = BLOCK_SIZE - BLOCK_HEADER_SIZE;
+
+/// Every record starts with this.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordHeader {
+    /// `RecordKind` as a number.
+    pub kind: u16,
+    /// Whole record size in bytes, a multiple of [`RECORD_ALIGN`].
+    pub size: u16,
+    /// Meaning depends on the kind (chain depth, path length, mode…).
+    pub aux: u32,
+}
+
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    Thread = 1,
+    Lock = 2,
+    LockDestroy = 3,
+    Site = 4,
+    Counter = 5,
+    Cond = 6,
+    Module = 7,
+    ThreadName = 8,
+}
+
+impl RecordKind {
+    pub fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            1 => Self::Thread,
+            2 => Self::Lock,
+            3 => Self::LockDestroy,
+            4 => Self::Site,
+            5 => Self::Counter,
+            6 => Self::Cond,
+            7 => Self::Module,
+            8 => Self::ThreadName,
+            _ => return None,
+        })
+    }
+}
+
+/// `ThreadRecord::flags`: the thread has ended.
+pub const THREAD_ENDED: u32 = 1 << 0;
+/// The thread is the process's main thread.
+pub const THREAD_MAIN: u32 = 1 << 1;
+/// The thread was started through the shim's `pthread_create`.
+pub const THREAD_CREATED_TRACED: u32 = 1 << 2;
+
+/// Introduces a thread on its lane; the records that follow on the same lane
+/// belong to it. Updated in place: `end_ns`, `dropped`, `flags`, `name`,
+/// `join_*`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadRecord {
+    pub hdr: RecordHeader,
+    pub tid: u32,
+    /// tid of the thread that called `pthread_create`, 0 if unknown.
+    pub parent_tid: u32,
+    /// The thread's `pthread_t`, to attribute `pthread_setname_np` calls.
+    pub pthread: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// This thread's operations that were not recorded.
+    pub dropped: u64,
+    pub joins: u64,
+    pub join_wait_ns: u64,
+    pub flags: u32,
+    pub _pad: u32,
+    pub name: [u8; THREAD_NAME_MAX],
+}
+
+/// `LockRecord` kind (in `RecordHeader::aux` bits 0..8).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Mutex = 1,
+    Rwlock = 2,
+    Spin = 3,
+    Sem = 4,
+    Barrier = 5,
+    Cond = 6,
+}
+
+impl ObjectKind {
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => Self::Mutex,
+            2 => Self::Rwlock,
+            3 => Self::Spin,
+            4 => Self::Sem,
+            5 => Self::Barrier,
+            6 => Self::Cond,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mutex => "mutex",
+            Self::Rwlock => "rwlock",
+            Self::Spin => "spin",
+            Self::Sem => "sem",
+            Self::Barrier => "barrier",
+            Self::Cond => "cond",
+        }
+    }
+}
+
+/// `LockRecord::origin`: created by an explicit `*_init` call.
+pub const ORIGIN_INIT: u32 = 1;
+/// Created on first use (a statically initialised object, or one whose init
+/// happened before the shim was loaded).
+pub const ORIGIN_FIRST_USE: u32 = 2;
+
+/// A synchronisation object came into being: a new identity, even when the
+/// address was used before.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LockRecord {
+    pub hdr: RecordHeader,
+    pub id: u32,
+    /// `ObjectKind` as a number.
+    pub kind: u32,
+    pub origin: u32,
+    /// Mutex type (`PTHREAD_MUTEX_*`) when known, else `u32::MAX`.
+    pub mutex_type: u32,
+    pub address: u64,
+    pub created_ns: u64,
+}
+
+/// A synchronisation object was destroyed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LockDestroyRecord {
+    pub hdr: RecordHeader,
+    pub id: u32,
+    pub _pad: u32,
+    pub time_ns: u64,
+}
+
+/// A line of code seen for the first time, with the call chain that led
+/// there the first time. `hdr.aux` = number of frames that follow the fixed
+/// part, innermost first; frame 0 is the return address into the caller of
+/// the interposed function.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiteRecord {
+    pub hdr: RecordHeader,
+    pub id: u32,
+    pub _pad: u32,
+}
+
+/// `CounterRecord` mode (in `RecordHeader::aux`): exclusive engagement.
+pub const MODE_EXCLUSIVE: u32 = 0;
+/// Shared (read) engagement of an rwlock.
+pub const MODE_SHARED: u32 = 1;
+
+/// Per thread, per (lock, site, mode): what that line did with that lock.
+/// Appended once, then updated in place by the owning thread only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CounterRecord {
+    pub hdr: RecordHeader,
+    pub lock_id: u32,
+    pub site_id: u32,
+    /// Successful acquisitions (trylocks and cond-wait re-acquisitions included).
+    pub engagements: u64,
+    /// Acquisitions that had to wait for another thread.
+    pub contended: u64,
+    /// Engagements that caused a task switch (waited, made others wait, or
+    /// handed the lock over across a condition wait/signal).
+    pub task_switches: u64,
+    /// Re-acquisitions at the end of a condition wait (also in `engagements`).
+    pub cond_reacquires: u64,
+    /// trylock calls that failed with EBUSY.
+    pub try_failures: u64,
+    /// Timed acquisitions that gave up (ETIMEDOUT).
+    pub timeouts: u64,
+    pub wait_ns: u64,
+    /// Sum of the measured hold times.
+    pub hold_ns: u64,
+    /// Number of engagements whose hold time was measured.
+    pub hold_samples: u64,
+}
+
+/// Per thread, per (condition variable, site, mutex): waits and notifies.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CondRecord {
+    pub hdr: RecordHeader,
+    pub cond_id: u32,
+    pub site_id: u32,
+    /// Mutex passed to the wait, 0 for notify records.
+    pub mutex_id: u32,
+    pub _pad: u32,
+    pub waits: u64,
+    pub timeouts: u64,
+    pub signals: u64,
+    pub broadcasts: u64,
+    /// Notifies that found at least one waiter.
+    pub notifies_with_waiters: u64,
+    pub wait_ns: u64,
+}
+
+/// A loaded module, for offline symbolization. `hdr.aux` = path length; the
+/// path bytes follow, padded to [`RECORD_ALIGN`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModuleRecord {
+    pub hdr: RecordHeader,
+    /// Load bias: runtime address minus the address in the ELF file.
+    pub bias: u64,
+    /// Runtime range of the executable segments.
+    pub start: u64,
+    pub end: u64,
+}
+
+/// `pthread_setname_np` on some thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadNameRecord {
+    pub hdr: RecordHeader,
+    /// The named thread's tid when the shim knew it, else 0.
+    pub tid: u32,
+    pub _pad: u32,
+    pub pthread: u64,
+    pub name: [u8; THREAD_NAME_MAX],
+}
+
+/// Marker for plain-integer structs that may be copied from any bytes.
+///
+/// # Safety
+/// Implementors must be `#[repr(C)]`, contain only integers and arrays of
+/// integers, and have no implicit padding.
+pub unsafe trait Pod: Copy + 'static {}
+
+// SAFETY: all of these are repr(C) structs of integers with explicit padding
+// (checked by the size assertions below).
+unsafe impl Pod for FileHeader {}
+// SAFETY: see above.
+unsafe impl Pod for BlockHeader {}
+// SAFETY: see above.
+unsafe impl Pod for RecordHeader {}
+// SAFETY: see above.
+unsafe impl Pod for ThreadRecord {}
+// SAFETY: see above.
+unsafe impl Pod for LockRecord {}
+// SAFETY: see above.
+unsafe impl Pod for LockDestroyRecord {}
+// SAFETY: see above.
+unsafe impl Pod for SiteRecord {}
+// SAFETY: see above.
+unsafe impl Pod for CounterRecord {}
+// SAFETY: see above.
+unsafe impl Pod for CondRecord {}
+// SAFETY: see above.
+unsafe impl Pod for ModuleRecord {}
+// SAFETY: see above.
+unsafe impl Pod for ThreadNameRecord {}
+
+/// Copies a `T` out of the front of `bytes`, or `None` if there are too few.
+pub fn read_pod<T: Pod>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < core::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: length checked above; T is Pod, so every bit pattern is a valid
+    // T, and read_unaligned has no alignment requirement.
+    Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr() as *const T) })
+}
+
+/// Rounds a record size up to [`RECORD_ALIGN`].
+pub const fn align_record(size: usize) -> usize {
+    (size + RECORD_ALIGN - 1) & !(RECORD_ALIGN - 1)
+}
+
+/// Size of a site record with `depth` frames.
+pub const fn site_record_size(depth: usize) -> usize {
+    core::mem::size_of::<SiteRecord>() + depth * 8
+}
+
+/// Size of a module record whose path is `path_len` bytes.
+pub const fn module_record_size(path_len: usize) -> usize {
+    align_record(core::mem::size_of::<ModuleRecord>() + path_len)
+}
+
+/// Longest module path that fits in a record.
+pub const MODULE_PATH_MAX: usize = 1024;
+
+// Layout guards: a change here is a format change and needs a version bump.
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<FileHeader>() == 104 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
+    assert!(size_of::<BlockHeader>() == 16);
+    assert!(size_of::<RecordHeader>() == 8);
+    assert!(size_of::<ThreadRecord>() == 88);
+    assert!(size_of::<LockRecord>() == 40);
+    assert!(size_of::<LockDestroyRecord>() == 24);
+    assert!(size_of::<SiteRecord>() == 16);
+    assert!(size_of::<CounterRecord>() == 88);
+    assert!(size_of::<CondRecord>() == 72);
+    assert!(size_of::<ModuleRecord>() == 32);
+    assert!(size_of::<ThreadNameRecord>() == 40);
+    assert!(site_record_size(MAX_CHAIN_DEPTH) <= u16::MAX as usize);
+    assert!(module_record_size(MODULE_PATH_MAX) <= BLOCK_PAYLOAD);
+};

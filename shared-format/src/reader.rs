@@ -1,0 +1,399 @@
+//! Validating reader. Never panics on any input: a trace that cannot be read
+//! at all is a [`TraceError`]; damage inside an otherwise valid trace becomes
+//! a warning and the rest is still read.
+
+use crate::layout::*;
+use core::mem::{offset_of, size_of};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a trace cannot be read.
+#[derive(Debug)]
+pub struct TraceError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Header fields, decoded.
+#[derive(Clone, Debug)]
+pub struct HeaderInfo {
+    pub version: u32,
+    pub pid: u32,
+    pub ppid: u32,
+    pub flags: u32,
+    pub exit_code: Option<i32>,
+    pub hold_sample_period: u32,
+    pub start_unix_ns: u64,
+    pub start_mono_ns: u64,
+    pub end_mono_ns: u64,
+    pub dropped_records: u64,
+    pub dropped_ops: u64,
+    pub max_blocks: u32,
+    pub blocks_reserved: u32,
+    pub exe: String,
+}
+
+impl HeaderInfo {
+    pub fn complete(&self) -> bool {
+        self.flags & (FLAG_COMPLETE | FLAG_EXEC) != 0
+    }
+}
+
+/// One thread, as introduced by a [`ThreadRecord`] and updated by
+/// [`ThreadNameRecord`]s.
+#[derive(Clone, Debug)]
+pub struct ThreadInfo {
+    pub record: ThreadRecord,
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SiteInfo {
+    pub id: u32,
+    pub frames: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ModuleInfo {
+    pub bias: u64,
+    pub start: u64,
+    pub end: u64,
+    pub path: String,
+}
+
+/// Everything a trace holds. Record order within each lane is kept; threads
+/// are referred to by their index in `threads`.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub header: HeaderInfo,
+    pub threads: Vec<ThreadInfo>,
+    pub locks: Vec<LockRecord>,
+    pub destroys: Vec<LockDestroyRecord>,
+    pub sites: Vec<SiteInfo>,
+    /// (index into `threads`, counter)
+    pub counters: Vec<(usize, CounterRecord)>,
+    /// (index into `threads`, counter)
+    pub conds: Vec<(usize, CondRecord)>,
+    pub modules: Vec<ModuleInfo>,
+    /// Problems found inside an otherwise readable trace.
+    pub warnings: Vec<String>,
+}
+
+/// Reads and validates the trace at `path`.
+pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
+    let bytes = std::fs::read(path).map_err(|e| TraceError {
+        path: path.to_path_buf(),
+        problem: match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot read: {e}"),
+        },
+    })?;
+    read_trace_bytes(path, &bytes)
+}
+
+fn u32_at(bytes: &[u8], off: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&bytes[off..off + 4]);
+    u32::from_le_bytes(b)
+}
+
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// Reads and validates a trace held in memory; `path` is only used in messages.
+pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> {
+    let fail = |problem: String| TraceError {
+        path: path.to_path_buf(),
+        problem,
+    };
+    if bytes.len() < 16 {
+        return Err(fail(format!(
+            "not a locksuit trace: only {} bytes, too short for a header",
+            bytes.len()
+        )));
+    }
+    if bytes[..8] != MAGIC {
+        return Err(fail(
+            "not a locksuit trace: bad magic number (or the process died before the header was written)"
+                .into(),
+        ));
+    }
+    let version = u32_at(bytes, offset_of!(FileHeader, version));
+    if u32_at(bytes, offset_of!(FileHeader, byte_order)) != BYTE_ORDER_MARK {
+        return Err(fail(
+            "trace was written on a machine with a different byte order".into(),
+        ));
+    }
+    if version > FORMAT_VERSION {
+        return Err(fail(format!(
+            "trace format version {version} is newer than this locksuit understands (version {FORMAT_VERSION}); upgrade locksuit"
+        )));
+    }
+    if version < FORMAT_VERSION {
+        return Err(fail(format!(
+            "trace format version {version} is older than this locksuit reads (version {FORMAT_VERSION})"
+        )));
+    }
+    let header: FileHeader = read_pod(bytes).ok_or_else(|| {
+        fail(format!(
+            "truncated: {} bytes, shorter than the {}-byte header",
+            bytes.len(),
+            size_of::<FileHeader>()
+        ))
+    })?;
+    if header.block_size as usize != BLOCK_SIZE
+        || header.header_size as usize != size_of::<FileHeader>()
+    {
+        return Err(fail(format!(
+            "corrupt header: block size {} / header size {} do not match format version {version}",
+            header.block_size, header.header_size
+        )));
+    }
+    if header.exe_len as usize > EXE_PATH_MAX {
+        return Err(fail(format!(
+            "corrupt header: executable path length {}",
+            header.exe_len
+        )));
+    }
+    let backed = header.blocks_backed as usize;
+    if header.blocks_backed > header.max_blocks
+        || header.blocks_backed > header.blocks_reserved.max(1)
+    {
+        return Err(fail(format!(
+            "corrupt header: {} blocks backed but {} reserved, cap {}",
+            header.blocks_backed, header.blocks_reserved, header.max_blocks
+        )));
+    }
+    let expected_len = backed.saturating_mul(BLOCK_SIZE);
+    if bytes.len() < expected_len {
+        return Err(fail(format!(
+            "truncated: the header says {} bytes of blocks were written but the file has {}",
+            expected_len,
+            bytes.len()
+        )));
+    }
+    let info = HeaderInfo {
+        version,
+        pid: header.pid,
+        ppid: header.ppid,
+        flags: header.flags,
+        exit_code: (header.flags & FLAG_EXIT_CODE_VALID != 0).then_some(header.exit_code),
+        hold_sample_period: header.hold_sample_period.max(1),
+        start_unix_ns: header.start_unix_ns,
+        start_mono_ns: header.start_mono_ns,
+        end_mono_ns: header.end_mono_ns,
+        dropped_records: header.dropped_records,
+        dropped_ops: header.dropped_ops,
+        max_blocks: header.max_blocks,
+        blocks_reserved: header.blocks_reserved,
+        exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
+    };
+    let mut trace = Trace {
+        header: info,
+        threads: Vec::new(),
+        locks: Vec::new(),
+        destroys: Vec::new(),
+        sites: Vec::new(),
+        counters: Vec::new(),
+        conds: Vec::new(),
+        modules: Vec::new(),
+        warnings: Vec::new(),
+    };
+
+    // Collect lane blocks, then read each lane in block order.
+    let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
+    for index in 1..backed {
+        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+        let Some(bh) = read_pod::<BlockHeader>(block) else {
+            continue;
+        };
+        match bh.kind {
+            0 => continue, // reserved, never written (e.g. the disk refused it)
+            BLOCK_LANE => lane_blocks.push((bh.lane, bh.seq, index)),
+            other => trace.warnings.push(format!(
+                "block {index}: unknown block kind {other}, skipped"
+            )),
+        }
+    }
+    lane_blocks.sort_unstable();
+    let mut current_lane = None;
+    let mut current_thread: Option<usize> = None;
+    for &(lane, _seq, index) in &lane_blocks {
+        if current_lane != Some(lane) {
+            current_lane = Some(lane);
+            current_thread = None;
+        }
+        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+        let Some(bh) = read_pod::<BlockHeader>(block) else {
+            continue;
+        };
+        let used = bh.used as usize;
+        if used > BLOCK_PAYLOAD {
+            trace.warnings.push(format!(
+                "block {index}: claims {used} bytes of records, more than a block holds; block skipped"
+            ));
+            continue;
+        }
+        let payload = &block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used];
+        read_records(&mut trace, payload, index, &mut current_thread);
+    }
+    // Names set through pthread_setname_np override the recorded ones.
+    Ok(trace)
+}
+
+fn read_records(
+    trace: &mut Trace,
+    payload: &[u8],
+    block: usize,
+    current_thread: &mut Option<usize>,
+) {
+    let mut off = 0usize;
+    while off + size_of::<RecordHeader>() <= payload.len() {
+        let rest = &payload[off..];
+        let Some(rh) = read_pod::<RecordHeader>(rest) else {
+            break;
+        };
+        let size = rh.size as usize;
+        if size < size_of::<RecordHeader>()
+            || !size.is_multiple_of(RECORD_ALIGN)
+            || size > rest.len()
+        {
+            trace.warnings.push(format!(
+                "block {block} offset {off}: corrupt record size {size}; rest of block skipped"
+            ));
+            return;
+        }
+        let rec = &rest[..size];
+        let ok = decode_record(trace, rh, rec, current_thread);
+        if !ok {
+            trace.warnings.push(format!(
+                "block {block} offset {off}: malformed record of kind {}; skipped",
+                rh.kind
+            ));
+        }
+        off += size;
+    }
+}
+
+/// Returns false if the record is malformed.
+fn decode_record(
+    trace: &mut Trace,
+    rh: RecordHeader,
+    rec: &[u8],
+    current_thread: &mut Option<usize>,
+) -> bool {
+    let Some(kind) = RecordKind::from_u16(rh.kind) else {
+        // A newer minor writer may add kinds; skip them.
+        return true;
+    };
+    let thread_or_orphan = |trace: &mut Trace, current: &mut Option<usize>| -> usize {
+        if let Some(t) = *current {
+            return t;
+        }
+        // Records before any thread record: keep them under an unknown thread.
+        trace.threads.push(ThreadInfo {
+            record: ThreadRecord::default(),
+            name: None,
+        });
+        trace
+            .warnings
+            .push("records found before their thread's introduction; attributed to tid 0".into());
+        let t = trace.threads.len() - 1;
+        *current = Some(t);
+        t
+    };
+    match kind {
+        RecordKind::Thread => {
+            let Some(r) = read_pod::<ThreadRecord>(rec) else {
+                return false;
+            };
+            let name = c_string(&r.name);
+            trace.threads.push(ThreadInfo {
+                record: r,
+                name: (!name.is_empty()).then_some(name),
+            });
+            *current_thread = Some(trace.threads.len() - 1);
+        }
+        RecordKind::Lock => {
+            let Some(r) = read_pod::<LockRecord>(rec) else {
+                return false;
+            };
+            trace.locks.push(r);
+        }
+        RecordKind::LockDestroy => {
+            let Some(r) = read_pod::<LockDestroyRecord>(rec) else {
+                return false;
+            };
+            trace.destroys.push(r);
+        }
+        RecordKind::Site => {
+            let Some(r) = read_pod::<SiteRecord>(rec) else {
+                return false;
+            };
+            let depth = rh.aux as usize;
+            if depth > MAX_CHAIN_DEPTH || site_record_size(depth) > rec.len() {
+                return false;
+            }
+            let frames = rec[size_of::<SiteRecord>()..site_record_size(depth)]
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect();
+            trace.sites.push(SiteInfo { id: r.id, frames });
+        }
+        RecordKind::Counter => {
+            let Some(r) = read_pod::<CounterRecord>(rec) else {
+                return false;
+            };
+            let t = thread_or_orphan(trace, current_thread);
+            trace.counters.push((t, r));
+        }
+        RecordKind::Cond => {
+            let Some(r) = read_pod::<CondRecord>(rec) else {
+                return false;
+            };
+            let t = thread_or_orphan(trace, current_thread);
+            trace.conds.push((t, r));
+        }
+        RecordKind::Module => {
+            let Some(r) = read_pod::<ModuleRecord>(rec) else {
+                return false;
+            };
+            let len = rh.aux as usize;
+            let start = size_of::<ModuleRecord>();
+            if len > MODULE_PATH_MAX || start + len > rec.len() {
+                return false;
+            }
+            trace.modules.push(ModuleInfo {
+                bias: r.bias,
+                start: r.start,
+                end: r.end,
+                path: String::from_utf8_lossy(&rec[start..start + len]).into_owned(),
+            });
+        }
+        RecordKind::ThreadName => {
+            let Some(r) = read_pod::<ThreadNameRecord>(rec) else {
+                return false;
+            };
+            let name = c_string(&r.name);
+            // The most recent thread with that tid (or pthread_t) takes the name.
+            let target = trace.threads.iter_mut().rev().find(|t| {
+                (r.tid != 0 && t.record.tid == r.tid)
+                    || (r.tid == 0 && t.record.pthread == r.pthread)
+            });
+            if let Some(t) = target {
+                t.name = Some(name);
+            }
+        }
+    }
+    true
+}
