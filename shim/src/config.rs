@@ -1,0 +1,90 @@
+//! `LOCKSUIT_*` settings, read once at initialisation with `getenv` (no
+//! allocation). A malformed value gets one warning and the default.
+
+use crate::diag::{warn_once, Warning};
+use core::ffi::CStr;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Default size cap of one trace, in MiB.
+pub const DEFAULT_MAX_MB: u32 = 256;
+/// Largest accepted cap, in MiB (the block index is a u32 of 16 KiB blocks).
+pub const LIMIT_MAX_MB: u32 = 65536;
+
+static MAX_MB: AtomicU32 = AtomicU32::new(DEFAULT_MAX_MB);
+static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(0);
+
+pub fn max_mb() -> u32 {
+    MAX_MB.load(Ordering::Relaxed)
+}
+
+/// Measure the hold time of one uncontended engagement in this many (0 =
+/// never; contended engagements are always timed because their clock read
+/// is already paid for).
+pub fn hold_sample_period() -> u32 {
+    HOLD_SAMPLE.load(Ordering::Relaxed)
+}
+
+pub fn getenv(name: &CStr) -> Option<&'static [u8]> {
+    // SAFETY: getenv with a NUL-terminated name; the result, if non-null, is a
+    // NUL-terminated string that lives as long as the environment entry.
+    unsafe {
+        let p = libc::getenv(name.as_ptr());
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+    }
+}
+
+fn parse_u32(bytes: &[u8]) -> Option<u32> {
+    if bytes.is_empty() || bytes.len() > 9 {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (b - b'0') as u32;
+    }
+    Some(v)
+}
+
+pub fn load() {
+    if let Some(v) = getenv(c"LOCKSUIT_MAX_MB") {
+        match parse_u32(v) {
+            Some(mb) if (1..=LIMIT_MAX_MB).contains(&mb) => MAX_MB.store(mb, Ordering::Relaxed),
+            _ => warn_once(
+                Warning::BadSetting,
+                b"LOCKSUIT_MAX_MB must be a whole number of MiB from 1 to 65536; using the default 256",
+            ),
+        }
+    }
+    if let Some(v) = getenv(c"LOCKSUIT_HOLD_SAMPLE") {
+        match parse_u32(v) {
+            Some(n) => HOLD_SAMPLE.store(n, Ordering::Relaxed),
+            _ => warn_once(
+                Warning::BadSetting,
+                b"LOCKSUIT_HOLD_SAMPLE must be a whole number (0 = time holds only when contended); using 0",
+            ),
+        }
+    }
+}
+
+/// True under setuid/setgid/capability execution, where the shim must not
+/// create files on the user's behalf.
+pub fn secure_execution() -> bool {
+    // SAFETY: getauxval is always safe to call.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_u32;
+
+    #[test]
+    fn parses_only_plain_numbers() {
+        assert_eq!(parse_u32(b"64"), Some(64));
+        assert_eq!(parse_u32(b""), None);
+        assert_eq!(parse_u32(b"-1"), None);
+        assert_eq!(parse_u32(b"12MB"), None);
+        assert_eq!(parse_u32(b"9999999999"), None);
+    }
+}

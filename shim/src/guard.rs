@@ -1,0 +1,150 @@
+//! Per-thread state and the re-entrancy guard.
+//!
+//! The state is a const-initialised `thread_local!` with no destructor, so it
+//! is valid from the thread's first instruction to its last — including while
+//! other libraries' constructors run before ours, and after thread-local
+//! destructors have run during `exit`.
+
+use crate::lifecycle;
+use crate::recorder::held::HeldStack;
+use crate::recorder::lanes::Lane;
+use core::cell::{Cell, UnsafeCell};
+use core::marker::PhantomData;
+
+pub struct ThreadState {
+    in_hook: Cell<bool>,
+    resolving: Cell<bool>,
+    /// The lane this thread writes to; null until registered.
+    lane: Cell<*mut Lane>,
+    /// `lifecycle::generation()` when `lane` was taken; a fork bumps it, so
+    /// a child never writes through a lane of its parent's trace.
+    lane_generation: Cell<u32>,
+    /// Set by the thread-exit destructor: the thread's lane is gone and later
+    /// hook calls on it pass through unrecorded.
+    retired: Cell<bool>,
+    /// tid of the creating thread, handed over by the start wrapper.
+    parent_tid: Cell<u32>,
+    held: UnsafeCell<HeldStack>,
+}
+
+thread_local! {
+    static STATE: ThreadState = const {
+        ThreadState {
+            in_hook: Cell::new(false),
+            resolving: Cell::new(false),
+            lane: Cell::new(core::ptr::null_mut()),
+            lane_generation: Cell::new(0),
+            retired: Cell::new(false),
+            parent_tid: Cell::new(0),
+            held: UnsafeCell::new(HeldStack::new()),
+        }
+    };
+}
+
+impl ThreadState {
+    #[inline]
+    pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
+        STATE.with(f)
+    }
+
+    pub fn set_resolving(v: bool) {
+        STATE.with(|s| s.resolving.set(v));
+    }
+
+    pub fn is_resolving() -> bool {
+        STATE.with(|s| s.resolving.get())
+    }
+
+    #[inline]
+    pub fn lane(&self) -> *mut Lane {
+        self.lane.get()
+    }
+
+    pub fn lane_generation(&self) -> u32 {
+        self.lane_generation.get()
+    }
+
+    pub fn set_lane(&self, lane: *mut Lane, generation: u32) {
+        self.lane.set(lane);
+        self.lane_generation.set(generation);
+    }
+
+    pub fn retired(&self) -> bool {
+        self.retired.get()
+    }
+
+    pub fn set_retired(&self, v: bool) {
+        self.retired.set(v);
+    }
+
+    pub fn parent_tid(&self) -> u32 {
+        self.parent_tid.get()
+    }
+
+    pub fn set_parent_tid(&self, tid: u32) {
+        self.parent_tid.set(tid);
+    }
+
+    /// The held-lock stack. Only this thread touches it, and only inside a
+    /// hook (under a [`HookGuard`]), so no two borrows overlap.
+    #[allow(clippy::mut_from_ref)]
+    pub fn held(&self) -> &mut HeldStack {
+        // SAFETY: thread-local, and the guard makes hook bodies non-reentrant
+        // (a signal handler's hook call sees `in_hook` and passes through).
+        unsafe { &mut *self.held.get() }
+    }
+}
+
+/// Proof that this thread is inside a hook and may record. Dropping it leaves
+/// the hook. At most one exists per thread: a nested hook call (from our own
+/// code, a signal handler, or a library we call) gets `None` and passes through.
+pub struct HookGuard {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl HookGuard {
+    /// Enters the hook if this thread is not already inside one and the
+    /// process is recording. Initialises the shim on first use.
+    #[inline]
+    pub fn enter() -> Option<HookGuard> {
+        let entered = STATE.with(|s| {
+            if s.in_hook.get() || s.retired.get() {
+                false
+            } else {
+                s.in_hook.set(true);
+                true
+            }
+        });
+        if !entered {
+            return None;
+        }
+        let guard = HookGuard {
+            _not_send: PhantomData,
+        };
+        if lifecycle::recording() {
+            Some(guard)
+        } else {
+            None
+        }
+    }
+
+    /// Enters even on a retired thread; for the thread-exit path itself.
+    pub fn enter_for_exit() -> Option<HookGuard> {
+        let entered = STATE.with(|s| !s.in_hook.replace(true));
+        entered.then_some(HookGuard {
+            _not_send: PhantomData,
+        })
+    }
+
+    #[inline]
+    pub fn state<R>(&self, f: impl FnOnce(&ThreadState) -> R) -> R {
+        STATE.with(f)
+    }
+}
+
+impl Drop for HookGuard {
+    #[inline]
+    fn drop(&mut self) {
+        STATE.with(|s| s.in_hook.set(false));
+    }
+}

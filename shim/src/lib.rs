@@ -1,0 +1,27 @@
+//! `libsyncshim.so`: loaded with `LD_PRELOAD`, it interposes the pthread
+//! synchronisation API and records what every lock, condition variable and
+//! thread did into a crash-safe, memory-mapped trace.
+//!
+//! Layout:
+//! - [`hooks`]: the exported functions (thin: guard, real call, record, return);
+//! - [`intercept`]: the trylock-first acquisition protocol the hooks share;
+//! - [`recorder`]: the recording core, callable without LD_PRELOAD;
+//! - [`lifecycle`]: the atomic state machine (init, fork, exit);
+//! - [`guard`]: per-thread state and the re-entrancy guard;
+//! - [`real`]: the table of real functions, resolved in one step.
+
+// Hooks and the constructor only exist in the real library: a unit-test
+// binary must not interpose its own pthread calls.
+#[cfg(not(test))]
+mod hooks;
+#[cfg(not(test))]
+mod intercept;
+#[cfg(not(test))]
+mod spawn;
+
+pub mod config;
+pub mod diag;
+pub mod guard;
+pub mod lifecycle;
+pub mod real;
+pub mod recorder;

@@ -1,0 +1,170 @@
+//! The shim's lifecycle, an explicit atomic state machine:
+//!
+//! ```text
+//! Uninitialized --first hook or constructor--> Initializing --> Enabled
+//!                                                           \-> Disabled (secure exec, no trace file)
+//! Enabled --fork (in the child)--> Forked --> Enabled (new trace) | Disabled
+//! Enabled --exit/_exit/destructor--> Exiting (still records, trace marked complete)
+//! ```
+//!
+//! Only `Enabled` and `Exiting` record. Every other state passes through.
+
+use crate::guard::{HookGuard, ThreadState};
+use crate::{config, real, recorder};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Uninitialized = 0,
+    Initializing = 1,
+    Enabled = 2,
+    Disabled = 3,
+    Forked = 4,
+    Exiting = 5,
+}
+
+impl State {
+    fn from_u8(v: u8) -> State {
+        match v {
+            0 => State::Uninitialized,
+            1 => State::Initializing,
+            2 => State::Enabled,
+            3 => State::Disabled,
+            4 => State::Forked,
+            _ => State::Exiting,
+        }
+    }
+}
+
+static STATE: AtomicU8 = AtomicU8::new(State::Uninitialized as u8);
+/// Bumped in a fork child; per-thread state taken under an older generation
+/// belongs to the parent's trace and is discarded.
+static GENERATION: AtomicU32 = AtomicU32::new(1);
+static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+
+pub fn state() -> State {
+    State::from_u8(STATE.load(Ordering::Acquire))
+}
+
+pub fn generation() -> u32 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// True if hooks should record now; initialises the shim on first call.
+#[inline]
+pub fn recording() -> bool {
+    match state() {
+        State::Enabled | State::Exiting => true,
+        State::Uninitialized => initialize(),
+        _ => false,
+    }
+}
+
+#[cold]
+fn initialize() -> bool {
+    if STATE
+        .compare_exchange(
+            State::Uninitialized as u8,
+            State::Initializing as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // Someone else is initialising; pass through until they are done.
+        return matches!(state(), State::Enabled | State::Exiting);
+    }
+    let _ = real::real();
+    if config::secure_execution() {
+        // setuid/setgid or file capabilities: never write files for the user.
+        STATE.store(State::Disabled as u8, Ordering::Release);
+        return false;
+    }
+    config::load();
+    if recorder::start_process(0).is_err() {
+        STATE.store(State::Disabled as u8, Ordering::Release);
+        return false;
+    }
+    register_process_handlers();
+    STATE.store(State::Enabled as u8, Ordering::Release);
+    true
+}
+
+fn register_process_handlers() {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: plain libc calls with valid function pointers and out-pointer.
+    unsafe {
+        if libc::pthread_key_create(&mut key, Some(thread_key_destructor)) == 0 {
+            THREAD_KEY.store(key, Ordering::Release);
+        }
+        libc::pthread_atfork(None, None, Some(fork_child));
+    }
+}
+
+/// Arms the thread-exit destructor for the calling thread.
+pub fn arm_thread_exit() {
+    let key = THREAD_KEY.load(Ordering::Acquire);
+    if key != u32::MAX {
+        // SAFETY: the key was created by pthread_key_create; the value is a
+        // non-null marker, never dereferenced.
+        unsafe { libc::pthread_setspecific(key, core::ptr::dangling::<libc::c_void>()) };
+    }
+}
+
+extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
+    let Some(_guard) = HookGuard::enter_for_exit() else {
+        return;
+    };
+    recorder::thread_ended();
+    ThreadState::with(|s| s.set_retired(true));
+}
+
+extern "C" fn fork_child() {
+    if !matches!(state(), State::Enabled | State::Exiting) {
+        return;
+    }
+    STATE.store(State::Forked as u8, Ordering::Release);
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    // The one thread of the child keeps its held locks (they are still held)
+    // but forgets the parent's counters, which live in the parent's trace.
+    ThreadState::with(|s| {
+        s.held().forget_records();
+        s.set_lane(core::ptr::null_mut(), 0);
+    });
+    let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD).is_ok() {
+        State::Enabled
+    } else {
+        State::Disabled
+    };
+    STATE.store(next as u8, Ordering::Release);
+}
+
+/// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
+pub fn process_exiting(code: i32) {
+    if matches!(state(), State::Enabled | State::Exiting) {
+        STATE.store(State::Exiting as u8, Ordering::Release);
+        recorder::process_exit(Some(code));
+    }
+}
+
+/// Library constructor: resolve and initialise now, unless a hook already did.
+extern "C" fn on_load() {
+    drop(HookGuard::enter());
+}
+
+/// Library destructor: runs during `exit` (including return from `main`).
+extern "C" fn on_unload() {
+    if matches!(state(), State::Enabled | State::Exiting) {
+        STATE.store(State::Exiting as u8, Ordering::Release);
+        recorder::process_exit(None);
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONSTRUCTOR: extern "C" fn() = on_load;
+
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static DESTRUCTOR: extern "C" fn() = on_unload;

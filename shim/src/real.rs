@@ -1,0 +1,216 @@
+//! The table of real (next-in-line) functions, resolved in one step.
+//!
+//! Why not redhook: it resolves each symbol lazily through plain `dlsym` on
+//! first call, which gives the GLIBC_2.2.5 compat `pthread_cond_*` on x86_64
+//! (the old, incompatible condvar ABI) and spreads `dlsym` calls — which may
+//! allocate — across hot hooks. Here every symbol is looked up once, on the
+//! first hook call or in the constructor, whichever comes first, and the
+//! condition-variable functions are pinned with `dlvsym` to GLIBC_2.3.2.
+
+use core::cell::UnsafeCell;
+use core::ffi::{c_char, c_int, c_void, CStr};
+use core::sync::atomic::{AtomicU8, Ordering};
+use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
+use libc::{pthread_mutexattr_t, pthread_t, timespec};
+
+pub type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+
+/// Every function the hooks forward to. `None` only if the C library lacks it
+/// (then the hook reports ENOSYS, which is what a missing symbol would have
+/// meant for a program that reached it).
+pub struct RealFns {
+    pub mutex_init:
+        Option<unsafe extern "C" fn(*mut pthread_mutex_t, *const pthread_mutexattr_t) -> c_int>,
+    pub mutex_destroy: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub mutex_lock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub mutex_trylock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub mutex_timedlock:
+        Option<unsafe extern "C" fn(*mut pthread_mutex_t, *const timespec) -> c_int>,
+    pub mutex_clocklock:
+        Option<unsafe extern "C" fn(*mut pthread_mutex_t, clockid_t, *const timespec) -> c_int>,
+    pub mutex_unlock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub cond_init:
+        Option<unsafe extern "C" fn(*mut pthread_cond_t, *const pthread_condattr_t) -> c_int>,
+    pub cond_destroy: Option<unsafe extern "C" fn(*mut pthread_cond_t) -> c_int>,
+    pub cond_wait:
+        Option<unsafe extern "C-unwind" fn(*mut pthread_cond_t, *mut pthread_mutex_t) -> c_int>,
+    pub cond_timedwait: Option<
+        unsafe extern "C-unwind" fn(
+            *mut pthread_cond_t,
+            *mut pthread_mutex_t,
+            *const timespec,
+        ) -> c_int,
+    >,
+    pub cond_clockwait: Option<
+        unsafe extern "C-unwind" fn(
+            *mut pthread_cond_t,
+            *mut pthread_mutex_t,
+            clockid_t,
+            *const timespec,
+        ) -> c_int,
+    >,
+    pub cond_signal: Option<unsafe extern "C" fn(*mut pthread_cond_t) -> c_int>,
+    pub cond_broadcast: Option<unsafe extern "C" fn(*mut pthread_cond_t) -> c_int>,
+    pub thread_create: Option<
+        unsafe extern "C" fn(
+            *mut pthread_t,
+            *const pthread_attr_t,
+            StartRoutine,
+            *mut c_void,
+        ) -> c_int,
+    >,
+    pub thread_join: Option<unsafe extern "C-unwind" fn(pthread_t, *mut *mut c_void) -> c_int>,
+    pub thread_tryjoin_np: Option<unsafe extern "C" fn(pthread_t, *mut *mut c_void) -> c_int>,
+    pub thread_timedjoin_np:
+        Option<unsafe extern "C-unwind" fn(pthread_t, *mut *mut c_void, *const timespec) -> c_int>,
+    pub thread_detach: Option<unsafe extern "C" fn(pthread_t) -> c_int>,
+    pub thread_exit: Option<unsafe extern "C-unwind" fn(*mut c_void) -> !>,
+    pub thread_setname_np: Option<unsafe extern "C" fn(pthread_t, *const c_char) -> c_int>,
+    pub exit: Option<unsafe extern "C" fn(c_int) -> !>,
+    pub exit_now: Option<unsafe extern "C" fn(c_int) -> !>,
+    pub exit_now_c99: Option<unsafe extern "C" fn(c_int) -> !>,
+    pub execve: Option<
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int,
+    >,
+    pub execv: Option<unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int>,
+    pub execvp: Option<unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int>,
+    pub execvpe: Option<
+        unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int,
+    >,
+}
+
+const UNRESOLVED: u8 = 0;
+const RESOLVING: u8 = 1;
+const RESOLVED: u8 = 2;
+
+struct Table {
+    state: AtomicU8,
+    fns: UnsafeCell<Option<RealFns>>,
+}
+
+// SAFETY: `fns` is written once by the thread that wins the UNRESOLVED ->
+// RESOLVING transition and only read after RESOLVED is published with
+// Release ordering (readers load it with Acquire).
+unsafe impl Sync for Table {}
+
+static TABLE: Table = Table {
+    state: AtomicU8::new(UNRESOLVED),
+    fns: UnsafeCell::new(None),
+};
+
+/// The glibc version node of the current condition-variable ABI on x86_64.
+const COND_VERSION: &CStr = c"GLIBC_2.3.2";
+
+/// Looks up `name` in the objects after this one.
+///
+/// # Safety
+/// `T` must be the function-pointer type of the named C symbol.
+unsafe fn next<T>(name: &CStr) -> Option<T> {
+    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name is always safe to call.
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    // SAFETY: the caller guarantees T is the right function-pointer type;
+    // fn pointers and data pointers have the same size on our targets.
+    (!p.is_null()).then(|| unsafe { core::mem::transmute_copy::<*mut c_void, T>(&p) })
+}
+
+/// Looks up the GLIBC_2.3.2 version of `name`, falling back to the default
+/// version where that node does not exist (e.g. aarch64, whose first glibc
+/// already had the new ABI).
+///
+/// # Safety
+/// As for [`next`].
+unsafe fn next_cond<T>(name: &CStr) -> Option<T> {
+    // SAFETY: dlvsym with RTLD_NEXT and NUL-terminated strings is safe to call.
+    let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), COND_VERSION.as_ptr()) };
+    if p.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe { next(name) };
+    }
+    // SAFETY: as in `next`.
+    Some(unsafe { core::mem::transmute_copy::<*mut c_void, T>(&p) })
+}
+
+fn resolve_all() -> RealFns {
+    // SAFETY: each type below matches the C prototype of the named symbol.
+    unsafe {
+        RealFns {
+            mutex_init: next(c"pthread_mutex_init"),
+            mutex_destroy: next(c"pthread_mutex_destroy"),
+            mutex_lock: next(c"pthread_mutex_lock"),
+            mutex_trylock: next(c"pthread_mutex_trylock"),
+            mutex_timedlock: next(c"pthread_mutex_timedlock"),
+            mutex_clocklock: next(c"pthread_mutex_clocklock"),
+            mutex_unlock: next(c"pthread_mutex_unlock"),
+            cond_init: next_cond(c"pthread_cond_init"),
+            cond_destroy: next_cond(c"pthread_cond_destroy"),
+            cond_wait: next_cond(c"pthread_cond_wait"),
+            cond_timedwait: next_cond(c"pthread_cond_timedwait"),
+            cond_clockwait: next(c"pthread_cond_clockwait"),
+            cond_signal: next_cond(c"pthread_cond_signal"),
+            cond_broadcast: next_cond(c"pthread_cond_broadcast"),
+            thread_create: next(c"pthread_create"),
+            thread_join: next(c"pthread_join"),
+            thread_tryjoin_np: next(c"pthread_tryjoin_np"),
+            thread_timedjoin_np: next(c"pthread_timedjoin_np"),
+            thread_detach: next(c"pthread_detach"),
+            thread_exit: next(c"pthread_exit"),
+            thread_setname_np: next(c"pthread_setname_np"),
+            exit: next(c"exit"),
+            exit_now: next(c"_exit"),
+            exit_now_c99: next(c"_Exit"),
+            execve: next(c"execve"),
+            execv: next(c"execv"),
+            execvp: next(c"execvp"),
+            execvpe: next(c"execvpe"),
+        }
+    }
+}
+
+/// The real functions, resolving all of them on the first call.
+///
+/// Returns `None` only while this same thread is inside the resolution (a
+/// `dlsym` that re-enters a hook, e.g. through an interposed allocator); the
+/// caller then has no real function to call and must act as documented there.
+#[inline]
+pub fn real() -> Option<&'static RealFns> {
+    if TABLE.state.load(Ordering::Acquire) == RESOLVED {
+        // SAFETY: RESOLVED is published only after `fns` was written.
+        return unsafe { (*TABLE.fns.get()).as_ref() };
+    }
+    resolve_slow()
+}
+
+#[cold]
+fn resolve_slow() -> Option<&'static RealFns> {
+    use crate::guard::ThreadState;
+    loop {
+        match TABLE.state.compare_exchange(
+            UNRESOLVED,
+            RESOLVING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                ThreadState::set_resolving(true);
+                let fns = resolve_all();
+                // SAFETY: we won the transition, so no one else writes or reads `fns`.
+                unsafe { *TABLE.fns.get() = Some(fns) };
+                TABLE.state.store(RESOLVED, Ordering::Release);
+                ThreadState::set_resolving(false);
+                // SAFETY: just published.
+                return unsafe { (*TABLE.fns.get()).as_ref() };
+            }
+            Err(RESOLVED) => {
+                // SAFETY: RESOLVED is published only after `fns` was written.
+                return unsafe { (*TABLE.fns.get()).as_ref() };
+            }
+            Err(_) => {
+                if ThreadState::is_resolving() {
+                    return None;
+                }
+                // Another thread is resolving; it takes microseconds.
+                core::hint::spin_loop();
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The locks a thread holds right now, innermost last. An unlock finds its
+//! engagement here, so the release path needs no table lookup and the hold
+//! time and task switch are credited to the line that acquired the lock.
+
+use super::objects::ObjectSlot;
+use locksuit_format::CounterRecord;
+
+/// Deepest nesting tracked; deeper engagements are counted but their holds
+/// are not timed.
+pub const MAX_HELD: usize = 32;
+
+/// The engagement had to wait for the lock.
+pub const HELD_CONTENDED: u32 = 1 << 0;
+/// The lock was handed over across a condition wait or signal.
+pub const HELD_HANDOVER: u32 = 1 << 1;
+
+#[derive(Clone, Copy)]
+pub struct HeldEntry {
+    pub addr: u64,
+    pub lock_id: u32,
+    pub flags: u32,
+    pub slot: *const ObjectSlot,
+    /// Null when the counter is gone (after fork) or could not be recorded.
+    pub counter: *mut CounterRecord,
+    /// When the hold started, if it is being timed; 0 otherwise.
+    pub since_ns: u64,
+}
+
+const EMPTY: HeldEntry = HeldEntry {
+    addr: 0,
+    lock_id: 0,
+    flags: 0,
+    slot: core::ptr::null(),
+    counter: core::ptr::null_mut(),
+    since_ns: 0,
+};
+
+impl Default for HeldStack {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct HeldStack {
+    entries: [HeldEntry; MAX_HELD],
+    len: usize,
+}
+
+impl HeldStack {
+    pub const fn new() -> Self {
+        HeldStack {
+            entries: [EMPTY; MAX_HELD],
+            len: 0,
+        }
+    }
+
+    /// False when the stack is full (the engagement is then not tracked).
+    pub fn push(&mut self, entry: HeldEntry) -> bool {
+        if self.len == MAX_HELD {
+            return false;
+        }
+        self.entries[self.len] = entry;
+        self.len += 1;
+        true
+    }
+
+    /// Removes and returns the innermost engagement of `addr`.
+    pub fn take(&mut self, addr: u64) -> Option<HeldEntry> {
+        let at = self.entries[..self.len]
+            .iter()
+            .rposition(|e| e.addr == addr)?;
+        let entry = self.entries[at];
+        self.entries.copy_within(at + 1..self.len, at);
+        self.len -= 1;
+        Some(entry)
+    }
+
+    /// Marks the innermost engagement of lock `lock_id` as handed over.
+    pub fn mark_handover(&mut self, lock_id: u32) {
+        if let Some(e) = self.entries[..self.len]
+            .iter_mut()
+            .rev()
+            .find(|e| e.lock_id == lock_id)
+        {
+            e.flags |= HELD_HANDOVER;
+        }
+    }
+
+    /// After fork: the locks are still held, but their counters belong to
+    /// the parent's trace.
+    pub fn forget_records(&mut self) {
+        for e in &mut self.entries[..self.len] {
+            e.counter = core::ptr::null_mut();
+            e.slot = core::ptr::null();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(addr: u64) -> HeldEntry {
+        HeldEntry {
+            addr,
+            lock_id: addr as u32,
+            ..EMPTY
+        }
+    }
+
+    #[test]
+    fn takes_innermost_matching_engagement_out_of_order() {
+        let mut s = HeldStack::new();
+        assert!(s.push(entry(1)));
+        assert!(s.push(entry(2)));
+        assert!(s.push(entry(1)));
+        assert_eq!(s.take(2).map(|e| e.addr), Some(2));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert!(s.take(1).is_none());
+    }
+
+    #[test]
+    fn refuses_beyond_capacity() {
+        let mut s = HeldStack::new();
+        for i in 0..MAX_HELD as u64 {
+            assert!(s.push(entry(i + 1)));
+        }
+        assert!(!s.push(entry(999)));
+    }
+}

@@ -1,0 +1,256 @@
+//! Lanes: per-thread append-only record streams in the trace, plus each
+//! lane's private index from (lock, call site, mode) to the counter record
+//! that thread updates in place. Threads never share a lane while alive, so
+//! recording never contends; a lane is recycled when its thread exits.
+
+use super::file;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use locksuit_format::*;
+
+/// Most threads recorded at once. Threads beyond this pass through and are
+/// counted as dropped.
+pub const MAX_LANES: usize = 4096;
+/// Counter-index slots per lane. A full neighbourhood evicts an entry; the
+/// evicted counter stays in the trace and a fresh one is started, which the
+/// analyzer sums.
+const INDEX_SLOTS: usize = 1024;
+const PROBES: usize = 8;
+
+#[derive(Clone, Copy)]
+struct IndexSlot {
+    ret: u64,
+    lock_id: u32,
+    /// `generation << 2 | mode`; stale when the generation differs.
+    tag: u32,
+    record: *mut u8,
+}
+
+pub struct Lane {
+    pub id: u32,
+    generation: u32,
+    block: *mut u8,
+    used: u32,
+    next_seq: u32,
+    pub thread: *mut ThreadRecord,
+    pub tid: u32,
+    pub sample_tick: u32,
+    pub active: AtomicBool,
+    index: [IndexSlot; INDEX_SLOTS],
+}
+
+static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
+static LANES_USED: AtomicU32 = AtomicU32::new(0);
+/// Treiber stack of free lanes: `tag << 32 | (index + 1)`; 0 = empty.
+static FREE_HEAD: AtomicU64 = AtomicU64::new(0);
+static FREE_NEXT: [AtomicU32; MAX_LANES] = [const { AtomicU32::new(0) }; MAX_LANES];
+
+/// Reserves address space for all lanes once; pages are touched lazily.
+pub fn init() -> bool {
+    if !LANES.load(Ordering::Acquire).is_null() {
+        return true;
+    }
+    let len = MAX_LANES * core::mem::size_of::<Lane>();
+    // SAFETY: anonymous private mapping; zero-filled on first touch.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    LANES.store(p.cast(), Ordering::Release);
+    true
+}
+
+/// In a fork child: every lane belonged to the parent's trace.
+pub fn reset_after_fork() {
+    LANES_USED.store(0, Ordering::Relaxed);
+    FREE_HEAD.store(0, Ordering::Relaxed);
+}
+
+fn lane_at(index: u32) -> *mut Lane {
+    // SAFETY: index < MAX_LANES, inside the reserved mapping.
+    unsafe { LANES.load(Ordering::Acquire).add(index as usize) }
+}
+
+/// Takes a lane for the calling thread.
+pub fn acquire() -> Option<&'static mut Lane> {
+    if LANES.load(Ordering::Acquire).is_null() {
+        return None;
+    }
+    let lane = match pop_free() {
+        Some(index) => lane_at(index),
+        None => {
+            let index = LANES_USED.fetch_add(1, Ordering::AcqRel);
+            if index as usize >= MAX_LANES {
+                LANES_USED.store(MAX_LANES as u32, Ordering::Relaxed);
+                return None;
+            }
+            let lane = lane_at(index);
+            // SAFETY: a never-used (or pre-fork) lane; only we hold it.
+            unsafe {
+                (*lane).id = index;
+                (*lane).block = core::ptr::null_mut();
+                (*lane).used = 0;
+                (*lane).next_seq = 0;
+            }
+            lane
+        }
+    };
+    // SAFETY: the lane is exclusively ours until released.
+    let lane = unsafe { &mut *lane };
+    lane.generation = lane.generation.wrapping_add(1) & 0x3fff_ffff;
+    lane.thread = core::ptr::null_mut();
+    lane.sample_tick = 0;
+    lane.active.store(true, Ordering::Release);
+    Some(lane)
+}
+
+pub fn release(lane: &mut Lane) {
+    lane.active.store(false, Ordering::Release);
+    let index = lane.id;
+    let mut head = FREE_HEAD.load(Ordering::Acquire);
+    loop {
+        FREE_NEXT[index as usize].store(head as u32, Ordering::Relaxed);
+        let tag = (head >> 32).wrapping_add(1);
+        let new = tag << 32 | (index as u64 + 1);
+        match FREE_HEAD.compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(now) => head = now,
+        }
+    }
+}
+
+fn pop_free() -> Option<u32> {
+    let mut head = FREE_HEAD.load(Ordering::Acquire);
+    loop {
+        let top = head as u32;
+        if top == 0 {
+            return None;
+        }
+        let next = FREE_NEXT[(top - 1) as usize].load(Ordering::Relaxed);
+        let tag = (head >> 32).wrapping_add(1);
+        match FREE_HEAD.compare_exchange_weak(
+            head,
+            tag << 32 | next as u64,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return Some(top - 1),
+            Err(now) => head = now,
+        }
+    }
+}
+
+/// Calls `f` on every lane that currently has a live thread.
+pub fn for_each_active(mut f: impl FnMut(&Lane)) {
+    if LANES.load(Ordering::Acquire).is_null() {
+        return;
+    }
+    let used = LANES_USED.load(Ordering::Acquire).min(MAX_LANES as u32);
+    for index in 0..used {
+        // SAFETY: index < used <= MAX_LANES; only shared access.
+        let lane = unsafe { &*lane_at(index) };
+        if lane.active.load(Ordering::Acquire) {
+            f(lane);
+        }
+    }
+}
+
+fn index_hash(ret: u64, lock_id: u32, mode: u32) -> usize {
+    let key = ret ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (key.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 54) as usize & (INDEX_SLOTS - 1)
+}
+
+impl Lane {
+    /// Appends `record` followed by `tail` bytes; returns where it landed so
+    /// the owner can update it in place. `None` when space ran out (counted).
+    pub fn append<T: Pod>(&mut self, record: &T, tail: &[u8]) -> Option<*mut T> {
+        let size = align_record(core::mem::size_of::<T>() + tail.len());
+        if size > BLOCK_PAYLOAD {
+            return None;
+        }
+        if self.block.is_null() || self.used as usize + size > BLOCK_PAYLOAD {
+            match file::alloc_block(self.id, self.next_seq) {
+                Some(block) => {
+                    self.block = block;
+                    self.used = 0;
+                    self.next_seq += 1;
+                }
+                None => {
+                    self.count_dropped();
+                    file::count_dropped_record();
+                    return None;
+                }
+            }
+        }
+        // SAFETY: `used + size <= BLOCK_PAYLOAD`, so the record lies inside
+        // this lane's current block, which only this thread writes. The
+        // block was zeroed on allocation, so padding bytes are already 0.
+        unsafe {
+            let dst = self.block.add(BLOCK_HEADER_SIZE + self.used as usize);
+            core::ptr::copy_nonoverlapping(
+                (record as *const T).cast::<u8>(),
+                dst,
+                core::mem::size_of::<T>(),
+            );
+            core::ptr::copy_nonoverlapping(
+                tail.as_ptr(),
+                dst.add(core::mem::size_of::<T>()),
+                tail.len(),
+            );
+            self.used += size as u32;
+            file::commit(self.block, self.used);
+            Some(dst.cast())
+        }
+    }
+
+    pub fn count_dropped(&mut self) {
+        if !self.thread.is_null() {
+            // SAFETY: the thread record is in this lane's mapped blocks and
+            // only its owner updates it.
+            unsafe { (*self.thread).dropped += 1 };
+        }
+    }
+
+    #[inline]
+    pub fn find(&self, lock_id: u32, ret: u64, mode: u32) -> Option<*mut u8> {
+        let tag = self.generation << 2 | mode;
+        let home = index_hash(ret, lock_id, mode);
+        for i in 0..PROBES {
+            let slot = &self.index[(home + i) & (INDEX_SLOTS - 1)];
+            if slot.ret == ret && slot.lock_id == lock_id && slot.tag == tag {
+                return Some(slot.record);
+            }
+            if slot.tag != tag {
+                return None;
+            }
+        }
+        None
+    }
+
+    pub fn insert(&mut self, lock_id: u32, ret: u64, mode: u32, record: *mut u8) {
+        let tag = self.generation << 2 | mode;
+        let home = index_hash(ret, lock_id, mode);
+        let mut target = home;
+        for i in 0..PROBES {
+            let at = (home + i) & (INDEX_SLOTS - 1);
+            if self.index[at].tag != tag {
+                target = at;
+                break;
+            }
+        }
+        self.index[target] = IndexSlot {
+            ret,
+            lock_id,
+            tag,
+            record,
+        };
+    }
+}

@@ -1,0 +1,430 @@
+//! The recorder core: what the hooks report, and the only code that writes
+//! the trace. Its API is plain Rust so tests can drive it without LD_PRELOAD.
+//!
+//! Flow for an acquisition: [`prepare`] (look up the lock, the per-thread
+//! counter and — the first time a line is seen — its call chain) happens
+//! *before* the real lock call, so the unwinder never runs while we hold a
+//! lock; then [`acquired`] or [`try_failed`]/[`timed_out`]. On the contended
+//! path [`wait_begin`]/[`wait_end`] bracket the blocking call. [`released`]
+//! runs just before the real unlock, while the lock is still ours.
+//!
+//! All functions must be called inside a hook guard: they are not reentrant.
+
+pub mod file;
+pub mod held;
+pub mod lanes;
+pub mod modules;
+pub mod objects;
+pub mod sites;
+mod threads;
+
+use crate::config;
+use crate::diag::{warn_once, Warning};
+use crate::guard::ThreadState;
+use core::sync::atomic::Ordering;
+use held::{HeldEntry, HELD_CONTENDED, HELD_HANDOVER};
+use lanes::Lane;
+use locksuit_format::*;
+use objects::ObjectSlot;
+
+pub use threads::{
+    current_lane, exec_failed, exec_starting, join_finished, process_exit, thread_ended,
+    thread_named,
+};
+
+/// Counter mode of a condition wait record in the per-lane index.
+const MODE_COND_WAIT: u32 = 2;
+/// Counter mode of a condition notify record in the per-lane index.
+const MODE_COND_NOTIFY: u32 = 3;
+
+/// Monotonic nanoseconds (vDSO, no syscall).
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Creates this process's trace and the shared tables. `extra_flags` is
+/// `FLAG_FORK_CHILD` in a fork child, which also discards inherited state.
+pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
+    if !objects::init() || !lanes::init() {
+        warn_once(
+            Warning::NoTraceFile,
+            b"cannot reserve memory for the shim's tables; this process is not recorded",
+        );
+        return Err(file::NotRecording);
+    }
+    if extra_flags & FLAG_FORK_CHILD != 0 {
+        objects::reset_after_fork();
+        lanes::reset_after_fork();
+        sites::reset_after_fork();
+        modules::reset_after_fork();
+        crate::diag::reset_after_fork();
+    }
+    file::create(extra_flags, now_ns())?;
+    if let Some(lane) = current_lane() {
+        modules::scan(lane);
+    }
+    Ok(())
+}
+
+/// Counts an operation that passed through unrecorded.
+fn drop_op(lane: Option<&mut Lane>) {
+    file::count_dropped_op();
+    if let Some(lane) = lane {
+        lane.count_dropped();
+    }
+    warn_once(
+        Warning::TablesFull,
+        b"some operations could not be recorded (too many threads, locks or nesting); they are counted as dropped",
+    );
+}
+
+fn write_lock_record(lane: &mut Lane, id: u32, kind: ObjectKind, addr: u64, origin: u32) {
+    let record = LockRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Lock as u16,
+            size: core::mem::size_of::<LockRecord>() as u16,
+            aux: 0,
+        },
+        id,
+        kind: kind as u32,
+        origin,
+        mutex_type: u32::MAX,
+        address: addr,
+        created_ns: now_ns(),
+    };
+    lane.append(&record, &[]);
+}
+
+/// The live identity of the object at `addr`, made on first use.
+fn object(lane: &mut Lane, addr: u64, kind: ObjectKind) -> Option<objects::Found> {
+    let Some(found) = objects::for_use(addr, kind as u32) else {
+        drop_op(Some(lane));
+        return None;
+    };
+    if found.created {
+        write_lock_record(lane, found.id, kind, addr, ORIGIN_FIRST_USE);
+    }
+    Some(found)
+}
+
+/// Everything an acquisition needs, looked up before the real call.
+pub struct Prepared {
+    addr: u64,
+    slot: &'static ObjectSlot,
+    lock_id: u32,
+    counter: *mut CounterRecord,
+    lane: *mut Lane,
+}
+
+/// How an engagement came about.
+#[derive(Clone, Copy)]
+pub enum How {
+    Uncontended,
+    Contended {
+        wait_ns: u64,
+        now: u64,
+    },
+    /// Re-acquired at the end of a condition wait.
+    CondReacquire {
+        now: u64,
+    },
+}
+
+/// Looks up the lock at `addr` and this thread's counter for it at the line
+/// returning to `ret`, recording the lock, site and chain if new.
+#[inline]
+pub fn prepare(addr: u64, kind: ObjectKind, mode: u32, ret: u64) -> Option<Prepared> {
+    let lane = current_lane()?;
+    let found = object(lane, addr, kind)?;
+    let counter = match lane.find(found.id, ret, mode) {
+        Some(p) => p.cast(),
+        None => new_counter(lane, found.id, ret, mode)?,
+    };
+    Some(Prepared {
+        addr,
+        slot: found.slot,
+        lock_id: found.id,
+        counter,
+        lane,
+    })
+}
+
+#[cold]
+fn new_counter(lane: &mut Lane, lock_id: u32, ret: u64, mode: u32) -> Option<*mut CounterRecord> {
+    let site_id = sites::site_id(lane, ret, true);
+    let record = CounterRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Counter as u16,
+            size: core::mem::size_of::<CounterRecord>() as u16,
+            aux: mode,
+        },
+        lock_id,
+        site_id,
+        ..Default::default()
+    };
+    let p = lane.append(&record, &[])?;
+    lane.insert(lock_id, ret, mode, p.cast());
+    Some(p)
+}
+
+impl Prepared {
+    // The record is in the mapping, not in `self`; `Prepared` is a handle.
+    #[allow(clippy::mut_from_ref)]
+    fn counter(&self) -> &mut CounterRecord {
+        // SAFETY: the counter lives in this thread's lane in the live
+        // mapping, and only this thread updates it.
+        unsafe { &mut *self.counter }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn lane(&self) -> &mut Lane {
+        // SAFETY: the lane belongs to this thread for the thread's lifetime.
+        unsafe { &mut *self.lane }
+    }
+}
+
+/// Decides whether to time this uncontended hold (sampling; 0 = never).
+#[inline]
+fn sample_start(lane: &mut Lane) -> u64 {
+    let period = config::hold_sample_period();
+    if period == 0 {
+        return 0;
+    }
+    lane.sample_tick = lane.sample_tick.wrapping_add(1);
+    if lane.sample_tick.is_multiple_of(period) {
+        now_ns()
+    } else {
+        0
+    }
+}
+
+/// The lock was acquired. `exclusive` is false for shared (reader) holds.
+#[inline]
+pub fn acquired(p: &Prepared, how: How, exclusive: bool) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    let (flags, since_ns) = match how {
+        How::Uncontended => (0, sample_start(p.lane())),
+        How::Contended { wait_ns, now } => {
+            counter.contended += 1;
+            counter.wait_ns += wait_ns;
+            (HELD_CONTENDED, now)
+        }
+        How::CondReacquire { now } => {
+            counter.cond_reacquires += 1;
+            (HELD_HANDOVER, now)
+        }
+    };
+    if exclusive {
+        p.slot.holder.store(p.lane().tid, Ordering::Relaxed);
+    }
+    let tracked = ThreadState::with(|s| {
+        s.held().push(HeldEntry {
+            addr: p.addr,
+            lock_id: p.lock_id,
+            flags,
+            slot: p.slot,
+            counter: p.counter,
+            since_ns,
+        })
+    });
+    if !tracked {
+        // Nesting deeper than we track: the engagement is counted, its hold
+        // and task switch are not.
+        drop_op(Some(p.lane()));
+    }
+}
+
+/// A trylock found the lock taken.
+pub fn try_failed(p: &Prepared) {
+    p.counter().try_failures += 1;
+}
+
+/// A timed acquisition gave up.
+pub fn timed_out(p: &Prepared, wait_ns: u64) {
+    let counter = p.counter();
+    counter.timeouts += 1;
+    counter.wait_ns += wait_ns;
+}
+
+/// About to block on the lock: count ourselves as a waiter and start the clock.
+pub fn wait_begin(p: &Prepared) -> u64 {
+    p.slot.waiters.fetch_add(1, Ordering::Relaxed);
+    now_ns()
+}
+
+/// Done blocking; returns (wait, now).
+pub fn wait_end(p: &Prepared, started: u64) -> (u64, u64) {
+    p.slot.waiters.fetch_sub(1, Ordering::Relaxed);
+    let now = now_ns();
+    (now.saturating_sub(started), now)
+}
+
+/// The lock at `addr` is about to be released by this thread (called before
+/// the real unlock, while it is still ours). `extra` adds held flags (a
+/// condition wait hands the lock over).
+#[inline]
+pub fn released(addr: u64, extra: u32) {
+    let Some(entry) = ThreadState::with(|s| s.held().take(addr)) else {
+        return;
+    };
+    let mut others_waited = false;
+    if !entry.slot.is_null() {
+        // SAFETY: slots live in the object table for the life of the process.
+        let slot = unsafe { &*entry.slot };
+        others_waited = slot.waiters.load(Ordering::Relaxed) > 0;
+        slot.holder.store(0, Ordering::Relaxed);
+        slot.seq.fetch_add(1, Ordering::Relaxed);
+    }
+    if entry.counter.is_null() {
+        return;
+    }
+    // SAFETY: counters stay mapped; this thread is their only writer.
+    let counter = unsafe { &mut *entry.counter };
+    if others_waited || (entry.flags | extra) & (HELD_CONTENDED | HELD_HANDOVER) != 0 {
+        counter.task_switches += 1;
+    }
+    if entry.since_ns != 0 {
+        counter.hold_ns += now_ns().saturating_sub(entry.since_ns);
+        counter.hold_samples += 1;
+    }
+}
+
+/// `*_init` of an object at `addr`: a new identity even at a reused address.
+pub fn object_initialized(addr: u64, kind: ObjectKind) {
+    let Some(lane) = current_lane() else {
+        drop_op(None);
+        return;
+    };
+    match objects::for_init(addr, kind as u32) {
+        Some(found) => write_lock_record(lane, found.id, kind, addr, ORIGIN_INIT),
+        None => drop_op(Some(lane)),
+    }
+}
+
+/// `*_destroy` of the object at `addr`.
+pub fn object_destroyed(addr: u64) {
+    let Some(lane) = current_lane() else { return };
+    if let Some(id) = objects::destroy(addr) {
+        let record = LockDestroyRecord {
+            hdr: RecordHeader {
+                kind: RecordKind::LockDestroy as u16,
+                size: core::mem::size_of::<LockDestroyRecord>() as u16,
+                aux: 0,
+            },
+            id,
+            _pad: 0,
+            time_ns: now_ns(),
+        };
+        lane.append(&record, &[]);
+    }
+}
+
+/// A condition wait, prepared before the real call.
+pub struct CondWait {
+    cond: &'static ObjectSlot,
+    record: *mut CondRecord,
+    mutex: Option<Prepared>,
+}
+
+fn cond_record(
+    lane: &mut Lane,
+    cond_id: u32,
+    key: u64,
+    ret: u64,
+    mode: u32,
+    mutex_id: u32,
+) -> Option<*mut CondRecord> {
+    if let Some(p) = lane.find(cond_id, key, mode) {
+        return Some(p.cast());
+    }
+    let site_id = sites::site_id(lane, ret, true);
+    let record = CondRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Cond as u16,
+            size: core::mem::size_of::<CondRecord>() as u16,
+            aux: mode,
+        },
+        cond_id,
+        site_id,
+        mutex_id,
+        ..Default::default()
+    };
+    let p = lane.append(&record, &[])?;
+    lane.insert(cond_id, key, mode, p.cast());
+    Some(p)
+}
+
+pub fn cond_prepare(cond_addr: u64, mutex_addr: u64, ret: u64) -> Option<CondWait> {
+    let lane = current_lane()?;
+    let cond = object(lane, cond_addr, ObjectKind::Cond)?;
+    let mutex = prepare(mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, ret);
+    let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id);
+    // Keyed by the mutex too: the same line may wait with different mutexes.
+    let key = ret ^ ((mutex_id as u64) << 48);
+    let record = cond_record(lane, cond.id, key, ret, MODE_COND_WAIT, mutex_id)?;
+    Some(CondWait {
+        cond: cond.slot,
+        record,
+        mutex,
+    })
+}
+
+/// Just before the real wait: the mutex is handed over.
+pub fn cond_wait_begin(w: &CondWait) -> u64 {
+    if let Some(m) = &w.mutex {
+        w.cond.holder.store(m.lock_id, Ordering::Relaxed);
+        released(m.addr, HELD_HANDOVER);
+    }
+    w.cond.waiters.fetch_add(1, Ordering::Relaxed);
+    now_ns()
+}
+
+/// After the real wait returned `rc` (the mutex is ours again).
+pub fn cond_wait_end(w: &CondWait, started: u64, rc: i32) {
+    w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
+    let now = now_ns();
+    // SAFETY: the record is in this thread's lane; only this thread writes it.
+    let record = unsafe { &mut *w.record };
+    record.waits += 1;
+    record.wait_ns += now.saturating_sub(started);
+    if rc == libc::ETIMEDOUT {
+        record.timeouts += 1;
+    }
+    if let Some(m) = &w.mutex {
+        if rc == 0 || rc == libc::ETIMEDOUT || rc == libc::EOWNERDEAD {
+            acquired(m, How::CondReacquire { now }, true);
+        }
+    }
+}
+
+/// `pthread_cond_signal` / `_broadcast` on the condition at `cond_addr`.
+pub fn cond_notified(cond_addr: u64, ret: u64, broadcast: bool) {
+    let Some(lane) = current_lane() else { return };
+    let Some(cond) = object(lane, cond_addr, ObjectKind::Cond) else {
+        return;
+    };
+    let Some(record) = cond_record(lane, cond.id, ret, ret, MODE_COND_NOTIFY, 0) else {
+        return;
+    };
+    // SAFETY: the record is in this thread's lane; only this thread writes it.
+    let record = unsafe { &mut *record };
+    if broadcast {
+        record.broadcasts += 1;
+    } else {
+        record.signals += 1;
+    }
+    if cond.slot.waiters.load(Ordering::Relaxed) > 0 {
+        record.notifies_with_waiters += 1;
+        // The waiter will take over the mutex we hold: a hand-over.
+        let mutex_id = cond.slot.holder.load(Ordering::Relaxed);
+        ThreadState::with(|s| s.held().mark_handover(mutex_id));
+    }
+}

@@ -1,0 +1,170 @@
+//! The process-wide table from a synchronisation object's address to its
+//! identity and live state (holder, waiters, release sequence).
+//!
+//! Lock-free open addressing over an anonymous mapping. Slots are never
+//! removed: destroying an object clears its id, and the next init or use at
+//! that address gets a fresh id, so a lock destroyed and re-initialised at
+//! the same address is a new lock.
+
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// Table capacity (slots); objects beyond it pass through and are counted.
+pub const OBJECT_SLOTS: usize = 1 << 22;
+const PROBES: usize = 64;
+
+#[repr(C, align(32))]
+pub struct ObjectSlot {
+    pub addr: AtomicU64,
+    /// Current identity; 0 = none (never used, or destroyed).
+    pub id: AtomicU32,
+    /// `ObjectKind` of the current identity.
+    pub kind: AtomicU32,
+    /// Mutex: tid of the current exclusive holder, 0 if none.
+    /// Cond: id of the mutex passed to the most recent wait.
+    pub holder: AtomicU32,
+    /// Threads currently blocked on this object.
+    pub waiters: AtomicU32,
+    /// Bumped on every release (the per-lock enumerator).
+    pub seq: AtomicU32,
+    _pad: u32,
+}
+
+static TABLE: AtomicPtr<ObjectSlot> = AtomicPtr::new(core::ptr::null_mut());
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+pub fn init() -> bool {
+    if !TABLE.load(Ordering::Acquire).is_null() {
+        return true;
+    }
+    // SAFETY: anonymous private mapping, zero-filled, pages touched lazily.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    TABLE.store(p.cast(), Ordering::Release);
+    true
+}
+
+/// In a fork child: identities restart with the child's own trace.
+pub fn reset_after_fork() {
+    let table = TABLE.load(Ordering::Acquire);
+    if !table.is_null() {
+        // SAFETY: discarding our own private anonymous pages; they read back
+        // as zeros. The child has a single thread.
+        unsafe {
+            libc::madvise(
+                table.cast(),
+                OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>(),
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
+    NEXT_ID.store(1, Ordering::Relaxed);
+}
+
+fn hash(addr: u64) -> usize {
+    ((addr >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - OBJECT_SLOTS.trailing_zeros()))
+        as usize
+}
+
+/// Finds or claims the slot for `addr`.
+fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
+    let table = TABLE.load(Ordering::Acquire);
+    if table.is_null() || addr == 0 {
+        return None;
+    }
+    let home = hash(addr);
+    for i in 0..PROBES {
+        // SAFETY: index masked into the table.
+        let slot = unsafe { &*table.add((home + i) & (OBJECT_SLOTS - 1)) };
+        let cur = slot.addr.load(Ordering::Acquire);
+        if cur == addr {
+            return Some(slot);
+        }
+        if cur == 0 {
+            match slot
+                .addr
+                .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(slot),
+                Err(now) if now == addr => return Some(slot),
+                Err(_) => continue,
+            }
+        }
+    }
+    None
+}
+
+/// What a lookup found.
+pub struct Found {
+    pub slot: &'static ObjectSlot,
+    pub id: u32,
+    /// A new identity was made; the caller records it.
+    pub created: bool,
+}
+
+/// The object at `addr` as used now; makes an identity on first use.
+#[inline]
+pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
+    let slot = slot_for(addr)?;
+    let id = slot.id.load(Ordering::Acquire);
+    if id != 0 && slot.kind.load(Ordering::Relaxed) == kind {
+        return Some(Found {
+            slot,
+            id,
+            created: false,
+        });
+    }
+    let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    match slot
+        .id
+        .compare_exchange(id, new, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => {
+            slot.kind.store(kind, Ordering::Relaxed);
+            slot.holder.store(0, Ordering::Relaxed);
+            Some(Found {
+                slot,
+                id: new,
+                created: true,
+            })
+        }
+        // Another thread made the identity first; use theirs.
+        Err(theirs) => Some(Found {
+            slot,
+            id: theirs,
+            created: false,
+        }),
+    }
+}
+
+/// `*_init` at `addr`: always a new identity.
+pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
+    let slot = slot_for(addr)?;
+    let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    slot.kind.store(kind, Ordering::Relaxed);
+    slot.holder.store(0, Ordering::Relaxed);
+    slot.waiters.store(0, Ordering::Relaxed);
+    slot.id.store(new, Ordering::Release);
+    Some(Found {
+        slot,
+        id: new,
+        created: true,
+    })
+}
+
+/// `*_destroy` at `addr`: ends the identity; returns the id it had.
+pub fn destroy(addr: u64) -> Option<u32> {
+    let slot = slot_for(addr)?;
+    let old = slot.id.swap(0, Ordering::AcqRel);
+    (old != 0).then_some(old)
+}

@@ -1,0 +1,222 @@
+//! Threads and the process as a whole: registration on first use, names,
+//! joins, exit and exec.
+
+use super::lanes::{self, Lane};
+use super::{file, now_ns};
+use crate::guard::ThreadState;
+use crate::lifecycle;
+use locksuit_format::*;
+
+fn gettid() -> u32 {
+    // SAFETY: gettid is always safe.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// This thread's lane, registering the thread on first use (threads that
+/// existed before the shim initialised included). `None` when no lane is
+/// available; the caller passes through.
+#[inline]
+pub fn current_lane() -> Option<&'static mut Lane> {
+    ThreadState::with(|s| {
+        let lane = s.lane();
+        if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
+            // SAFETY: a lane registered to this thread in this process
+            // generation is exclusively ours until the thread ends.
+            return Some(unsafe { &mut *lane });
+        }
+        register(s)
+    })
+}
+
+#[cold]
+fn register(s: &ThreadState) -> Option<&'static mut Lane> {
+    let Some(lane) = lanes::acquire() else {
+        file::count_dropped_op();
+        return None;
+    };
+    let tid = gettid();
+    lane.tid = tid;
+    let mut flags = 0;
+    if tid == file::pid() {
+        flags |= THREAD_MAIN;
+    }
+    let parent_tid = s.parent_tid();
+    if parent_tid != 0 {
+        flags |= THREAD_CREATED_TRACED;
+    }
+    let record = ThreadRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Thread as u16,
+            size: core::mem::size_of::<ThreadRecord>() as u16,
+            aux: 0,
+        },
+        tid,
+        parent_tid,
+        // SAFETY: pthread_self is always safe.
+        pthread: unsafe { libc::pthread_self() } as u64,
+        start_ns: now_ns(),
+        flags,
+        ..Default::default()
+    };
+    lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
+    s.set_lane(lane, lifecycle::generation());
+    lifecycle::arm_thread_exit();
+    Some(lane)
+}
+
+fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+}
+
+/// The calling thread is ending (thread-local destructor): close its record
+/// and give its lane to the next thread.
+pub fn thread_ended() {
+    ThreadState::with(|s| {
+        let lane = s.lane();
+        if lane.is_null() || s.lane_generation() != lifecycle::generation() {
+            return;
+        }
+        // SAFETY: our own registered lane.
+        let lane = unsafe { &mut *lane };
+        if !lane.thread.is_null() {
+            // SAFETY: our own thread record, in the live mapping.
+            unsafe {
+                let t = &mut *lane.thread;
+                t.end_ns = now_ns();
+                if t.name[0] == 0 {
+                    read_own_name(&mut t.name);
+                }
+                t.flags |= THREAD_ENDED;
+            }
+        }
+        s.set_lane(core::ptr::null_mut(), 0);
+        lanes::release(lane);
+    });
+}
+
+/// `pthread_setname_np(target, name)` succeeded.
+pub fn thread_named(target: u64, name: &[u8]) {
+    let mut fixed = [0u8; THREAD_NAME_MAX];
+    let n = name.len().min(THREAD_NAME_MAX - 1);
+    fixed[..n].copy_from_slice(&name[..n]);
+    let mut tid = 0;
+    lanes::for_each_active(|lane| {
+        if lane.thread.is_null() {
+            return;
+        }
+        // SAFETY: reading and writing a live thread record's name; a torn
+        // name is the worst a concurrent update can cause.
+        unsafe {
+            if (*lane.thread).pthread == target {
+                (*lane.thread).name = fixed;
+                tid = lane.tid;
+            }
+        }
+    });
+    if tid == 0 {
+        // Not (yet) known: leave a record for the analyzer to match.
+        if let Some(lane) = current_lane() {
+            let record = ThreadNameRecord {
+                hdr: RecordHeader {
+                    kind: RecordKind::ThreadName as u16,
+                    size: core::mem::size_of::<ThreadNameRecord>() as u16,
+                    aux: 0,
+                },
+                tid: 0,
+                _pad: 0,
+                pthread: target,
+                name: fixed,
+            };
+            lane.append(&record, &[]);
+        }
+    }
+}
+
+/// A join returned after waiting `wait_ns`.
+pub fn join_finished(wait_ns: u64) {
+    if let Some(lane) = current_lane() {
+        if !lane.thread.is_null() {
+            // SAFETY: our own thread record.
+            unsafe {
+                (*lane.thread).joins += 1;
+                (*lane.thread).join_wait_ns += wait_ns;
+            }
+        }
+    }
+}
+
+/// Fills in the names of live threads from the kernel, for threads named by
+/// other means than `pthread_setname_np` (e.g. `prctl`).
+fn capture_live_names() {
+    lanes::for_each_active(|lane| {
+        if lane.thread.is_null() {
+            return;
+        }
+        // SAFETY: live thread record in the mapping.
+        let t = unsafe { &mut *lane.thread };
+        if t.name[0] != 0 {
+            return;
+        }
+        let mut path = file::PathBuf::new();
+        path.push(b"/proc/self/task/")
+            .push_u32(t.tid)
+            .push(b"/comm");
+        // SAFETY: plain open/read/close on a NUL-terminated path into a
+        // buffer of the stated size.
+        unsafe {
+            let fd = libc::open(path.c_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return;
+            }
+            let mut buf = [0u8; THREAD_NAME_MAX];
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), THREAD_NAME_MAX - 1);
+            libc::close(fd);
+            if n > 0 {
+                let n = n as usize;
+                let n = if buf[n - 1] == b'\n' { n - 1 } else { n };
+                t.name[..n].copy_from_slice(&buf[..n]);
+            }
+        }
+    });
+}
+
+/// The process is exiting normally; `code` is the status when known.
+pub fn process_exit(code: Option<i32>) {
+    let saved = errno();
+    if let Some(code) = code {
+        file::set_exit_code(code);
+    }
+    capture_live_names();
+    file::set_end_time(now_ns());
+    file::set_flags(FLAG_COMPLETE);
+    set_errno(saved);
+}
+
+/// About to `exec`. Returns false in a `vfork` child (which shares our
+/// memory): the parent's trace must not be touched then.
+pub fn exec_starting() -> bool {
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } as u32 != file::pid() {
+        return false;
+    }
+    capture_live_names();
+    file::set_end_time(now_ns());
+    file::set_flags(FLAG_EXEC);
+    true
+}
+
+/// The `exec` failed; the process goes on.
+pub fn exec_failed() {
+    file::clear_flags(FLAG_EXEC);
+}
+
+fn errno() -> i32 {
+    // SAFETY: reading this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+fn set_errno(v: i32) {
+    // SAFETY: writing this thread's errno.
+    unsafe { *libc::__errno_location() = v };
+}
