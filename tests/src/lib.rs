@@ -1,0 +1,645 @@
+//! Harness for locksuit's end-to-end tests.
+//!
+//! The tests compile small C programs from `tests/c/` whose lock behaviour is
+//! known exactly, run them with `LD_PRELOAD=libsyncshim.so`, and check the
+//! numbers in `locksuit report --format json` against that ground truth.
+//!
+//! The shim and the analyzer are not built by this crate: run
+//! `cargo build --release` at the workspace root first.
+//!
+//! Environment knobs:
+//! - `CC`: the C compiler (default `cc`).
+//! - `LOCKSUIT_TEST_SHIM`, `LOCKSUIT_TEST_BIN`: use a shim / analyzer other
+//!   than `<root>/target/release/{libsyncshim.so,locksuit}`.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+pub use serde_json::Value;
+
+/// How long any single child process may run before the harness kills it.
+pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Run directories of finished test processes are deleted once older than this.
+pub const KEEP_RUNS_FOR: Duration = Duration::from_secs(10 * 60);
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+fn next_id() -> usize {
+    COUNTER.fetch_add(1, Ordering::Relaxed)
+}
+
+// ---------------------------------------------------------------------------
+// Paths
+// ---------------------------------------------------------------------------
+
+/// The workspace root: the parent of this crate's directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent directory")
+        .to_path_buf()
+}
+
+/// `<root>/tests/c`, where the C (and Python) test programs live.
+pub fn c_dir() -> PathBuf {
+    workspace_root().join("tests").join("c")
+}
+
+fn built_artifact(env_override: &str, file: &str) -> PathBuf {
+    let path = match std::env::var_os(env_override) {
+        Some(p) => PathBuf::from(p),
+        None => workspace_root().join("target").join("release").join(file),
+    };
+    if !path.is_file() {
+        panic!(
+            "{} not found.\nRun `cargo build --release` at the workspace root ({}) \
+             before running these tests (or point {} at it).",
+            path.display(),
+            workspace_root().display(),
+            env_override
+        );
+    }
+    path
+}
+
+/// Absolute path of the LD_PRELOAD library, `<root>/target/release/libsyncshim.so`.
+pub fn shim_path() -> PathBuf {
+    let p = built_artifact("LOCKSUIT_TEST_SHIM", "libsyncshim.so");
+    fs::canonicalize(&p).unwrap_or(p)
+}
+
+/// Absolute path of the analyzer CLI, `<root>/target/release/locksuit`.
+pub fn locksuit_path() -> PathBuf {
+    let p = built_artifact("LOCKSUIT_TEST_BIN", "locksuit");
+    fs::canonicalize(&p).unwrap_or(p)
+}
+
+// ---------------------------------------------------------------------------
+// Building the C programs
+// ---------------------------------------------------------------------------
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Compiles `tests/c/<name>.c` into `<root>/target/c-tests/<name>` and returns
+/// the binary's path. Rebuilds only when the source (or any header in
+/// `tests/c/`) is newer than the binary. Safe to call from parallel tests:
+/// each compilation writes a private temporary file that is then renamed.
+pub fn build_c(name: &str) -> PathBuf {
+    let src = c_dir().join(format!("{name}.c"));
+    build_c_source(&src, name)
+}
+
+/// Like [`build_c`] but for any C source file (e.g. `examples/sample.c`).
+/// The binary is `<root>/target/c-tests/<out_name>`.
+pub fn build_c_source(src: &Path, out_name: &str) -> PathBuf {
+    assert!(src.is_file(), "C source {} does not exist", src.display());
+    let out_dir = workspace_root().join("target").join("c-tests");
+    fs::create_dir_all(&out_dir).expect("create target/c-tests");
+    let out = out_dir.join(out_name);
+
+    // Newest input: the source and any header next to it.
+    let mut newest = mtime(src).expect("source mtime");
+    if let Some(dir) = src.parent() {
+        if let Ok(entries) = fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "h") {
+                    if let Some(t) = mtime(&p) {
+                        newest = newest.max(t);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(built) = mtime(&out) {
+        if built >= newest {
+            return out;
+        }
+    }
+
+    let tmp = out_dir.join(format!(
+        ".{out_name}.tmp.{}.{}",
+        std::process::id(),
+        next_id()
+    ));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let src_abs = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+    let output = Command::new(&cc)
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&tmp)
+        .arg(&src_abs)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp);
+        panic!(
+            "compiling {} failed ({}):\n{}{}",
+            src.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    fs::rename(&tmp, &out).expect("rename compiled binary into place");
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Directories and traces
+// ---------------------------------------------------------------------------
+
+/// Removes run directories left behind by test processes that no longer
+/// exist (their name starts with the pid of the process that made them) and
+/// that are older than [`KEEP_RUNS_FOR`]. Directories of live processes, e.g.
+/// a concurrent `cargo test`, and of the current `cargo test` invocation's
+/// other test binaries are kept, so a failure can be inspected afterwards.
+fn prune_stale_runs(runs: &Path) {
+    let Ok(entries) = fs::read_dir(runs) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let old_enough = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > KEEP_RUNS_FOR);
+        if old_enough && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A new, empty directory `<root>/target/test-runs/<pid>-<n>-<tag>`, unique per call.
+/// The first call in a process also deletes run directories of finished test
+/// processes older than [`KEEP_RUNS_FOR`], so traces do not pile up.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    static PRUNE: std::sync::Once = std::sync::Once::new();
+    let runs = workspace_root().join("target").join("test-runs");
+    PRUNE.call_once(|| prune_stale_runs(&runs));
+    let dir = runs.join(format!("{}-{}-{}", std::process::id(), next_id(), tag));
+    if dir.exists() {
+        fs::remove_dir_all(&dir).expect("remove stale run directory");
+    }
+    fs::create_dir_all(&dir).expect("create run directory");
+    dir
+}
+
+/// Files named `locksuit.*.trace` directly in `dir`, sorted.
+pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read_dir {}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("locksuit.") && n.ends_with(".trace"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The single trace in `dir`; panics (listing the directory) if there is not exactly one.
+pub fn only_trace(dir: &Path) -> PathBuf {
+    let t = traces_in(dir);
+    assert_eq!(
+        t.len(),
+        1,
+        "expected exactly one trace in {}, found {:?}",
+        dir.display(),
+        t
+    );
+    t.into_iter().next().unwrap()
+}
+
+// ---------------------------------------------------------------------------
+// Running processes
+// ---------------------------------------------------------------------------
+
+/// Runs `cmd` with stdout/stderr captured, killing it after [`CHILD_TIMEOUT`].
+pub fn run_captured(mut cmd: Command) -> Output {
+    let desc = format!("{cmd:?}");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {desc}: {e}"));
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out_t = thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out_pipe.read_to_end(&mut b);
+        b
+    });
+    let err_t = thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err_pipe.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for child") {
+            break st;
+        }
+        if start.elapsed() > CHILD_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{desc} did not finish within {CHILD_TIMEOUT:?}; killed it");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
+}
+
+/// Runs `bin args…` with `LD_PRELOAD=<abs shim>` and `LOCKSUIT_DIR=<dir>`.
+pub fn run_under_shim<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S], dir: &Path) -> Output {
+    let shim = shim_path();
+    let dir_abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .env("LD_PRELOAD", &shim)
+        .env("LOCKSUIT_DIR", &dir_abs);
+    run_captured(cmd)
+}
+
+/// Runs `bin args…` without the shim.
+pub fn run_plain<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S]) -> Output {
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR");
+    run_captured(cmd)
+}
+
+/// Runs `locksuit args…` (no shim, no LOCKSUIT_DIR) and returns its output.
+pub fn run_locksuit<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let mut cmd = Command::new(locksuit_path());
+    cmd.args(args)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR");
+    run_captured(cmd)
+}
+
+/// A readable dump of a process's result, for assertion messages.
+pub fn describe(out: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Asserts the process exited normally with status 0.
+pub fn assert_success(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what} failed\n{}", describe(out));
+}
+
+/// `locksuit report <paths…> --format json [--threshold R]`: asserts exit 0 and parses stdout.
+pub fn report_json(paths: &[&Path], threshold: Option<f64>) -> Value {
+    let mut args: Vec<std::ffi::OsString> = vec!["report".into()];
+    for p in paths {
+        args.push(p.as_os_str().to_owned());
+    }
+    args.push("--format".into());
+    args.push("json".into());
+    if let Some(t) = threshold {
+        args.push("--threshold".into());
+        args.push(t.to_string().into());
+    }
+    let out = run_locksuit(&args);
+    assert!(
+        out.status.success(),
+        "locksuit {:?} failed\n{}",
+        args,
+        describe(&out)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "locksuit {:?} printed invalid JSON: {e}\n{}",
+            args,
+            describe(&out)
+        )
+    });
+    assert_eq!(
+        v["schema"].as_str(),
+        Some("locksuit.report/1"),
+        "unexpected schema in report: {}",
+        v["schema"]
+    );
+    v
+}
+
+// ---------------------------------------------------------------------------
+// Ground truth from the C sources and from program output
+// ---------------------------------------------------------------------------
+
+/// 1-based line number of the unique line of `tests/c/<c_file>` containing `marker`.
+pub fn line_of(c_file: &str, marker: &str) -> u64 {
+    line_in(&c_dir().join(c_file), marker)
+}
+
+/// 1-based line number of the unique line of `path` containing `marker`.
+pub fn line_in(path: &Path, marker: &str) -> u64 {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let hits: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(marker))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "marker {marker:?} must occur on exactly one line of {}, found on lines {hits:?}",
+        path.display()
+    );
+    hits[0] as u64
+}
+
+/// Program stdout as a string.
+pub fn stdout_str(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The value after `key ` on the line of `stdout` that starts with `key `.
+/// Programs print lines such as `shared 0x55d0c3a4b040`.
+pub fn stdout_value(stdout: &str, key: &str) -> String {
+    let prefix = format!("{key} ");
+    let hits: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "expected exactly one line `{key} …` in program output:\n{stdout}"
+    );
+    hits[0].trim().to_string()
+}
+
+/// Parses `0x…` (as printed by `%p`, or in the JSON report) into a number.
+pub fn parse_addr(s: &str) -> u64 {
+    let h = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or_else(|| panic!("address {s:?} does not start with 0x"));
+    u64::from_str_radix(h, 16).unwrap_or_else(|e| panic!("address {s:?}: {e}"))
+}
+
+// ---------------------------------------------------------------------------
+// JSON helpers
+// ---------------------------------------------------------------------------
+
+/// A field that must be an array.
+pub fn arr<'a>(v: &'a Value, field: &str) -> &'a Vec<Value> {
+    v[field]
+        .as_array()
+        .unwrap_or_else(|| panic!("field {field:?} is not an array in {}", short(v)))
+}
+
+/// A field that must be a non-negative integer.
+pub fn u64_of(v: &Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("field {field:?} is not an unsigned integer in {}", short(v)))
+}
+
+/// A field that must be a number.
+pub fn f64_of(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("field {field:?} is not a number in {}", short(v)))
+}
+
+/// A field that must be a string.
+pub fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
+    v[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("field {field:?} is not a string in {}", short(v)))
+}
+
+/// A compact rendering of a JSON value for messages (truncated).
+pub fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 2000 {
+        format!("{}… ({} bytes)", &s[..2000], s.len())
+    } else {
+        s
+    }
+}
+
+/// All processes of a report.
+pub fn processes(report: &Value) -> &Vec<Value> {
+    arr(report, "processes")
+}
+
+/// The only process of a report; panics if there is not exactly one.
+pub fn only_process(report: &Value) -> &Value {
+    let p = processes(report);
+    assert_eq!(p.len(), 1, "expected exactly one process in report");
+    &p[0]
+}
+
+/// The process with the given pid.
+pub fn process_by_pid(report: &Value, pid: u64) -> &Value {
+    let hits: Vec<&Value> = processes(report)
+        .iter()
+        .filter(|p| p["pid"].as_u64() == Some(pid))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "expected exactly one process with pid {pid}; pids in report: {:?}",
+        processes(report)
+            .iter()
+            .map(|p| p["pid"].clone())
+            .collect::<Vec<_>>()
+    );
+    hits[0]
+}
+
+/// All locks of a process.
+pub fn locks(process: &Value) -> &Vec<Value> {
+    arr(process, "locks")
+}
+
+/// All sites of a process.
+pub fn sites(process: &Value) -> &Vec<Value> {
+    arr(process, "sites")
+}
+
+/// All findings of a process.
+pub fn findings(process: &Value) -> &Vec<Value> {
+    arr(process, "findings")
+}
+
+/// All locks whose `address` equals `addr` (compared numerically; `addr` as printed by `%p`).
+pub fn locks_at<'a>(process: &'a Value, addr: &str) -> Vec<&'a Value> {
+    let want = parse_addr(addr);
+    locks(process)
+        .iter()
+        .filter(|l| l["address"].as_str().map(parse_addr) == Some(want))
+        .collect()
+}
+
+/// The unique lock at `addr`; panics if there are none or several.
+pub fn lock_by_address<'a>(process: &'a Value, addr: &str) -> &'a Value {
+    let hits = locks_at(process, addr);
+    assert_eq!(
+        hits.len(),
+        1,
+        "expected exactly one lock at {addr}, found {}: {:?}",
+        hits.len(),
+        hits.iter().map(|l| short(l)).collect::<Vec<_>>()
+    );
+    hits[0]
+}
+
+/// The lock with the given id.
+pub fn lock_by_id<'a>(process: &'a Value, id: &str) -> &'a Value {
+    locks(process)
+        .iter()
+        .find(|l| l["id"].as_str() == Some(id))
+        .unwrap_or_else(|| panic!("no lock with id {id:?}"))
+}
+
+/// The site with the given id.
+pub fn site_by_id<'a>(process: &'a Value, id: &str) -> &'a Value {
+    sites(process)
+        .iter()
+        .find(|s| s["id"].as_str() == Some(id))
+        .unwrap_or_else(|| panic!("no site with id {id:?}"))
+}
+
+/// The id of a lock / site / finding.
+pub fn id_of(v: &Value) -> &str {
+    str_of(v, "id")
+}
+
+/// Sites that engaged the lock with id `lock_id` (sites whose `locks` list contains it).
+pub fn sites_of_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
+    sites(process)
+        .iter()
+        .filter(|s| {
+            s["locks"]
+                .as_array()
+                .is_some_and(|ls| ls.iter().any(|l| l.as_str() == Some(lock_id)))
+        })
+        .collect()
+}
+
+/// Findings whose `lock` is `lock_id`.
+pub fn findings_for_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
+    findings(process)
+        .iter()
+        .filter(|f| f["lock"].as_str() == Some(lock_id))
+        .collect()
+}
+
+/// Findings of the given kind whose `lock` is `lock_id`.
+pub fn findings_of_kind_for_lock<'a>(
+    process: &'a Value,
+    kind: &str,
+    lock_id: &str,
+) -> Vec<&'a Value> {
+    findings_for_lock(process, lock_id)
+        .into_iter()
+        .filter(|f| f["kind"].as_str() == Some(kind))
+        .collect()
+}
+
+/// Findings that list the site `site_id`.
+pub fn findings_for_site<'a>(process: &'a Value, site_id: &str) -> Vec<&'a Value> {
+    findings(process)
+        .iter()
+        .filter(|f| {
+            f["sites"]
+                .as_array()
+                .is_some_and(|ss| ss.iter().any(|s| s.as_str() == Some(site_id)))
+        })
+        .collect()
+}
+
+/// The sites a finding lists, resolved to site objects.
+pub fn finding_sites<'a>(process: &'a Value, finding: &Value) -> Vec<&'a Value> {
+    arr(finding, "sites")
+        .iter()
+        .map(|s| {
+            site_by_id(
+                process,
+                s.as_str()
+                    .unwrap_or_else(|| panic!("site id not a string in {}", short(finding))),
+            )
+        })
+        .collect()
+}
+
+/// Whether a site is at `function` in a file ending with `file_suffix` on `line`.
+pub fn site_is_at(site: &Value, function: &str, file_suffix: &str, line: u64) -> bool {
+    site["function"].as_str() == Some(function)
+        && site["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with(file_suffix))
+        && site["line"].as_u64() == Some(line)
+}
+
+/// `function file:line` of a site, for messages.
+pub fn site_where(site: &Value) -> String {
+    format!(
+        "{} {}:{} ({})",
+        site["function"], site["file"], site["line"], site["id"]
+    )
+}
+
+/// Locks that some site in `function` engaged.
+pub fn locks_engaged_in_function<'a>(process: &'a Value, function: &str) -> Vec<&'a Value> {
+    let ids: BTreeSet<&str> = sites(process)
+        .iter()
+        .filter(|s| s["function"].as_str() == Some(function))
+        .flat_map(|s| {
+            s["locks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.as_str())
+        })
+        .collect();
+    locks(process)
+        .iter()
+        .filter(|l| l["id"].as_str().is_some_and(|id| ids.contains(id)))
+        .collect()
+}
+
+/// All conds of a process (the `conds` array; empty if the field is missing).
+pub fn conds(process: &Value) -> Vec<&Value> {
+    process["conds"]
+        .as_array()
+        .map(|v| v.iter().collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,170 @@
+//! Unreadable input: exit status 2, one line on stderr naming the file and the
+//! problem, and never a panic.
+
+use locksuit_tests::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A real, valid trace of `tiny.c`, copied into a fresh directory.
+fn real_trace(tag: &str) -> (PathBuf, Vec<u8>) {
+    let bin = build_c("tiny");
+    let run_dir = fresh_dir(&format!("bad_input_src_{tag}"));
+    let out = run_under_shim(&bin, &[] as &[&str], &run_dir);
+    assert_success(&out, "tiny under the shim");
+    let trace = only_trace(&run_dir);
+    // Sanity: the untouched trace is fine.
+    let report = report_json(&[&trace], None);
+    assert_eq!(processes(&report).len(), 1);
+    let bytes = fs::read(&trace).unwrap();
+    assert!(bytes.len() > 200, "a real trace is more than 200 bytes");
+    (trace, bytes)
+}
+
+fn report(path: &Path) -> Output {
+    let args = [
+        "report".as_ref(),
+        path.as_os_str(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ];
+    run_locksuit(&args)
+}
+
+fn assert_no_panic(out: &Output, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{what}: locksuit panicked\n{}",
+        describe(out)
+    );
+    assert!(
+        out.status.code().is_some(),
+        "{what}: locksuit was killed by a signal\n{}",
+        describe(out)
+    );
+}
+
+/// Exit 2, exactly one non-empty line on stderr that names `path`, no panic.
+fn assert_rejected(path: &Path, what: &str) -> String {
+    let out = report(path);
+    assert_no_panic(&out, what);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{what}: exit status\n{}",
+        describe(&out)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1 && !lines[0].trim().is_empty(),
+        "{what}: exactly one line on stderr, got {}:\n{err}",
+        lines.len()
+    );
+    let name = path.file_name().unwrap().to_string_lossy();
+    assert!(
+        err.contains(name.as_ref()),
+        "{what}: the message must name the file ({name}): {err}"
+    );
+    err
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn truncated_to_100_bytes() {
+    let (_, bytes) = real_trace("t100");
+    let dir = fresh_dir("bad_input_t100");
+    let p = write_file(&dir, "locksuit.tiny.100.trace", &bytes[..100]);
+    assert_rejected(&p, "trace cut to 100 bytes");
+}
+
+#[test]
+fn truncated_to_half() {
+    let (_, bytes) = real_trace("half");
+    let dir = fresh_dir("bad_input_half");
+    let p = write_file(&dir, "locksuit.tiny.2.trace", &bytes[..bytes.len() / 2]);
+    assert_rejected(&p, "trace cut to half its size");
+}
+
+#[test]
+fn random_bytes() {
+    // 64 KiB from a fixed xorshift sequence (deterministic, not a real trace).
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut bytes = Vec::with_capacity(64 * 1024);
+    while bytes.len() < 64 * 1024 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    let dir = fresh_dir("bad_input_random");
+    let p = write_file(&dir, "locksuit.random.3.trace", &bytes);
+    assert_rejected(&p, "64 KiB of random bytes");
+}
+
+#[test]
+fn unknown_version() {
+    let (_, mut bytes) = real_trace("version");
+    assert_eq!(
+        u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+        1,
+        "bytes 8..12 of a trace hold format version 1"
+    );
+    bytes[8..12].copy_from_slice(&999u32.to_le_bytes());
+    let dir = fresh_dir("bad_input_version");
+    let p = write_file(&dir, "locksuit.tiny.4.trace", &bytes);
+    let err = assert_rejected(&p, "trace with version 999");
+    assert!(
+        err.contains("999") || err.to_lowercase().contains("version"),
+        "the message must say the version is the problem: {err}"
+    );
+}
+
+#[test]
+fn empty_directory() {
+    let dir = fresh_dir("bad_input_empty");
+    assert_rejected(&dir, "empty directory");
+}
+
+#[test]
+fn missing_file() {
+    let dir = fresh_dir("bad_input_missing");
+    let p = dir.join("locksuit.nothing.5.trace");
+    assert_rejected(&p, "missing file");
+}
+
+#[test]
+fn threshold_out_of_range() {
+    let (trace, _) = real_trace("threshold");
+    for bad in ["1.5", "-0.1", "abc"] {
+        let args = [
+            "report".as_ref(),
+            trace.as_os_str(),
+            "--threshold".as_ref(),
+            bad.as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ];
+        let out = run_locksuit(&args);
+        let what = format!("--threshold {bad}");
+        assert_no_panic(&out, &what);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{what}: exit status\n{}",
+            describe(&out)
+        );
+        assert!(!out.stderr.is_empty(), "{what}: an error message on stderr");
+    }
+    // The bounds themselves are valid.
+    for ok in [0.0, 1.0] {
+        let r = report_json(&[&trace], Some(ok));
+        assert_eq!(r["threshold"].as_f64(), Some(ok));
+    }
+}

@@ -1,0 +1,98 @@
+//! Contention: two threads and one lock with a forced, known order. Thread B
+//! blocks on the lock in every round while thread A holds it for ~20 ms.
+
+use locksuit_tests::*;
+
+const SRC: &str = "contention.c";
+const MS: u64 = 1_000_000;
+
+#[test]
+fn forced_contention() {
+    let bin = build_c("contention");
+    let dir = fresh_dir("contention");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "contention under the shim");
+    let stdout = stdout_str(&out);
+    let rounds: u64 = stdout_value(&stdout, "rounds").parse().unwrap();
+    let hold_ms: u64 = stdout_value(&stdout, "hold-ms").parse().unwrap();
+    assert_eq!((rounds, hold_ms), (10, 20), "test constants");
+
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let p = only_process(&report);
+    let lock = lock_by_address(p, &stdout_value(&stdout, "lock"));
+    let id = id_of(lock);
+
+    assert_eq!(
+        u64_of(lock, "acquisitions"),
+        2 * rounds,
+        "A and B each lock once per round"
+    );
+    assert_eq!(
+        u64_of(lock, "contended"),
+        rounds,
+        "B waits every round, A never"
+    );
+    assert_eq!(u64_of(lock, "threads"), 2);
+    let wait = u64_of(lock, "wait_ns");
+    assert!(
+        wait >= rounds * 10 * MS,
+        "B waits at least {hold_ms} ms per round: wait_ns {wait} < {}",
+        rounds * 10 * MS
+    );
+    let hold = u64_of(lock, "hold_ns");
+    assert!(
+        hold >= rounds * 10 * MS,
+        "A holds the lock at least {hold_ms} ms per round: hold_ns {hold} < {}",
+        rounds * 10 * MS
+    );
+
+    // Both sites took part in a task switch every round (B waited, A made B
+    // wait), so both are definitely suitable at the default threshold.
+    let a_line = line_of(SRC, "/* @a-lock */");
+    let b_line = line_of(SRC, "/* @b-lock */");
+    let sites = sites_of_lock(p, id);
+    assert_eq!(
+        sites.len(),
+        2,
+        "the lock is engaged at two sites: {:?}",
+        sites.iter().map(|s| site_where(s)).collect::<Vec<_>>()
+    );
+    for (function, line) in [("thread_a_round", a_line), ("thread_b_round", b_line)] {
+        let site = sites
+            .iter()
+            .find(|s| site_is_at(s, function, SRC, line))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no site at {function} {SRC}:{line}; sites: {:?}",
+                    sites.iter().map(|s| site_where(s)).collect::<Vec<_>>()
+                )
+            });
+        assert_eq!(
+            u64_of(site, "engagements"),
+            rounds,
+            "{function} engagements"
+        );
+        assert!(
+            u64_of(site, "task_switches") >= 1,
+            "{function} had task switches: {}",
+            short(site)
+        );
+        assert_eq!(
+            str_of(site, "status"),
+            "definitely-suitable",
+            "{function}: {}",
+            short(site)
+        );
+        assert!(
+            findings_for_site(p, id_of(site))
+                .iter()
+                .all(|f| f["kind"] != "unsuitable-site"),
+            "{function} must not be an unsuitable site"
+        );
+    }
+    assert!(
+        findings_of_kind_for_lock(p, "unnecessary-lock", id).is_empty(),
+        "a lock two threads use is not unnecessary"
+    );
+}
