@@ -1,1 +1,10 @@
+//! The locksuit analyzer: reads traces (through `locksuit-format`) into one
+//! report model ([`model`]), which the renderers print as text or JSON.
 
+pub mod analysis;
+pub mod cli;
+pub mod load;
+pub mod model;
+pub mod render;
+pub mod run;
+pub mod symbolize;

@@ -278,12 +278,23 @@ pub fn run_captured(mut cmd: Command) -> Output {
 
 /// Runs `bin args…` with `LD_PRELOAD=<abs shim>` and `LOCKSUIT_DIR=<dir>`.
 pub fn run_under_shim<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S], dir: &Path) -> Output {
+    run_under_shim_env(bin, args, dir, &[])
+}
+
+/// Like [`run_under_shim`], with extra environment variables (e.g. `LOCKSUIT_*` settings).
+pub fn run_under_shim_env<S: AsRef<std::ffi::OsStr>>(
+    bin: &Path,
+    args: &[S],
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> Output {
     let shim = shim_path();
     let dir_abs = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .env("LD_PRELOAD", &shim)
-        .env("LOCKSUIT_DIR", &dir_abs);
+        .env("LOCKSUIT_DIR", &dir_abs)
+        .envs(env.iter().copied());
     run_captured(cmd)
 }
 

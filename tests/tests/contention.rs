@@ -40,11 +40,12 @@ fn forced_contention() {
         "B waits at least {hold_ms} ms per round: wait_ns {wait} < {}",
         rounds * 10 * MS
     );
-    let hold = u64_of(lock, "hold_ns");
-    assert!(
-        hold >= rounds * 10 * MS,
-        "A holds the lock at least {hold_ms} ms per round: hold_ns {hold} < {}",
-        rounds * 10 * MS
+    // By default only contended holds are timed (no clock read on an
+    // uncontended acquisition): B's, one per round.
+    assert_eq!(
+        u64_of(lock, "hold_samples"),
+        rounds,
+        "only B's contended holds are timed by default"
     );
 
     // Both sites took part in a task switch every round (B waited, A made B
@@ -94,5 +95,31 @@ fn forced_contention() {
     assert!(
         findings_of_kind_for_lock(p, "unnecessary-lock", id).is_empty(),
         "a lock two threads use is not unnecessary"
+    );
+}
+
+/// With `LOCKSUIT_HOLD_SAMPLE=1` every hold is timed, A's uncontended ones too.
+#[test]
+fn every_hold_timed_when_asked() {
+    let bin = build_c("contention");
+    let dir = fresh_dir("contention-holds");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_HOLD_SAMPLE", "1")]);
+    assert_success(&out, "contention under the shim, all holds timed");
+    let stdout = stdout_str(&out);
+    let rounds: u64 = stdout_value(&stdout, "rounds").parse().unwrap();
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    assert_eq!(p["hold_sample_period"].as_u64(), Some(1));
+    let lock = lock_by_address(p, &stdout_value(&stdout, "lock"));
+    assert_eq!(
+        u64_of(lock, "hold_samples"),
+        2 * rounds,
+        "every engagement timed"
+    );
+    let hold = u64_of(lock, "hold_ns");
+    assert!(
+        hold >= rounds * 10 * MS,
+        "A holds the lock at least 20 ms per round: hold_ns {hold} < {}",
+        rounds * 10 * MS
     );
 }

@@ -129,6 +129,9 @@ fn capture_chain(ret: u64, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> usize {
         backtrace::trace_unsynchronized(|frame| {
             seen += 1;
             let ip = frame.ip() as u64;
+            if ip == 0 {
+                return false; // the outermost frame
+            }
             if !found {
                 found = ip == ret;
                 // The shim's own frames sit below the caller's; give up if

@@ -1,0 +1,460 @@
+//! From a decoded trace to the report model: per-lock and per-site totals,
+//! sharing ratios, suitability verdicts and findings.
+//!
+//! Definitions (also in the README):
+//! - sharing ratio of a lock = share of its engagements made by threads
+//!   other than the thread that engaged it most;
+//! - site ratio = engagement-weighted sharing ratio of the locks it engaged;
+//! - a site is definitely-suitable once it had a task-switching engagement
+//!   and its ratio is at or above the threshold, apparently-unsuitable otherwise;
+//! - findings: `unnecessary-lock` for a lock only one thread engaged,
+//!   `unsuitable-site` for an apparently-unsuitable site whose ratio is
+//!   below the threshold. Both are ranked by wait time, then engagements.
+
+use crate::model::*;
+use crate::symbolize::{first_own_frame, Symbolizer};
+use locksuit_format::reader::{ThreadInfo, Trace};
+use locksuit_format::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Totals over counter records, for one lock or one site.
+#[derive(Default, Clone, Copy)]
+struct Totals {
+    engagements: u64,
+    contended: u64,
+    task_switches: u64,
+    cond_reacquires: u64,
+    try_failures: u64,
+    timeouts: u64,
+    wait_ns: u64,
+    hold_ns: u64,
+    hold_samples: u64,
+}
+
+impl Totals {
+    fn add(&mut self, c: &CounterRecord) {
+        self.engagements += c.engagements;
+        self.contended += c.contended;
+        self.task_switches += c.task_switches;
+        self.cond_reacquires += c.cond_reacquires;
+        self.try_failures += c.try_failures;
+        self.timeouts += c.timeouts;
+        self.wait_ns += c.wait_ns;
+        self.hold_ns += c.hold_ns;
+        self.hold_samples += c.hold_samples;
+    }
+}
+
+/// Sharing ratio from per-thread engagement counts.
+pub fn sharing_ratio(per_thread: impl IntoIterator<Item = u64>) -> f64 {
+    let (mut total, mut top) = (0u64, 0u64);
+    for n in per_thread {
+        total += n;
+        top = top.max(n);
+    }
+    if total == 0 {
+        0.0
+    } else {
+        (total - top) as f64 / total as f64
+    }
+}
+
+/// Verdict for a site.
+pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static str {
+    if task_switches > 0 && ratio >= threshold {
+        STATUS_SUITABLE
+    } else {
+        STATUS_UNSUITABLE
+    }
+}
+
+fn thread_label(t: &ThreadInfo) -> String {
+    match &t.name {
+        Some(name) => format!("thread {} ({name})", t.record.tid),
+        None => format!("thread {}", t.record.tid),
+    }
+}
+
+fn where_of(site: &Site) -> String {
+    match (&site.function, &site.file, site.line) {
+        (Some(f), Some(file), Some(line)) => format!("{f} ({file}:{line})"),
+        (Some(f), _, _) => f.clone(),
+        _ => site
+            .call_chain
+            .first()
+            .map_or_else(|| "an unknown line".to_string(), |f| f.address.clone()),
+    }
+}
+
+/// Builds the model of one process.
+pub fn analyze(
+    trace_path: &str,
+    trace: &Trace,
+    threshold: f64,
+    symbolizer: &mut Symbolizer,
+) -> Process {
+    let header = &trace.header;
+
+    // Sites: merge records of the same return address (two threads can
+    // record the same new line at once), keep the first chain.
+    let mut site_by_address: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut site_index_of_raw: HashMap<u32, usize> = HashMap::new();
+    let mut chains: Vec<Vec<u64>> = Vec::new();
+    for s in &trace.sites {
+        let Some(&address) = s.frames.first() else {
+            continue;
+        };
+        let index = *site_by_address.entry(address).or_insert_with(|| {
+            chains.push(s.frames.clone());
+            chains.len() - 1
+        });
+        site_index_of_raw.insert(s.id, index);
+    }
+    // Counters that name an unknown site (0, or a lost record) share one
+    // "unknown" site so their engagements are not lost.
+    let mut unknown_site = None;
+    let mut site_of = |raw: u32, chains: &mut Vec<Vec<u64>>| -> usize {
+        if let Some(&i) = site_index_of_raw.get(&raw) {
+            return i;
+        }
+        *unknown_site.get_or_insert_with(|| {
+            chains.push(Vec::new());
+            chains.len() - 1
+        })
+    };
+
+    // Locks (not conds), numbered L1.. in creation order.
+    let mut lock_ids: Vec<u32> = trace
+        .locks
+        .iter()
+        .filter(|l| l.kind != ObjectKind::Cond as u32)
+        .map(|l| l.id)
+        .collect();
+    lock_ids.sort_unstable();
+    lock_ids.dedup();
+    let lock_index: HashMap<u32, usize> = lock_ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
+        .collect();
+    let lock_record: HashMap<u32, &LockRecord> = trace.locks.iter().map(|l| (l.id, l)).collect();
+    let destroyed: BTreeSet<u32> = trace.destroys.iter().map(|d| d.id).collect();
+
+    let n_locks = lock_ids.len();
+    let mut lock_totals = vec![Totals::default(); n_locks];
+    let mut lock_per_thread: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); n_locks];
+    let mut lock_sites: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n_locks];
+    // (site, lock) -> totals
+    let mut site_lock: BTreeMap<(usize, usize), Totals> = BTreeMap::new();
+    let mut thread_acquisitions: HashMap<usize, u64> = HashMap::new();
+    let mut warnings = trace.warnings.clone();
+    let mut orphans = 0u64;
+    for (thread, c) in &trace.counters {
+        let Some(&li) = lock_index.get(&c.lock_id) else {
+            orphans += c.engagements;
+            continue;
+        };
+        let si = site_of(c.site_id, &mut chains);
+        let tid = trace.threads[*thread].record.tid;
+        lock_totals[li].add(c);
+        *lock_per_thread[li].entry(tid).or_default() += c.engagements;
+        lock_sites[li].insert(si);
+        site_lock.entry((si, li)).or_default().add(c);
+        *thread_acquisitions.entry(*thread).or_default() += c.engagements;
+    }
+    if orphans > 0 {
+        warnings.push(format!(
+            "{orphans} engagements refer to locks whose creation record is missing; left out"
+        ));
+    }
+
+    let ratios: Vec<f64> = lock_per_thread
+        .iter()
+        .map(|m| sharing_ratio(m.values().copied()))
+        .collect();
+    let site_label = |i: usize| format!("S{}", i + 1);
+    let lock_label = |i: usize| format!("L{}", i + 1);
+
+    let locks: Vec<Lock> = (0..n_locks)
+        .map(|i| {
+            let raw = lock_ids[i];
+            let rec = lock_record.get(&raw);
+            let t = lock_totals[i];
+            Lock {
+                id: lock_label(i),
+                kind: rec
+                    .and_then(|r| ObjectKind::from_u8(r.kind as u8))
+                    .map_or("unknown", |k| k.name()),
+                address: rec.map_or_else(String::new, |r| format!("{:#x}", r.address)),
+                origin: match rec.map(|r| r.origin) {
+                    Some(ORIGIN_INIT) => "init",
+                    _ => "first-use",
+                },
+                destroyed: destroyed.contains(&raw),
+                acquisitions: t.engagements,
+                contended: t.contended,
+                try_failures: t.try_failures,
+                timeouts: t.timeouts,
+                cond_reacquires: t.cond_reacquires,
+                task_switches: t.task_switches,
+                threads: lock_per_thread[i].values().filter(|&&n| n > 0).count(),
+                sharing_ratio: ratios[i],
+                wait_ns: t.wait_ns,
+                hold_ns: t.hold_ns,
+                hold_samples: t.hold_samples,
+                engagements_by_thread: lock_per_thread[i]
+                    .iter()
+                    .map(|(&tid, &count)| ThreadCount { tid, count })
+                    .collect(),
+                sites: lock_sites[i].iter().map(|&s| site_label(s)).collect(),
+            }
+        })
+        .collect();
+
+    // Sites: totals, ratio, verdict, symbolized chain.
+    let exe = header.exe.as_str();
+    let mut sites: Vec<Site> = Vec::with_capacity(chains.len());
+    for (si, chain) in chains.iter().enumerate() {
+        let mut totals = Totals::default();
+        let mut weighted = 0.0;
+        let mut site_locks = Vec::new();
+        for (&(s, l), t) in site_lock.range((si, 0)..(si + 1, 0)) {
+            debug_assert_eq!(s, si);
+            totals.engagements += t.engagements;
+            totals.contended += t.contended;
+            totals.task_switches += t.task_switches;
+            totals.wait_ns += t.wait_ns;
+            totals.hold_ns += t.hold_ns;
+            weighted += t.engagements as f64 * ratios[l];
+            site_locks.push(lock_label(l));
+        }
+        let ratio = if totals.engagements == 0 {
+            0.0
+        } else {
+            weighted / totals.engagements as f64
+        };
+        let call_chain: Vec<Frame> = chain
+            .iter()
+            .map(|&a| symbolizer.frame(&trace.modules, exe, a))
+            .collect();
+        let own = call_chain.get(first_own_frame(&call_chain));
+        sites.push(Site {
+            id: site_label(si),
+            function: own.and_then(|f| f.function.clone()),
+            file: own.and_then(|f| f.file.clone()),
+            line: own.and_then(|f| f.line),
+            path: own.and_then(|f| f.path.clone()),
+            locks: site_locks,
+            engagements: totals.engagements,
+            contended: totals.contended,
+            task_switches: totals.task_switches,
+            wait_ns: totals.wait_ns,
+            hold_ns: totals.hold_ns,
+            ratio,
+            status: site_status(totals.task_switches, ratio, threshold),
+            call_chain,
+        });
+    }
+
+    let conds = build_conds(trace, &lock_index, &lock_record, &lock_label);
+    let findings = build_findings(trace, &locks, &sites, &lock_per_thread, threshold);
+
+    let threads = trace
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.record.tid != 0)
+        .map(|(i, t)| Thread {
+            tid: t.record.tid,
+            name: t.name.clone(),
+            parent_tid: (t.record.parent_tid != 0).then_some(t.record.parent_tid),
+            main: t.record.flags & THREAD_MAIN != 0,
+            ended: t.record.flags & THREAD_ENDED != 0,
+            acquisitions: thread_acquisitions.get(&i).copied().unwrap_or(0),
+            joins: t.record.joins,
+            join_wait_ns: t.record.join_wait_ns,
+            dropped_events: t.record.dropped,
+        })
+        .collect();
+
+    let complete = header.complete();
+    let dropped_events = header.dropped_records + header.dropped_ops;
+    if !complete {
+        warnings.push(
+            "the process did not exit normally (crash or kill); the figures are as of its death"
+                .into(),
+        );
+    }
+    if dropped_events > 0 {
+        warnings.push(format!(
+            "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
+        ));
+    }
+    Process {
+        trace: trace_path.to_string(),
+        pid: header.pid,
+        ppid: header.ppid,
+        exe: header.exe.clone(),
+        complete,
+        ended_by: if header.flags & FLAG_EXEC != 0 {
+            "exec"
+        } else if header.flags & FLAG_COMPLETE != 0 {
+            "exit"
+        } else {
+            "died"
+        },
+        exit_code: header.exit_code,
+        fork_child: header.flags & FLAG_FORK_CHILD != 0,
+        duration_ns: (header.end_mono_ns > header.start_mono_ns)
+            .then(|| header.end_mono_ns - header.start_mono_ns),
+        dropped_events,
+        hold_sample_period: header.hold_sample_period,
+        threads,
+        locks,
+        sites,
+        conds,
+        findings,
+        warnings,
+    }
+}
+
+fn build_conds(
+    trace: &Trace,
+    lock_index: &HashMap<u32, usize>,
+    lock_record: &HashMap<u32, &LockRecord>,
+    lock_label: &dyn Fn(usize) -> String,
+) -> Vec<Cond> {
+    let mut by_cond: BTreeMap<u32, (Cond, BTreeSet<u32>, BTreeSet<usize>)> = BTreeMap::new();
+    for (thread, c) in &trace.conds {
+        let entry = by_cond.entry(c.cond_id).or_insert_with(|| {
+            (
+                Cond {
+                    id: String::new(),
+                    address: lock_record
+                        .get(&c.cond_id)
+                        .map_or_else(String::new, |r| format!("{:#x}", r.address)),
+                    waits: 0,
+                    timeouts: 0,
+                    signals: 0,
+                    broadcasts: 0,
+                    notifies_with_waiters: 0,
+                    wait_ns: 0,
+                    threads: 0,
+                    mutexes: Vec::new(),
+                },
+                BTreeSet::new(),
+                BTreeSet::new(),
+            )
+        });
+        let cond = &mut entry.0;
+        cond.waits += c.waits;
+        cond.timeouts += c.timeouts;
+        cond.signals += c.signals;
+        cond.broadcasts += c.broadcasts;
+        cond.notifies_with_waiters += c.notifies_with_waiters;
+        cond.wait_ns += c.wait_ns;
+        if c.mutex_id != 0 {
+            entry.1.insert(c.mutex_id);
+        }
+        entry.2.insert(*thread);
+    }
+    by_cond
+        .into_values()
+        .enumerate()
+        .map(|(i, (mut cond, mutexes, threads))| {
+            cond.id = format!("C{}", i + 1);
+            cond.threads = threads.len();
+            cond.mutexes = mutexes
+                .iter()
+                .filter_map(|m| lock_index.get(m).map(|&li| lock_label(li)))
+                .collect();
+            cond
+        })
+        .collect()
+}
+
+fn build_findings(
+    trace: &Trace,
+    locks: &[Lock],
+    sites: &[Site],
+    lock_per_thread: &[BTreeMap<u32, u64>],
+    threshold: f64,
+) -> Vec<Finding> {
+    let site_by_id: HashMap<&str, &Site> = sites.iter().map(|s| (s.id.as_str(), s)).collect();
+    let thread_by_tid: HashMap<u32, &ThreadInfo> =
+        trace.threads.iter().map(|t| (t.record.tid, t)).collect();
+    let mut findings = Vec::new();
+    for (i, lock) in locks.iter().enumerate() {
+        if lock.acquisitions == 0 || lock.threads != 1 {
+            continue;
+        }
+        let tid = lock_per_thread[i].keys().next().copied().unwrap_or(0);
+        let who = thread_by_tid
+            .get(&tid)
+            .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
+        let at = lock
+            .sites
+            .first()
+            .and_then(|s| site_by_id.get(s.as_str()))
+            .map_or_else(|| "an unknown line".to_string(), |s| where_of(s));
+        findings.push(Finding {
+            kind: FINDING_UNNECESSARY,
+            lock: Some(lock.id.clone()),
+            sites: lock.sites.clone(),
+            message: format!(
+                "{} {} at {} was taken {} times, all by {}, at {}: no other thread ever needed it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
+                lock.kind, lock.id, lock.address, lock.acquisitions, who, at
+            ),
+            engagements: lock.acquisitions,
+            wait_ns: lock.wait_ns,
+        });
+    }
+    for site in sites {
+        if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
+            continue;
+        }
+        findings.push(Finding {
+            kind: FINDING_UNSUITABLE,
+            lock: None,
+            sites: vec![site.id.clone()],
+            message: format!(
+                "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and {} task switches: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
+                where_of(site),
+                site.locks.join(", "),
+                site.engagements,
+                site.ratio,
+                threshold,
+                site.task_switches
+            ),
+            engagements: site.engagements,
+            wait_ns: site.wait_ns,
+        });
+    }
+    findings.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.engagements.cmp(&a.engagements))
+            .then(a.kind.cmp(b.kind))
+    });
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sharing_ratio_matches_the_definition() {
+        assert_eq!(sharing_ratio([100]), 0.0);
+        assert_eq!(sharing_ratio([25, 25, 25, 25]), 0.75);
+        assert_eq!(sharing_ratio([90, 10]), 0.1);
+        assert_eq!(sharing_ratio([]), 0.0);
+    }
+
+    #[test]
+    fn status_needs_a_task_switch_and_the_threshold() {
+        assert_eq!(site_status(0, 0.9, 0.3), STATUS_UNSUITABLE);
+        assert_eq!(site_status(1, 0.2, 0.3), STATUS_UNSUITABLE);
+        assert_eq!(site_status(1, 0.3, 0.3), STATUS_SUITABLE);
+    }
+}

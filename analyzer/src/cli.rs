@@ -1,0 +1,206 @@
+//! Command line: `locksuit report` and `locksuit run`.
+
+use crate::load::{self, InputError};
+use crate::model::{Report, SCHEMA};
+use crate::render;
+use crate::symbolize::Symbolizer;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit status: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: a requested gate failed (e.g. `--fail-on-findings`).
+pub const EXIT_GATE: i32 = 1;
+/// Exit status: bad usage or unreadable input.
+pub const EXIT_USAGE: i32 = 2;
+
+const AFTER_HELP: &str = "\
+Recording:
+  LD_PRELOAD=/abs/path/libsyncshim.so ./app     record any dynamically linked program
+  locksuit run -- ./app args                   the same, into a fresh directory, then report
+
+Reading the report:
+  unnecessary-lock   a lock that only one thread ever engaged: it protects nothing shared
+  unsuitable-site    a line whose locks are rarely shared between threads (sharing ratio
+                     below --threshold) and that never caused a task switch
+  sharing ratio      share of a lock's engagements made by threads other than its top user
+                     (0 = one thread, 0.75 = four threads evenly)
+
+Environment:
+  LOCKSUIT_DIR          where traces are written (and where `report` looks by default)
+  LOCKSUIT_MAX_MB       size cap of one trace in MiB (default 256)
+  LOCKSUIT_HOLD_SAMPLE  also time 1 in N uncontended holds (default 0: only contended)
+
+Exit status:
+  0  success
+  1  a requested gate failed (--fail-on-findings found something)
+  2  bad usage or unreadable input (the message names the file and the problem)
+  `run` exits with the command's own status, or 128+N if a signal N killed it.";
+
+#[derive(Parser)]
+#[command(
+    name = "locksuit",
+    version,
+    about = "Finds the locks a program pays for without need, and the ones that serialize its threads.",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Report on recorded traces.
+    ///
+    /// PATH is a trace file or a directory (every locksuit.*.trace in it). With no PATH,
+    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory.
+    Report(ReportArgs),
+    /// Record a command and all its children, then report on every process.
+    ///
+    /// Traces go to a fresh directory (./locksuit-run.N unless --dir is given), which is
+    /// kept so the same run can be reported again, e.g. at another threshold.
+    Run(RunArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args)]
+struct ReportOptions {
+    /// Sharing ratio below which a line's locking is reported as unsuitable, in [0, 1].
+    #[arg(long, default_value = "0.3", value_parser = parse_threshold, value_name = "R")]
+    threshold: f64,
+    /// Output format; json follows schema locksuit.report/1.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// Trace files or directories of traces.
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    options: ReportOptions,
+    /// Exit with status 1 if any process has a finding.
+    #[arg(long)]
+    fail_on_findings: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    options: ReportOptions,
+    /// Directory for the traces (created if missing).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The shim to preload (default: libsyncshim.so next to this binary, or $LOCKSUIT_SHIM).
+    #[arg(long, value_name = "PATH")]
+    shim: Option<PathBuf>,
+    /// The command to record, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number; give a ratio between 0 and 1, e.g. 0.3"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{v} is outside [0, 1]; the threshold is a sharing ratio"
+        ))
+    }
+}
+
+fn build_report(paths: &[PathBuf], threshold: f64) -> Result<Report, InputError> {
+    let loaded = load::load(paths)?;
+    for skipped in &loaded.skipped {
+        eprintln!("locksuit: warning: skipped {skipped}");
+    }
+    let mut symbolizer = Symbolizer::default();
+    let processes = loaded
+        .traces
+        .iter()
+        .map(|(path, trace)| {
+            crate::analysis::analyze(
+                &path.display().to_string(),
+                trace,
+                threshold,
+                &mut symbolizer,
+            )
+        })
+        .collect();
+    Ok(Report {
+        schema: SCHEMA,
+        threshold,
+        processes,
+    })
+}
+
+fn print(report: &Report, format: Format) {
+    let text = match format {
+        Format::Text => render::text::render(report),
+        Format::Json => render::json::render(report),
+    };
+    use std::io::Write;
+    // A closed pipe (e.g. `| head`) is not an error worth a message.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+fn report(args: ReportArgs) -> i32 {
+    match build_report(&args.paths, args.options.threshold) {
+        Ok(report) => {
+            print(&report, args.options.format);
+            let findings = report.processes.iter().any(|p| !p.findings.is_empty());
+            if args.fail_on_findings && findings {
+                EXIT_GATE
+            } else {
+                EXIT_OK
+            }
+        }
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn run(args: RunArgs) -> i32 {
+    let recorded =
+        match crate::run::record(&args.command, args.dir.as_deref(), args.shim.as_deref()) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("locksuit: {e}");
+                return EXIT_USAGE;
+            }
+        };
+    match build_report(std::slice::from_ref(&recorded.dir), args.options.threshold) {
+        Ok(report) => print(&report, args.options.format),
+        Err(e) => eprintln!("locksuit: nothing to report: {e}"),
+    }
+    eprintln!("locksuit: traces kept in {}", recorded.dir.display());
+    recorded.exit_status
+}
+
+/// Entry point; returns the process exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Report(args) => report(args),
+        Command::Run(args) => run(args),
+    }
+}

@@ -1,0 +1,139 @@
+//! Finding and reading traces named on the command line.
+
+use locksuit_format::{read_trace_bytes, Trace, TraceError};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// A user-facing error: one line, naming the file and the problem.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<TraceError> for InputError {
+    fn from(e: TraceError) -> Self {
+        InputError(e.to_string())
+    }
+}
+
+pub fn is_trace_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("locksuit.") && n.ends_with(".trace"))
+}
+
+/// Trace files directly inside `dir`, sorted by name.
+pub fn traces_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| InputError(format!("{}: cannot list directory: {e}", dir.display())))?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_trace_name(p) && p.is_file())
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// The newest trace in `$LOCKSUIT_DIR`, or else in the current directory.
+pub fn default_trace() -> Result<PathBuf, InputError> {
+    let dir = std::env::var_os("LOCKSUIT_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let newest = traces_in(&dir)?
+        .into_iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
+        .map(|(_, p)| p);
+    newest.ok_or_else(|| {
+        InputError(format!(
+            "{}: no locksuit traces (locksuit.*.trace) here; record one with `locksuit run -- CMD` or name a trace",
+            dir.display()
+        ))
+    })
+}
+
+/// Reads one trace file.
+pub fn read(path: &Path) -> Result<Trace, InputError> {
+    let file = File::open(path).map_err(|e| {
+        InputError(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("{}: no such file or directory", path.display())
+            }
+            _ => format!("{}: cannot open: {e}", path.display()),
+        })
+    })?;
+    let len = file
+        .metadata()
+        .map_err(|e| InputError(format!("{}: cannot stat: {e}", path.display())))?
+        .len();
+    if len == 0 {
+        return Err(InputError(format!(
+            "{}: empty file, not a locksuit trace (the process may have died before writing its header)",
+            path.display()
+        )));
+    }
+    // SAFETY: the mapping is read-only and private to us; a trace is only
+    // written by the process it records, which appends within blocks it
+    // already backed, so the file never shrinks under the mapping.
+    let map = unsafe { memmap2::Mmap::map(&file) }
+        .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
+    Ok(read_trace_bytes(path, &map)?)
+}
+
+/// What the command line names: files are taken as they are (and must be
+/// readable), directories contribute every trace inside them (unreadable
+/// ones are skipped with a warning, unless none is readable).
+pub struct Loaded {
+    pub traces: Vec<(PathBuf, Trace)>,
+    pub skipped: Vec<String>,
+}
+
+pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
+    let mut loaded = Loaded {
+        traces: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let paths = if paths.is_empty() {
+        vec![default_trace()?]
+    } else {
+        paths.to_vec()
+    };
+    for path in &paths {
+        if path.is_dir() {
+            let found = traces_in(path)?;
+            if found.is_empty() {
+                return Err(InputError(format!(
+                    "{}: no locksuit traces (locksuit.*.trace) in this directory",
+                    path.display()
+                )));
+            }
+            let mut readable = 0;
+            let mut first_error = None;
+            for trace_path in found {
+                match read(&trace_path) {
+                    Ok(t) => {
+                        readable += 1;
+                        loaded.traces.push((trace_path, t));
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert_with(|| e.0.clone());
+                        loaded.skipped.push(e.0);
+                    }
+                }
+            }
+            if readable == 0 {
+                return Err(InputError(first_error.unwrap_or_default()));
+            }
+        } else {
+            let t = read(path)?;
+            loaded.traces.push((path.clone(), t));
+        }
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,154 @@
+//! The report model: everything a report shows, built once from the traces.
+//! Text and JSON both render from it; the JSON is this model serialised
+//! (schema `locksuit.report/1`, see `docs/report-schema.md`).
+
+use serde::Serialize;
+
+pub const SCHEMA: &str = "locksuit.report/1";
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub threshold: f64,
+    pub processes: Vec<Process>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Process {
+    pub trace: String,
+    pub pid: u32,
+    pub ppid: u32,
+    pub exe: String,
+    /// False when the process died without a normal exit (crash, kill).
+    pub complete: bool,
+    /// How the trace ended: "exit", "exec" or "died".
+    pub ended_by: &'static str,
+    pub exit_code: Option<i32>,
+    pub fork_child: bool,
+    pub duration_ns: Option<u64>,
+    /// Operations and records the shim could not record.
+    pub dropped_events: u64,
+    /// Uncontended holds are timed once in this many engagements (0 = never).
+    pub hold_sample_period: u32,
+    pub threads: Vec<Thread>,
+    pub locks: Vec<Lock>,
+    pub sites: Vec<Site>,
+    pub conds: Vec<Cond>,
+    pub findings: Vec<Finding>,
+    /// Problems found in the trace itself.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Thread {
+    pub tid: u32,
+    pub name: Option<String>,
+    pub parent_tid: Option<u32>,
+    pub main: bool,
+    pub ended: bool,
+    pub acquisitions: u64,
+    pub joins: u64,
+    pub join_wait_ns: u64,
+    pub dropped_events: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ThreadCount {
+    pub tid: u32,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Lock {
+    pub id: String,
+    pub kind: &'static str,
+    pub address: String,
+    /// "init" (explicit `*_init`) or "first-use" (static initialiser, or
+    /// initialised before the shim loaded).
+    pub origin: &'static str,
+    pub destroyed: bool,
+    /// Successful acquisitions, trylocks and condition-wait re-acquisitions included.
+    pub acquisitions: u64,
+    /// Acquisitions that had to wait for another thread.
+    pub contended: u64,
+    pub try_failures: u64,
+    pub timeouts: u64,
+    pub cond_reacquires: u64,
+    pub task_switches: u64,
+    /// Distinct threads that engaged it.
+    pub threads: usize,
+    /// Share of engagements made by threads other than the one that engaged it most.
+    pub sharing_ratio: f64,
+    pub wait_ns: u64,
+    /// Sum of the hold times that were measured (see `hold_samples`).
+    pub hold_ns: u64,
+    /// Engagements whose hold time was measured: every contended one, plus
+    /// one in `hold_sample_period` of the others.
+    pub hold_samples: u64,
+    pub engagements_by_thread: Vec<ThreadCount>,
+    pub sites: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Frame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Full source path as recorded in the debug information.
+    pub path: Option<String>,
+    pub address: String,
+    pub module: Option<String>,
+    /// `module+0xoffset` when no function name is known.
+    pub offset: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Site {
+    pub id: String,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub path: Option<String>,
+    pub locks: Vec<String>,
+    pub engagements: u64,
+    pub contended: u64,
+    pub task_switches: u64,
+    pub wait_ns: u64,
+    pub hold_ns: u64,
+    /// Engagement-weighted sharing ratio of the locks it engaged.
+    pub ratio: f64,
+    pub status: &'static str,
+    pub call_chain: Vec<Frame>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cond {
+    pub id: String,
+    pub address: String,
+    pub waits: u64,
+    pub timeouts: u64,
+    pub signals: u64,
+    pub broadcasts: u64,
+    /// Signals and broadcasts that found at least one waiter.
+    pub notifies_with_waiters: u64,
+    pub wait_ns: u64,
+    pub threads: usize,
+    /// Mutexes passed to its waits.
+    pub mutexes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Finding {
+    pub kind: &'static str,
+    pub lock: Option<String>,
+    pub sites: Vec<String>,
+    pub message: String,
+    /// What ranks it: engagements paid for, and time threads waited.
+    pub engagements: u64,
+    pub wait_ns: u64,
+}
+
+pub const STATUS_SUITABLE: &str = "definitely-suitable";
+pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
+pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
+pub const FINDING_UNSUITABLE: &str = "unsuitable-site";

@@ -1,0 +1,232 @@
+//! Text: one readable table per section, ranked by cost.
+
+use super::duration;
+use crate::model::*;
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use std::fmt::Write;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(120)
+        .set_header(header.to_vec());
+    t
+}
+
+fn right_align(t: &mut Table, columns: &[usize]) {
+    for &c in columns {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
+
+fn where_short(
+    function: &Option<String>,
+    file: &Option<String>,
+    line: Option<u32>,
+    fallback: &str,
+) -> String {
+    match (function, file, line) {
+        (Some(f), Some(file), Some(line)) => format!("{f} {file}:{line}"),
+        (Some(f), _, _) => f.clone(),
+        _ => fallback.to_string(),
+    }
+}
+
+fn frame_line(f: &Frame) -> String {
+    let module = f
+        .module
+        .as_deref()
+        .map(crate::symbolize::basename)
+        .unwrap_or("?");
+    match (&f.function, &f.file, f.line) {
+        (Some(func), Some(file), Some(line)) => format!("{func} ({file}:{line})"),
+        (Some(func), _, _) => format!("{func} [{module}]"),
+        _ => f
+            .offset
+            .clone()
+            .unwrap_or_else(|| format!("{} [{module}]", f.address)),
+    }
+}
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for p in &report.processes {
+        process(&mut out, p, report.threshold);
+    }
+    out
+}
+
+fn process(out: &mut String, p: &Process, threshold: f64) {
+    let status = match (p.ended_by, p.exit_code) {
+        ("exit", Some(code)) => format!("exited with status {code}"),
+        ("exit", None) => "exited normally".to_string(),
+        ("exec", _) => "replaced itself with exec".to_string(),
+        _ => "DIED without a normal exit (crash or kill): figures are as of its death".to_string(),
+    };
+    let _ = writeln!(out, "== {} (pid {}) — {}", p.exe, p.pid, p.trace);
+    let _ =
+        writeln!(
+        out,
+        "   {status}; {} threads, {} locks, {} sites, {} condition variables, {} dropped events{}",
+        p.threads.len(),
+        p.locks.len(),
+        p.sites.len(),
+        p.conds.len(),
+        p.dropped_events,
+        p.duration_ns.map(|d| format!(", ran {}", duration(d))).unwrap_or_default()
+    );
+    for w in &p.warnings {
+        let _ = writeln!(out, "   warning: {w}");
+    }
+    let _ = writeln!(out);
+
+    let _ = writeln!(
+        out,
+        "Findings at threshold {threshold:.2} ({}), ranked by wait time, then engagements",
+        p.findings.len()
+    );
+    if p.findings.is_empty() {
+        let _ = writeln!(out, "   none");
+    }
+    for (i, f) in p.findings.iter().enumerate() {
+        let _ = writeln!(out, "{:>3}. [{}] {}", i + 1, f.kind, f.message);
+        if let Some(site) = f
+            .sites
+            .first()
+            .and_then(|id| p.sites.iter().find(|s| &s.id == id))
+        {
+            let own = crate::symbolize::first_own_frame(&site.call_chain);
+            for frame in site.call_chain.iter().skip(own).take(6) {
+                let _ = writeln!(out, "        at {}", frame_line(frame));
+            }
+        }
+    }
+    let _ = writeln!(out);
+
+    if !p.locks.is_empty() {
+        let mut order: Vec<&Lock> = p.locks.iter().collect();
+        order.sort_by(|a, b| {
+            b.wait_ns
+                .cmp(&a.wait_ns)
+                .then(b.acquisitions.cmp(&a.acquisitions))
+        });
+        let mut t = table(&[
+            "lock",
+            "kind",
+            "address",
+            "acquired",
+            "contended",
+            "threads",
+            "sharing",
+            "wait",
+            "hold (timed)",
+            "sites",
+        ]);
+        for l in order {
+            t.add_row(vec![
+                l.id.clone(),
+                l.kind.to_string(),
+                l.address.clone(),
+                l.acquisitions.to_string(),
+                l.contended.to_string(),
+                l.threads.to_string(),
+                format!("{:.2}", l.sharing_ratio),
+                duration(l.wait_ns),
+                format!("{} ({})", duration(l.hold_ns), l.hold_samples),
+                l.sites.join(" "),
+            ]);
+        }
+        right_align(&mut t, &[3, 4, 5, 6, 7, 8]);
+        let _ = writeln!(out, "Locks, ranked by wait time, then acquisitions\n{t}\n");
+    }
+
+    if !p.sites.is_empty() {
+        let mut order: Vec<&Site> = p.sites.iter().collect();
+        order.sort_by(|a, b| {
+            b.wait_ns
+                .cmp(&a.wait_ns)
+                .then(b.engagements.cmp(&a.engagements))
+        });
+        let mut t = table(&[
+            "site",
+            "where",
+            "engaged",
+            "task switches",
+            "wait",
+            "ratio",
+            "status",
+            "locks",
+        ]);
+        for s in order {
+            let fallback = s.call_chain.first().map_or("?", |f| f.address.as_str());
+            t.add_row(vec![
+                s.id.clone(),
+                where_short(&s.function, &s.file, s.line, fallback),
+                s.engagements.to_string(),
+                s.task_switches.to_string(),
+                duration(s.wait_ns),
+                format!("{:.2}", s.ratio),
+                s.status.to_string(),
+                s.locks.join(" "),
+            ]);
+        }
+        right_align(&mut t, &[2, 3, 4, 5]);
+        let _ = writeln!(
+            out,
+            "Sites (lines that engage locks), ranked by wait time\n{t}\n"
+        );
+    }
+
+    if !p.conds.is_empty() {
+        let mut t = table(&[
+            "cond",
+            "address",
+            "waits",
+            "timeouts",
+            "signals",
+            "broadcasts",
+            "found waiters",
+            "wait",
+            "mutexes",
+        ]);
+        for c in &p.conds {
+            t.add_row(vec![
+                c.id.clone(),
+                c.address.clone(),
+                c.waits.to_string(),
+                c.timeouts.to_string(),
+                c.signals.to_string(),
+                c.broadcasts.to_string(),
+                c.notifies_with_waiters.to_string(),
+                duration(c.wait_ns),
+                c.mutexes.join(" "),
+            ]);
+        }
+        right_align(&mut t, &[2, 3, 4, 5, 6, 7]);
+        let _ = writeln!(out, "Condition variables\n{t}\n");
+    }
+
+    let mut t = table(&[
+        "tid",
+        "name",
+        "parent",
+        "acquisitions",
+        "joins",
+        "join wait",
+    ]);
+    for th in &p.threads {
+        t.add_row(vec![
+            format!("{}{}", th.tid, if th.main { " (main)" } else { "" }),
+            th.name.clone().unwrap_or_default(),
+            th.parent_tid.map(|t| t.to_string()).unwrap_or_default(),
+            th.acquisitions.to_string(),
+            th.joins.to_string(),
+            duration(th.join_wait_ns),
+        ]);
+    }
+    right_align(&mut t, &[3, 4, 5]);
+    let _ = writeln!(out, "Threads\n{t}\n");
+}
