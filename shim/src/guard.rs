@@ -98,7 +98,12 @@ impl ThreadState {
 /// Proof that this thread is inside a hook and may record. Dropping it leaves
 /// the hook. At most one exists per thread: a nested hook call (from our own
 /// code, a signal handler, or a library we call) gets `None` and passes through.
+///
+/// It also carries the address of this thread's state, looked up once per
+/// hook: in a shared library every thread-local access is a call to
+/// `__tls_get_addr`, so the recorder reaches its state through the guard.
 pub struct HookGuard {
+    state: &'static ThreadState,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -107,18 +112,13 @@ impl HookGuard {
     /// process is recording. Initialises the shim on first use.
     #[inline]
     pub fn enter() -> Option<HookGuard> {
-        let entered = STATE.with(|s| {
-            if s.in_hook.get() || s.retired.get() {
-                false
-            } else {
-                s.in_hook.set(true);
-                true
-            }
-        });
-        if !entered {
+        let state = this_thread();
+        if state.in_hook.get() || state.retired.get() {
             return None;
         }
+        state.in_hook.set(true);
         let guard = HookGuard {
+            state,
             _not_send: PhantomData,
         };
         if lifecycle::recording() {
@@ -128,23 +128,37 @@ impl HookGuard {
         }
     }
 
-    /// Enters even on a retired thread; for the thread-exit path itself.
-    pub fn enter_for_exit() -> Option<HookGuard> {
-        let entered = STATE.with(|s| !s.in_hook.replace(true));
-        entered.then_some(HookGuard {
+    /// Enters for the thread-exit destructor: by then the thread runs no
+    /// hook of ours (a cancelled wait may have left `in_hook` set, since
+    /// forced unwinding skips our frames' drops), so no check is needed.
+    pub fn enter_for_exit() -> HookGuard {
+        let state = this_thread();
+        state.in_hook.set(true);
+        HookGuard {
+            state,
             _not_send: PhantomData,
-        })
+        }
     }
 
+    /// This thread's state.
     #[inline]
-    pub fn state<R>(&self, f: impl FnOnce(&ThreadState) -> R) -> R {
-        STATE.with(f)
+    pub fn thread(&self) -> &'static ThreadState {
+        self.state
     }
+}
+
+/// The calling thread's state, valid for as long as the thread runs.
+#[inline]
+fn this_thread() -> &'static ThreadState {
+    // SAFETY: the thread-local has no destructor, so it lives as long as the
+    // thread; the reference never leaves the thread because every holder
+    // (HookGuard) is !Send.
+    STATE.with(|s| unsafe { &*(s as *const ThreadState) })
 }
 
 impl Drop for HookGuard {
     #[inline]
     fn drop(&mut self) {
-        STATE.with(|s| s.in_hook.set(false));
+        self.state.in_hook.set(false);
     }
 }

@@ -63,8 +63,8 @@ pub unsafe extern "C" fn pthread_mutex_init(
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = unsafe { init(m, attr) };
-    if guard.is_some() && rc == 0 {
-        recorder::object_initialized(m as u64, ObjectKind::Mutex);
+    if let (Some(g), 0) = (&guard, rc) {
+        recorder::object_initialized(g, m as u64, ObjectKind::Mutex);
     }
     rc
 }
@@ -75,8 +75,8 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = unsafe { destroy(m) };
-    if guard.is_some() && rc == 0 {
-        recorder::object_destroyed(m as u64);
+    if let (Some(g), 0) = (&guard, rc) {
+        recorder::object_destroyed(g, m as u64);
     }
     rc
 }
@@ -85,29 +85,45 @@ export_with_caller!(pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int => mute
 unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     let lock = real_or!(mutex_lock, 0);
     let trylock = real_or!(mutex_trylock, 0);
-    let guard = HookGuard::enter();
-    let prepared = guard.as_ref().and_then(|_| {
-        recorder::prepare(m as u64, ObjectKind::Mutex, MODE_EXCLUSIVE, caller as u64)
-    });
-    match prepared {
-        // SAFETY (both closures and the fallback): forwarding the caller's argument.
-        Some(p) => acquire(&p, true, || unsafe { trylock(m) }, || unsafe { lock(m) }),
-        None => unsafe { lock(m) },
-    }
+    // SAFETY (every call below): forwarding the caller's argument unchanged.
+    let Some(guard) = HookGuard::enter() else {
+        return unsafe { lock(m) };
+    };
+    let Some(p) = recorder::prepare(
+        &guard,
+        m as u64,
+        ObjectKind::Mutex,
+        MODE_EXCLUSIVE,
+        caller as u64,
+    ) else {
+        return unsafe { lock(m) };
+    };
+    acquire(
+        &guard,
+        &p,
+        true,
+        || unsafe { trylock(m) },
+        || unsafe { lock(m) },
+    )
 }
 
 export_with_caller!(pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int => mutex_trylock, x86_64: "rsi", aarch64: "x1");
 unsafe extern "C-unwind" fn mutex_trylock(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     let trylock = real_or!(mutex_trylock, 0);
-    let guard = HookGuard::enter();
-    let prepared = guard.as_ref().and_then(|_| {
-        recorder::prepare(m as u64, ObjectKind::Mutex, MODE_EXCLUSIVE, caller as u64)
-    });
-    match prepared {
-        // SAFETY (closure and fallback): forwarding the caller's argument.
-        Some(p) => try_acquire(&p, true, || unsafe { trylock(m) }),
-        None => unsafe { trylock(m) },
-    }
+    // SAFETY (every call below): forwarding the caller's argument unchanged.
+    let Some(guard) = HookGuard::enter() else {
+        return unsafe { trylock(m) };
+    };
+    let Some(p) = recorder::prepare(
+        &guard,
+        m as u64,
+        ObjectKind::Mutex,
+        MODE_EXCLUSIVE,
+        caller as u64,
+    ) else {
+        return unsafe { trylock(m) };
+    };
+    try_acquire(&guard, &p, true, || unsafe { trylock(m) })
 }
 
 export_with_caller!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) -> c_int => mutex_timedlock, x86_64: "rdx", aarch64: "x2");
@@ -118,20 +134,26 @@ unsafe extern "C-unwind" fn mutex_timedlock(
 ) -> c_int {
     let timedlock = real_or!(mutex_timedlock, libc::EINVAL);
     let trylock = real_or!(mutex_trylock, libc::EINVAL);
-    let guard = HookGuard::enter();
-    let prepared = guard.as_ref().and_then(|_| {
-        recorder::prepare(m as u64, ObjectKind::Mutex, MODE_EXCLUSIVE, caller as u64)
-    });
-    match prepared {
-        // SAFETY (closures and fallback): forwarding the caller's arguments.
-        Some(p) => acquire(
-            &p,
-            true,
-            || unsafe { trylock(m) },
-            || unsafe { timedlock(m, t) },
-        ),
-        None => unsafe { timedlock(m, t) },
-    }
+    // SAFETY (every call below): forwarding the caller's arguments unchanged.
+    let Some(guard) = HookGuard::enter() else {
+        return unsafe { timedlock(m, t) };
+    };
+    let Some(p) = recorder::prepare(
+        &guard,
+        m as u64,
+        ObjectKind::Mutex,
+        MODE_EXCLUSIVE,
+        caller as u64,
+    ) else {
+        return unsafe { timedlock(m, t) };
+    };
+    acquire(
+        &guard,
+        &p,
+        true,
+        || unsafe { trylock(m) },
+        || unsafe { timedlock(m, t) },
+    )
 }
 
 export_with_caller!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int => mutex_clocklock, x86_64: "rcx", aarch64: "x3");
@@ -143,20 +165,26 @@ unsafe extern "C-unwind" fn mutex_clocklock(
 ) -> c_int {
     let clocklock = real_or!(mutex_clocklock, libc::EINVAL);
     let trylock = real_or!(mutex_trylock, libc::EINVAL);
-    let guard = HookGuard::enter().filter(|_| supported_clock(c));
-    let prepared = guard.as_ref().and_then(|_| {
-        recorder::prepare(m as u64, ObjectKind::Mutex, MODE_EXCLUSIVE, caller as u64)
-    });
-    match prepared {
-        // SAFETY (closures and fallback): forwarding the caller's arguments.
-        Some(p) => acquire(
-            &p,
-            true,
-            || unsafe { trylock(m) },
-            || unsafe { clocklock(m, c, t) },
-        ),
-        None => unsafe { clocklock(m, c, t) },
-    }
+    // SAFETY (every call below): forwarding the caller's arguments unchanged.
+    let Some(guard) = HookGuard::enter().filter(|_| supported_clock(c)) else {
+        return unsafe { clocklock(m, c, t) };
+    };
+    let Some(p) = recorder::prepare(
+        &guard,
+        m as u64,
+        ObjectKind::Mutex,
+        MODE_EXCLUSIVE,
+        caller as u64,
+    ) else {
+        return unsafe { clocklock(m, c, t) };
+    };
+    acquire(
+        &guard,
+        &p,
+        true,
+        || unsafe { trylock(m) },
+        || unsafe { clocklock(m, c, t) },
+    )
 }
 
 #[unsafe(no_mangle)]
@@ -165,8 +193,8 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
     let guard = HookGuard::enter();
     // Recorded first, while the lock is still ours: once released, another
     // thread may take it and overwrite its holder.
-    if guard.is_some() {
-        recorder::released(m as u64, 0);
+    if let Some(g) = &guard {
+        recorder::released(g, m as u64, 0);
     }
     // SAFETY: forwarding the caller's argument.
     unsafe { unlock(m) }
@@ -183,8 +211,8 @@ pub unsafe extern "C" fn pthread_cond_init(
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = unsafe { init(c, attr) };
-    if guard.is_some() && rc == 0 {
-        recorder::object_initialized(c as u64, ObjectKind::Cond);
+    if let (Some(g), 0) = (&guard, rc) {
+        recorder::object_initialized(g, c as u64, ObjectKind::Cond);
     }
     rc
 }
@@ -195,8 +223,8 @@ pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's argument.
     let rc = unsafe { destroy(c) };
-    if guard.is_some() && rc == 0 {
-        recorder::object_destroyed(c as u64);
+    if let (Some(g), 0) = (&guard, rc) {
+        recorder::object_destroyed(g, c as u64);
     }
     rc
 }
@@ -209,16 +237,15 @@ fn cond_wait_recorded(
     caller: usize,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
-    let guard = HookGuard::enter();
-    let Some(w) = guard
-        .as_ref()
-        .and_then(|_| recorder::cond_prepare(c as u64, m as u64, caller as u64))
-    else {
+    let Some(guard) = HookGuard::enter() else {
         return wait();
     };
-    let started = recorder::cond_wait_begin(&w);
+    let Some(w) = recorder::cond_prepare(&guard, c as u64, m as u64, caller as u64) else {
+        return wait();
+    };
+    let started = recorder::cond_wait_begin(&guard, &w);
     let rc = wait();
-    recorder::cond_wait_end(&w, started, rc);
+    recorder::cond_wait_end(&guard, &w, started, rc);
     rc
 }
 
@@ -266,8 +293,8 @@ export_with_caller!(pthread_cond_signal(c: *mut pthread_cond_t) -> c_int => cond
 unsafe extern "C-unwind" fn cond_signal(c: *mut pthread_cond_t, caller: usize) -> c_int {
     let signal = real_or!(cond_signal, 0);
     // Recorded before the call, so the waiter count is the one the signal sees.
-    if let Some(_guard) = HookGuard::enter() {
-        recorder::cond_notified(c as u64, caller as u64, false);
+    if let Some(guard) = HookGuard::enter() {
+        recorder::cond_notified(&guard, c as u64, caller as u64, false);
     }
     // SAFETY: forwarding the caller's argument.
     unsafe { signal(c) }
@@ -276,8 +303,8 @@ unsafe extern "C-unwind" fn cond_signal(c: *mut pthread_cond_t, caller: usize) -
 export_with_caller!(pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int => cond_broadcast, x86_64: "rsi", aarch64: "x1");
 unsafe extern "C-unwind" fn cond_broadcast(c: *mut pthread_cond_t, caller: usize) -> c_int {
     let broadcast = real_or!(cond_broadcast, 0);
-    if let Some(_guard) = HookGuard::enter() {
-        recorder::cond_notified(c as u64, caller as u64, true);
+    if let Some(guard) = HookGuard::enter() {
+        recorder::cond_notified(&guard, c as u64, caller as u64, true);
     }
     // SAFETY: forwarding the caller's argument.
     unsafe { broadcast(c) }
@@ -296,7 +323,7 @@ pub unsafe extern "C" fn pthread_create(
     let guard = HookGuard::enter();
     let handoff = guard
         .as_ref()
-        .and_then(|_| spawn::StartHandoff::claim(start, arg));
+        .and_then(|g| spawn::StartHandoff::claim(g, start, arg));
     match handoff {
         // SAFETY: forwarding with our wrapper, which calls `start(arg)`.
         Some(h) => {
@@ -315,8 +342,8 @@ fn join_recorded(join: impl FnOnce() -> c_int) -> c_int {
     let guard = HookGuard::enter();
     let started = guard.as_ref().map(|_| recorder::now_ns());
     let rc = join();
-    if let (Some(started), 0) = (started, rc) {
-        recorder::join_finished(recorder::now_ns().saturating_sub(started));
+    if let (Some(g), Some(started), 0) = (&guard, started, rc) {
+        recorder::join_finished(g, recorder::now_ns().saturating_sub(started));
     }
     rc
 }
@@ -375,9 +402,9 @@ pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments.
     let rc = unsafe { setname(t, name) };
-    if guard.is_some() && rc == 0 && !name.is_null() {
+    if let (Some(g), 0, false) = (&guard, rc, name.is_null()) {
         // SAFETY: the real call accepted `name` as a NUL-terminated string.
-        recorder::thread_named(t, unsafe { CStr::from_ptr(name) }.to_bytes());
+        recorder::thread_named(g, t, unsafe { CStr::from_ptr(name) }.to_bytes());
     }
     rc
 }

@@ -12,6 +12,7 @@
 //! through to the blocking call, which then returns EDEADLK, waits, or times
 //! out as it would have.
 
+use crate::guard::HookGuard;
 use crate::recorder::{self, How, Prepared};
 use core::ffi::c_int;
 
@@ -24,6 +25,7 @@ pub fn holds(rc: c_int) -> bool {
 /// Runs the trylock-first protocol. `exclusive` is false for shared holds.
 #[inline]
 pub fn acquire(
+    g: &HookGuard,
     p: &Prepared,
     exclusive: bool,
     try_once: impl FnOnce() -> c_int,
@@ -31,22 +33,22 @@ pub fn acquire(
 ) -> c_int {
     let rc = try_once();
     if holds(rc) {
-        recorder::acquired(p, How::Uncontended, exclusive);
+        recorder::acquired(g, p, How::Uncontended, exclusive);
         return rc;
     }
     if rc != libc::EBUSY {
         return rc;
     }
-    contended(p, exclusive, block)
+    contended(g, p, exclusive, block)
 }
 
 #[cold]
-fn contended(p: &Prepared, exclusive: bool, block: impl FnOnce() -> c_int) -> c_int {
+fn contended(g: &HookGuard, p: &Prepared, exclusive: bool, block: impl FnOnce() -> c_int) -> c_int {
     let started = recorder::wait_begin(p);
     let rc = block();
     let (wait_ns, now) = recorder::wait_end(p, started);
     if holds(rc) {
-        recorder::acquired(p, How::Contended { wait_ns, now }, exclusive);
+        recorder::acquired(g, p, How::Contended { wait_ns, now }, exclusive);
     } else if rc == libc::ETIMEDOUT {
         recorder::timed_out(p, wait_ns);
     }
@@ -55,10 +57,15 @@ fn contended(p: &Prepared, exclusive: bool, block: impl FnOnce() -> c_int) -> c_
 
 /// A non-blocking attempt: counts an engagement or a failure.
 #[inline]
-pub fn try_acquire(p: &Prepared, exclusive: bool, try_once: impl FnOnce() -> c_int) -> c_int {
+pub fn try_acquire(
+    g: &HookGuard,
+    p: &Prepared,
+    exclusive: bool,
+    try_once: impl FnOnce() -> c_int,
+) -> c_int {
     let rc = try_once();
     if holds(rc) {
-        recorder::acquired(p, How::Uncontended, exclusive);
+        recorder::acquired(g, p, How::Uncontended, exclusive);
     } else if rc == libc::EBUSY {
         recorder::try_failed(p);
     }

@@ -113,11 +113,12 @@ pub fn arm_thread_exit() {
 }
 
 extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
-    let Some(_guard) = HookGuard::enter_for_exit() else {
+    if !matches!(state(), State::Enabled | State::Exiting) {
         return;
-    };
-    recorder::thread_ended();
-    ThreadState::with(|s| s.set_retired(true));
+    }
+    let guard = HookGuard::enter_for_exit();
+    recorder::thread_ended(&guard);
+    guard.thread().set_retired(true);
 }
 
 extern "C" fn fork_child() {

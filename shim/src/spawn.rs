@@ -34,7 +34,7 @@ pub struct StartHandoff {
 }
 
 impl StartHandoff {
-    pub fn claim(start: StartRoutine, arg: *mut c_void) -> Option<StartHandoff> {
+    pub fn claim(guard: &HookGuard, start: StartRoutine, arg: *mut c_void) -> Option<StartHandoff> {
         let first = NEXT.fetch_add(1, Ordering::Relaxed);
         for i in 0..SLOTS {
             let index = (first + i) % SLOTS;
@@ -42,7 +42,7 @@ impl StartHandoff {
             if !slot.busy.swap(true, Ordering::Acquire) {
                 slot.start.store(start as usize, Ordering::Relaxed);
                 slot.arg.store(arg as usize, Ordering::Relaxed);
-                let parent = recorder::current_lane().map_or(0, |l| l.tid);
+                let parent = recorder::current_lane(guard).map_or(0, |l| l.tid);
                 slot.parent_tid.store(parent, Ordering::Relaxed);
                 return Some(StartHandoff { index });
             }
@@ -73,8 +73,8 @@ pub extern "C-unwind" fn start_wrapper_impl(token: *mut c_void) -> *mut c_void {
     let parent = slot.parent_tid.load(Ordering::Relaxed);
     slot.busy.store(false, Ordering::Release);
     ThreadState::with(|s| s.set_parent_tid(parent));
-    if let Some(_guard) = HookGuard::enter() {
-        recorder::current_lane();
+    if let Some(guard) = HookGuard::enter() {
+        recorder::current_lane(&guard);
     }
     // SAFETY: `start` was stored from a valid StartRoutine in `claim`.
     let start: StartRoutine = unsafe { core::mem::transmute::<usize, StartRoutine>(start) };

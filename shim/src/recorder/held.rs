@@ -65,7 +65,13 @@ impl HeldStack {
     }
 
     /// Removes and returns the innermost engagement of `addr`.
+    #[inline]
     pub fn take(&mut self, addr: u64) -> Option<HeldEntry> {
+        // Locks are almost always released innermost first.
+        if self.len > 0 && self.entries[self.len - 1].addr == addr {
+            self.len -= 1;
+            return Some(self.entries[self.len]);
+        }
         let at = self.entries[..self.len]
             .iter()
             .rposition(|e| e.addr == addr)?;

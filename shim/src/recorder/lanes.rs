@@ -4,6 +4,7 @@
 //! recording never contends; a lane is recycled when its thread exits.
 
 use super::file;
+use super::objects::ObjectSlot;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
@@ -25,6 +26,22 @@ struct IndexSlot {
     record: *mut u8,
 }
 
+/// Hot-path cache: (lock address, return address, mode) straight to the
+/// lock's slot and this thread's counter, skipping both table lookups. An
+/// entry is trusted only while the slot still carries `lock_id`.
+#[derive(Clone, Copy)]
+pub struct CacheEntry {
+    addr: u64,
+    ret: u64,
+    /// `generation << 2 | mode`, as in the index.
+    tag: u32,
+    pub lock_id: u32,
+    pub slot: *const ObjectSlot,
+    pub counter: *mut u8,
+}
+
+const CACHE_SLOTS: usize = 64;
+
 pub struct Lane {
     pub id: u32,
     generation: u32,
@@ -35,6 +52,7 @@ pub struct Lane {
     pub tid: u32,
     pub sample_tick: u32,
     pub active: AtomicBool,
+    cache: [CacheEntry; CACHE_SLOTS],
     index: [IndexSlot; INDEX_SLOTS],
 }
 
@@ -217,6 +235,36 @@ impl Lane {
             // only its owner updates it.
             unsafe { (*self.thread).dropped += 1 };
         }
+    }
+
+    #[inline]
+    fn cache_slot(addr: u64, ret: u64) -> usize {
+        ((addr ^ ret.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    }
+
+    #[inline]
+    pub fn cached(&self, addr: u64, ret: u64, mode: u32) -> Option<&CacheEntry> {
+        let e = &self.cache[Self::cache_slot(addr, ret)];
+        (e.addr == addr && e.ret == ret && e.tag == self.generation << 2 | mode).then_some(e)
+    }
+
+    pub fn remember(
+        &mut self,
+        addr: u64,
+        ret: u64,
+        mode: u32,
+        slot: &ObjectSlot,
+        lock_id: u32,
+        counter: *mut u8,
+    ) {
+        self.cache[Self::cache_slot(addr, ret)] = CacheEntry {
+            addr,
+            ret,
+            tag: self.generation << 2 | mode,
+            lock_id,
+            slot,
+            counter,
+        };
     }
 
     #[inline]

@@ -20,7 +20,7 @@ mod threads;
 
 use crate::config;
 use crate::diag::{warn_once, Warning};
-use crate::guard::ThreadState;
+use crate::guard::HookGuard;
 use core::sync::atomic::Ordering;
 use held::{HeldEntry, HELD_CONTENDED, HELD_HANDOVER};
 use lanes::Lane;
@@ -66,11 +66,8 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         modules::reset_after_fork();
         crate::diag::reset_after_fork();
     }
-    file::create(extra_flags, now_ns())?;
-    if let Some(lane) = current_lane() {
-        modules::scan(lane);
-    }
-    Ok(())
+    // Modules are recorded when the first site needs them.
+    file::create(extra_flags, now_ns())
 }
 
 /// Counts an operation that passed through unrecorded.
@@ -140,13 +137,45 @@ pub enum How {
 /// Looks up the lock at `addr` and this thread's counter for it at the line
 /// returning to `ret`, recording the lock, site and chain if new.
 #[inline]
-pub fn prepare(addr: u64, kind: ObjectKind, mode: u32, ret: u64) -> Option<Prepared> {
-    let lane = current_lane()?;
+pub fn prepare(
+    g: &HookGuard,
+    addr: u64,
+    kind: ObjectKind,
+    mode: u32,
+    ret: u64,
+) -> Option<Prepared> {
+    let lane = current_lane(g)?;
+    if let Some(hit) = lane.cached(addr, ret, mode) {
+        // SAFETY: slots live in the object table for the life of the process.
+        let slot = unsafe { &*hit.slot };
+        // Still the same lock (not destroyed and re-initialised since)?
+        if slot.id.load(Ordering::Relaxed) == hit.lock_id {
+            return Some(Prepared {
+                addr,
+                slot,
+                lock_id: hit.lock_id,
+                counter: hit.counter.cast(),
+                lane,
+            });
+        }
+    }
+    prepare_slow(lane, addr, kind, mode, ret)
+}
+
+#[cold]
+fn prepare_slow(
+    lane: &'static mut Lane,
+    addr: u64,
+    kind: ObjectKind,
+    mode: u32,
+    ret: u64,
+) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
     let counter = match lane.find(found.id, ret, mode) {
         Some(p) => p.cast(),
         None => new_counter(lane, found.id, ret, mode)?,
     };
+    lane.remember(addr, ret, mode, found.slot, found.id, counter.cast());
     Some(Prepared {
         addr,
         slot: found.slot,
@@ -207,7 +236,7 @@ fn sample_start(lane: &mut Lane) -> u64 {
 
 /// The lock was acquired. `exclusive` is false for shared (reader) holds.
 #[inline]
-pub fn acquired(p: &Prepared, how: How, exclusive: bool) {
+pub fn acquired(g: &HookGuard, p: &Prepared, how: How, exclusive: bool) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
@@ -225,15 +254,13 @@ pub fn acquired(p: &Prepared, how: How, exclusive: bool) {
     if exclusive {
         p.slot.holder.store(p.lane().tid, Ordering::Relaxed);
     }
-    let tracked = ThreadState::with(|s| {
-        s.held().push(HeldEntry {
-            addr: p.addr,
-            lock_id: p.lock_id,
-            flags,
-            slot: p.slot,
-            counter: p.counter,
-            since_ns,
-        })
+    let tracked = g.thread().held().push(HeldEntry {
+        addr: p.addr,
+        lock_id: p.lock_id,
+        flags,
+        slot: p.slot,
+        counter: p.counter,
+        since_ns,
     });
     if !tracked {
         // Nesting deeper than we track: the engagement is counted, its hold
@@ -271,8 +298,8 @@ pub fn wait_end(p: &Prepared, started: u64) -> (u64, u64) {
 /// the real unlock, while it is still ours). `extra` adds held flags (a
 /// condition wait hands the lock over).
 #[inline]
-pub fn released(addr: u64, extra: u32) {
-    let Some(entry) = ThreadState::with(|s| s.held().take(addr)) else {
+pub fn released(g: &HookGuard, addr: u64, extra: u32) {
+    let Some(entry) = g.thread().held().take(addr) else {
         return;
     };
     let mut others_waited = false;
@@ -281,7 +308,12 @@ pub fn released(addr: u64, extra: u32) {
         let slot = unsafe { &*entry.slot };
         others_waited = slot.waiters.load(Ordering::Relaxed) > 0;
         slot.holder.store(0, Ordering::Relaxed);
-        slot.seq.fetch_add(1, Ordering::Relaxed);
+        // Only the exclusive holder bumps the sequence, so a plain
+        // load/store suffices (no locked read-modify-write on the hot path).
+        slot.seq.store(
+            slot.seq.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
     }
     if entry.counter.is_null() {
         return;
@@ -298,8 +330,8 @@ pub fn released(addr: u64, extra: u32) {
 }
 
 /// `*_init` of an object at `addr`: a new identity even at a reused address.
-pub fn object_initialized(addr: u64, kind: ObjectKind) {
-    let Some(lane) = current_lane() else {
+pub fn object_initialized(g: &HookGuard, addr: u64, kind: ObjectKind) {
+    let Some(lane) = current_lane(g) else {
         drop_op(None);
         return;
     };
@@ -310,8 +342,8 @@ pub fn object_initialized(addr: u64, kind: ObjectKind) {
 }
 
 /// `*_destroy` of the object at `addr`.
-pub fn object_destroyed(addr: u64) {
-    let Some(lane) = current_lane() else { return };
+pub fn object_destroyed(g: &HookGuard, addr: u64) {
+    let Some(lane) = current_lane(g) else { return };
     if let Some(id) = objects::destroy(addr) {
         let record = LockDestroyRecord {
             hdr: RecordHeader {
@@ -362,10 +394,10 @@ fn cond_record(
     Some(p)
 }
 
-pub fn cond_prepare(cond_addr: u64, mutex_addr: u64, ret: u64) -> Option<CondWait> {
-    let lane = current_lane()?;
+pub fn cond_prepare(g: &HookGuard, cond_addr: u64, mutex_addr: u64, ret: u64) -> Option<CondWait> {
+    let lane = current_lane(g)?;
     let cond = object(lane, cond_addr, ObjectKind::Cond)?;
-    let mutex = prepare(mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, ret);
+    let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, ret);
     let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id);
     // Keyed by the mutex too: the same line may wait with different mutexes.
     let key = ret ^ ((mutex_id as u64) << 48);
@@ -378,17 +410,17 @@ pub fn cond_prepare(cond_addr: u64, mutex_addr: u64, ret: u64) -> Option<CondWai
 }
 
 /// Just before the real wait: the mutex is handed over.
-pub fn cond_wait_begin(w: &CondWait) -> u64 {
+pub fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id, Ordering::Relaxed);
-        released(m.addr, HELD_HANDOVER);
+        released(g, m.addr, HELD_HANDOVER);
     }
     w.cond.waiters.fetch_add(1, Ordering::Relaxed);
     now_ns()
 }
 
 /// After the real wait returned `rc` (the mutex is ours again).
-pub fn cond_wait_end(w: &CondWait, started: u64, rc: i32) {
+pub fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
     w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
     let now = now_ns();
     // SAFETY: the record is in this thread's lane; only this thread writes it.
@@ -400,14 +432,14 @@ pub fn cond_wait_end(w: &CondWait, started: u64, rc: i32) {
     }
     if let Some(m) = &w.mutex {
         if rc == 0 || rc == libc::ETIMEDOUT || rc == libc::EOWNERDEAD {
-            acquired(m, How::CondReacquire { now }, true);
+            acquired(g, m, How::CondReacquire { now }, true);
         }
     }
 }
 
 /// `pthread_cond_signal` / `_broadcast` on the condition at `cond_addr`.
-pub fn cond_notified(cond_addr: u64, ret: u64, broadcast: bool) {
-    let Some(lane) = current_lane() else { return };
+pub fn cond_notified(g: &HookGuard, cond_addr: u64, ret: u64, broadcast: bool) {
+    let Some(lane) = current_lane(g) else { return };
     let Some(cond) = object(lane, cond_addr, ObjectKind::Cond) else {
         return;
     };
@@ -425,6 +457,6 @@ pub fn cond_notified(cond_addr: u64, ret: u64, broadcast: bool) {
         record.notifies_with_waiters += 1;
         // The waiter will take over the mutex we hold: a hand-over.
         let mutex_id = cond.slot.holder.load(Ordering::Relaxed);
-        ThreadState::with(|s| s.held().mark_handover(mutex_id));
+        g.thread().held().mark_handover(mutex_id);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::lanes::{self, Lane};
 use super::{file, now_ns};
-use crate::guard::ThreadState;
+use crate::guard::{HookGuard, ThreadState};
 use crate::lifecycle;
 use locksuit_format::*;
 
@@ -16,16 +16,15 @@ fn gettid() -> u32 {
 /// existed before the shim initialised included). `None` when no lane is
 /// available; the caller passes through.
 #[inline]
-pub fn current_lane() -> Option<&'static mut Lane> {
-    ThreadState::with(|s| {
-        let lane = s.lane();
-        if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
-            // SAFETY: a lane registered to this thread in this process
-            // generation is exclusively ours until the thread ends.
-            return Some(unsafe { &mut *lane });
-        }
-        register(s)
-    })
+pub fn current_lane(g: &HookGuard) -> Option<&'static mut Lane> {
+    let s = g.thread();
+    let lane = s.lane();
+    if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
+        // SAFETY: a lane registered to this thread in this process
+        // generation is exclusively ours until the thread ends.
+        return Some(unsafe { &mut *lane });
+    }
+    register(s)
 }
 
 #[cold]
@@ -71,8 +70,9 @@ fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
 
 /// The calling thread is ending (thread-local destructor): close its record
 /// and give its lane to the next thread.
-pub fn thread_ended() {
-    ThreadState::with(|s| {
+pub fn thread_ended(g: &HookGuard) {
+    {
+        let s = g.thread();
         let lane = s.lane();
         if lane.is_null() || s.lane_generation() != lifecycle::generation() {
             return;
@@ -92,11 +92,11 @@ pub fn thread_ended() {
         }
         s.set_lane(core::ptr::null_mut(), 0);
         lanes::release(lane);
-    });
+    }
 }
 
 /// `pthread_setname_np(target, name)` succeeded.
-pub fn thread_named(target: u64, name: &[u8]) {
+pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
     let mut fixed = [0u8; THREAD_NAME_MAX];
     let n = name.len().min(THREAD_NAME_MAX - 1);
     fixed[..n].copy_from_slice(&name[..n]);
@@ -116,7 +116,7 @@ pub fn thread_named(target: u64, name: &[u8]) {
     });
     if tid == 0 {
         // Not (yet) known: leave a record for the analyzer to match.
-        if let Some(lane) = current_lane() {
+        if let Some(lane) = current_lane(g) {
             let record = ThreadNameRecord {
                 hdr: RecordHeader {
                     kind: RecordKind::ThreadName as u16,
@@ -134,8 +134,8 @@ pub fn thread_named(target: u64, name: &[u8]) {
 }
 
 /// A join returned after waiting `wait_ns`.
-pub fn join_finished(wait_ns: u64) {
-    if let Some(lane) = current_lane() {
+pub fn join_finished(g: &HookGuard, wait_ns: u64) {
+    if let Some(lane) = current_lane(g) {
         if !lane.thread.is_null() {
             // SAFETY: our own thread record.
             unsafe {
