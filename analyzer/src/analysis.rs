@@ -172,7 +172,16 @@ pub fn analyze(
         .iter()
         .map(|m| sharing_ratio(m.values().copied()))
         .collect();
-    let site_label = |i: usize| format!("S{}", i + 1);
+    // Only lines that engaged a lock are sites of this report (a line that
+    // only signals a condition variable is not); they are numbered S1.. in
+    // the order they were first recorded.
+    let engaged_sites: BTreeSet<usize> = site_lock.keys().map(|&(s, _)| s).collect();
+    let site_number: HashMap<usize, usize> = engaged_sites
+        .iter()
+        .enumerate()
+        .map(|(n, &s)| (s, n))
+        .collect();
+    let site_label = |i: usize| format!("S{}", site_number.get(&i).map_or(0, |n| n + 1));
     let lock_label = |i: usize| format!("L{}", i + 1);
 
     let locks: Vec<Lock> = (0..n_locks)
@@ -213,8 +222,9 @@ pub fn analyze(
 
     // Sites: totals, ratio, verdict, symbolized chain.
     let exe = header.exe.as_str();
-    let mut sites: Vec<Site> = Vec::with_capacity(chains.len());
-    for (si, chain) in chains.iter().enumerate() {
+    let mut sites: Vec<Site> = Vec::with_capacity(engaged_sites.len());
+    for &si in &engaged_sites {
+        let chain = &chains[si];
         let mut totals = Totals::default();
         let mut weighted = 0.0;
         let mut site_locks = Vec::new();

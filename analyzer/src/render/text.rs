@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(presets::UTF8_HORIZONTAL_ONLY)
+    t.load_preset(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_width(120)
         .set_header(header.to_vec());
