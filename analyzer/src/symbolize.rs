@@ -41,7 +41,12 @@ impl Symbolizer {
     fn loader(&mut self, path: &str) -> Option<&Loader> {
         self.loaders
             .entry(path.to_string())
-            .or_insert_with(|| Loader::new(path).ok())
+            // Module paths come from the trace: open regular files only, so
+            // a damaged path naming a FIFO or device cannot hang us.
+            .or_insert_with(|| {
+                let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+                regular.then(|| Loader::new(path).ok()).flatten()
+            })
             .as_ref()
     }
 

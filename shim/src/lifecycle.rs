@@ -150,11 +150,13 @@ pub fn process_exiting(code: i32) {
 }
 
 /// Library constructor: resolve and initialise now, unless a hook already did.
+#[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
     drop(HookGuard::enter());
 }
 
 /// Library destructor: runs during `exit` (including return from `main`).
+#[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_unload() {
     if matches!(state(), State::Enabled | State::Exiting) {
         STATE.store(State::Exiting as u8, Ordering::Release);
@@ -162,10 +164,14 @@ extern "C" fn on_unload() {
     }
 }
 
+// Only in the real library: a unit-test binary starts the recorder itself,
+// after choosing where its trace goes.
+#[cfg(not(test))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static CONSTRUCTOR: extern "C" fn() = on_load;
 
+#[cfg(not(test))]
 #[used]
 #[unsafe(link_section = ".fini_array")]
 static DESTRUCTOR: extern "C" fn() = on_unload;

@@ -460,3 +460,6 @@ pub fn cond_notified(g: &HookGuard, cond_addr: u64, ret: u64, broadcast: bool) {
         g.thread().held().mark_handover(mutex_id);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,201 @@
+//! No input may make the reader panic, hang or misread: a hand-built valid
+//! trace reads back exactly, and random bytes, bit flips and truncations of
+//! it give an error or warnings, never a panic.
+
+use locksuit_format::*;
+use proptest::prelude::*;
+
+fn bytes_of<T: Pod>(v: &T) -> Vec<u8> {
+    // SAFETY: T is Pod (repr(C) integers, no padding), so all bytes are initialised.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+        .to_vec()
+}
+
+fn zeroed<T: Pod>() -> T {
+    read_pod(&vec![0u8; std::mem::size_of::<T>()]).unwrap()
+}
+
+fn hdr(kind: RecordKind, size: usize, aux: u32) -> RecordHeader {
+    RecordHeader {
+        kind: kind as u16,
+        size: size as u16,
+        aux,
+    }
+}
+
+/// Writes `records` into block `index` of `buf` as lane 0, block `seq`.
+fn put_block(buf: &mut [u8], index: usize, seq: u32, records: &[Vec<u8>]) {
+    let payload: Vec<u8> = records.concat();
+    let block = BlockHeader {
+        kind: BLOCK_LANE,
+        lane: 0,
+        seq,
+        used: payload.len() as u32,
+    };
+    let at = index * BLOCK_SIZE;
+    buf[at..at + BLOCK_HEADER_SIZE].copy_from_slice(&bytes_of(&block));
+    buf[at + BLOCK_HEADER_SIZE..at + BLOCK_HEADER_SIZE + payload.len()].copy_from_slice(&payload);
+}
+
+/// A valid three-block trace: one thread, one lock, one site with a
+/// two-frame chain, and two counters split across two blocks (written in
+/// reverse block order, which the reader must undo).
+fn sample_trace() -> Vec<u8> {
+    let mut buf = vec![0u8; 3 * BLOCK_SIZE];
+    let mut h: FileHeader = zeroed();
+    h.magic = MAGIC;
+    h.version = FORMAT_VERSION;
+    h.byte_order = BYTE_ORDER_MARK;
+    h.header_size = std::mem::size_of::<FileHeader>() as u32;
+    h.block_size = BLOCK_SIZE as u32;
+    h.max_blocks = 100;
+    h.blocks_reserved = 3;
+    h.blocks_backed = 3;
+    h.pid = 42;
+    h.flags = FLAG_COMPLETE;
+    h.exe_len = 4;
+    h.exe[..4].copy_from_slice(b"/app");
+    buf[..std::mem::size_of::<FileHeader>()].copy_from_slice(&bytes_of(&h));
+
+    let thread = ThreadRecord {
+        hdr: hdr(RecordKind::Thread, 88, 0),
+        tid: 43,
+        ..Default::default()
+    };
+    let lock = LockRecord {
+        hdr: hdr(RecordKind::Lock, 40, 0),
+        id: 1,
+        kind: ObjectKind::Mutex as u32,
+        origin: ORIGIN_INIT,
+        address: 0xdead0,
+        ..Default::default()
+    };
+    let site = SiteRecord {
+        hdr: hdr(RecordKind::Site, site_record_size(2), 2),
+        id: 9,
+        _pad: 0,
+    };
+    let mut site_bytes = bytes_of(&site);
+    site_bytes.extend_from_slice(&0x401234u64.to_le_bytes());
+    site_bytes.extend_from_slice(&0x401500u64.to_le_bytes());
+    let counter = |engagements| CounterRecord {
+        hdr: hdr(RecordKind::Counter, 88, MODE_EXCLUSIVE),
+        lock_id: 1,
+        site_id: 9,
+        engagements,
+        ..Default::default()
+    };
+    // Block 2 holds the lane's first block (seq 0), block 1 its second.
+    put_block(
+        &mut buf,
+        2,
+        0,
+        &[
+            bytes_of(&thread),
+            bytes_of(&lock),
+            site_bytes,
+            bytes_of(&counter(10)),
+        ],
+    );
+    put_block(&mut buf, 1, 1, &[bytes_of(&counter(5))]);
+    buf
+}
+
+fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
+    read_trace_bytes(std::path::Path::new("test.trace"), bytes)
+}
+
+#[test]
+fn valid_trace_reads_back_exactly() {
+    let t = read(&sample_trace()).expect("valid");
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.header.pid, 42);
+    assert_eq!(t.header.exe, "/app");
+    assert!(t.header.complete());
+    assert_eq!(t.threads.len(), 1);
+    assert_eq!(t.locks.len(), 1);
+    assert_eq!(t.sites.len(), 1);
+    assert_eq!(t.sites[0].frames, vec![0x401234, 0x401500]);
+    let engagements: Vec<u64> = t
+        .counters
+        .iter()
+        .map(|(thread, c)| {
+            assert_eq!(*thread, 0, "counters after the thread record belong to it");
+            c.engagements
+        })
+        .collect();
+    assert_eq!(
+        engagements,
+        vec![10, 5],
+        "lane blocks are read in seq order"
+    );
+}
+
+#[test]
+fn newer_version_and_foreign_byte_order_are_refused() {
+    let mut b = sample_trace();
+    b[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let e = read(&b).unwrap_err().to_string();
+    assert!(e.contains("newer"), "{e}");
+    let mut b = sample_trace();
+    b[12..16].copy_from_slice(&BYTE_ORDER_MARK.to_be_bytes());
+    assert!(read(&b).unwrap_err().to_string().contains("byte order"));
+}
+
+#[test]
+fn truncation_inside_the_blocks_is_an_error() {
+    let b = sample_trace();
+    for len in [
+        0,
+        7,
+        16,
+        100,
+        BLOCK_SIZE,
+        2 * BLOCK_SIZE + 1,
+        3 * BLOCK_SIZE - 1,
+    ] {
+        assert!(read(&b[..len]).is_err(), "length {len} accepted");
+    }
+}
+
+#[test]
+fn corrupt_record_sizes_become_warnings() {
+    let mut b = sample_trace();
+    // The first record of block 2 claims an impossible size.
+    let at = 2 * BLOCK_SIZE + BLOCK_HEADER_SIZE + 2;
+    b[at..at + 2].copy_from_slice(&7u16.to_le_bytes());
+    let t = read(&b).expect("still readable");
+    assert!(!t.warnings.is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..70_000)) {
+        let _ = read(&bytes);
+    }
+
+    #[test]
+    fn random_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..(2 * BLOCK_SIZE))) {
+        let mut b = sample_trace();
+        let n = tail.len();
+        b[BLOCK_SIZE..BLOCK_SIZE + n].copy_from_slice(&tail);
+        let _ = read(&b);
+    }
+
+    #[test]
+    fn bit_flips_never_panic(flips in proptest::collection::vec((0usize..3 * BLOCK_SIZE, 0u8..8), 1..40)) {
+        let mut b = sample_trace();
+        for (at, bit) in flips {
+            b[at] ^= 1 << bit;
+        }
+        let _ = read(&b);
+    }
+
+    #[test]
+    fn truncation_anywhere_never_panics(len in 0usize..3 * BLOCK_SIZE) {
+        let b = sample_trace();
+        prop_assert!(read(&b[..len]).is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! The recorder driven directly, without LD_PRELOAD: every call a hook would
+//! make, then the trace read back through the format's own reader.
+
+use super::*;
+use crate::guard::HookGuard;
+use locksuit_format::read_trace;
+
+const SITE_A: u64 = 0x1111;
+const SITE_B: u64 = 0x2222;
+const LOCK: u64 = 0x7000;
+const OTHER: u64 = 0x7100;
+
+fn engage(g: &HookGuard, addr: u64, site: u64, how: How) {
+    let p = prepare(g, addr, ObjectKind::Mutex, MODE_EXCLUSIVE, site).expect("prepared");
+    acquired(g, &p, how, true);
+}
+
+// One test: the recorder is process-global and starts once per process.
+#[test]
+fn records_counts_identity_and_exit_without_preload() {
+    let dir = std::env::temp_dir().join(format!("locksuit-recorder-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // SAFETY-free in edition 2021; nothing else in this binary reads the env concurrently.
+    std::env::set_var("LOCKSUIT_DIR", &dir);
+    let g = HookGuard::enter().expect("the recorder starts on first use");
+    assert!(
+        HookGuard::enter().is_none(),
+        "the guard refuses re-entry on the same thread"
+    );
+
+    // Three uncontended engagements at site A, nested with one of OTHER.
+    for _ in 0..3 {
+        engage(&g, LOCK, SITE_A, How::Uncontended);
+        engage(&g, OTHER, SITE_B, How::Uncontended);
+        // Released out of order: the held stack must still find each.
+        released(&g, LOCK, 0);
+        released(&g, OTHER, 0);
+    }
+    // One contended engagement at site B with a known wait.
+    engage(
+        &g,
+        LOCK,
+        SITE_B,
+        How::Contended {
+            wait_ns: 5_000,
+            now: now_ns(),
+        },
+    );
+    released(&g, LOCK, 0);
+    // A failed trylock at site B.
+    let p = prepare(&g, LOCK, ObjectKind::Mutex, MODE_EXCLUSIVE, SITE_B).unwrap();
+    try_failed(&p);
+    // Destroyed and initialised again at the same address: a new lock.
+    object_destroyed(&g, LOCK);
+    object_initialized(&g, LOCK, ObjectKind::Mutex);
+    engage(&g, LOCK, SITE_A, How::Uncontended);
+    released(&g, LOCK, 0);
+    process_exit(Some(7));
+    drop(g);
+
+    let trace_path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "trace"))
+        .expect("a trace was written");
+    let trace = read_trace(&trace_path).expect("readable");
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    assert!(trace.header.complete());
+    assert_eq!(trace.header.exit_code, Some(7));
+    assert_eq!(trace.header.dropped_ops + trace.header.dropped_records, 0);
+
+    let at_lock: Vec<&LockRecord> = trace.locks.iter().filter(|l| l.address == LOCK).collect();
+    assert_eq!(at_lock.len(), 2, "re-init makes a second identity");
+    assert_eq!(at_lock[0].origin, ORIGIN_FIRST_USE);
+    assert_eq!(at_lock[1].origin, ORIGIN_INIT);
+    assert_eq!(trace.destroys.len(), 1);
+    assert_eq!(trace.destroys[0].id, at_lock[0].id);
+
+    let site_id = |ret: u64| {
+        trace
+            .sites
+            .iter()
+            .find(|s| s.frames[0] == ret)
+            .map(|s| s.id)
+            .unwrap()
+    };
+    let counter = |lock: u32, site: u64| {
+        trace
+            .counters
+            .iter()
+            .map(|(_, c)| c)
+            .find(|c| c.lock_id == lock && c.site_id == site_id(site))
+            .copied()
+            .unwrap_or_default()
+    };
+    let first = counter(at_lock[0].id, SITE_A);
+    assert_eq!(
+        (first.engagements, first.contended, first.task_switches),
+        (3, 0, 0)
+    );
+    assert_eq!(
+        first.hold_samples, 0,
+        "uncontended holds are not timed by default"
+    );
+    let contended = counter(at_lock[0].id, SITE_B);
+    assert_eq!((contended.engagements, contended.contended), (1, 1));
+    assert_eq!(contended.wait_ns, 5_000);
+    assert_eq!(contended.task_switches, 1, "waiting is a task switch");
+    assert_eq!(contended.hold_samples, 1, "a contended hold is timed");
+    assert_eq!(contended.try_failures, 1);
+    assert_eq!(counter(at_lock[1].id, SITE_A).engagements, 1);
+    let other = trace.locks.iter().find(|l| l.address == OTHER).unwrap();
+    assert_eq!(counter(other.id, SITE_B).engagements, 3);
+    assert_eq!(trace.threads.len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
