@@ -78,6 +78,10 @@ struct ReportOptions {
     /// Output format; json follows schema locksuit.report/1.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Write the report to FILE instead of standard output (keeps it apart
+    /// from the recorded program's own output under `run`).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -144,20 +148,32 @@ fn build_report(paths: &[PathBuf], threshold: f64) -> Result<Report, InputError>
     })
 }
 
-fn print(report: &Report, format: Format) {
-    let text = match format {
+/// Prints the report where the options say; an unwritable output file is
+/// bad usage.
+fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
+    let text = match options.format {
         Format::Text => render::text::render(report),
         Format::Json => render::json::render(report),
     };
-    use std::io::Write;
-    // A closed pipe (e.g. `| head`) is not an error worth a message.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    match &options.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| InputError(format!("{}: cannot write the report: {e}", path.display()))),
+        None => {
+            use std::io::Write;
+            // A closed pipe (e.g. `| head`) is not an error worth a message.
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            Ok(())
+        }
+    }
 }
 
 fn report(args: ReportArgs) -> i32 {
     match build_report(&args.paths, args.options.threshold) {
         Ok(report) => {
-            print(&report, args.options.format);
+            if let Err(e) = print(&report, &args.options) {
+                eprintln!("locksuit: {e}");
+                return EXIT_USAGE;
+            }
             let findings = report.processes.iter().any(|p| !p.findings.is_empty());
             if args.fail_on_findings && findings {
                 EXIT_GATE
@@ -181,9 +197,10 @@ fn run(args: RunArgs) -> i32 {
                 return EXIT_USAGE;
             }
         };
-    match build_report(std::slice::from_ref(&recorded.dir), args.options.threshold) {
-        Ok(report) => print(&report, args.options.format),
-        Err(e) => eprintln!("locksuit: nothing to report: {e}"),
+    let printed = build_report(std::slice::from_ref(&recorded.dir), args.options.threshold)
+        .and_then(|report| print(&report, &args.options));
+    if let Err(e) = printed {
+        eprintln!("locksuit: no report: {e}");
     }
     eprintln!("locksuit: traces kept in {}", recorded.dir.display());
     recorded.exit_status

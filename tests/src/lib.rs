@@ -654,3 +654,141 @@ pub fn conds(process: &Value) -> Vec<&Value> {
         .map(|v| v.iter().collect())
         .unwrap_or_default()
 }
+
+// ---------------------------------------------------------------------------
+// Shared libraries, programs linked against them, extra compiler flags
+// ---------------------------------------------------------------------------
+
+/// Compiles `src` into `<root>/target/c-tests/<out_name>` with the same flags
+/// as [`build_c_source`] plus `extra` (appended after the source, so `-l…`
+/// works). Rebuilds when the source, a header next to it, or any file in
+/// `deps` (e.g. a shared library the program links against) is newer than
+/// the output. Safe to call from parallel tests (private temporary + rename).
+pub fn build_c_with(src: &Path, out_name: &str, extra: &[&str], deps: &[&Path]) -> PathBuf {
+    assert!(src.is_file(), "C source {} does not exist", src.display());
+    let out_dir = workspace_root().join("target").join("c-tests");
+    fs::create_dir_all(&out_dir).expect("create target/c-tests");
+    let out = out_dir.join(out_name);
+
+    let mut newest = mtime(src).expect("source mtime");
+    if let Some(dir) = src.parent() {
+        if let Ok(entries) = fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "h") {
+                    if let Some(t) = mtime(&p) {
+                        newest = newest.max(t);
+                    }
+                }
+            }
+        }
+    }
+    for d in deps {
+        if let Some(t) = mtime(d) {
+            newest = newest.max(t);
+        }
+    }
+    if let Some(built) = mtime(&out) {
+        if built >= newest {
+            return out;
+        }
+    }
+
+    let tmp = out_dir.join(format!(
+        ".{out_name}.tmp.{}.{}",
+        std::process::id(),
+        next_id()
+    ));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let src_abs = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+    let output = Command::new(&cc)
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&tmp)
+        .arg(&src_abs)
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
+    if !output.status.success() {
+        let _ = fs::remove_file(&tmp);
+        panic!(
+            "compiling {} {:?} failed ({}):\n{}{}",
+            src.display(),
+            extra,
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    fs::rename(&tmp, &out).expect("rename compiled file into place");
+    out
+}
+
+/// Compiles `tests/c/<name>.c` with `cc -shared -fPIC -g` into
+/// `<root>/target/c-tests/lib<name>.so` and returns its path. Link a program
+/// against it with [`build_c_linked`].
+pub fn build_c_shared(name: &str) -> PathBuf {
+    let src = c_dir().join(format!("{name}.c"));
+    build_c_with(&src, &format!("lib{name}.so"), &["-shared", "-fPIC"], &[])
+}
+
+/// Compiles `tests/c/<name>.c` into `<root>/target/c-tests/<name>`, linked
+/// against the shared libraries `lib<l>.so` for each `l` in `libs` (built
+/// with [`build_c_shared`] first), found at run time through an rpath, so
+/// they are DT_NEEDED entries of the program.
+pub fn build_c_linked(name: &str, libs: &[&str]) -> PathBuf {
+    let lib_paths: Vec<PathBuf> = libs.iter().map(|l| build_c_shared(l)).collect();
+    let out_dir = workspace_root().join("target").join("c-tests");
+    let out_dir_abs = fs::canonicalize(&out_dir).unwrap_or(out_dir);
+    let l_flag = format!("-L{}", out_dir_abs.display());
+    let rpath = format!("-Wl,-rpath,{}", out_dir_abs.display());
+    let mut extra: Vec<String> = vec![l_flag, rpath, "-Wl,--no-as-needed".to_string()];
+    extra.extend(libs.iter().map(|l| format!("-l{l}")));
+    let extra_refs: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let deps: Vec<&Path> = lib_paths.iter().map(PathBuf::as_path).collect();
+    let src = c_dir().join(format!("{name}.c"));
+    build_c_with(&src, name, &extra_refs, &deps)
+}
+
+/// The thread with the given tid in a process's `threads`.
+pub fn thread_by_tid(process: &Value, tid: u64) -> &Value {
+    let threads = arr(process, "threads");
+    let hits: Vec<&Value> = threads
+        .iter()
+        .filter(|t| t["tid"].as_u64() == Some(tid))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "expected exactly one thread with tid {tid}; threads: {}",
+        short(&process["threads"])
+    );
+    hits[0]
+}
+
+/// The unique cond whose `address` equals `addr` (as printed by `%p`).
+pub fn cond_by_address<'a>(process: &'a Value, addr: &str) -> &'a Value {
+    let want = parse_addr(addr);
+    let hits: Vec<&Value> = conds(process)
+        .into_iter()
+        .filter(|c| c["address"].as_str().map(parse_addr) == Some(want))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "expected exactly one cond at {addr}; conds: {}",
+        short(&process["conds"])
+    );
+    hits[0]
+}
+
+/// The trace in `dir` named `locksuit.<exe>.<pid>.trace`; panics if missing.
+pub fn trace_named(dir: &Path, exe: &str, pid: u64) -> PathBuf {
+    let p = dir.join(format!("locksuit.{exe}.{pid}.trace"));
+    assert!(
+        p.is_file(),
+        "trace {} does not exist; traces in the directory: {:?}",
+        p.display(),
+        traces_in(dir)
+    );
+    p
+}

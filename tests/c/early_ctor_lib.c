@@ -1,0 +1,33 @@
+/* Shared library for early_constructor.c (built with -shared -fPIC and
+ * linked into the program, so it is a DT_NEEDED library).
+ *
+ * Its constructor runs before the constructor of an LD_PRELOADed library
+ * (the dynamic loader initialises DT_NEEDED libraries that the preloaded one
+ * does not depend on first), so the K1 lock/unlock pairs below happen before
+ * the shim's own constructor has run: the shim must initialise itself on
+ * this first hooked call and record them. */
+#include "common.h"
+
+#define K1 25
+
+static pthread_mutex_t early_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int ctor_uses;
+
+__attribute__((constructor)) static void early_ctor(void)
+{
+    for (int i = 0; i < K1; i++) {
+        CHECK(pthread_mutex_lock(&early_mutex)); /* @ctor-lock */
+        ctor_uses++;
+        CHECK(pthread_mutex_unlock(&early_mutex));
+    }
+}
+
+pthread_mutex_t *early_lock(void)
+{
+    return &early_mutex;
+}
+
+int early_ctor_uses(void)
+{
+    return ctor_uses;
+}

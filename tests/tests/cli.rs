@@ -1,0 +1,172 @@
+//! The command line as users and scripts see it: `locksuit run` exit
+//! statuses and output, `--fail-on-findings`, `--help`, and
+//! `scripts/run-under-shim.sh` over a whole process tree.
+
+use locksuit_tests::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()))
+}
+
+fn locksuit_run(dir: &Path, report: &Path, cmd: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", "--format", "json", "--dir"];
+    args.push(dir.to_str().unwrap());
+    args.extend(["--output", report.to_str().unwrap(), "--"]);
+    args.extend(cmd);
+    run_locksuit(&args)
+}
+
+#[test]
+fn run_keeps_the_program_output_and_status_and_reports_json() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("cli-run");
+    let report = dir.join("report.json");
+    let out = locksuit_run(&dir.join("traces"), &report, &[bin.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        stdout_str(&out),
+        "counter 400\n",
+        "the program's stdout is untouched"
+    );
+    let json = read_json(&report);
+    assert_eq!(json["schema"], "locksuit.report/1");
+    let p = only_process(&json);
+    assert_eq!(p["complete"], true);
+    let total: u64 = locks(p).iter().map(|l| u64_of(l, "acquisitions")).sum();
+    // Two workers, each 200 private and 200 shared engagements.
+    assert_eq!(total, 800);
+}
+
+#[test]
+fn run_exits_with_the_commands_status_or_128_plus_signal() {
+    let bin = build_c("crash");
+    let dir = fresh_dir("cli-status");
+    let report = dir.join("report.json");
+    let out = locksuit_run(&dir.join("t1"), &report, &[bin.to_str().unwrap(), "kill"]);
+    assert_eq!(out.status.code(), Some(128 + 9), "{}", describe(&out));
+    assert_eq!(only_process(&read_json(&report))["complete"], false);
+
+    let out = locksuit_run(&dir.join("t2"), &report, &["/bin/sh", "-c", "exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+}
+
+#[test]
+fn run_without_a_runnable_command_is_bad_usage() {
+    let dir = fresh_dir("cli-missing");
+    let out = locksuit_run(
+        &dir.join("t"),
+        &dir.join("r.json"),
+        &["/nonexistent/program"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("/nonexistent/program"), "{stderr}");
+}
+
+#[test]
+fn fail_on_findings_gates_with_status_1() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("cli-gate");
+    assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "tiny");
+    let trace = only_trace(&dir);
+    let trace = trace.to_str().unwrap();
+    // tiny's private locks are unnecessary: the gate trips.
+    let out = run_locksuit(&["report", trace, "--fail-on-findings"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(stdout_str(&out).contains("unnecessary-lock"));
+    // Without the gate the same report succeeds.
+    assert_eq!(run_locksuit(&["report", trace]).status.code(), Some(0));
+}
+
+#[test]
+fn help_teaches_and_bad_options_are_usage_errors() {
+    let out = run_locksuit(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = stdout_str(&out);
+    for needle in [
+        "report",
+        "run",
+        "LOCKSUIT_DIR",
+        "Exit status",
+        "unnecessary-lock",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+    let out = run_locksuit(&["report", "--no-such-option"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+}
+
+fn run_script(args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(workspace_root().join("scripts/run-under-shim.sh"));
+    cmd.args(args)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR");
+    run_captured(cmd)
+}
+
+#[test]
+fn suite_script_records_every_process_and_combines_the_report() {
+    let bin = build_c("fork");
+    let dir = fresh_dir("cli-script");
+    let traces = dir.join("traces");
+    let out = run_script(&[
+        "--format",
+        "json",
+        "--dir",
+        traces.to_str().unwrap(),
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        traces_in(&traces).len(),
+        2,
+        "parent and child both recorded"
+    );
+    let stdout = stdout_str(&out);
+    // The program's own lines come first, the combined report after them.
+    let json_start = stdout.find("{\n").expect("a JSON report on stdout");
+    let report: Value = serde_json::from_str(&stdout[json_start..]).expect("JSON");
+    assert_eq!(processes(&report).len(), 2);
+}
+
+#[test]
+fn suite_script_keeps_a_failing_status_and_gates_findings() {
+    let crash = build_c("crash");
+    let dir = fresh_dir("cli-script-status");
+    let out = run_script(&[
+        "--dir",
+        dir.join("a").to_str().unwrap(),
+        "--",
+        crash.to_str().unwrap(),
+        "abort",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 6),
+        "the suite's own failure wins: {}",
+        describe(&out)
+    );
+
+    let tiny = build_c("tiny");
+    let gated = run_script(&[
+        "--fail-on-findings",
+        "--dir",
+        dir.join("b").to_str().unwrap(),
+        "--",
+        tiny.to_str().unwrap(),
+    ]);
+    assert_eq!(gated.status.code(), Some(1), "{}", describe(&gated));
+    let plain = run_script(&[
+        "--dir",
+        dir.join("c").to_str().unwrap(),
+        "--",
+        tiny.to_str().unwrap(),
+    ]);
+    assert_eq!(plain.status.code(), Some(0), "{}", describe(&plain));
+}
