@@ -24,6 +24,8 @@ pub struct ThreadState {
     retired: Cell<bool>,
     /// tid of the creating thread, handed over by the start wrapper.
     parent_tid: Cell<u32>,
+    /// How many times the thread-exit destructor has run on this thread.
+    exit_rounds: Cell<u32>,
     held: UnsafeCell<HeldStack>,
 }
 
@@ -36,6 +38,7 @@ thread_local! {
             lane_generation: Cell::new(0),
             retired: Cell::new(false),
             parent_tid: Cell::new(0),
+            exit_rounds: Cell::new(0),
             held: UnsafeCell::new(HeldStack::new()),
         }
     };
@@ -83,6 +86,13 @@ impl ThreadState {
 
     pub fn set_parent_tid(&self, tid: u32) {
         self.parent_tid.set(tid);
+    }
+
+    /// Counts one more run of the thread-exit destructor; returns the count.
+    pub fn next_exit_round(&self) -> u32 {
+        let n = self.exit_rounds.get() + 1;
+        self.exit_rounds.set(n);
+        n
     }
 
     /// The held-lock stack. Only this thread touches it, and only inside a

@@ -112,8 +112,20 @@ pub fn arm_thread_exit() {
     }
 }
 
+/// glibc runs key destructors in up to this many rounds while values remain.
+const DESTRUCTOR_ROUNDS: u32 = 4; // PTHREAD_DESTRUCTOR_ITERATIONS
+
+/// Thread exit. Our key is created early, so its destructor tends to run
+/// before the program's own key destructors, which may still take locks. So
+/// the key is re-armed until glibc's last round, and only then is the thread
+/// closed; later hook calls on the thread pass through.
 extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
     if !matches!(state(), State::Enabled | State::Exiting) {
+        return;
+    }
+    let round = ThreadState::with(|s| s.next_exit_round());
+    if round < DESTRUCTOR_ROUNDS {
+        arm_thread_exit();
         return;
     }
     let guard = HookGuard::enter_for_exit();

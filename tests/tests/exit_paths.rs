@@ -122,12 +122,12 @@ fn pthread_key_destructor_locks() {
     );
     assert_eq!(p["complete"], Value::Bool(true));
     let lock = lock_by_address(&p, &stdout_value(&stdout, "key_lock"));
-    let acq = u64_of(lock, "acquisitions");
-    assert!(
-        (W..=W + M).contains(&acq),
-        "key_lock: the worker's {W} acquisitions are recorded, the destructor's {M} may be; \
-         never more than the true {}: got {acq}",
-        W + M
+    // The shim keeps the thread open until glibc's last destructor round,
+    // so the program's own key destructor is recorded too.
+    assert_eq!(
+        u64_of(lock, "acquisitions"),
+        W + M,
+        "key_lock: the worker's {W} acquisitions and the destructor's {M}"
     );
 }
 
