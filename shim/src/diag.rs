@@ -46,3 +46,22 @@ fn write_stderr(parts: &[&[u8]]) {
         *libc::__errno_location() = saved;
     }
 }
+
+/// Restores the thread's errno when dropped. Used on the cold paths that
+/// make system calls which may fail (initialisation, trace growth, /proc
+/// reads): the program must never see an errno set by the shim.
+pub struct ErrnoGuard(i32);
+
+impl ErrnoGuard {
+    pub fn save() -> Self {
+        // SAFETY: reading this thread's errno.
+        ErrnoGuard(unsafe { *libc::__errno_location() })
+    }
+}
+
+impl Drop for ErrnoGuard {
+    fn drop(&mut self) {
+        // SAFETY: writing this thread's errno.
+        unsafe { *libc::__errno_location() = self.0 };
+    }
+}

@@ -75,6 +75,7 @@ fn initialize() -> bool {
         // Someone else is initialising; pass through until they are done.
         return matches!(state(), State::Enabled | State::Exiting);
     }
+    let _errno = crate::diag::ErrnoGuard::save();
     let _ = real::real();
     if config::secure_execution() {
         // setuid/setgid or file capabilities: never write files for the user.
@@ -137,6 +138,7 @@ extern "C" fn fork_child() {
     if !matches!(state(), State::Enabled | State::Exiting) {
         return;
     }
+    let _errno = crate::diag::ErrnoGuard::save();
     STATE.store(State::Forked as u8, Ordering::Release);
     GENERATION.fetch_add(1, Ordering::AcqRel);
     // The one thread of the child keeps its held locks (they are still held)

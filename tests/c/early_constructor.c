@@ -13,6 +13,7 @@
 
 pthread_mutex_t *early_lock(void);
 int early_ctor_uses(void);
+int early_errno_kept(void);
 
 int main(void)
 {
@@ -26,5 +27,6 @@ int main(void)
     printf("lock %p\n", (void *)m);
     printf("ctor-uses %d\n", early_ctor_uses());
     printf("main-uses %d\n", uses);
+    printf("ctor-errno-kept %d\n", early_errno_kept());
     return 0;
 }

@@ -12,11 +12,19 @@
 
 static pthread_mutex_t early_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int ctor_uses;
+static int errno_kept;
 
 __attribute__((constructor)) static void early_ctor(void)
 {
+    /* The first hooked call initialises the shim (it creates the trace,
+     * and its mkdir of an existing LOCKSUIT_DIR fails with EEXIST): errno
+     * must still be what the program set. */
     for (int i = 0; i < K1; i++) {
+        if (i == 0)
+            errno = 4242;
         CHECK(pthread_mutex_lock(&early_mutex)); /* @ctor-lock */
+        if (i == 0)
+            errno_kept = errno == 4242;
         ctor_uses++;
         CHECK(pthread_mutex_unlock(&early_mutex));
     }
@@ -30,4 +38,9 @@ pthread_mutex_t *early_lock(void)
 int early_ctor_uses(void)
 {
     return ctor_uses;
+}
+
+int early_errno_kept(void)
+{
+    return errno_kept;
 }

@@ -47,6 +47,11 @@ fn lock_in_library_constructor_before_shim_constructor() {
     let stdout = stdout_str(&out);
     assert_eq!(stdout_value(&stdout, "ctor-uses"), K1.to_string());
     assert_eq!(stdout_value(&stdout, "main-uses"), K2.to_string());
+    assert_eq!(
+        stdout_value(&stdout, "ctor-errno-kept"),
+        "1",
+        "errno survives the hooked call that initialises the shim"
+    );
 
     let trace = only_trace(&dir);
     let report = report_json(&[&trace], None);

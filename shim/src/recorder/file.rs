@@ -177,6 +177,7 @@ pub fn alloc_block(lane: u32, seq: u32) -> Option<*mut u8> {
     }
     let offset = index as usize * BLOCK_SIZE;
     let fd = FD.load(Ordering::Relaxed);
+    let _errno = crate::diag::ErrnoGuard::save();
     // SAFETY: writing a static buffer of BLOCK_SIZE zeros to our own fd.
     let written =
         unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };

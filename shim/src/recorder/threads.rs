@@ -29,6 +29,7 @@ pub fn current_lane(g: &HookGuard) -> Option<&'static mut Lane> {
 
 #[cold]
 fn register(s: &ThreadState) -> Option<&'static mut Lane> {
+    let _errno = crate::diag::ErrnoGuard::save();
     let Some(lane) = lanes::acquire() else {
         file::count_dropped_op();
         return None;
@@ -149,6 +150,7 @@ pub fn join_finished(g: &HookGuard, wait_ns: u64) {
 /// Fills in the names of live threads from the kernel, for threads named by
 /// other means than `pthread_setname_np` (e.g. `prctl`).
 fn capture_live_names() {
+    let _errno = crate::diag::ErrnoGuard::save();
     lanes::for_each_active(|lane| {
         if lane.thread.is_null() {
             return;
@@ -183,14 +185,12 @@ fn capture_live_names() {
 
 /// The process is exiting normally; `code` is the status when known.
 pub fn process_exit(code: Option<i32>) {
-    let saved = errno();
     if let Some(code) = code {
         file::set_exit_code(code);
     }
     capture_live_names();
     file::set_end_time(now_ns());
     file::set_flags(FLAG_COMPLETE);
-    set_errno(saved);
 }
 
 /// About to `exec`. Returns false in a `vfork` child (which shares our
@@ -209,14 +209,4 @@ pub fn exec_starting() -> bool {
 /// The `exec` failed; the process goes on.
 pub fn exec_failed() {
     file::clear_flags(FLAG_EXEC);
-}
-
-fn errno() -> i32 {
-    // SAFETY: reading this thread's errno.
-    unsafe { *libc::__errno_location() }
-}
-
-fn set_errno(v: i32) {
-    // SAFETY: writing this thread's errno.
-    unsafe { *libc::__errno_location() = v };
 }
