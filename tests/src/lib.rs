@@ -101,56 +101,7 @@ pub fn build_c(name: &str) -> PathBuf {
 /// Like [`build_c`] but for any C source file (e.g. `examples/sample.c`).
 /// The binary is `<root>/target/c-tests/<out_name>`.
 pub fn build_c_source(src: &Path, out_name: &str) -> PathBuf {
-    assert!(src.is_file(), "C source {} does not exist", src.display());
-    let out_dir = workspace_root().join("target").join("c-tests");
-    fs::create_dir_all(&out_dir).expect("create target/c-tests");
-    let out = out_dir.join(out_name);
-
-    // Newest input: the source and any header next to it.
-    let mut newest = mtime(src).expect("source mtime");
-    if let Some(dir) = src.parent() {
-        if let Ok(entries) = fs::read_dir(dir) {
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.extension().is_some_and(|x| x == "h") {
-                    if let Some(t) = mtime(&p) {
-                        newest = newest.max(t);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(built) = mtime(&out) {
-        if built >= newest {
-            return out;
-        }
-    }
-
-    let tmp = out_dir.join(format!(
-        ".{out_name}.tmp.{}.{}",
-        std::process::id(),
-        next_id()
-    ));
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let src_abs = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
-    let output = Command::new(&cc)
-        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-pthread", "-o"])
-        .arg(&tmp)
-        .arg(&src_abs)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run C compiler `{cc}`: {e}"));
-    if !output.status.success() {
-        let _ = fs::remove_file(&tmp);
-        panic!(
-            "compiling {} failed ({}):\n{}{}",
-            src.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    fs::rename(&tmp, &out).expect("rename compiled binary into place");
-    out
+    build_c_with(src, out_name, &[], &[])
 }
 
 // ---------------------------------------------------------------------------
@@ -659,9 +610,9 @@ pub fn conds(process: &Value) -> Vec<&Value> {
 // Shared libraries, programs linked against them, extra compiler flags
 // ---------------------------------------------------------------------------
 
-/// Compiles `src` into `<root>/target/c-tests/<out_name>` with the same flags
-/// as [`build_c_source`] plus `extra` (appended after the source, so `-l…`
-/// works). Rebuilds when the source, a header next to it, or any file in
+/// Compiles `src` into `<root>/target/c-tests/<out_name>` with
+/// `-g -O0 -fno-omit-frame-pointer -pthread` plus `extra` (appended after the
+/// source, so `-l…` works). Rebuilds when the source, a header next to it, or any file in
 /// `deps` (e.g. a shared library the program links against) is newer than
 /// the output. Safe to call from parallel tests (private temporary + rename).
 pub fn build_c_with(src: &Path, out_name: &str, extra: &[&str], deps: &[&Path]) -> PathBuf {

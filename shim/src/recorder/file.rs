@@ -287,16 +287,6 @@ fn try_open_in(dir: &mut PathBuf, base_name: &[u8]) -> Option<i32> {
     None
 }
 
-pub fn now_unix_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Creates this process's trace, replacing any mapping inherited from a
 /// parent (after fork). Errors have already been reported on stderr.
 pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> {
@@ -357,7 +347,7 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         (*h).ppid = libc::getppid() as u32;
         (*h).flags = extra_flags;
         (*h).hold_sample_period = config::hold_sample_period();
-        (*h).start_unix_ns = now_unix_ns();
+        (*h).start_unix_ns = super::clock_ns(libc::CLOCK_REALTIME);
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;
         core::ptr::copy_nonoverlapping(exe.as_ptr(), addr_of_mut!((*h).exe).cast::<u8>(), exe_len);

@@ -37,16 +37,22 @@ const MODE_COND_WAIT: u32 = 2;
 /// Counter mode of a condition notify record in the per-lane index.
 const MODE_COND_NOTIFY: u32 = 3;
 
-/// Monotonic nanoseconds (vDSO, no syscall).
+/// Nanoseconds on `clock` (through the vDSO: no system call).
 #[inline]
-pub fn now_ns() -> u64 {
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Monotonic nanoseconds, the time base of every duration in the trace.
+#[inline]
+pub fn now_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// Creates this process's trace and the shared tables. `extra_flags` is
