@@ -32,6 +32,18 @@ struct Totals {
 }
 
 impl Totals {
+    fn mode_stats(&self) -> ModeStats {
+        ModeStats {
+            acquisitions: self.engagements,
+            contended: self.contended,
+            try_failures: self.try_failures,
+            timeouts: self.timeouts,
+            wait_ns: self.wait_ns,
+            hold_ns: self.hold_ns,
+            hold_samples: self.hold_samples,
+        }
+    }
+
     fn add(&mut self, c: &CounterRecord) {
         self.engagements += c.engagements;
         self.contended += c.contended;
@@ -43,6 +55,10 @@ impl Totals {
         self.hold_ns += c.hold_ns;
         self.hold_samples += c.hold_samples;
     }
+}
+
+fn is_rwlock(rec: Option<&&LockRecord>) -> bool {
+    rec.is_some_and(|r| r.kind == ObjectKind::Rwlock as u32)
 }
 
 /// Sharing ratio from per-thread engagement counts.
@@ -142,6 +158,9 @@ pub fn analyze(
 
     let n_locks = lock_ids.len();
     let mut lock_totals = vec![Totals::default(); n_locks];
+    // [shared, exclusive] for rwlocks; posts for semaphores.
+    let mut lock_modes = vec![[Totals::default(); 2]; n_locks];
+    let mut lock_posts = vec![0u64; n_locks];
     let mut lock_per_thread: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); n_locks];
     let mut lock_sites: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n_locks];
     // (site, lock) -> totals
@@ -156,7 +175,12 @@ pub fn analyze(
         };
         let si = site_of(c.site_id, &mut chains);
         let tid = trace.threads[*thread].record.tid;
-        lock_totals[li].add(c);
+        if c.hdr.aux == MODE_POST {
+            lock_posts[li] += c.engagements;
+        } else {
+            lock_totals[li].add(c);
+            lock_modes[li][usize::from(c.hdr.aux != MODE_SHARED)].add(c);
+        }
         *lock_per_thread[li].entry(tid).or_default() += c.engagements;
         lock_sites[li].insert(si);
         site_lock.entry((si, li)).or_default().add(c);
@@ -200,6 +224,15 @@ pub fn analyze(
                     _ => "first-use",
                 },
                 destroyed: destroyed.contains(&raw),
+                process_shared: rec.is_some_and(|r| r.hdr.aux & ATTR_PROCESS_SHARED != 0),
+                mutex_type: rec.and_then(|r| match r.mutex_type {
+                    0 => Some("normal"),
+                    1 => Some("recursive"),
+                    2 => Some("errorcheck"),
+                    3 => Some("adaptive"),
+                    _ => None,
+                }),
+                robust: rec.is_some_and(|r| r.hdr.aux & ATTR_ROBUST != 0),
                 acquisitions: t.engagements,
                 contended: t.contended,
                 try_failures: t.try_failures,
@@ -216,6 +249,9 @@ pub fn analyze(
                     .map(|(&tid, &count)| ThreadCount { tid, count })
                     .collect(),
                 sites: lock_sites[i].iter().map(|&s| site_label(s)).collect(),
+                read: is_rwlock(rec).then(|| lock_modes[i][0].mode_stats()),
+                write: is_rwlock(rec).then(|| lock_modes[i][1].mode_stats()),
+                posts: lock_posts[i],
             }
         })
         .collect();
@@ -395,7 +431,8 @@ fn build_findings(
         trace.threads.iter().map(|t| (t.record.tid, t)).collect();
     let mut findings = Vec::new();
     for (i, lock) in locks.iter().enumerate() {
-        if lock.acquisitions == 0 || lock.threads != 1 {
+        // A process-shared lock's other users are in other processes' traces.
+        if lock.acquisitions + lock.posts == 0 || lock.threads != 1 || lock.process_shared {
             continue;
         }
         let tid = lock_per_thread[i].keys().next().copied().unwrap_or(0);

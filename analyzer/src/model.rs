@@ -67,6 +67,12 @@ pub struct Lock {
     /// initialised before the shim loaded).
     pub origin: &'static str,
     pub destroyed: bool,
+    /// `PTHREAD_PROCESS_SHARED`: other processes may engage it too, each
+    /// recorded in its own trace.
+    pub process_shared: bool,
+    /// Mutexes: "normal", "recursive", "errorcheck" or "adaptive".
+    pub mutex_type: Option<&'static str>,
+    pub robust: bool,
     /// Successful acquisitions, trylocks and condition-wait re-acquisitions included.
     pub acquisitions: u64,
     /// Acquisitions that had to wait for another thread.
@@ -87,6 +93,23 @@ pub struct Lock {
     pub hold_samples: u64,
     pub engagements_by_thread: Vec<ThreadCount>,
     pub sites: Vec<String>,
+    /// rwlocks only: read (shared) and write (exclusive) engagements apart.
+    pub read: Option<ModeStats>,
+    pub write: Option<ModeStats>,
+    /// Semaphores only: `sem_post` calls (not acquisitions, but engagements
+    /// of the posting thread for the sharing ratio).
+    pub posts: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ModeStats {
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub try_failures: u64,
+    pub timeouts: u64,
+    pub wait_ns: u64,
+    pub hold_ns: u64,
+    pub hold_samples: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -204,9 +204,21 @@ pub const ORIGIN_INIT: u32 = 1;
 /// Created on first use (a statically initialised object, or one whose init
 /// happened before the shim was loaded).
 pub const ORIGIN_FIRST_USE: u32 = 2;
+/// Opened by name (`sem_open`).
+pub const ORIGIN_OPEN: u32 = 3;
+
+/// `LockRecord` attribute bits (in `RecordHeader::aux`): the object is
+/// `PTHREAD_PROCESS_SHARED`, so other processes may engage it too.
+pub const ATTR_PROCESS_SHARED: u32 = 1 << 0;
+/// A robust mutex.
+pub const ATTR_ROBUST: u32 = 1 << 1;
+/// A priority-inheritance mutex.
+pub const ATTR_PRIO_INHERIT: u32 = 1 << 2;
+/// A priority-protection (ceiling) mutex.
+pub const ATTR_PRIO_PROTECT: u32 = 1 << 3;
 
 /// A synchronisation object came into being: a new identity, even when the
-/// address was used before.
+/// address was used before. `hdr.aux` holds `ATTR_*` bits.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LockRecord {
@@ -215,7 +227,8 @@ pub struct LockRecord {
     /// `ObjectKind` as a number.
     pub kind: u32,
     pub origin: u32,
-    /// Mutex type (`PTHREAD_MUTEX_*`) when known, else `u32::MAX`.
+    /// Mutex type (`PTHREAD_MUTEX_NORMAL`/`RECURSIVE`/`ERRORCHECK`/
+    /// `ADAPTIVE_NP`) for mutexes, else `u32::MAX`.
     pub mutex_type: u32,
     pub address: u64,
     pub created_ns: u64,
@@ -247,6 +260,10 @@ pub struct SiteRecord {
 pub const MODE_EXCLUSIVE: u32 = 0;
 /// Shared (read) engagement of an rwlock.
 pub const MODE_SHARED: u32 = 1;
+/// A release that is not paired with an acquisition by the same thread: a
+/// semaphore post. `engagements` counts posts, `task_switches` the posts
+/// that found a waiter.
+pub const MODE_POST: u32 = 2;
 
 /// Per thread, per (lock, site, mode): what that line did with that lock.
 /// Appended once, then updated in place by the owning thread only.

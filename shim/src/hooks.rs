@@ -2,17 +2,21 @@
 //! records, and returns the real result unchanged. Hooks that need the line
 //! that called them are exported as naked trampolines that pass the return
 //! address as one extra argument to the handler (reading it costs one load;
-//! unwinding would cost a microsecond).
+//! unwinding would cost a microsecond). The lock hooks share a few shapes,
+//! each written once as a macro below.
 
 use crate::guard::HookGuard;
-use crate::intercept::{acquire, supported_clock, try_acquire};
+use crate::intercept::{
+    acquire, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
+};
 use crate::real::{real, StartRoutine};
-use crate::recorder;
+use crate::recorder::{self, Hold};
 use crate::{lifecycle, spawn};
-use core::ffi::{c_char, c_int, c_void, CStr};
-use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
-use libc::{pthread_mutexattr_t, pthread_t, timespec};
-use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
+use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use libc::{clockid_t, pthread_attr_t, pthread_barrier_t, pthread_barrierattr_t, pthread_cond_t};
+use libc::{pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t};
+use libc::{pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
+use locksuit_format::{ObjectKind, MODE_EXCLUSIVE, MODE_POST, MODE_SHARED};
 
 /// Exports `$name` as a trampoline that tail-calls `$handler` with the
 /// caller's return address appended in the next argument register.
@@ -42,192 +46,266 @@ macro_rules! real_or {
     };
 }
 
-/// Ends the process with `code` when the C library's exit function is
-/// unavailable (never with glibc).
-fn exit_group(code: c_int) -> ! {
-    // SAFETY: exit_group never returns; abort is unreachable in practice.
-    unsafe {
-        libc::syscall(libc::SYS_exit_group, code);
-        libc::abort()
-    }
+/// `*_init`: a new identity for the object once the real call succeeded.
+macro_rules! init_hook {
+    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $real:ident, $kind:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($obj: $oty $(, $arg: $aty)*) -> c_int {
+            let init = real_or!($real, libc::EINVAL);
+            let guard = HookGuard::enter();
+            // SAFETY: forwarding the caller's arguments unchanged.
+            let rc = unsafe { init($obj $(, $arg)*) };
+            if let (Some(g), 0) = (&guard, rc) {
+                recorder::object_initialized(g, $obj as u64, $kind);
+            }
+            rc
+        }
+    };
+}
+
+/// `*_destroy`: the identity ends once the real call succeeded.
+macro_rules! destroy_hook {
+    ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
+            let destroy = real_or!($real, libc::EINVAL);
+            let guard = HookGuard::enter();
+            // SAFETY: forwarding the caller's argument unchanged.
+            let rc = unsafe { destroy($obj) };
+            if let (Some(g), 0) = (&guard, rc) {
+                recorder::object_destroyed(g, $obj as u64);
+            }
+            rc
+        }
+    };
+}
+
+/// A blocking acquisition: try the real `$try` first, then block in `$real`.
+/// `$valid` guards calls whose arguments glibc checks before trying.
+macro_rules! lock_hook {
+    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr) => {
+        export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize) -> c_int {
+            let block = real_or!($real, libc::EINVAL);
+            let try_once = real_or!($try, libc::EINVAL);
+            // SAFETY (every call below): forwarding the caller's arguments unchanged.
+            let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
+                return unsafe { block($obj $(, $arg)*) };
+            };
+            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, caller as u64) else {
+                return unsafe { block($obj $(, $arg)*) };
+            };
+            acquire(&guard, &p, $hold, || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
+        }
+    };
+}
+
+/// A non-blocking acquisition.
+macro_rules! trylock_hook {
+    ($name:ident($obj:ident: $oty:ty) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+     real: $real:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr) => {
+        export_with_caller!($name($obj: $oty) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        unsafe extern "C-unwind" fn $handler($obj: $oty, caller: usize) -> c_int {
+            let try_once = real_or!($real, libc::EINVAL);
+            // SAFETY (every call below): forwarding the caller's argument unchanged.
+            let Some(guard) = HookGuard::enter() else { return unsafe { try_once($obj) } };
+            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, caller as u64) else {
+                return unsafe { try_once($obj) };
+            };
+            try_acquire(&guard, &p, $hold, || unsafe { try_once($obj) })
+        }
+    };
+}
+
+/// A release. Recorded first, while the lock is still ours: once released,
+/// another thread may take it and overwrite its holder.
+macro_rules! unlock_hook {
+    ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($obj: $oty) -> c_int {
+            let unlock = real_or!($real, 0);
+            if let Some(g) = &HookGuard::enter() {
+                recorder::released(g, $obj as u64, 0);
+            }
+            // SAFETY: forwarding the caller's argument unchanged.
+            unsafe { unlock($obj) }
+        }
+    };
 }
 
 // ---------------------------------------------------------------- mutexes
 
+init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init, ObjectKind::Mutex);
+destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy);
+lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: "rsi", aarch64: "x1",
+    real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: "rsi", aarch64: "x1",
+    real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: "rdx", aarch64: "x2",
+    real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    valid: valid_deadline(t));
+lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: "rcx", aarch64: "x3",
+    real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    valid: supported_clock(c) && valid_deadline(t));
+unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
+
+// ---------------------------------------------------------------- rwlocks
+
+init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init, ObjectKind::Rwlock);
+destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy);
+lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: "rsi", aarch64: "x1",
+    real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true);
+lock_hook!(pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) => rwlock_wrlock, x86_64: "rsi", aarch64: "x1",
+    real: rwlock_wrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+trylock_hook!(pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) => rwlock_tryrdlock, x86_64: "rsi", aarch64: "x1",
+    real: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared);
+trylock_hook!(pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) => rwlock_trywrlock, x86_64: "rsi", aarch64: "x1",
+    real: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+lock_hook!(pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedrdlock, x86_64: "rdx", aarch64: "x2",
+    real: rwlock_timedrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
+    valid: valid_deadline(t));
+lock_hook!(pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedwrlock, x86_64: "rdx", aarch64: "x2",
+    real: rwlock_timedwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    valid: valid_deadline(t));
+lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockrdlock, x86_64: "rcx", aarch64: "x3",
+    real: rwlock_clockrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
+    valid: supported_clock(c) && valid_deadline(t));
+lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: "rcx", aarch64: "x3",
+    real: rwlock_clockwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    valid: supported_clock(c) && valid_deadline(t));
+unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
+
+// -------------------------------------------------------------- spinlocks
+
+init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init, ObjectKind::Spin);
+destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy);
+lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: "rsi", aarch64: "x1",
+    real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+trylock_hook!(pthread_spin_trylock(s: *mut pthread_spinlock_t) => spin_trylock, x86_64: "rsi", aarch64: "x1",
+    real: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock);
+
+// ------------------------------------------------------------- semaphores
+
+init_hook!(sem_init(s: *mut sem_t, pshared: c_int, value: c_uint) => sem_init, ObjectKind::Sem);
+destroy_hook!(sem_destroy(s: *mut sem_t) => sem_destroy);
+destroy_hook!(sem_close(s: *mut sem_t) => sem_close);
+
+/// Named semaphores: C declares `sem_open(name, oflag, ...)`; the two
+/// optional arguments arrive in registers whether or not the caller passed
+/// them, and are forwarded as they came (read only with O_CREAT).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_mutex_init(
-    m: *mut pthread_mutex_t,
-    attr: *const pthread_mutexattr_t,
-) -> c_int {
-    let init = real_or!(mutex_init, 0);
+pub unsafe extern "C" fn sem_open(
+    name: *const c_char,
+    oflag: c_int,
+    mode: libc::mode_t,
+    value: c_uint,
+) -> *mut sem_t {
+    let open = real_or!(sem_open, libc::SEM_FAILED);
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments unchanged.
-    let rc = unsafe { init(m, attr) };
-    if let (Some(g), 0) = (&guard, rc) {
-        recorder::object_initialized(g, m as u64, ObjectKind::Mutex);
+    let sem = unsafe { open(name, oflag, mode, value) };
+    if let (Some(g), false) = (&guard, sem == libc::SEM_FAILED) {
+        recorder::object_opened(g, sem as u64, ObjectKind::Sem);
     }
-    rc
+    sem
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
-    let destroy = real_or!(mutex_destroy, 0);
-    let guard = HookGuard::enter();
-    // SAFETY: forwarding the caller's arguments unchanged.
-    let rc = unsafe { destroy(m) };
-    if let (Some(g), 0) = (&guard, rc) {
-        recorder::object_destroyed(g, m as u64);
-    }
-    rc
+/// A semaphore wait counts as an acquisition.
+macro_rules! sem_wait_hook {
+    ($name:ident($s:ident: *mut sem_t $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+     real: $real:ident, valid: $valid:expr) => {
+        export_with_caller!($name($s: *mut sem_t $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        unsafe extern "C-unwind" fn $handler($s: *mut sem_t $(, $arg: $aty)*, caller: usize) -> c_int {
+            let block = real_or!($real, -1);
+            let try_once = real_or!(sem_trywait, -1);
+            // SAFETY (every call below): forwarding the caller's arguments unchanged.
+            let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
+                return unsafe { block($s $(, $arg)*) };
+            };
+            let Some(p) = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, caller as u64) else {
+                return unsafe { block($s $(, $arg)*) };
+            };
+            sem_acquire(&guard, &p, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
+        }
+    };
 }
 
-export_with_caller!(pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int => mutex_lock, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize) -> c_int {
-    let lock = real_or!(mutex_lock, 0);
-    let trylock = real_or!(mutex_trylock, 0);
+sem_wait_hook!(sem_wait(s: *mut sem_t) => sem_wait_handler, x86_64: "rsi", aarch64: "x1", real: sem_wait, valid: true);
+sem_wait_hook!(sem_timedwait(s: *mut sem_t, t: *const timespec) => sem_timedwait_handler, x86_64: "rdx", aarch64: "x2",
+    real: sem_timedwait, valid: valid_deadline(t));
+sem_wait_hook!(sem_clockwait(s: *mut sem_t, c: clockid_t, t: *const timespec) => sem_clockwait_handler, x86_64: "rcx", aarch64: "x3",
+    real: sem_clockwait, valid: supported_clock(c) && valid_deadline(t));
+
+export_with_caller!(sem_trywait(s: *mut sem_t) -> c_int => sem_trywait_handler, x86_64: "rsi", aarch64: "x1");
+unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize) -> c_int {
+    let try_once = real_or!(sem_trywait, -1);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
-        return unsafe { lock(m) };
+        return unsafe { try_once(s) };
     };
     let Some(p) = recorder::prepare(
         &guard,
-        m as u64,
-        ObjectKind::Mutex,
+        s as u64,
+        ObjectKind::Sem,
         MODE_EXCLUSIVE,
         caller as u64,
     ) else {
-        return unsafe { lock(m) };
+        return unsafe { try_once(s) };
     };
-    acquire(
-        &guard,
-        &p,
-        true,
-        || unsafe { trylock(m) },
-        || unsafe { lock(m) },
-    )
+    sem_try(&guard, &p, || unsafe { try_once(s) })
 }
 
-export_with_caller!(pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int => mutex_trylock, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn mutex_trylock(m: *mut pthread_mutex_t, caller: usize) -> c_int {
-    let trylock = real_or!(mutex_trylock, 0);
+export_with_caller!(sem_post(s: *mut sem_t) -> c_int => sem_post_handler, x86_64: "rsi", aarch64: "x1");
+unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize) -> c_int {
+    let post = real_or!(sem_post, -1);
+    // Recorded before the post, so the waiter count is the one it wakes.
+    if let Some(guard) = HookGuard::enter() {
+        if let Some(p) =
+            recorder::prepare(&guard, s as u64, ObjectKind::Sem, MODE_POST, caller as u64)
+        {
+            recorder::posted(&p);
+        }
+    }
+    // SAFETY: forwarding the caller's argument unchanged.
+    unsafe { post(s) }
+}
+
+// --------------------------------------------------------------- barriers
+
+init_hook!(pthread_barrier_init(b: *mut pthread_barrier_t, attr: *const pthread_barrierattr_t, count: c_uint) => barrier_init, ObjectKind::Barrier);
+destroy_hook!(pthread_barrier_destroy(b: *mut pthread_barrier_t) => barrier_destroy);
+
+export_with_caller!(pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int => barrier_wait, x86_64: "rsi", aarch64: "x1");
+unsafe extern "C-unwind" fn barrier_wait(b: *mut pthread_barrier_t, caller: usize) -> c_int {
+    let wait = real_or!(barrier_wait, libc::EINVAL);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
-        return unsafe { trylock(m) };
+        return unsafe { wait(b) };
     };
     let Some(p) = recorder::prepare(
         &guard,
-        m as u64,
-        ObjectKind::Mutex,
+        b as u64,
+        ObjectKind::Barrier,
         MODE_EXCLUSIVE,
         caller as u64,
     ) else {
-        return unsafe { trylock(m) };
+        return unsafe { wait(b) };
     };
-    try_acquire(&guard, &p, true, || unsafe { trylock(m) })
-}
-
-export_with_caller!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) -> c_int => mutex_timedlock, x86_64: "rdx", aarch64: "x2");
-unsafe extern "C-unwind" fn mutex_timedlock(
-    m: *mut pthread_mutex_t,
-    t: *const timespec,
-    caller: usize,
-) -> c_int {
-    let timedlock = real_or!(mutex_timedlock, libc::EINVAL);
-    let trylock = real_or!(mutex_trylock, libc::EINVAL);
-    // SAFETY (every call below): forwarding the caller's arguments unchanged.
-    let Some(guard) = HookGuard::enter() else {
-        return unsafe { timedlock(m, t) };
-    };
-    let Some(p) = recorder::prepare(
-        &guard,
-        m as u64,
-        ObjectKind::Mutex,
-        MODE_EXCLUSIVE,
-        caller as u64,
-    ) else {
-        return unsafe { timedlock(m, t) };
-    };
-    acquire(
-        &guard,
-        &p,
-        true,
-        || unsafe { trylock(m) },
-        || unsafe { timedlock(m, t) },
-    )
-}
-
-export_with_caller!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) -> c_int => mutex_clocklock, x86_64: "rcx", aarch64: "x3");
-unsafe extern "C-unwind" fn mutex_clocklock(
-    m: *mut pthread_mutex_t,
-    c: clockid_t,
-    t: *const timespec,
-    caller: usize,
-) -> c_int {
-    let clocklock = real_or!(mutex_clocklock, libc::EINVAL);
-    let trylock = real_or!(mutex_trylock, libc::EINVAL);
-    // SAFETY (every call below): forwarding the caller's arguments unchanged.
-    let Some(guard) = HookGuard::enter().filter(|_| supported_clock(c)) else {
-        return unsafe { clocklock(m, c, t) };
-    };
-    let Some(p) = recorder::prepare(
-        &guard,
-        m as u64,
-        ObjectKind::Mutex,
-        MODE_EXCLUSIVE,
-        caller as u64,
-    ) else {
-        return unsafe { clocklock(m, c, t) };
-    };
-    acquire(
-        &guard,
-        &p,
-        true,
-        || unsafe { trylock(m) },
-        || unsafe { clocklock(m, c, t) },
-    )
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    let unlock = real_or!(mutex_unlock, 0);
-    let guard = HookGuard::enter();
-    // Recorded first, while the lock is still ours: once released, another
-    // thread may take it and overwrite its holder.
-    if let Some(g) = &guard {
-        recorder::released(g, m as u64, 0);
+    let started = recorder::now_ns();
+    let rc = unsafe { wait(b) };
+    if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
+        let waited = recorder::now_ns().saturating_sub(started);
+        recorder::barrier_waited(&p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
     }
-    // SAFETY: forwarding the caller's argument.
-    unsafe { unlock(m) }
+    rc
 }
 
 // ---------------------------------------------------- condition variables
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_cond_init(
-    c: *mut pthread_cond_t,
-    attr: *const pthread_condattr_t,
-) -> c_int {
-    let init = real_or!(cond_init, 0);
-    let guard = HookGuard::enter();
-    // SAFETY: forwarding the caller's arguments unchanged.
-    let rc = unsafe { init(c, attr) };
-    if let (Some(g), 0) = (&guard, rc) {
-        recorder::object_initialized(g, c as u64, ObjectKind::Cond);
-    }
-    rc
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
-    let destroy = real_or!(cond_destroy, 0);
-    let guard = HookGuard::enter();
-    // SAFETY: forwarding the caller's argument.
-    let rc = unsafe { destroy(c) };
-    if let (Some(g), 0) = (&guard, rc) {
-        recorder::object_destroyed(g, c as u64);
-    }
-    rc
-}
+init_hook!(pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t) => cond_init, ObjectKind::Cond);
+destroy_hook!(pthread_cond_destroy(c: *mut pthread_cond_t) => cond_destroy);
 
 /// Shared body of the three waits: the mutex is handed over for the wait and
 /// re-engaged when it returns.
@@ -410,6 +488,16 @@ pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -
 }
 
 // ------------------------------------------------------------ process exit
+
+/// Ends the process with `code` when the C library's exit function is
+/// unavailable (never with glibc).
+fn exit_group(code: c_int) -> ! {
+    // SAFETY: exit_group never returns; abort is unreachable in practice.
+    unsafe {
+        libc::syscall(libc::SYS_exit_group, code);
+        libc::abort()
+    }
+}
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn exit(code: c_int) -> ! {

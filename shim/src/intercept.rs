@@ -1,19 +1,21 @@
 //! The acquisition protocol shared by every blocking lock hook:
 //!
 //! 1. prepare (lookups, first-sighting unwind) before touching the lock;
-//! 2. try the real trylock: success is an uncontended engagement and costs
-//!    no clock read;
+//! 2. try the real non-blocking variant: success is an uncontended
+//!    engagement and costs no clock read;
 //! 3. otherwise time the real blocking call: a contended engagement.
 //!
 //! Trying first never changes behaviour: glibc's own lock starts with the
-//! same atomic attempt, and every outcome of trylock other than EBUSY
+//! same atomic attempt, and every outcome of a trylock other than "busy"
 //! (success, EOWNERDEAD, EAGAIN, EINVAL, ENOTRECOVERABLE) is exactly what the
-//! blocking call would return for a lock that is free or broken; EBUSY falls
-//! through to the blocking call, which then returns EDEADLK, waits, or times
-//! out as it would have.
+//! blocking call would return for a lock that is free or broken; "busy"
+//! falls through to the blocking call, which then returns EDEADLK, waits, or
+//! times out as it would have. Where glibc validates arguments *before*
+//! trying (a clock or deadline of a timed call), the hook checks the same
+//! thing first and passes an invalid call straight through.
 
 use crate::guard::HookGuard;
-use crate::recorder::{self, How, Prepared};
+use crate::recorder::{self, Hold, How, Prepared};
 use core::ffi::c_int;
 
 /// Outcomes that mean the caller now holds the lock.
@@ -22,59 +24,122 @@ pub fn holds(rc: c_int) -> bool {
     rc == 0 || rc == libc::EOWNERDEAD
 }
 
-/// Runs the trylock-first protocol. `exclusive` is false for shared holds.
+/// Runs the try-first protocol for functions that return an error number.
 #[inline]
 pub fn acquire(
     g: &HookGuard,
     p: &Prepared,
-    exclusive: bool,
+    hold: Hold,
     try_once: impl FnOnce() -> c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
     let rc = try_once();
     if holds(rc) {
-        recorder::acquired(g, p, How::Uncontended, exclusive);
+        recorder::acquired(g, p, How::Uncontended, hold);
         return rc;
     }
     if rc != libc::EBUSY {
         return rc;
     }
-    contended(g, p, exclusive, block)
+    contended(g, p, hold, block)
 }
 
 #[cold]
-fn contended(g: &HookGuard, p: &Prepared, exclusive: bool, block: impl FnOnce() -> c_int) -> c_int {
+fn contended(g: &HookGuard, p: &Prepared, hold: Hold, block: impl FnOnce() -> c_int) -> c_int {
     let started = recorder::wait_begin(p);
     let rc = block();
     let (wait_ns, now) = recorder::wait_end(p, started);
     if holds(rc) {
-        recorder::acquired(g, p, How::Contended { wait_ns, now }, exclusive);
+        recorder::acquired(g, p, How::Contended { wait_ns, now }, hold);
     } else if rc == libc::ETIMEDOUT {
         recorder::timed_out(p, wait_ns);
     }
     rc
 }
 
-/// A non-blocking attempt: counts an engagement or a failure.
+/// A non-blocking attempt that returns an error number.
 #[inline]
 pub fn try_acquire(
     g: &HookGuard,
     p: &Prepared,
-    exclusive: bool,
+    hold: Hold,
     try_once: impl FnOnce() -> c_int,
 ) -> c_int {
     let rc = try_once();
     if holds(rc) {
-        recorder::acquired(g, p, How::Uncontended, exclusive);
+        recorder::acquired(g, p, How::Uncontended, hold);
     } else if rc == libc::EBUSY {
         recorder::try_failed(p);
     }
     rc
 }
 
-/// Clocks glibc accepts for `*_clocklock`/`*_clockwait`; with any other the
-/// real call fails with EINVAL *before* trying the lock, so the hook must not
-/// try first.
+fn errno() -> c_int {
+    // SAFETY: reading this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+fn set_errno(v: c_int) {
+    // SAFETY: writing this thread's errno.
+    unsafe { *libc::__errno_location() = v };
+}
+
+/// The try-first protocol for semaphores, which return -1 and set errno.
+/// errno is exactly what the real blocking call alone would have left: the
+/// EAGAIN of a failed first try is undone before blocking.
+pub fn sem_acquire(
+    g: &HookGuard,
+    p: &Prepared,
+    try_once: impl FnOnce() -> c_int,
+    block: impl FnOnce() -> c_int,
+) -> c_int {
+    let before = errno();
+    if try_once() == 0 {
+        recorder::acquired(g, p, How::Uncontended, Hold::None);
+        return 0;
+    }
+    if errno() != libc::EAGAIN {
+        // Cannot happen for a valid semaphore; let the real call decide.
+        set_errno(before);
+        return block();
+    }
+    set_errno(before);
+    let started = recorder::wait_begin(p);
+    let rc = block();
+    let after = errno();
+    let (wait_ns, now) = recorder::wait_end(p, started);
+    if rc == 0 {
+        recorder::acquired(g, p, How::Contended { wait_ns, now }, Hold::None);
+    } else if after == libc::ETIMEDOUT {
+        recorder::timed_out(p, wait_ns);
+    }
+    set_errno(after);
+    rc
+}
+
+/// `sem_trywait`: counts a success or a failure; errno is the real one.
+pub fn sem_try(g: &HookGuard, p: &Prepared, try_once: impl FnOnce() -> c_int) -> c_int {
+    let rc = try_once();
+    let after = errno();
+    if rc == 0 {
+        recorder::acquired(g, p, How::Uncontended, Hold::None);
+    } else if after == libc::EAGAIN {
+        recorder::try_failed(p);
+    }
+    set_errno(after);
+    rc
+}
+
+/// Clocks glibc accepts for `*_clock*` calls; with any other the real call
+/// fails with EINVAL before trying the lock.
 pub fn supported_clock(clock: libc::clockid_t) -> bool {
     clock == libc::CLOCK_REALTIME || clock == libc::CLOCK_MONOTONIC
+}
+
+/// A deadline glibc would accept. Some timed calls (rwlocks, semaphores)
+/// reject a bad one before trying the lock, so the hook never tries first
+/// with it.
+pub fn valid_deadline(t: *const libc::timespec) -> bool {
+    // SAFETY: non-null checked; the caller passed it for the real call to read.
+    !t.is_null() && (0..1_000_000_000).contains(&unsafe { (*t).tv_nsec })
 }

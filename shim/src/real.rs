@@ -11,7 +11,14 @@ use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_void, CStr};
 use core::sync::atomic::{AtomicU8, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
-use libc::{pthread_mutexattr_t, pthread_t, timespec};
+use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_rwlock_t, pthread_rwlockattr_t};
+use libc::{pthread_mutexattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
+
+type RwFn = unsafe extern "C" fn(*mut pthread_rwlock_t) -> c_int;
+type RwTimedFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
+type RwClockFn = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
+type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
+type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
 
 pub type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 
@@ -77,6 +84,44 @@ pub struct RealFns {
     pub execvpe: Option<
         unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int,
     >,
+    pub rwlock_init:
+        Option<unsafe extern "C" fn(*mut pthread_rwlock_t, *const pthread_rwlockattr_t) -> c_int>,
+    pub rwlock_destroy: Option<RwFn>,
+    pub rwlock_rdlock: Option<RwFn>,
+    pub rwlock_wrlock: Option<RwFn>,
+    pub rwlock_tryrdlock: Option<RwFn>,
+    pub rwlock_trywrlock: Option<RwFn>,
+    pub rwlock_timedrdlock: Option<RwTimedFn>,
+    pub rwlock_timedwrlock: Option<RwTimedFn>,
+    pub rwlock_clockrdlock: Option<RwClockFn>,
+    pub rwlock_clockwrlock: Option<RwClockFn>,
+    pub rwlock_unlock: Option<RwFn>,
+    pub spin_init: Option<unsafe extern "C" fn(*mut pthread_spinlock_t, c_int) -> c_int>,
+    pub spin_destroy: Option<SpinFn>,
+    pub spin_lock: Option<SpinFn>,
+    pub spin_trylock: Option<SpinFn>,
+    pub spin_unlock: Option<SpinFn>,
+    pub sem_init: Option<unsafe extern "C" fn(*mut sem_t, c_int, libc::c_uint) -> c_int>,
+    pub sem_destroy: Option<SemFn>,
+    pub sem_wait: Option<SemFn>,
+    pub sem_trywait: Option<SemFn>,
+    pub sem_timedwait: Option<unsafe extern "C-unwind" fn(*mut sem_t, *const timespec) -> c_int>,
+    pub sem_clockwait:
+        Option<unsafe extern "C-unwind" fn(*mut sem_t, clockid_t, *const timespec) -> c_int>,
+    pub sem_post: Option<SemFn>,
+    /// Variadic in C; called with all four arguments (the extra two are
+    /// only read with O_CREAT, as in the caller's own call).
+    pub sem_open: Option<unsafe extern "C" fn(*const c_char, c_int, ...) -> *mut sem_t>,
+    pub sem_close: Option<SemFn>,
+    pub barrier_init: Option<
+        unsafe extern "C" fn(
+            *mut pthread_barrier_t,
+            *const pthread_barrierattr_t,
+            libc::c_uint,
+        ) -> c_int,
+    >,
+    pub barrier_destroy: Option<unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int>,
+    pub barrier_wait: Option<unsafe extern "C-unwind" fn(*mut pthread_barrier_t) -> c_int>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -162,6 +207,34 @@ fn resolve_all() -> RealFns {
             execv: next(c"execv"),
             execvp: next(c"execvp"),
             execvpe: next(c"execvpe"),
+            rwlock_init: next(c"pthread_rwlock_init"),
+            rwlock_destroy: next(c"pthread_rwlock_destroy"),
+            rwlock_rdlock: next(c"pthread_rwlock_rdlock"),
+            rwlock_wrlock: next(c"pthread_rwlock_wrlock"),
+            rwlock_tryrdlock: next(c"pthread_rwlock_tryrdlock"),
+            rwlock_trywrlock: next(c"pthread_rwlock_trywrlock"),
+            rwlock_timedrdlock: next(c"pthread_rwlock_timedrdlock"),
+            rwlock_timedwrlock: next(c"pthread_rwlock_timedwrlock"),
+            rwlock_clockrdlock: next(c"pthread_rwlock_clockrdlock"),
+            rwlock_clockwrlock: next(c"pthread_rwlock_clockwrlock"),
+            rwlock_unlock: next(c"pthread_rwlock_unlock"),
+            spin_init: next(c"pthread_spin_init"),
+            spin_destroy: next(c"pthread_spin_destroy"),
+            spin_lock: next(c"pthread_spin_lock"),
+            spin_trylock: next(c"pthread_spin_trylock"),
+            spin_unlock: next(c"pthread_spin_unlock"),
+            sem_init: next(c"sem_init"),
+            sem_destroy: next(c"sem_destroy"),
+            sem_wait: next(c"sem_wait"),
+            sem_trywait: next(c"sem_trywait"),
+            sem_timedwait: next(c"sem_timedwait"),
+            sem_clockwait: next(c"sem_clockwait"),
+            sem_post: next(c"sem_post"),
+            sem_open: next(c"sem_open"),
+            sem_close: next(c"sem_close"),
+            barrier_init: next(c"pthread_barrier_init"),
+            barrier_destroy: next(c"pthread_barrier_destroy"),
+            barrier_wait: next(c"pthread_barrier_wait"),
         }
     }
 }

@@ -128,7 +128,11 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
         for l in order {
             t.add_row(vec![
                 l.id.clone(),
-                l.kind.to_string(),
+                if l.process_shared {
+                    format!("{} (shared)", l.kind)
+                } else {
+                    l.kind.to_string()
+                },
                 l.address.clone(),
                 l.acquisitions.to_string(),
                 l.contended.to_string(),

@@ -13,6 +13,8 @@ pub const MAX_HELD: usize = 32;
 pub const HELD_CONTENDED: u32 = 1 << 0;
 /// The lock was handed over across a condition wait or signal.
 pub const HELD_HANDOVER: u32 = 1 << 1;
+/// A shared (reader) hold: other readers may hold the lock at the same time.
+pub const HELD_SHARED: u32 = 1 << 2;
 
 #[derive(Clone, Copy)]
 pub struct HeldEntry {

@@ -22,7 +22,7 @@ use crate::config;
 use crate::diag::{warn_once, Warning};
 use crate::guard::HookGuard;
 use core::sync::atomic::Ordering;
-use held::{HeldEntry, HELD_CONTENDED, HELD_HANDOVER};
+use held::{HeldEntry, HELD_CONTENDED, HELD_HANDOVER, HELD_SHARED};
 use lanes::Lane;
 use locksuit_format::*;
 use objects::ObjectSlot;
@@ -88,17 +88,48 @@ fn drop_op(lane: Option<&mut Lane>) {
     );
 }
 
+/// Attributes glibc keeps inside the object (read once, when its identity is
+/// made): (ATTR_* bits, mutex type). The offsets are glibc's public struct
+/// layouts on x86_64 and aarch64, which have not changed since 2.25.
+fn object_attributes(kind: ObjectKind, addr: u64) -> (u32, u32) {
+    let word = |offset: u64| {
+        // SAFETY: `addr` is a live object of `kind` that the program just
+        // passed to an interposed call; each offset lies inside that type.
+        unsafe { core::ptr::read_volatile((addr + offset) as *const u32) }
+    };
+    let flag = |set: bool, bit: u32| if set { bit } else { 0 };
+    match kind {
+        ObjectKind::Mutex => {
+            // __data.__kind: type in bits 0-1, robust 16, PI 32, PP 64, pshared 128.
+            let k = word(16);
+            let attrs = flag(k & 128 != 0, ATTR_PROCESS_SHARED)
+                | flag(k & 16 != 0, ATTR_ROBUST)
+                | flag(k & 32 != 0, ATTR_PRIO_INHERIT)
+                | flag(k & 64 != 0, ATTR_PRIO_PROTECT);
+            (attrs, k & 3)
+        }
+        // __data.__shared
+        ObjectKind::Rwlock => (flag(word(28) != 0, ATTR_PROCESS_SHARED), u32::MAX),
+        // new_sem.private / pthread_barrier.shared: non-zero when shared.
+        ObjectKind::Sem => (flag(word(8) != 0, ATTR_PROCESS_SHARED), u32::MAX),
+        ObjectKind::Barrier => (flag(word(12) != 0, ATTR_PROCESS_SHARED), u32::MAX),
+        // A spinlock is a bare int; a cond's flag is not worth reading.
+        ObjectKind::Spin | ObjectKind::Cond => (0, u32::MAX),
+    }
+}
+
 fn write_lock_record(lane: &mut Lane, id: u32, kind: ObjectKind, addr: u64, origin: u32) {
+    let (attrs, mutex_type) = object_attributes(kind, addr);
     let record = LockRecord {
         hdr: RecordHeader {
             kind: RecordKind::Lock as u16,
             size: core::mem::size_of::<LockRecord>() as u16,
-            aux: 0,
+            aux: attrs,
         },
         id,
         kind: kind as u32,
         origin,
-        mutex_type: u32::MAX,
+        mutex_type,
         address: addr,
         created_ns: now_ns(),
     };
@@ -124,6 +155,17 @@ pub struct Prepared {
     lock_id: u32,
     counter: *mut CounterRecord,
     lane: *mut Lane,
+}
+
+/// What a successful acquisition holds until its release.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// One owner (mutex, spinlock, rwlock writer).
+    Exclusive,
+    /// One of possibly many readers.
+    Shared,
+    /// Nothing owned (a semaphore wait): counted, never released by us.
+    None,
 }
 
 /// How an engagement came about.
@@ -240,9 +282,9 @@ fn sample_start(lane: &mut Lane) -> u64 {
     }
 }
 
-/// The lock was acquired. `exclusive` is false for shared (reader) holds.
+/// The lock was acquired.
 #[inline]
-pub fn acquired(g: &HookGuard, p: &Prepared, how: How, exclusive: bool) {
+pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
@@ -257,9 +299,14 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, exclusive: bool) {
             (HELD_HANDOVER, now)
         }
     };
-    if exclusive {
-        p.slot.holder.store(p.lane().tid, Ordering::Relaxed);
-    }
+    let flags = match hold {
+        Hold::Exclusive => {
+            p.slot.holder.store(p.lane().tid, Ordering::Relaxed);
+            flags
+        }
+        Hold::Shared => flags | HELD_SHARED,
+        Hold::None => return,
+    };
     let tracked = g.thread().held().push(HeldEntry {
         addr: p.addr,
         lock_id: p.lock_id,
@@ -335,6 +382,29 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     }
 }
 
+/// A semaphore post, prepared with [`MODE_POST`]: counts the post, and a
+/// task switch if a thread was waiting for it.
+pub fn posted(p: &Prepared) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    if p.slot.waiters.load(Ordering::Relaxed) > 0 {
+        counter.task_switches += 1;
+    }
+    p.slot.seq.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A barrier wait returned after `wait_ns`; `serial` is the thread that
+/// completed the round (it did not wait for the others).
+pub fn barrier_waited(p: &Prepared, wait_ns: u64, serial: bool) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    counter.wait_ns += wait_ns;
+    if !serial {
+        counter.contended += 1;
+        counter.task_switches += 1;
+    }
+}
+
 /// `*_init` of an object at `addr`: a new identity even at a reused address.
 pub fn object_initialized(g: &HookGuard, addr: u64, kind: ObjectKind) {
     let Some(lane) = current_lane(g) else {
@@ -343,6 +413,20 @@ pub fn object_initialized(g: &HookGuard, addr: u64, kind: ObjectKind) {
     };
     match objects::for_init(addr, kind as u32) {
         Some(found) => write_lock_record(lane, found.id, kind, addr, ORIGIN_INIT),
+        None => drop_op(Some(lane)),
+    }
+}
+
+/// `sem_open` returned the object at `addr`: opening the same name twice
+/// returns the same object, so this keeps a live identity.
+pub fn object_opened(g: &HookGuard, addr: u64, kind: ObjectKind) {
+    let Some(lane) = current_lane(g) else {
+        drop_op(None);
+        return;
+    };
+    match objects::for_use(addr, kind as u32) {
+        Some(found) if found.created => write_lock_record(lane, found.id, kind, addr, ORIGIN_OPEN),
+        Some(_) => {}
         None => drop_op(Some(lane)),
     }
 }
@@ -438,7 +522,7 @@ pub fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
     }
     if let Some(m) = &w.mutex {
         if rc == 0 || rc == libc::ETIMEDOUT || rc == libc::EOWNERDEAD {
-            acquired(g, m, How::CondReacquire { now }, true);
+            acquired(g, m, How::CondReacquire { now }, Hold::Exclusive);
         }
     }
 }

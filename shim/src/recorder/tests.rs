@@ -7,17 +7,20 @@ use locksuit_format::read_trace;
 
 const SITE_A: u64 = 0x1111;
 const SITE_B: u64 = 0x2222;
-const LOCK: u64 = 0x7000;
-const OTHER: u64 = 0x7100;
+
+/// Stand-ins for two mutexes: zeroed memory laid out as glibc's
+/// pthread_mutex_t (the recorder reads its attributes when it first sees it).
+static MUTEXES: [[u64; 5]; 2] = [[0; 5]; 2];
 
 fn engage(g: &HookGuard, addr: u64, site: u64, how: How) {
     let p = prepare(g, addr, ObjectKind::Mutex, MODE_EXCLUSIVE, site).expect("prepared");
-    acquired(g, &p, how, true);
+    acquired(g, &p, how, Hold::Exclusive);
 }
 
 // One test: the recorder is process-global and starts once per process.
 #[test]
 fn records_counts_identity_and_exit_without_preload() {
+    let (lock, other) = (MUTEXES[0].as_ptr() as u64, MUTEXES[1].as_ptr() as u64);
     let dir = std::env::temp_dir().join(format!("locksuit-recorder-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -29,33 +32,33 @@ fn records_counts_identity_and_exit_without_preload() {
         "the guard refuses re-entry on the same thread"
     );
 
-    // Three uncontended engagements at site A, nested with one of OTHER.
+    // Three uncontended engagements at site A, nested with one of the other lock.
     for _ in 0..3 {
-        engage(&g, LOCK, SITE_A, How::Uncontended);
-        engage(&g, OTHER, SITE_B, How::Uncontended);
+        engage(&g, lock, SITE_A, How::Uncontended);
+        engage(&g, other, SITE_B, How::Uncontended);
         // Released out of order: the held stack must still find each.
-        released(&g, LOCK, 0);
-        released(&g, OTHER, 0);
+        released(&g, lock, 0);
+        released(&g, other, 0);
     }
     // One contended engagement at site B with a known wait.
     engage(
         &g,
-        LOCK,
+        lock,
         SITE_B,
         How::Contended {
             wait_ns: 5_000,
             now: now_ns(),
         },
     );
-    released(&g, LOCK, 0);
+    released(&g, lock, 0);
     // A failed trylock at site B.
-    let p = prepare(&g, LOCK, ObjectKind::Mutex, MODE_EXCLUSIVE, SITE_B).unwrap();
+    let p = prepare(&g, lock, ObjectKind::Mutex, MODE_EXCLUSIVE, SITE_B).unwrap();
     try_failed(&p);
     // Destroyed and initialised again at the same address: a new lock.
-    object_destroyed(&g, LOCK);
-    object_initialized(&g, LOCK, ObjectKind::Mutex);
-    engage(&g, LOCK, SITE_A, How::Uncontended);
-    released(&g, LOCK, 0);
+    object_destroyed(&g, lock);
+    object_initialized(&g, lock, ObjectKind::Mutex);
+    engage(&g, lock, SITE_A, How::Uncontended);
+    released(&g, lock, 0);
     process_exit(Some(7));
     drop(g);
 
@@ -70,7 +73,7 @@ fn records_counts_identity_and_exit_without_preload() {
     assert_eq!(trace.header.exit_code, Some(7));
     assert_eq!(trace.header.dropped_ops + trace.header.dropped_records, 0);
 
-    let at_lock: Vec<&LockRecord> = trace.locks.iter().filter(|l| l.address == LOCK).collect();
+    let at_lock: Vec<&LockRecord> = trace.locks.iter().filter(|l| l.address == lock).collect();
     assert_eq!(at_lock.len(), 2, "re-init makes a second identity");
     assert_eq!(at_lock[0].origin, ORIGIN_FIRST_USE);
     assert_eq!(at_lock[1].origin, ORIGIN_INIT);
@@ -110,8 +113,13 @@ fn records_counts_identity_and_exit_without_preload() {
     assert_eq!(contended.hold_samples, 1, "a contended hold is timed");
     assert_eq!(contended.try_failures, 1);
     assert_eq!(counter(at_lock[1].id, SITE_A).engagements, 1);
-    let other = trace.locks.iter().find(|l| l.address == OTHER).unwrap();
-    assert_eq!(counter(other.id, SITE_B).engagements, 3);
+    let other_lock = trace.locks.iter().find(|l| l.address == other).unwrap();
+    assert_eq!(counter(other_lock.id, SITE_B).engagements, 3);
+    assert_eq!(
+        other_lock.mutex_type, 0,
+        "a zeroed mutex reads as PTHREAD_MUTEX_NORMAL"
+    );
+    assert_eq!(other_lock.hdr.aux, 0, "and not process-shared");
     assert_eq!(trace.threads.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
