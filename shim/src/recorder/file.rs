@@ -87,6 +87,19 @@ impl PathBuf {
     }
 }
 
+/// Whether the file-size limit lets the trace grow to `end` bytes. Writing
+/// past RLIMIT_FSIZE would raise SIGXFSZ, whose default action kills the
+/// program, so the shim stops growing the trace before that.
+fn within_file_size_limit(end: usize) -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0;
+    !ok || limit.rlim_cur == libc::RLIM_INFINITY || end as u64 <= limit.rlim_cur
+}
+
 pub fn header() -> Option<*mut FileHeader> {
     let base = BASE.load(Ordering::Acquire);
     (!base.is_null()).then_some(base.cast())
@@ -178,14 +191,17 @@ pub fn alloc_block(lane: u32, seq: u32) -> Option<*mut u8> {
     let offset = index as usize * BLOCK_SIZE;
     let fd = FD.load(Ordering::Relaxed);
     let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: writing a static buffer of BLOCK_SIZE zeros to our own fd.
-    let written =
-        unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
+    let written = if within_file_size_limit(offset + BLOCK_SIZE) {
+        // SAFETY: writing a static buffer of BLOCK_SIZE zeros to our own fd.
+        unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) }
+    } else {
+        -1
+    };
     if written != BLOCK_SIZE as isize {
         set_flags(FLAG_DISK_FULL);
         warn_once(
             Warning::DiskFull,
-            b"could not extend the trace file (disk full or I/O error); recording continues in memory already written, new records are dropped and counted",
+            b"cannot grow the trace file (disk full, I/O error or file-size limit); what is recorded so far is kept, new records are dropped and counted",
         );
         return None;
     }
@@ -219,8 +235,9 @@ fn getpid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
-/// Opens a fresh trace (never overwriting) in the first usable directory.
-fn open_trace_file(exe: &[u8]) -> Option<i32> {
+/// Opens a fresh trace (never overwriting) in the first usable directory;
+/// returns the descriptor and the path it was created at.
+fn open_trace_file(exe: &[u8]) -> Option<(i32, PathBuf)> {
     let base_name = match exe.iter().rposition(|&b| b == b'/') {
         Some(i) => &exe[i + 1..],
         None if exe.is_empty() => b"unknown",
@@ -237,7 +254,7 @@ fn open_trace_file(exe: &[u8]) -> Option<i32> {
         dir.push(b".");
     }
     if let Some(fd) = try_open_in(&mut dir, base_name) {
-        return Some(fd);
+        return Some((fd, dir));
     }
     // Fall back to $TMPDIR or /tmp.
     let mut tmp = PathBuf::new();
@@ -255,7 +272,7 @@ fn open_trace_file(exe: &[u8]) -> Option<i32> {
     })
     .push(tmp.as_bytes());
     warn_once(Warning::FallbackDir, msg.as_bytes());
-    Some(fd)
+    Some((fd, tmp))
 }
 
 fn try_open_in(dir: &mut PathBuf, base_name: &[u8]) -> Option<i32> {
@@ -301,7 +318,7 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         )
     };
     let exe_len = if n > 0 { n as usize } else { 0 };
-    let Some(fd) = open_trace_file(&exe[..exe_len]) else {
+    let Some((fd, mut path)) = open_trace_file(&exe[..exe_len]) else {
         warn_once(
             Warning::NoTraceFile,
             b"cannot create a trace file in LOCKSUIT_DIR, the current directory or TMPDIR; this process is not recorded",
@@ -310,8 +327,12 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
     };
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
     let len = max_blocks * BLOCK_SIZE;
-    // SAFETY: backing the header block before mapping it.
-    let written = unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, 0) };
+    let written = if within_file_size_limit(BLOCK_SIZE) {
+        // SAFETY: backing the header block before mapping it.
+        unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, 0) }
+    } else {
+        -1
+    };
     // SAFETY: mapping our own fd; the length is a multiple of the page size.
     let base = unsafe {
         libc::mmap(
@@ -324,8 +345,12 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         )
     };
     if written != BLOCK_SIZE as isize || base == libc::MAP_FAILED {
-        // SAFETY: closing the fd we opened.
-        unsafe { libc::close(fd) };
+        // SAFETY: closing the fd we opened and removing the file we created.
+        unsafe {
+            libc::close(fd);
+            // Leave no empty file behind for the analyzer to trip over.
+            libc::unlink(path.c_ptr());
+        };
         warn_once(
             Warning::NoTraceFile,
             b"cannot size or map the trace file; this process is not recorded",
