@@ -1,0 +1,146 @@
+//! Scale: 1,000 threads alive at once, 30,000 threads created and joined,
+//! 1,000,000 locks alive at once — exact counts, and the shim's own memory
+//! bounded as the README documents (anonymous memory: the 64 MiB object
+//! table at most, plus about 27 KiB per live thread; trace pages: the trace
+//! size).
+
+use locksuit_format::{read_trace, ObjectKind, MODE_EXCLUSIVE};
+use locksuit_tests::*;
+use std::process::Output;
+
+const MIB: i64 = 1024;
+
+/// (RssAnon, RssFile) in kB, as the program printed them.
+fn memory(out: &Output) -> (i64, i64) {
+    let stdout = stdout_str(out);
+    let kb = |key: &str| -> i64 {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} not printed:\n{stdout}"))
+    };
+    (kb("RssAnon:"), kb("RssFile:"))
+}
+
+fn run_both(args: &[&str], tag: &str) -> (Output, Output, std::path::PathBuf) {
+    let bin = build_c("scale");
+    let plain = run_plain(&bin, args);
+    assert_success(&plain, &format!("scale {args:?} without the shim"));
+    let dir = fresh_dir(tag);
+    let traced = run_under_shim(&bin, args, &dir);
+    assert_success(&traced, &format!("scale {args:?} under the shim"));
+    assert!(
+        traced.stderr.is_empty(),
+        "the shim printed: {}",
+        String::from_utf8_lossy(&traced.stderr)
+    );
+    (plain, traced, dir)
+}
+
+#[test]
+fn thousand_live_threads() {
+    let (plain, traced, dir) = run_both(&["live", "1000"], "scale-live");
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    assert_eq!(p["dropped_events"], 0);
+    let shared = locks_engaged_in_function(p, "live_worker")
+        .into_iter()
+        .find(|l| u64_of(l, "threads") > 1)
+        .expect("the shared lock");
+    assert_eq!(u64_of(shared, "acquisitions"), 1000);
+    assert_eq!(u64_of(shared, "threads"), 1000);
+    let own: Vec<_> = locks_engaged_in_function(p, "live_worker")
+        .into_iter()
+        .filter(|l| u64_of(l, "threads") == 1)
+        .collect();
+    assert_eq!(own.len(), 1000, "one private lock per thread");
+    assert_eq!(arr(p, "threads").len(), 1001, "1000 workers and main");
+
+    let (anon0, file0) = memory(&plain);
+    let (anon1, file1) = memory(&traced);
+    assert!(
+        anon1 - anon0 < 40 * MIB,
+        "shim anonymous memory for 1000 live threads: {} kB",
+        anon1 - anon0
+    );
+    assert!(
+        file1 - file0 < 32 * MIB,
+        "trace pages for 1000 live threads: {} kB",
+        file1 - file0
+    );
+}
+
+#[test]
+fn thirty_thousand_threads_recycle_their_state() {
+    let (plain, traced, dir) = run_both(&["churn", "30000", "100"], "scale-churn");
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let p = only_process(&report);
+    assert_eq!(p["dropped_events"], 0);
+    let shared = locks_engaged_in_function(p, "churn_worker");
+    assert_eq!(shared.len(), 1);
+    assert_eq!(u64_of(shared[0], "acquisitions"), 30_000);
+    assert_eq!(
+        arr(p, "threads").len(),
+        30_001,
+        "every thread recorded, main included"
+    );
+    // Lanes (and their blocks) are recycled: at most ~100 live at once, so
+    // the trace stays small although 30,000 threads came and went.
+    let size = std::fs::metadata(&trace).unwrap().len();
+    assert!(
+        size < 8 << 20,
+        "trace of 30,000 short threads is {size} bytes"
+    );
+    let (anon0, _) = memory(&plain);
+    let (anon1, _) = memory(&traced);
+    assert!(
+        anon1 - anon0 < 16 * MIB,
+        "shim anonymous memory after 30,000 threads: {} kB",
+        anon1 - anon0
+    );
+}
+
+#[test]
+fn a_million_live_locks() {
+    let (plain, traced, dir) = run_both(&["locks", "1000000"], "scale-locks");
+    let stdout = stdout_str(&traced);
+    let first = parse_addr(&stdout_value(&stdout, "first"));
+    let last = parse_addr(&stdout_value(&stdout, "last"));
+    // Read the trace directly: a million locks as JSON would be ~500 MB.
+    let trace = read_trace(&only_trace(&dir)).expect("readable trace");
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    assert_eq!(trace.header.dropped_ops + trace.header.dropped_records, 0);
+    let ours: std::collections::HashSet<u32> = trace
+        .locks
+        .iter()
+        .filter(|l| l.kind == ObjectKind::Mutex as u32 && (first..=last).contains(&l.address))
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(ours.len(), 1_000_000, "one identity per lock");
+    let engaged: u64 = trace
+        .counters
+        .iter()
+        .filter(|(_, c)| ours.contains(&c.lock_id) && c.hdr.aux == MODE_EXCLUSIVE)
+        .map(|(_, c)| c.engagements)
+        .sum();
+    assert_eq!(engaged, 1_000_000);
+    assert_eq!(
+        trace
+            .destroys
+            .iter()
+            .filter(|d| ours.contains(&d.id))
+            .count(),
+        1_000_000
+    );
+    // The object table is the bound: 2 Mi slots x 32 bytes.
+    let (anon0, _) = memory(&plain);
+    let (anon1, _) = memory(&traced);
+    assert!(
+        anon1 - anon0 < 80 * MIB,
+        "shim anonymous memory with 1M live locks: {} kB",
+        anon1 - anon0
+    );
+}
