@@ -95,10 +95,14 @@ fn where_of(site: &Site) -> String {
     match (&site.function, &site.file, site.line) {
         (Some(f), Some(file), Some(line)) => format!("{f} ({file}:{line})"),
         (Some(f), _, _) => f.clone(),
+        // No symbols (a stripped binary): name the module and offset.
         _ => site
             .call_chain
-            .first()
-            .map_or_else(|| "an unknown line".to_string(), |f| f.address.clone()),
+            .get(first_own_frame(&site.call_chain))
+            .map_or_else(
+                || "an unknown line".to_string(),
+                |f| f.offset.clone().unwrap_or_else(|| f.address.clone()),
+            ),
     }
 }
 

@@ -165,7 +165,10 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
             "locks",
         ]);
         for s in order {
-            let fallback = s.call_chain.first().map_or("?", |f| f.address.as_str());
+            let own = s
+                .call_chain
+                .get(crate::symbolize::first_own_frame(&s.call_chain));
+            let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
             t.add_row(vec![
                 s.id.clone(),
                 where_short(&s.function, &s.file, s.line, fallback),
