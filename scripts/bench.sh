@@ -26,6 +26,7 @@ p=$(printf '%s\n' "${plain[@]}" | median)
 s=$(printf '%s\n' "${shimmed[@]}" | median)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "machine: $(nproc) cores, $cpu; $runs interleaved runs of $pairs pairs, medians"
+echo
 echo "| uncontended lock+unlock pair | ns/pair |"
 echo "|---|---|"
 echo "| without the shim | $p |"

@@ -17,7 +17,8 @@ use locksuit_format::reader::{ThreadInfo, Trace};
 use locksuit_format::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Totals over counter records, for one lock or one site.
+/// Totals over counter records, for one lock or one site. Sums saturate: a
+/// damaged trace can hold any value, and a report must still come out.
 #[derive(Default, Clone, Copy)]
 struct Totals {
     engagements: u64,
@@ -45,15 +46,15 @@ impl Totals {
     }
 
     fn add(&mut self, c: &CounterRecord) {
-        self.engagements += c.engagements;
-        self.contended += c.contended;
-        self.task_switches += c.task_switches;
-        self.cond_reacquires += c.cond_reacquires;
-        self.try_failures += c.try_failures;
-        self.timeouts += c.timeouts;
-        self.wait_ns += c.wait_ns;
-        self.hold_ns += c.hold_ns;
-        self.hold_samples += c.hold_samples;
+        self.engagements = self.engagements.saturating_add(c.engagements);
+        self.contended = self.contended.saturating_add(c.contended);
+        self.task_switches = self.task_switches.saturating_add(c.task_switches);
+        self.cond_reacquires = self.cond_reacquires.saturating_add(c.cond_reacquires);
+        self.try_failures = self.try_failures.saturating_add(c.try_failures);
+        self.timeouts = self.timeouts.saturating_add(c.timeouts);
+        self.wait_ns = self.wait_ns.saturating_add(c.wait_ns);
+        self.hold_ns = self.hold_ns.saturating_add(c.hold_ns);
+        self.hold_samples = self.hold_samples.saturating_add(c.hold_samples);
     }
 }
 
@@ -61,11 +62,46 @@ fn is_rwlock(rec: Option<&&LockRecord>) -> bool {
     rec.is_some_and(|r| r.kind == ObjectKind::Rwlock as u32)
 }
 
+/// What makes two recorded sites one site of the report: the first frame in
+/// the program's own code — its line when known, else its code address.
+#[derive(Hash, PartialEq, Eq)]
+enum SiteKey {
+    Line {
+        function: Option<String>,
+        path: String,
+        line: u32,
+    },
+    Code {
+        module: Option<String>,
+        address: String,
+    },
+}
+
+fn site_key(chain: &[Frame]) -> SiteKey {
+    let Some(own) = chain.get(first_own_frame(chain)) else {
+        return SiteKey::Code {
+            module: None,
+            address: String::new(),
+        };
+    };
+    match (&own.path, own.line) {
+        (Some(path), Some(line)) => SiteKey::Line {
+            function: own.function.clone(),
+            path: path.clone(),
+            line,
+        },
+        _ => SiteKey::Code {
+            module: own.module.clone(),
+            address: own.offset.clone().unwrap_or_else(|| own.address.clone()),
+        },
+    }
+}
+
 /// Sharing ratio from per-thread engagement counts.
 pub fn sharing_ratio(per_thread: impl IntoIterator<Item = u64>) -> f64 {
     let (mut total, mut top) = (0u64, 0u64);
     for n in per_thread {
-        total += n;
+        total = total.saturating_add(n);
         top = top.max(n);
     }
     if total == 0 {
@@ -115,17 +151,27 @@ pub fn analyze(
 ) -> Process {
     let header = &trace.header;
 
-    // Sites: merge records of the same return address (two threads can
-    // record the same new line at once), keep the first chain.
-    let mut site_by_address: BTreeMap<u64, usize> = BTreeMap::new();
+    // Sites: the shim records one per (return address, caller's return
+    // address); a site of the report is a line of the program's own code, so
+    // records whose first own frame is the same line are one site (the
+    // callers of a shared wrapper are told apart, the callers of one line
+    // are merged). The first record's chain is kept.
+    let exe = header.exe.as_str();
+    let mut site_by_line: HashMap<SiteKey, usize> = HashMap::new();
     let mut site_index_of_raw: HashMap<u32, usize> = HashMap::new();
-    let mut chains: Vec<Vec<u64>> = Vec::new();
+    let mut chains: Vec<Vec<Frame>> = Vec::new();
     for s in &trace.sites {
-        let Some(&address) = s.frames.first() else {
+        if s.frames.is_empty() {
             continue;
-        };
-        let index = *site_by_address.entry(address).or_insert_with(|| {
-            chains.push(s.frames.clone());
+        }
+        let chain: Vec<Frame> = s
+            .frames
+            .iter()
+            .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, s.module_epoch))
+            .collect();
+        let key = site_key(&chain);
+        let index = *site_by_line.entry(key).or_insert_with(|| {
+            chains.push(chain);
             chains.len() - 1
         });
         site_index_of_raw.insert(s.id, index);
@@ -133,7 +179,7 @@ pub fn analyze(
     // Counters that name an unknown site (0, or a lost record) share one
     // "unknown" site so their engagements are not lost.
     let mut unknown_site = None;
-    let mut site_of = |raw: u32, chains: &mut Vec<Vec<u64>>| -> usize {
+    let mut site_of = |raw: u32, chains: &mut Vec<Vec<Frame>>| -> usize {
         if let Some(&i) = site_index_of_raw.get(&raw) {
             return i;
         }
@@ -174,21 +220,24 @@ pub fn analyze(
     let mut orphans = 0u64;
     for (thread, c) in &trace.counters {
         let Some(&li) = lock_index.get(&c.lock_id) else {
-            orphans += c.engagements;
+            orphans = orphans.saturating_add(c.engagements);
             continue;
         };
         let si = site_of(c.site_id, &mut chains);
         let tid = trace.threads[*thread].record.tid;
         if c.hdr.aux == MODE_POST {
-            lock_posts[li] += c.engagements;
+            lock_posts[li] = lock_posts[li].saturating_add(c.engagements);
         } else {
             lock_totals[li].add(c);
             lock_modes[li][usize::from(c.hdr.aux != MODE_SHARED)].add(c);
+            // Posts engage a semaphore but are not acquisitions.
+            let slot = thread_acquisitions.entry(*thread).or_default();
+            *slot = slot.saturating_add(c.engagements);
         }
-        *lock_per_thread[li].entry(tid).or_default() += c.engagements;
+        let slot = lock_per_thread[li].entry(tid).or_default();
+        *slot = slot.saturating_add(c.engagements);
         lock_sites[li].insert(si);
         site_lock.entry((si, li)).or_default().add(c);
-        *thread_acquisitions.entry(*thread).or_default() += c.engagements;
     }
     if orphans > 0 {
         warnings.push(format!(
@@ -225,6 +274,7 @@ pub fn analyze(
                 address: rec.map_or_else(String::new, |r| format!("{:#x}", r.address)),
                 origin: match rec.map(|r| r.origin) {
                     Some(ORIGIN_INIT) => "init",
+                    Some(ORIGIN_OPEN) => "open",
                     _ => "first-use",
                 },
                 destroyed: destroyed.contains(&raw),
@@ -261,20 +311,19 @@ pub fn analyze(
         .collect();
 
     // Sites: totals, ratio, verdict, symbolized chain.
-    let exe = header.exe.as_str();
     let mut sites: Vec<Site> = Vec::with_capacity(engaged_sites.len());
     for &si in &engaged_sites {
-        let chain = &chains[si];
+        let call_chain = chains[si].clone();
         let mut totals = Totals::default();
         let mut weighted = 0.0;
         let mut site_locks = Vec::new();
         for (&(s, l), t) in site_lock.range((si, 0)..(si + 1, 0)) {
             debug_assert_eq!(s, si);
-            totals.engagements += t.engagements;
-            totals.contended += t.contended;
-            totals.task_switches += t.task_switches;
-            totals.wait_ns += t.wait_ns;
-            totals.hold_ns += t.hold_ns;
+            totals.engagements = totals.engagements.saturating_add(t.engagements);
+            totals.contended = totals.contended.saturating_add(t.contended);
+            totals.task_switches = totals.task_switches.saturating_add(t.task_switches);
+            totals.wait_ns = totals.wait_ns.saturating_add(t.wait_ns);
+            totals.hold_ns = totals.hold_ns.saturating_add(t.hold_ns);
             weighted += t.engagements as f64 * ratios[l];
             site_locks.push(lock_label(l));
         }
@@ -283,10 +332,6 @@ pub fn analyze(
         } else {
             weighted / totals.engagements as f64
         };
-        let call_chain: Vec<Frame> = chain
-            .iter()
-            .map(|&a| symbolizer.frame(&trace.modules, exe, a))
-            .collect();
         let own = call_chain.get(first_own_frame(&call_chain));
         sites.push(Site {
             id: site_label(si),
@@ -397,12 +442,14 @@ fn build_conds(
             )
         });
         let cond = &mut entry.0;
-        cond.waits += c.waits;
-        cond.timeouts += c.timeouts;
-        cond.signals += c.signals;
-        cond.broadcasts += c.broadcasts;
-        cond.notifies_with_waiters += c.notifies_with_waiters;
-        cond.wait_ns += c.wait_ns;
+        cond.waits = cond.waits.saturating_add(c.waits);
+        cond.timeouts = cond.timeouts.saturating_add(c.timeouts);
+        cond.signals = cond.signals.saturating_add(c.signals);
+        cond.broadcasts = cond.broadcasts.saturating_add(c.broadcasts);
+        cond.notifies_with_waiters = cond
+            .notifies_with_waiters
+            .saturating_add(c.notifies_with_waiters);
+        cond.wait_ns = cond.wait_ns.saturating_add(c.wait_ns);
         if c.mutex_id != 0 {
             entry.1.insert(c.mutex_id);
         }
@@ -436,7 +483,10 @@ fn build_findings(
     let mut findings = Vec::new();
     for (i, lock) in locks.iter().enumerate() {
         // A process-shared lock's other users are in other processes' traces.
-        if lock.acquisitions + lock.posts == 0 || lock.threads != 1 || lock.process_shared {
+        if lock.acquisitions.saturating_add(lock.posts) == 0
+            || lock.threads != 1
+            || lock.process_shared
+        {
             continue;
         }
         let tid = lock_per_thread[i].keys().next().copied().unwrap_or(0);
@@ -460,8 +510,22 @@ fn build_findings(
             wait_ns: lock.wait_ns,
         });
     }
+    let process_shared: std::collections::HashSet<&str> = locks
+        .iter()
+        .filter(|l| l.process_shared)
+        .map(|l| l.id.as_str())
+        .collect();
     for site in sites {
         if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
+            continue;
+        }
+        // A process-shared lock's sharing happens across traces; one
+        // process's ratio says nothing about it.
+        if site
+            .locks
+            .iter()
+            .all(|l| process_shared.contains(l.as_str()))
+        {
             continue;
         }
         findings.push(Finding {

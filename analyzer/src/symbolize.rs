@@ -50,9 +50,19 @@ impl Symbolizer {
             .as_ref()
     }
 
-    /// Symbolizes a return address (the call is the instruction before it).
-    pub fn frame(&mut self, modules: &[ModuleInfo], exe: &str, return_address: u64) -> Frame {
-        let mut frame = Frame {
+    /// Symbolizes a return address (the call is the instruction before it)
+    /// into its frames, innermost first: the functions inlined at the call,
+    /// then the function that contains it.
+    /// `epoch` is the module-map epoch the address was captured in: after a
+    /// `dlclose`, another library may occupy the same addresses.
+    pub fn frames(
+        &mut self,
+        modules: &[ModuleInfo],
+        exe: &str,
+        return_address: u64,
+        epoch: u32,
+    ) -> Vec<Frame> {
+        let bare = Frame {
             function: None,
             file: None,
             line: None,
@@ -61,29 +71,39 @@ impl Symbolizer {
             module: None,
             offset: None,
         };
-        let Some(module) = modules
-            .iter()
-            .find(|m| m.start <= return_address && return_address < m.end)
-        else {
-            return frame;
+        let Some(module) = module_at(modules, return_address, epoch) else {
+            return vec![bare];
         };
         let path = if module.path.is_empty() {
             exe
         } else {
             module.path.as_str()
         };
-        frame.module = Some(path.to_string());
+        let unnamed = Frame {
+            module: Some(path.to_string()),
+            offset: Some(format!(
+                "{}+{:#x}",
+                basename(path),
+                return_address.wrapping_sub(module.bias)
+            )),
+            ..bare
+        };
         let probe = return_address.saturating_sub(1).wrapping_sub(module.bias);
         let Some(loader) = self.loader(path) else {
-            return frame;
+            return vec![unnamed];
         };
-        if let Ok(mut frames) = loader.find_frames(probe) {
-            // The innermost frame is the (possibly inlined) function that
-            // made the call.
-            if let Ok(Some(f)) = frames.next() {
-                if let Some(name) = f.function.as_ref().and_then(|n| n.demangle().ok()) {
-                    frame.function = Some(name.into_owned());
-                }
+        let mut frames = Vec::new();
+        if let Ok(mut iter) = loader.find_frames(probe) {
+            while let Ok(Some(f)) = iter.next() {
+                let mut frame = Frame {
+                    offset: None,
+                    ..unnamed.clone()
+                };
+                frame.function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.demangle().ok())
+                    .map(|n| n.into_owned());
                 if let Some(loc) = f.location {
                     if let Some(file) = loc.file {
                         frame.file = Some(basename(file).to_string());
@@ -91,32 +111,68 @@ impl Symbolizer {
                     }
                     frame.line = loc.line;
                 }
+                frames.push(frame);
+                // A damaged trace cannot make this loop long: DWARF inline
+                // depth is bounded by the file, but keep it sane anyway.
+                if frames.len() >= 64 {
+                    break;
+                }
             }
         }
-        // The symbol table is only trusted for the program's own modules: a
-        // stripped system library keeps only exported symbols, and the
-        // nearest one below a static function is a wrong name.
-        if frame.function.is_none() && !is_system_module(path) {
-            frame.function = loader
-                .find_symbol(probe)
+        if frames.is_empty() || frames.iter().all(|f| f.function.is_none()) {
+            // No DWARF here. The symbol table is only trusted for the
+            // program's own modules: a stripped system library keeps only
+            // exported symbols, and the nearest one below a static function
+            // is a wrong name.
+            let name = (!is_system_module(path))
+                .then(|| loader.find_symbol(probe))
+                .flatten()
                 .map(|s| addr2line::demangle_auto(s.into(), None).into_owned());
+            return vec![match name {
+                Some(name) => Frame {
+                    function: Some(name),
+                    offset: None,
+                    ..unnamed
+                },
+                None => unnamed,
+            }];
         }
-        if frame.function.is_none() {
-            frame.offset = Some(format!(
-                "{}+{:#x}",
-                basename(path),
-                return_address.wrapping_sub(module.bias)
-            ));
-        }
-        frame
+        frames
     }
+}
+
+/// The module that held `address` in module-map `epoch`: the newest one
+/// recorded no later than that epoch covering it; failing that (a damaged
+/// trace), the newest covering it at all.
+pub fn module_at(modules: &[ModuleInfo], address: u64, epoch: u32) -> Option<&ModuleInfo> {
+    let covering = || {
+        modules
+            .iter()
+            .filter(|m| m.start <= address && address < m.end)
+    };
+    covering()
+        .filter(|m| m.epoch <= u64::from(epoch))
+        .max_by_key(|m| m.epoch)
+        .or_else(|| covering().max_by_key(|m| m.epoch))
+}
+
+/// Source files of the C and C++ runtimes' headers: functions from them
+/// (`std::mutex::lock`, `__gthread_mutex_lock`, …) are not the program's
+/// own lines, whether inlined or compiled into the program.
+pub fn is_system_header(path: &str) -> bool {
+    path.starts_with("/usr/include/")
+        || path.starts_with("/usr/lib/gcc/")
+        || path.contains("/include/c++/")
 }
 
 /// Index of the first frame in the program's own code (0 if there is none).
 pub fn first_own_frame(chain: &[Frame]) -> usize {
     chain
         .iter()
-        .position(|f| f.module.as_deref().is_some_and(|m| !is_system_module(m)))
+        .position(|f| {
+            f.module.as_deref().is_some_and(|m| !is_system_module(m))
+                && !f.path.as_deref().is_some_and(is_system_header)
+        })
         .unwrap_or(0)
 }
 
@@ -131,5 +187,15 @@ mod tests {
         assert!(is_system_module("/work/target/release/libsyncshim.so"));
         assert!(!is_system_module("/usr/bin/python3.11"));
         assert!(!is_system_module("/home/me/libcrypto-helper.so"));
+    }
+
+    #[test]
+    fn runtime_headers_are_not_own_code() {
+        assert!(is_system_header("/usr/include/c++/12/bits/std_mutex.h"));
+        assert!(is_system_header(
+            "/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-default.h"
+        ));
+        assert!(is_system_header("/opt/gcc-13/include/c++/13/shared_mutex"));
+        assert!(!is_system_header("/home/me/src/include/mutex.h"));
     }
 }

@@ -253,7 +253,9 @@ pub struct LockDestroyRecord {
 pub struct SiteRecord {
     pub hdr: RecordHeader,
     pub id: u32,
-    pub _pad: u32,
+    /// The module map's epoch when the chain was captured: its addresses
+    /// belong to the modules recorded in that epoch or before.
+    pub module_epoch: u32,
 }
 
 /// `CounterRecord` mode (in `RecordHeader::aux`): exclusive engagement.
@@ -323,6 +325,9 @@ pub struct ModuleRecord {
     /// Runtime range of the executable segments.
     pub start: u64,
     pub end: u64,
+    /// The module map's epoch, bumped by every `dlclose`: a library loaded
+    /// later at the same addresses is recorded again in a newer epoch.
+    pub epoch: u64,
 }
 
 /// `pthread_setname_np` on some thread.
@@ -409,7 +414,7 @@ const _: () = {
     assert!(size_of::<SiteRecord>() == 16);
     assert!(size_of::<CounterRecord>() == 88);
     assert!(size_of::<CondRecord>() == 72);
-    assert!(size_of::<ModuleRecord>() == 32);
+    assert!(size_of::<ModuleRecord>() == 40);
     assert!(size_of::<ThreadNameRecord>() == 40);
     assert!(site_record_size(MAX_CHAIN_DEPTH) <= u16::MAX as usize);
     assert!(module_record_size(MODULE_PATH_MAX) <= BLOCK_PAYLOAD);

@@ -59,6 +59,7 @@ pub struct ThreadInfo {
 pub struct SiteInfo {
     pub id: u32,
     pub frames: Vec<u64>,
+    pub module_epoch: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -66,6 +67,7 @@ pub struct ModuleInfo {
     pub bias: u64,
     pub start: u64,
     pub end: u64,
+    pub epoch: u64,
     pub path: String,
 }
 
@@ -188,7 +190,7 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         ppid: header.ppid,
         flags: header.flags,
         exit_code: (header.flags & FLAG_EXIT_CODE_VALID != 0).then_some(header.exit_code),
-        hold_sample_period: header.hold_sample_period.max(1),
+        hold_sample_period: header.hold_sample_period,
         start_unix_ns: header.start_unix_ns,
         start_mono_ns: header.start_mono_ns,
         end_mono_ns: header.end_mono_ns,
@@ -348,7 +350,11 @@ fn decode_record(
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                 .collect();
-            trace.sites.push(SiteInfo { id: r.id, frames });
+            trace.sites.push(SiteInfo {
+                id: r.id,
+                frames,
+                module_epoch: r.module_epoch,
+            });
         }
         RecordKind::Counter => {
             let Some(r) = read_pod::<CounterRecord>(rec) else {
@@ -377,6 +383,7 @@ fn decode_record(
                 bias: r.bias,
                 start: r.start,
                 end: r.end,
+                epoch: r.epoch,
                 path: String::from_utf8_lossy(&rec[start..start + len]).into_owned(),
             });
         }

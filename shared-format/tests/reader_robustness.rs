@@ -73,7 +73,7 @@ fn sample_trace() -> Vec<u8> {
     let site = SiteRecord {
         hdr: hdr(RecordKind::Site, site_record_size(2), 2),
         id: 9,
-        _pad: 0,
+        module_epoch: 0,
     };
     let mut site_bytes = bytes_of(&site);
     site_bytes.extend_from_slice(&0x401234u64.to_le_bytes());

@@ -11,6 +11,7 @@ pub enum Warning {
     OutOfSpace = 1 << 3,
     DiskFull = 1 << 4,
     TablesFull = 1 << 5,
+    NestedCalls = 1 << 6,
 }
 
 static WARNED: AtomicU32 = AtomicU32::new(0);

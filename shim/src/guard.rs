@@ -13,6 +13,9 @@ use core::marker::PhantomData;
 
 pub struct ThreadState {
     in_hook: Cell<bool>,
+    /// The shim itself is calling out (the unwinder, the loader), and may be
+    /// called back: such nested calls are ours, not the program's.
+    calling_out: Cell<bool>,
     resolving: Cell<bool>,
     /// The lane this thread writes to; null until registered.
     lane: Cell<*mut Lane>,
@@ -33,6 +36,7 @@ thread_local! {
     static STATE: ThreadState = const {
         ThreadState {
             in_hook: Cell::new(false),
+            calling_out: Cell::new(false),
             resolving: Cell::new(false),
             lane: Cell::new(core::ptr::null_mut()),
             lane_generation: Cell::new(0),
@@ -124,6 +128,11 @@ impl HookGuard {
     pub fn enter() -> Option<HookGuard> {
         let state = this_thread();
         if state.in_hook.get() || state.retired.get() {
+            if state.in_hook.get() && !state.calling_out.get() {
+                // A signal handler interrupted our bookkeeping and called a
+                // hook: pass it through, but never silently.
+                lifecycle::nested_call_passed_through();
+            }
             return None;
         }
         state.in_hook.set(true);
@@ -155,6 +164,29 @@ impl HookGuard {
     pub fn thread(&self) -> &'static ThreadState {
         self.state
     }
+
+    /// Runs the real blocking call (a contended lock, a wait, a join) with
+    /// the guard open: the shim's bookkeeping is at rest meanwhile, so a
+    /// signal handler that takes locks while the thread is blocked is
+    /// recorded like any other code.
+    #[inline]
+    pub fn blocking<R>(&self, call: impl FnOnce() -> R) -> R {
+        self.state.in_hook.set(false);
+        let result = call();
+        self.state.in_hook.set(true);
+        result
+    }
+}
+
+/// Runs shim code that calls out into code that may call our hooks back
+/// (the unwinder takes a pthread mutex): those calls pass through as the
+/// shim's own, uncounted.
+pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
+    let state = this_thread();
+    let before = state.calling_out.replace(true);
+    let result = call();
+    state.calling_out.set(before);
+    result
 }
 
 /// The calling thread's state, valid for as long as the thread runs.

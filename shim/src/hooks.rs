@@ -10,7 +10,7 @@ use crate::intercept::{
     acquire, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
 };
 use crate::real::{real, StartRoutine};
-use crate::recorder::{self, Hold};
+use crate::recorder::{self, Caller, Hold};
 use crate::{lifecycle, spawn};
 use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use libc::{clockid_t, pthread_attr_t, pthread_barrier_t, pthread_barrierattr_t, pthread_cond_t};
@@ -18,17 +18,31 @@ use libc::{pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwl
 use libc::{pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE, MODE_POST, MODE_SHARED};
 
-/// Exports `$name` as a trampoline that tail-calls `$handler` with the
-/// caller's return address appended in the next argument register.
+/// Exports `$name` as a trampoline that tail-calls `$handler` with two more
+/// arguments in the next two registers: the caller's return address and the
+/// stack pointer at entry (from which the shim reads the caller's own
+/// return address, so a lock taken through a wrapper such as an out-of-line
+/// `std::mutex::lock` is told apart by the line that called the wrapper).
 macro_rules! export_with_caller {
-    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal) => {
+    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $handler:ident,
+     x86_64: ($x86:literal, $x86_sp:literal), aarch64: ($arm:literal, $arm_sp:literal)) => {
         #[unsafe(no_mangle)]
         #[unsafe(naked)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             #[cfg(target_arch = "x86_64")]
-            core::arch::naked_asm!(concat!("mov ", $x86, ", qword ptr [rsp]"), "jmp {h}", h = sym $handler);
+            core::arch::naked_asm!(
+                concat!("mov ", $x86, ", qword ptr [rsp]"),
+                concat!("mov ", $x86_sp, ", rsp"),
+                "jmp {h}",
+                h = sym $handler
+            );
             #[cfg(target_arch = "aarch64")]
-            core::arch::naked_asm!(concat!("mov ", $arm, ", x30"), "b {h}", h = sym $handler);
+            core::arch::naked_asm!(
+                concat!("mov ", $arm, ", x30"),
+                concat!("mov ", $arm_sp, ", sp"),
+                "b {h}",
+                h = sym $handler
+            );
         }
     };
 }
@@ -83,17 +97,17 @@ macro_rules! destroy_hook {
 /// A blocking acquisition: try the real `$try` first, then block in `$real`.
 /// `$valid` guards calls whose arguments glibc checks before trying.
 macro_rules! lock_hook {
-    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
      real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
-        unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize) -> c_int {
+        unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let block = real_or!($real, libc::EINVAL);
             let try_once = real_or!($try, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($obj $(, $arg)*) };
             };
-            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, caller as u64) else {
+            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
                 return unsafe { block($obj $(, $arg)*) };
             };
             acquire(&guard, &p, $hold, || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
@@ -103,14 +117,14 @@ macro_rules! lock_hook {
 
 /// A non-blocking acquisition.
 macro_rules! trylock_hook {
-    ($name:ident($obj:ident: $oty:ty) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+    ($name:ident($obj:ident: $oty:ty) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
      real: $real:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr) => {
         export_with_caller!($name($obj: $oty) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
-        unsafe extern "C-unwind" fn $handler($obj: $oty, caller: usize) -> c_int {
+        unsafe extern "C-unwind" fn $handler($obj: $oty, caller: usize, sp: usize) -> c_int {
             let try_once = real_or!($real, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's argument unchanged.
             let Some(guard) = HookGuard::enter() else { return unsafe { try_once($obj) } };
-            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, caller as u64) else {
+            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
                 return unsafe { try_once($obj) };
             };
             try_acquire(&guard, &p, $hold, || unsafe { try_once($obj) })
@@ -138,14 +152,14 @@ macro_rules! unlock_hook {
 
 init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init, ObjectKind::Mutex);
 destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy);
-lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: "rsi", aarch64: "x1",
+lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
-trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: "rsi", aarch64: "x1",
+trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
-lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: "rdx", aarch64: "x2",
+lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: valid_deadline(t));
-lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: "rcx", aarch64: "x3",
+lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: supported_clock(c) && valid_deadline(t));
 unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
@@ -154,24 +168,24 @@ unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
 
 init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init, ObjectKind::Rwlock);
 destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy);
-lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: "rsi", aarch64: "x1",
+lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true);
-lock_hook!(pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) => rwlock_wrlock, x86_64: "rsi", aarch64: "x1",
+lock_hook!(pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) => rwlock_wrlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_wrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
-trylock_hook!(pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) => rwlock_tryrdlock, x86_64: "rsi", aarch64: "x1",
+trylock_hook!(pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) => rwlock_tryrdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared);
-trylock_hook!(pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) => rwlock_trywrlock, x86_64: "rsi", aarch64: "x1",
+trylock_hook!(pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) => rwlock_trywrlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
-lock_hook!(pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedrdlock, x86_64: "rdx", aarch64: "x2",
+lock_hook!(pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedrdlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
     valid: valid_deadline(t));
-lock_hook!(pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedwrlock, x86_64: "rdx", aarch64: "x2",
+lock_hook!(pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedwrlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: valid_deadline(t));
-lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockrdlock, x86_64: "rcx", aarch64: "x3",
+lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockrdlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
     valid: supported_clock(c) && valid_deadline(t));
-lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: "rcx", aarch64: "x3",
+lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: supported_clock(c) && valid_deadline(t));
 unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
@@ -180,9 +194,9 @@ unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
 
 init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init, ObjectKind::Spin);
 destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy);
-lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: "rsi", aarch64: "x1",
+lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
-trylock_hook!(pthread_spin_trylock(s: *mut pthread_spinlock_t) => spin_trylock, x86_64: "rsi", aarch64: "x1",
+trylock_hook!(pthread_spin_trylock(s: *mut pthread_spinlock_t) => spin_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock);
 
@@ -214,17 +228,17 @@ pub unsafe extern "C" fn sem_open(
 
 /// A semaphore wait counts as an acquisition.
 macro_rules! sem_wait_hook {
-    ($name:ident($s:ident: *mut sem_t $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:literal, aarch64: $arm:literal,
+    ($name:ident($s:ident: *mut sem_t $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
      real: $real:ident, valid: $valid:expr) => {
         export_with_caller!($name($s: *mut sem_t $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
-        unsafe extern "C-unwind" fn $handler($s: *mut sem_t $(, $arg: $aty)*, caller: usize) -> c_int {
+        unsafe extern "C-unwind" fn $handler($s: *mut sem_t $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let block = real_or!($real, -1);
             let try_once = real_or!(sem_trywait, -1);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($s $(, $arg)*) };
             };
-            let Some(p) = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, caller as u64) else {
+            let Some(p) = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, Caller::new(caller, sp)) else {
                 return unsafe { block($s $(, $arg)*) };
             };
             sem_acquire(&guard, &p, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
@@ -232,14 +246,14 @@ macro_rules! sem_wait_hook {
     };
 }
 
-sem_wait_hook!(sem_wait(s: *mut sem_t) => sem_wait_handler, x86_64: "rsi", aarch64: "x1", real: sem_wait, valid: true);
-sem_wait_hook!(sem_timedwait(s: *mut sem_t, t: *const timespec) => sem_timedwait_handler, x86_64: "rdx", aarch64: "x2",
+sem_wait_hook!(sem_wait(s: *mut sem_t) => sem_wait_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: sem_wait, valid: true);
+sem_wait_hook!(sem_timedwait(s: *mut sem_t, t: *const timespec) => sem_timedwait_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: sem_timedwait, valid: valid_deadline(t));
-sem_wait_hook!(sem_clockwait(s: *mut sem_t, c: clockid_t, t: *const timespec) => sem_clockwait_handler, x86_64: "rcx", aarch64: "x3",
+sem_wait_hook!(sem_clockwait(s: *mut sem_t, c: clockid_t, t: *const timespec) => sem_clockwait_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: sem_clockwait, valid: supported_clock(c) && valid_deadline(t));
 
-export_with_caller!(sem_trywait(s: *mut sem_t) -> c_int => sem_trywait_handler, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize) -> c_int {
+export_with_caller!(sem_trywait(s: *mut sem_t) -> c_int => sem_trywait_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
+unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize, sp: usize) -> c_int {
     let try_once = real_or!(sem_trywait, -1);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
@@ -250,21 +264,25 @@ unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize) ->
         s as u64,
         ObjectKind::Sem,
         MODE_EXCLUSIVE,
-        caller as u64,
+        Caller::new(caller, sp),
     ) else {
         return unsafe { try_once(s) };
     };
     sem_try(&guard, &p, || unsafe { try_once(s) })
 }
 
-export_with_caller!(sem_post(s: *mut sem_t) -> c_int => sem_post_handler, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize) -> c_int {
+export_with_caller!(sem_post(s: *mut sem_t) -> c_int => sem_post_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
+unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize, sp: usize) -> c_int {
     let post = real_or!(sem_post, -1);
     // Recorded before the post, so the waiter count is the one it wakes.
     if let Some(guard) = HookGuard::enter() {
-        if let Some(p) =
-            recorder::prepare(&guard, s as u64, ObjectKind::Sem, MODE_POST, caller as u64)
-        {
+        if let Some(p) = recorder::prepare(
+            &guard,
+            s as u64,
+            ObjectKind::Sem,
+            MODE_POST,
+            Caller::new(caller, sp),
+        ) {
             recorder::posted(&p);
         }
     }
@@ -277,8 +295,12 @@ unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize) -> c_
 init_hook!(pthread_barrier_init(b: *mut pthread_barrier_t, attr: *const pthread_barrierattr_t, count: c_uint) => barrier_init, ObjectKind::Barrier);
 destroy_hook!(pthread_barrier_destroy(b: *mut pthread_barrier_t) => barrier_destroy);
 
-export_with_caller!(pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int => barrier_wait, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn barrier_wait(b: *mut pthread_barrier_t, caller: usize) -> c_int {
+export_with_caller!(pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int => barrier_wait, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
+unsafe extern "C-unwind" fn barrier_wait(
+    b: *mut pthread_barrier_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
     let wait = real_or!(barrier_wait, libc::EINVAL);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
@@ -289,12 +311,12 @@ unsafe extern "C-unwind" fn barrier_wait(b: *mut pthread_barrier_t, caller: usiz
         b as u64,
         ObjectKind::Barrier,
         MODE_EXCLUSIVE,
-        caller as u64,
+        Caller::new(caller, sp),
     ) else {
         return unsafe { wait(b) };
     };
     let started = recorder::now_ns();
-    let rc = unsafe { wait(b) };
+    let rc = guard.blocking(|| unsafe { wait(b) });
     if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
         let waited = recorder::now_ns().saturating_sub(started);
         recorder::barrier_waited(&p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
@@ -312,51 +334,54 @@ destroy_hook!(pthread_cond_destroy(c: *mut pthread_cond_t) => cond_destroy);
 fn cond_wait_recorded(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
-    caller: usize,
+    caller: Caller,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(guard) = HookGuard::enter() else {
         return wait();
     };
-    let Some(w) = recorder::cond_prepare(&guard, c as u64, m as u64, caller as u64) else {
+    let Some(w) = recorder::cond_prepare(&guard, c as u64, m as u64, caller) else {
         return wait();
     };
-    let started = recorder::cond_wait_begin(&guard, &w);
-    let rc = wait();
-    recorder::cond_wait_end(&guard, &w, started, rc);
+    let in_flight = recorder::CondWaitInFlight::begin(&guard, w);
+    let rc = guard.blocking(wait);
+    in_flight.end(rc);
     rc
 }
 
-export_with_caller!(pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int => cond_wait, x86_64: "rdx", aarch64: "x2");
+export_with_caller!(pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int => cond_wait, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"));
 unsafe extern "C-unwind" fn cond_wait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     caller: usize,
+    sp: usize,
 ) -> c_int {
     let wait = real_or!(cond_wait, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, caller, || unsafe { wait(c, m) })
+    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe { wait(c, m) })
 }
 
-export_with_caller!(pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: *const timespec) -> c_int => cond_timedwait, x86_64: "rcx", aarch64: "x3");
+export_with_caller!(pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: *const timespec) -> c_int => cond_timedwait, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"));
 unsafe extern "C-unwind" fn cond_timedwait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     t: *const timespec,
     caller: usize,
+    sp: usize,
 ) -> c_int {
     let wait = real_or!(cond_timedwait, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, caller, || unsafe { wait(c, m, t) })
+    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe { wait(c, m, t) })
 }
 
-export_with_caller!(pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, k: clockid_t, t: *const timespec) -> c_int => cond_clockwait, x86_64: "r8", aarch64: "x4");
+export_with_caller!(pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, k: clockid_t, t: *const timespec) -> c_int => cond_clockwait, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"));
 unsafe extern "C-unwind" fn cond_clockwait(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     k: clockid_t,
     t: *const timespec,
     caller: usize,
+    sp: usize,
 ) -> c_int {
     let wait = real_or!(cond_clockwait, libc::EINVAL);
     if !supported_clock(k) {
@@ -364,25 +389,31 @@ unsafe extern "C-unwind" fn cond_clockwait(
         return unsafe { wait(c, m, k, t) };
     }
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, caller, || unsafe { wait(c, m, k, t) })
+    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe {
+        wait(c, m, k, t)
+    })
 }
 
-export_with_caller!(pthread_cond_signal(c: *mut pthread_cond_t) -> c_int => cond_signal, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn cond_signal(c: *mut pthread_cond_t, caller: usize) -> c_int {
+export_with_caller!(pthread_cond_signal(c: *mut pthread_cond_t) -> c_int => cond_signal, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
+unsafe extern "C-unwind" fn cond_signal(c: *mut pthread_cond_t, caller: usize, sp: usize) -> c_int {
     let signal = real_or!(cond_signal, 0);
     // Recorded before the call, so the waiter count is the one the signal sees.
     if let Some(guard) = HookGuard::enter() {
-        recorder::cond_notified(&guard, c as u64, caller as u64, false);
+        recorder::cond_notified(&guard, c as u64, Caller::new(caller, sp), false);
     }
     // SAFETY: forwarding the caller's argument.
     unsafe { signal(c) }
 }
 
-export_with_caller!(pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int => cond_broadcast, x86_64: "rsi", aarch64: "x1");
-unsafe extern "C-unwind" fn cond_broadcast(c: *mut pthread_cond_t, caller: usize) -> c_int {
+export_with_caller!(pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int => cond_broadcast, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
+unsafe extern "C-unwind" fn cond_broadcast(
+    c: *mut pthread_cond_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
     let broadcast = real_or!(cond_broadcast, 0);
     if let Some(guard) = HookGuard::enter() {
-        recorder::cond_notified(&guard, c as u64, caller as u64, true);
+        recorder::cond_notified(&guard, c as u64, Caller::new(caller, sp), true);
     }
     // SAFETY: forwarding the caller's argument.
     unsafe { broadcast(c) }
@@ -419,7 +450,10 @@ pub unsafe extern "C" fn pthread_create(
 fn join_recorded(join: impl FnOnce() -> c_int) -> c_int {
     let guard = HookGuard::enter();
     let started = guard.as_ref().map(|_| recorder::now_ns());
-    let rc = join();
+    let rc = match &guard {
+        Some(g) => g.blocking(join),
+        None => join(),
+    };
     if let (Some(g), Some(started), 0) = (&guard, started, rc) {
         recorder::join_finished(g, recorder::now_ns().saturating_sub(started));
     }
@@ -529,13 +563,30 @@ pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
     }
 }
 
+// ---------------------------------------------------------- module unload
+
+/// A library may be unloaded and another loaded at its addresses: the module
+/// map starts a new epoch. No guard: the library's destructors run inside
+/// and their locks are recorded like any others.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    let close = real_or!(dlclose, -1);
+    // SAFETY: forwarding the caller's argument unchanged.
+    let rc = unsafe { close(handle) };
+    if rc == 0 {
+        recorder::modules::map_changed();
+    }
+    rc
+}
+
 // ------------------------------------------------------------------- exec
 
 /// Marks the trace as ended by exec for the duration of the call; a failed
-/// exec clears the mark again. The real errno is kept.
+/// exec clears the mark again. The real errno is kept. The guard is left
+/// before the real call: a successful exec never returns to drop it, and in
+/// a vfork child the thread state it would leave set is the parent's.
 fn exec_recorded(exec: impl FnOnce() -> c_int) -> c_int {
-    let guard = HookGuard::enter();
-    let marked = guard.is_some() && recorder::exec_starting();
+    let marked = HookGuard::enter().is_some_and(|_guard| recorder::exec_starting());
     let rc = exec();
     if marked {
         recorder::exec_failed();

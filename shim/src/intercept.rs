@@ -47,7 +47,7 @@ pub fn acquire(
 #[cold]
 fn contended(g: &HookGuard, p: &Prepared, hold: Hold, block: impl FnOnce() -> c_int) -> c_int {
     let started = recorder::wait_begin(p);
-    let rc = block();
+    let rc = g.blocking(block);
     let (wait_ns, now) = recorder::wait_end(p, started);
     if holds(rc) {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, hold);
@@ -105,7 +105,7 @@ pub fn sem_acquire(
     }
     set_errno(before);
     let started = recorder::wait_begin(p);
-    let rc = block();
+    let rc = g.blocking(block);
     let after = errno();
     let (wait_ns, now) = recorder::wait_end(p, started);
     if rc == 0 {

@@ -155,6 +155,19 @@ extern "C" fn fork_child() {
     STATE.store(next as u8, Ordering::Release);
 }
 
+/// A hook was called from a signal handler while this thread was in the
+/// middle of the shim's own bookkeeping: it passed through unrecorded. Only
+/// atomic counters and one write(2): safe in a signal handler.
+pub fn nested_call_passed_through() {
+    if matches!(state(), State::Enabled | State::Exiting) {
+        recorder::file::count_dropped_op();
+        crate::diag::warn_once(
+            crate::diag::Warning::NestedCalls,
+            b"a signal handler took locks while the shim was busy on the same thread; those calls were passed through and are counted as dropped",
+        );
+    }
+}
+
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
     if matches!(state(), State::Enabled | State::Exiting) {

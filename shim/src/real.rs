@@ -122,6 +122,7 @@ pub struct RealFns {
     >,
     pub barrier_destroy: Option<unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int>,
     pub barrier_wait: Option<unsafe extern "C-unwind" fn(*mut pthread_barrier_t) -> c_int>,
+    pub dlclose: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -235,6 +236,7 @@ fn resolve_all() -> RealFns {
             barrier_init: next(c"pthread_barrier_init"),
             barrier_destroy: next(c"pthread_barrier_destroy"),
             barrier_wait: next(c"pthread_barrier_wait"),
+            dlclose: next(c"dlclose"),
         }
     }
 }

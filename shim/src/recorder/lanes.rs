@@ -5,6 +5,7 @@
 
 use super::file;
 use super::objects::ObjectSlot;
+use super::sites::Offsets;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
@@ -16,24 +17,32 @@ pub const MAX_LANES: usize = 4096;
 /// analyzer sums.
 const INDEX_SLOTS: usize = 1024;
 const PROBES: usize = 8;
+/// Index and cache tags: `generation << MODE_BITS | mode`.
+const MODE_BITS: u32 = 3;
+const MODE_MASK: u32 = (1 << MODE_BITS) - 1;
+/// Index modes from here up key condition-variable records; below, counter
+/// records (`MODE_EXCLUSIVE`, `MODE_SHARED`, `MODE_POST`).
+pub const FIRST_COND_MODE: u32 = 4;
 
 #[derive(Clone, Copy)]
 struct IndexSlot {
     ret: u64,
+    context: u64,
     lock_id: u32,
-    /// `generation << 2 | mode`; stale when the generation differs.
+    /// `generation << MODE_BITS | mode`; stale when the generation differs.
     tag: u32,
     record: *mut u8,
 }
 
-/// Hot-path cache: (lock address, return address, mode) straight to the
-/// lock's slot and this thread's counter, skipping both table lookups. An
-/// entry is trusted only while the slot still carries `lock_id`.
+/// Hot-path cache: (lock address, call site, mode) straight to the lock's
+/// slot and this thread's counter, skipping both table lookups. An entry is
+/// trusted only while the slot still carries `lock_id`.
 #[derive(Clone, Copy)]
 pub struct CacheEntry {
     addr: u64,
     ret: u64,
-    /// `generation << 2 | mode`, as in the index.
+    context: u64,
+    /// `generation << MODE_BITS | mode`, as in the index.
     tag: u32,
     pub lock_id: u32,
     pub slot: *const ObjectSlot,
@@ -41,6 +50,17 @@ pub struct CacheEntry {
 }
 
 const CACHE_SLOTS: usize = 64;
+
+/// Per-lane copy of the learned caller-slot offsets, by return address.
+#[derive(Clone, Copy)]
+struct OffsetEntry {
+    ret: u64,
+    offsets: Offsets,
+    /// Module-map epoch it was learned in (code may change at `dlclose`).
+    epoch: u32,
+}
+
+const OFFSET_CACHE_SLOTS: usize = 64;
 
 pub struct Lane {
     pub id: u32,
@@ -52,6 +72,7 @@ pub struct Lane {
     pub tid: u32,
     pub sample_tick: u32,
     pub active: AtomicBool,
+    offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     cache: [CacheEntry; CACHE_SLOTS],
     index: [IndexSlot; INDEX_SLOTS],
 }
@@ -123,7 +144,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     };
     // SAFETY: the lane is exclusively ours until released.
     let lane = unsafe { &mut *lane };
-    lane.generation = lane.generation.wrapping_add(1) & 0x3fff_ffff;
+    lane.generation = lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS);
     lane.thread = core::ptr::null_mut();
     lane.sample_tick = 0;
     lane.active.store(true, Ordering::Release);
@@ -181,8 +202,10 @@ pub fn for_each_active(mut f: impl FnMut(&Lane)) {
     }
 }
 
-fn index_hash(ret: u64, lock_id: u32, mode: u32) -> usize {
-    let key = ret ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+fn index_hash(ret: u64, context: u64, lock_id: u32, mode: u32) -> usize {
+    let key = ret
+        ^ context.rotate_left(29)
+        ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (key.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 54) as usize & (INDEX_SLOTS - 1)
 }
 
@@ -237,30 +260,51 @@ impl Lane {
         }
     }
 
+    /// The context offsets for return address `ret`, if this lane has them
+    /// (the generation tag is not needed: offsets are per code address).
     #[inline]
-    fn cache_slot(addr: u64, ret: u64) -> usize {
-        ((addr ^ ret.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    pub fn offsets_of(&self, ret: u64) -> Option<Offsets> {
+        let e = &self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize];
+        (e.ret == ret && e.epoch == super::modules::epoch()).then_some(e.offsets)
+    }
+
+    pub fn remember_offsets(&mut self, ret: u64, offsets: Offsets) {
+        self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize] = OffsetEntry {
+            ret,
+            offsets,
+            epoch: super::modules::epoch(),
+        };
     }
 
     #[inline]
-    pub fn cached(&self, addr: u64, ret: u64, mode: u32) -> Option<&CacheEntry> {
-        let e = &self.cache[Self::cache_slot(addr, ret)];
-        (e.addr == addr && e.ret == ret && e.tag == self.generation << 2 | mode).then_some(e)
+    fn cache_slot(addr: u64, ret: u64, context: u64) -> usize {
+        ((addr ^ ret.rotate_left(17) ^ context.rotate_left(41)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 58) as usize
     }
 
+    #[inline]
+    pub fn cached(&self, addr: u64, ret: u64, context: u64, mode: u32) -> Option<&CacheEntry> {
+        let e = &self.cache[Self::cache_slot(addr, ret, context)];
+        (e.addr == addr && e.ret == ret && e.context == context && e.tag == self.tag(mode))
+            .then_some(e)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     pub fn remember(
         &mut self,
         addr: u64,
         ret: u64,
+        context: u64,
         mode: u32,
         slot: &ObjectSlot,
         lock_id: u32,
         counter: *mut u8,
     ) {
-        self.cache[Self::cache_slot(addr, ret)] = CacheEntry {
+        self.cache[Self::cache_slot(addr, ret, context)] = CacheEntry {
             addr,
             ret,
-            tag: self.generation << 2 | mode,
+            context,
+            tag: self.tag(mode),
             lock_id,
             slot,
             counter,
@@ -268,37 +312,82 @@ impl Lane {
     }
 
     #[inline]
-    pub fn find(&self, lock_id: u32, ret: u64, mode: u32) -> Option<*mut u8> {
-        let tag = self.generation << 2 | mode;
-        let home = index_hash(ret, lock_id, mode);
+    fn tag(&self, mode: u32) -> u32 {
+        self.generation << MODE_BITS | mode
+    }
+
+    /// Whether an index slot belongs to this lane's current thread (any mode).
+    #[inline]
+    fn live(&self, slot: &IndexSlot) -> bool {
+        slot.tag >> MODE_BITS == self.generation
+    }
+
+    #[inline]
+    pub fn find(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
+        let tag = self.tag(mode);
+        let home = index_hash(ret, context, lock_id, mode);
         for i in 0..PROBES {
             let slot = &self.index[(home + i) & (INDEX_SLOTS - 1)];
-            if slot.ret == ret && slot.lock_id == lock_id && slot.tag == tag {
+            if slot.ret == ret
+                && slot.context == context
+                && slot.lock_id == lock_id
+                && slot.tag == tag
+            {
                 return Some(slot.record);
             }
-            if slot.tag != tag {
+            if !self.live(slot) {
+                // Entries are never removed within a generation, so a free
+                // slot ends the probe sequence.
                 return None;
             }
         }
         None
     }
 
-    pub fn insert(&mut self, lock_id: u32, ret: u64, mode: u32, record: *mut u8) {
-        let tag = self.generation << 2 | mode;
-        let home = index_hash(ret, lock_id, mode);
-        let mut target = home;
+    /// Indexes a record. When the whole neighbourhood is live, the entry
+    /// whose record has seen the least use is evicted (its record stays in
+    /// the trace; the analyzer sums duplicates), so hot lines stay findable
+    /// even after the trace is full and no new record can be written.
+    pub fn insert(&mut self, lock_id: u32, ret: u64, context: u64, mode: u32, record: *mut u8) {
+        let home = index_hash(ret, context, lock_id, mode);
+        let mut target = None;
+        let mut coldest = (u64::MAX, home);
         for i in 0..PROBES {
             let at = (home + i) & (INDEX_SLOTS - 1);
-            if self.index[at].tag != tag {
-                target = at;
+            let slot = &self.index[at];
+            if !self.live(slot) {
+                target = Some(at);
                 break;
             }
+            let uses = record_uses(slot.tag & MODE_MASK, slot.record);
+            if uses < coldest.0 {
+                coldest = (uses, at);
+            }
         }
-        self.index[target] = IndexSlot {
+        let at = target.unwrap_or(coldest.1);
+        self.index[at] = IndexSlot {
             ret,
+            context,
             lock_id,
-            tag,
+            tag: self.tag(mode),
             record,
         };
+    }
+}
+
+/// How much a record has been used, by the kind its index mode implies.
+fn record_uses(mode: u32, record: *mut u8) -> u64 {
+    // SAFETY: index entries point at records this lane wrote in the live
+    // mapping; the mode says which kind (counter modes are below
+    // FIRST_COND_MODE).
+    unsafe {
+        if mode < FIRST_COND_MODE {
+            (*record.cast::<CounterRecord>()).engagements
+        } else {
+            let c = &*record.cast::<CondRecord>();
+            c.waits
+                .saturating_add(c.signals)
+                .saturating_add(c.broadcasts)
+        }
     }
 }

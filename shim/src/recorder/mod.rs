@@ -27,15 +27,16 @@ use lanes::Lane;
 use locksuit_format::*;
 use objects::ObjectSlot;
 
+pub use sites::Caller;
 pub use threads::{
     current_lane, exec_failed, exec_starting, join_finished, process_exit, thread_ended,
     thread_named,
 };
 
 /// Counter mode of a condition wait record in the per-lane index.
-const MODE_COND_WAIT: u32 = 2;
+const MODE_COND_WAIT: u32 = lanes::FIRST_COND_MODE;
 /// Counter mode of a condition notify record in the per-lane index.
-const MODE_COND_NOTIFY: u32 = 3;
+const MODE_COND_NOTIFY: u32 = lanes::FIRST_COND_MODE + 1;
 
 /// Nanoseconds on `clock` (through the vDSO: no system call).
 #[inline]
@@ -182,32 +183,49 @@ pub enum How {
     },
 }
 
-/// Looks up the lock at `addr` and this thread's counter for it at the line
-/// returning to `ret`, recording the lock, site and chain if new.
+/// Looks up the lock at `addr` and this thread's counter for it at the call
+/// site, recording the lock, site and chain if new.
 #[inline]
 pub fn prepare(
     g: &HookGuard,
     addr: u64,
     kind: ObjectKind,
     mode: u32,
-    ret: u64,
+    caller: Caller,
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
-    if let Some(hit) = lane.cached(addr, ret, mode) {
-        // SAFETY: slots live in the object table for the life of the process.
-        let slot = unsafe { &*hit.slot };
-        // Still the same lock (not destroyed and re-initialised since)?
-        if slot.id.load(Ordering::Relaxed) == hit.lock_id {
-            return Some(Prepared {
-                addr,
-                slot,
-                lock_id: hit.lock_id,
-                counter: hit.counter.cast(),
-                lane,
-            });
+    if let Some(offsets) = lane.offsets_of(caller.ret) {
+        let context = caller.context(offsets);
+        if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
+            // SAFETY: slots live in the object table for the life of the process.
+            let slot = unsafe { &*hit.slot };
+            // Still the same lock (not destroyed and re-initialised since)?
+            if slot.id.load(Ordering::Relaxed) == hit.lock_id {
+                return Some(Prepared {
+                    addr,
+                    slot,
+                    lock_id: hit.lock_id,
+                    counter: hit.counter.cast(),
+                    lane,
+                });
+            }
         }
     }
-    prepare_slow(lane, addr, kind, mode, ret)
+    prepare_slow(lane, addr, kind, mode, caller)
+}
+
+/// The call's context (see [`Caller::context`]), learning and caching the
+/// stack offsets it is read at on the first sight of the return address.
+fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
+    let offsets = match lane.offsets_of(caller.ret) {
+        Some(offsets) => offsets,
+        None => {
+            let offsets = sites::context_offsets(caller);
+            lane.remember_offsets(caller.ret, offsets);
+            offsets
+        }
+    };
+    caller.context(offsets)
 }
 
 #[cold]
@@ -216,14 +234,23 @@ fn prepare_slow(
     addr: u64,
     kind: ObjectKind,
     mode: u32,
-    ret: u64,
+    caller: Caller,
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
-    let counter = match lane.find(found.id, ret, mode) {
+    let context = context_of(lane, caller);
+    let counter = match lane.find(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
-        None => new_counter(lane, found.id, ret, mode)?,
+        None => new_counter(lane, found.id, caller, context, mode)?,
     };
-    lane.remember(addr, ret, mode, found.slot, found.id, counter.cast());
+    lane.remember(
+        addr,
+        caller.ret,
+        context,
+        mode,
+        found.slot,
+        found.id,
+        counter.cast(),
+    );
     Some(Prepared {
         addr,
         slot: found.slot,
@@ -234,8 +261,14 @@ fn prepare_slow(
 }
 
 #[cold]
-fn new_counter(lane: &mut Lane, lock_id: u32, ret: u64, mode: u32) -> Option<*mut CounterRecord> {
-    let site_id = sites::site_id(lane, ret, true);
+fn new_counter(
+    lane: &mut Lane,
+    lock_id: u32,
+    caller: Caller,
+    context: u64,
+    mode: u32,
+) -> Option<*mut CounterRecord> {
+    let site_id = sites::site_id(lane, caller, context);
     let record = CounterRecord {
         hdr: RecordHeader {
             kind: RecordKind::Counter as u16,
@@ -247,7 +280,7 @@ fn new_counter(lane: &mut Lane, lock_id: u32, ret: u64, mode: u32) -> Option<*mu
         ..Default::default()
     };
     let p = lane.append(&record, &[])?;
-    lane.insert(lock_id, ret, mode, p.cast());
+    lane.insert(lock_id, caller.ret, context, mode, p.cast());
     Some(p)
 }
 
@@ -456,18 +489,22 @@ pub struct CondWait {
     mutex: Option<Prepared>,
 }
 
+/// This thread's record for condition `cond_id` at the call site. `key`
+/// stands for the return address in the index (a wait's key also names
+/// the mutex: one line may wait with different mutexes).
 fn cond_record(
     lane: &mut Lane,
     cond_id: u32,
     key: u64,
-    ret: u64,
+    caller: Caller,
     mode: u32,
     mutex_id: u32,
 ) -> Option<*mut CondRecord> {
-    if let Some(p) = lane.find(cond_id, key, mode) {
+    let context = context_of(lane, caller);
+    if let Some(p) = lane.find(cond_id, key, context, mode) {
         return Some(p.cast());
     }
-    let site_id = sites::site_id(lane, ret, true);
+    let site_id = sites::site_id(lane, caller, context);
     let record = CondRecord {
         hdr: RecordHeader {
             kind: RecordKind::Cond as u16,
@@ -480,18 +517,22 @@ fn cond_record(
         ..Default::default()
     };
     let p = lane.append(&record, &[])?;
-    lane.insert(cond_id, key, mode, p.cast());
+    lane.insert(cond_id, key, context, mode, p.cast());
     Some(p)
 }
 
-pub fn cond_prepare(g: &HookGuard, cond_addr: u64, mutex_addr: u64, ret: u64) -> Option<CondWait> {
+pub fn cond_prepare(
+    g: &HookGuard,
+    cond_addr: u64,
+    mutex_addr: u64,
+    caller: Caller,
+) -> Option<CondWait> {
     let lane = current_lane(g)?;
     let cond = object(lane, cond_addr, ObjectKind::Cond)?;
-    let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, ret);
+    let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, caller);
     let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id);
-    // Keyed by the mutex too: the same line may wait with different mutexes.
-    let key = ret ^ ((mutex_id as u64) << 48);
-    let record = cond_record(lane, cond.id, key, ret, MODE_COND_WAIT, mutex_id)?;
+    let key = caller.ret ^ ((mutex_id as u64) << 48);
+    let record = cond_record(lane, cond.id, key, caller, MODE_COND_WAIT, mutex_id)?;
     Some(CondWait {
         cond: cond.slot,
         record,
@@ -499,8 +540,45 @@ pub fn cond_prepare(g: &HookGuard, cond_addr: u64, mutex_addr: u64, ret: u64) ->
     })
 }
 
+/// A condition wait under way. Ended by [`CondWaitInFlight::end`] when the
+/// real wait returns; if instead the thread is cancelled in the wait, the
+/// forced unwind drops it, and since glibc re-acquires the mutex before
+/// unwinding (as POSIX requires), the drop records that re-acquisition.
+pub struct CondWaitInFlight<'g> {
+    guard: &'g HookGuard,
+    wait: CondWait,
+    started: u64,
+    ended: bool,
+}
+
+impl<'g> CondWaitInFlight<'g> {
+    pub fn begin(guard: &'g HookGuard, wait: CondWait) -> Self {
+        let started = cond_wait_begin(guard, &wait);
+        CondWaitInFlight {
+            guard,
+            wait,
+            started,
+            ended: false,
+        }
+    }
+
+    pub fn end(mut self, rc: i32) {
+        self.ended = true;
+        cond_wait_end(self.guard, &self.wait, self.started, rc);
+    }
+}
+
+impl Drop for CondWaitInFlight<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Cancelled: the mutex is held again, as after a normal wake-up.
+            cond_wait_end(self.guard, &self.wait, self.started, 0);
+        }
+    }
+}
+
 /// Just before the real wait: the mutex is handed over.
-pub fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
+fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id, Ordering::Relaxed);
         released(g, m.addr, HELD_HANDOVER);
@@ -510,7 +588,7 @@ pub fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
 }
 
 /// After the real wait returned `rc` (the mutex is ours again).
-pub fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
+fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
     w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
     let now = now_ns();
     // SAFETY: the record is in this thread's lane; only this thread writes it.
@@ -528,12 +606,12 @@ pub fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
 }
 
 /// `pthread_cond_signal` / `_broadcast` on the condition at `cond_addr`.
-pub fn cond_notified(g: &HookGuard, cond_addr: u64, ret: u64, broadcast: bool) {
+pub fn cond_notified(g: &HookGuard, cond_addr: u64, caller: Caller, broadcast: bool) {
     let Some(lane) = current_lane(g) else { return };
     let Some(cond) = object(lane, cond_addr, ObjectKind::Cond) else {
         return;
     };
-    let Some(record) = cond_record(lane, cond.id, ret, ret, MODE_COND_NOTIFY, 0) else {
+    let Some(record) = cond_record(lane, cond.id, caller.ret, caller, MODE_COND_NOTIFY, 0) else {
         return;
     };
     // SAFETY: the record is in this thread's lane; only this thread writes it.

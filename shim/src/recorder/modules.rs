@@ -1,10 +1,12 @@
 //! The module map: which file each code address belongs to and at what load
 //! bias, so the analyzer can symbolize offline under ASLR and PIE. Recorded
-//! at start and again whenever a new site's chain reaches code outside every
-//! known module (a library loaded later with `dlopen`).
+//! when the first site needs it and again whenever a new site's chain
+//! reaches code outside every known module (a library loaded later with
+//! `dlopen`). A `dlclose` starts a new epoch: the next library may be loaded
+//! at the same addresses, so the whole map is recorded again.
 
 use super::lanes::Lane;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use locksuit_format::*;
 
 const MAX_MODULES: usize = 1024;
@@ -24,10 +26,26 @@ static KNOWN_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// One scan at a time; a thread that finds a scan running skips its own
 /// (the running scan records the same modules).
 static SCANNING: AtomicBool = AtomicBool::new(false);
+/// Bumped by every `dlclose`; recorded with modules and sites.
+static EPOCH: AtomicU32 = AtomicU32::new(0);
 
 pub fn reset_after_fork() {
     KNOWN_COUNT.store(0, Ordering::Relaxed);
     SCANNING.store(false, Ordering::Relaxed);
+    EPOCH.store(0, Ordering::Relaxed);
+}
+
+/// The current module-map epoch.
+pub fn epoch() -> u32 {
+    EPOCH.load(Ordering::Acquire)
+}
+
+/// A library was unloaded: forget every known range, so the next new site
+/// records the map afresh in a new epoch.
+pub fn map_changed() {
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    KNOWN_COUNT.store(0, Ordering::Release);
+    super::sites::forget_all();
 }
 
 fn covered(addr: u64) -> bool {
@@ -100,6 +118,7 @@ unsafe extern "C" fn visit(
         bias,
         start,
         end,
+        epoch: epoch() as u64,
     };
     if lane.append(&record, name).is_some() {
         KNOWN[n].start.store(start, Ordering::Relaxed);

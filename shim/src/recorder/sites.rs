@@ -1,7 +1,13 @@
-//! Call sites: a line of the program that called into the lock API, keyed by
-//! the return address into it. The full call chain is captured once, the
-//! first time a site is seen, and stored in a [`SiteRecord`]; every later
-//! operation only looks the return address up.
+//! Call sites: where the program called into the lock API, keyed by the
+//! return address into the caller *and* that caller's own return address.
+//! The second level tells apart the lines that reach the lock API through
+//! one shared wrapper (an out-of-line `std::mutex::lock`, a project's own
+//! `lock()` helper); the analyzer then groups sites by the first line in the
+//! program's own code.
+//!
+//! The caller's return address is read from the stack at an offset learned
+//! once per return address, from the unwinder (and checked against it); the
+//! full call chain is captured once per site and stored in a [`SiteRecord`].
 //!
 //! Capture happens only in hooks that do not hold a lock the unwinder could
 //! need (never in an unlock hook, never after acquiring): libgcc's unwinder
@@ -12,60 +18,219 @@ use super::modules;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
+/// Where a hooked call came from.
+#[derive(Clone, Copy)]
+pub struct Caller {
+    /// Return address into the function that called the hook.
+    pub ret: u64,
+    /// Stack pointer at the hook's entry.
+    pub sp: u64,
+}
+
+impl Caller {
+    #[inline]
+    pub fn new(ret: usize, sp: usize) -> Self {
+        Caller {
+            ret: ret as u64,
+            sp: sp as u64,
+        }
+    }
+
+    /// The call's context: a hash of the next [`CONTEXT_DEPTH`] return
+    /// addresses up the stack (the caller's caller and beyond), each read at
+    /// the offset learned for this return address. 0 when none is known.
+    #[inline]
+    pub fn context(&self, offsets: Offsets) -> u64 {
+        let mut context = 0u64;
+        for level in 0..CONTEXT_DEPTH {
+            let Some(offset) = offsets.get(level) else {
+                break;
+            };
+            // SAFETY: the offset was learned from the unwinder for this
+            // return address and checked to hold that frame's return
+            // address; it lies in a caller's frame, live on this thread's
+            // stack while the call is in progress, within MAX_OFFSET of sp.
+            let ret =
+                unsafe { core::ptr::read_volatile((self.sp + u64::from(offset)) as *const u64) };
+            // Rotations keep the levels apart without a multiply chain.
+            context ^= ret.rotate_left(16 * level as u32 + 1);
+        }
+        context
+    }
+}
+
+/// How many return addresses above the caller make up a call's context:
+/// enough to see through `unique_lock` → `unique_lock::lock` →
+/// `std::mutex::lock` → `__gthread_mutex_lock` when those are compiled out
+/// of line (`-O0`).
+pub const CONTEXT_DEPTH: usize = 4;
+
+/// Learned stack offsets of the context's return addresses, packed 16 bits
+/// per level (`0xffff` = unknown from that level on). Never 0 once learned:
+/// a slot is always above the entry stack pointer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Offsets(u64);
+
+impl Offsets {
+    pub const NONE: Offsets = Offsets(u64::MAX);
+
+    fn from_levels(levels: &[u16; CONTEXT_DEPTH]) -> Offsets {
+        let mut packed = 0u64;
+        for (i, &o) in levels.iter().enumerate() {
+            packed |= u64::from(o) << (16 * i);
+        }
+        Offsets(packed)
+    }
+
+    #[inline]
+    fn get(self, level: usize) -> Option<u16> {
+        let o = (self.0 >> (16 * level)) as u16;
+        (o != 0xffff).then_some(o)
+    }
+
+    pub fn packed(self) -> u64 {
+        self.0
+    }
+
+    pub fn from_packed(packed: u64) -> Offsets {
+        Offsets(packed)
+    }
+}
+
+/// Largest accepted distance from the entry stack pointer to a slot.
+const MAX_OFFSET: u64 = 0xffff;
+
 const SITE_SLOTS: usize = 1 << 16;
+const OFFSET_SLOTS: usize = 1 << 14;
 const PROBES: usize = 32;
 
 struct SiteSlot {
+    /// `key(ret, context)`, claimed first; 0 = free.
+    key: AtomicU64,
     ret: AtomicU64,
+    context: AtomicU64,
     /// 0 while the creating thread is still capturing the chain.
     id: AtomicU32,
 }
 
+struct OffsetSlot {
+    ret: AtomicU64,
+    /// Packed [`Offsets`]; 0 while being learned.
+    offsets: AtomicU64,
+}
+
 static SITES: [SiteSlot; SITE_SLOTS] = [const {
     SiteSlot {
+        key: AtomicU64::new(0),
         ret: AtomicU64::new(0),
+        context: AtomicU64::new(0),
         id: AtomicU32::new(0),
     }
 }; SITE_SLOTS];
+static OFFSETS: [OffsetSlot; OFFSET_SLOTS] = [const {
+    OffsetSlot {
+        ret: AtomicU64::new(0),
+        offsets: AtomicU64::new(0),
+    }
+}; OFFSET_SLOTS];
 static NEXT_SITE: AtomicU32 = AtomicU32::new(1);
+
+/// After a `dlclose` a return address may belong to another library: sites
+/// and offsets are learned afresh (sites with the new module epoch). Ids
+/// keep counting up, so old and new sites stay distinct in the trace.
+pub fn forget_all() {
+    for slot in SITES.iter() {
+        slot.key.store(0, Ordering::Relaxed);
+        slot.id.store(0, Ordering::Relaxed);
+    }
+    for slot in OFFSETS.iter() {
+        slot.ret.store(0, Ordering::Relaxed);
+        slot.offsets.store(0, Ordering::Relaxed);
+    }
+}
 
 /// In a fork child: sites are recorded again in the child's own trace.
 pub fn reset_after_fork() {
-    for slot in SITES.iter() {
-        slot.ret.store(0, Ordering::Relaxed);
-        slot.id.store(0, Ordering::Relaxed);
-    }
+    forget_all();
     NEXT_SITE.store(1, Ordering::Relaxed);
 }
 
-fn hash(ret: u64) -> usize {
-    (ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SITE_SLOTS.trailing_zeros())) as usize
+fn key(ret: u64, context: u64) -> u64 {
+    (ret ^ context.rotate_left(32)) | 1 // never 0 (0 marks a free slot)
 }
 
-/// The site id for return address `ret`, recording the site (with its call
-/// chain, if `may_unwind`) the first time. 0 means "unknown site" (table
-/// full or no room in the trace).
-pub fn site_id(lane: &mut Lane, ret: u64, may_unwind: bool) -> u32 {
-    let home = hash(ret);
+fn hash(k: u64, bits: u32) -> usize {
+    (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+}
+
+/// The stack offsets of the call's context for calls returning to
+/// `caller.ret`, learned by unwinding the first time.
+pub fn context_offsets(caller: Caller) -> Offsets {
+    let home = hash(caller.ret, OFFSET_SLOTS.trailing_zeros());
     for i in 0..PROBES {
-        let slot = &SITES[(home + i) & (SITE_SLOTS - 1)];
+        let slot = &OFFSETS[(home + i) & (OFFSET_SLOTS - 1)];
         let cur = slot.ret.load(Ordering::Acquire);
-        if cur == ret {
-            let id = slot.id.load(Ordering::Acquire);
-            if id != 0 {
-                return id;
-            }
-            // Being created by another thread right now: record our own
-            // copy rather than wait; the analyzer merges sites by address.
-            return create(lane, ret, may_unwind, None);
+        if cur == caller.ret {
+            return match slot.offsets.load(Ordering::Acquire) {
+                0 => learn_offsets(caller), // another thread is learning them
+                packed => Offsets::from_packed(packed),
+            };
         }
         if cur == 0 {
             match slot
                 .ret
-                .compare_exchange(0, ret, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(0, caller.ret, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return create(lane, ret, may_unwind, Some(slot)),
-                Err(now) if now == ret => return create(lane, ret, may_unwind, None),
+                Ok(_) => {
+                    let offsets = learn_offsets(caller);
+                    slot.offsets.store(offsets.packed(), Ordering::Release);
+                    return offsets;
+                }
+                Err(now) if now == caller.ret => return learn_offsets(caller),
+                Err(_) => continue,
+            }
+        }
+    }
+    learn_offsets(caller)
+}
+
+fn learn_offsets(caller: Caller) -> Offsets {
+    let mut frames = [0u64; MAX_CHAIN_DEPTH];
+    crate::guard::calling_out(|| capture_chain(caller, &mut frames))
+        .map_or(Offsets::NONE, |(_, o)| o)
+}
+
+/// The site id for a call from `caller` in `context`, recording the site
+/// (with its call chain) the first time. 0 means "unknown site" (table full
+/// or no room in the trace).
+pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
+    let k = key(caller.ret, context);
+    let home = hash(k, SITE_SLOTS.trailing_zeros());
+    for i in 0..PROBES {
+        let slot = &SITES[(home + i) & (SITE_SLOTS - 1)];
+        let cur = slot.key.load(Ordering::Acquire);
+        if cur == k {
+            let id = slot.id.load(Ordering::Acquire);
+            if id != 0
+                && slot.ret.load(Ordering::Relaxed) == caller.ret
+                && slot.context.load(Ordering::Relaxed) == context
+            {
+                return id;
+            }
+            if id == 0 {
+                // Being created by another thread right now: record our own
+                // copy rather than wait; the analyzer merges them.
+                return create(lane, caller, context, None);
+            }
+            continue; // a key collision: keep probing
+        }
+        if cur == 0 {
+            match slot
+                .key
+                .compare_exchange(0, k, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return create(lane, caller, context, Some(slot)),
+                Err(now) if now == k => return create(lane, caller, context, None),
                 Err(_) => continue,
             }
         }
@@ -73,16 +238,14 @@ pub fn site_id(lane: &mut Lane, ret: u64, may_unwind: bool) -> u32 {
     0
 }
 
-fn create(lane: &mut Lane, ret: u64, may_unwind: bool, slot: Option<&SiteSlot>) -> u32 {
+fn create(lane: &mut Lane, caller: Caller, context: u64, slot: Option<&SiteSlot>) -> u32 {
     let id = NEXT_SITE.fetch_add(1, Ordering::Relaxed);
     let mut frames = [0u64; MAX_CHAIN_DEPTH];
-    let depth = if may_unwind {
-        capture_chain(ret, &mut frames)
-    } else {
-        0
-    };
+    let depth =
+        crate::guard::calling_out(|| capture_chain(caller, &mut frames)).map_or(0, |(d, _)| d);
     let depth = if depth == 0 {
-        frames[0] = ret;
+        // No unwind information: keep what we know for certain.
+        frames[0] = caller.ret;
         1
     } else {
         depth
@@ -95,7 +258,7 @@ fn create(lane: &mut Lane, ret: u64, may_unwind: bool, slot: Option<&SiteSlot>) 
             aux: depth as u32,
         },
         id,
-        _pad: 0,
+        module_epoch: modules::epoch(),
     };
     let mut tail = [0u8; MAX_CHAIN_DEPTH * 8];
     for (i, f) in frames[..depth].iter().enumerate() {
@@ -105,23 +268,27 @@ fn create(lane: &mut Lane, ret: u64, may_unwind: bool, slot: Option<&SiteSlot>) 
     let id = if written { id } else { 0 };
     if let Some(slot) = slot {
         if id != 0 {
+            slot.ret.store(caller.ret, Ordering::Relaxed);
+            slot.context.store(context, Ordering::Relaxed);
             slot.id.store(id, Ordering::Release);
         } else {
             // Could not record it; let a later call try again.
-            slot.ret.store(0, Ordering::Release);
+            slot.key.store(0, Ordering::Release);
         }
     }
     id
 }
 
 /// Unwinds the current stack into `frames`, starting at the frame that
-/// returns to `ret` (so the shim's own frames are left out). Returns 0 if
-/// `ret` was not found (no unwind information), leaving the caller to record
-/// the return address alone.
-fn capture_chain(ret: u64, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> usize {
+/// returns to `caller.ret` (so the shim's own frames are left out). Returns
+/// the depth and the offsets from `caller.sp` of the slots holding the next
+/// return addresses (each checked against the unwinder), or `None` if
+/// `caller.ret` was not found (no unwind information).
+fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<(usize, Offsets)> {
     let mut depth = 0usize;
-    let mut found = false;
     let mut seen = 0usize;
+    // cfas[i]: the CFA of frames[i]'s function.
+    let mut cfas = [0u64; CONTEXT_DEPTH];
     // SAFETY: trace_unsynchronized must not run concurrently with itself on
     // the same thread in a way that breaks the unwinder; the hook guard makes
     // our calls non-reentrant per thread, and libgcc's unwinder is thread-safe.
@@ -132,22 +299,42 @@ fn capture_chain(ret: u64, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> usize {
             if ip == 0 {
                 return false; // the outermost frame
             }
-            if !found {
-                found = ip == ret;
+            if depth == 0 && ip != caller.ret {
                 // The shim's own frames sit below the caller's; give up if
                 // the caller never shows up in a sane depth.
-                if !found {
-                    return seen < 16;
-                }
+                return seen < 16;
+            }
+            if (1..=CONTEXT_DEPTH).contains(&depth) {
+                // libgcc reports, with each frame, the CFA of the frame
+                // below it.
+                cfas[depth - 1] = frame.sp() as u64;
             }
             frames[depth] = ip;
             depth += 1;
             depth < MAX_CHAIN_DEPTH
         });
     }
-    if found {
-        depth
-    } else {
-        0
+    if depth == 0 {
+        return None;
     }
+    // A function's return address sits just below its frame's CFA (x86_64:
+    // pushed by `call`; aarch64: the frame record's saved x30, by
+    // convention). Trust a slot only if it holds what the unwinder found.
+    let mut levels = [0xffffu16; CONTEXT_DEPTH];
+    for (level, &cfa) in cfas.iter().enumerate() {
+        let slot = cfa.wrapping_sub(8);
+        let offset = slot.wrapping_sub(caller.sp);
+        let checked = level + 1 < depth
+            && cfa != 0
+            && slot > caller.sp
+            && offset < MAX_OFFSET
+            // SAFETY: the slot lies between our entry stack pointer and a
+            // caller's CFA, inside the live stack of this thread.
+            && unsafe { core::ptr::read_volatile(slot as *const u64) } == frames[level + 1];
+        if !checked {
+            break;
+        }
+        levels[level] = offset as u16;
+    }
+    Some((depth, Offsets::from_levels(&levels)))
 }
