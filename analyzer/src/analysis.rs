@@ -373,7 +373,7 @@ pub fn analyze(
         .collect();
 
     let complete = header.complete();
-    let dropped_events = header.dropped_records + header.dropped_ops;
+    let dropped_events = header.dropped_records.saturating_add(header.dropped_ops);
     if !complete {
         warnings.push(
             "the process did not exit normally (crash or kill); the figures are as of its death"

@@ -319,10 +319,12 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
     };
     let exe_len = if n > 0 { n as usize } else { 0 };
     let Some((fd, mut path)) = open_trace_file(&exe[..exe_len]) else {
-        warn_once(
-            Warning::NoTraceFile,
-            b"cannot create a trace file in LOCKSUIT_DIR, the current directory or TMPDIR; this process is not recorded",
-        );
+        let tried: &[u8] = if config::getenv(c"LOCKSUIT_DIR").is_some_and(|d| !d.is_empty()) {
+            b"cannot create a trace file in LOCKSUIT_DIR or in TMPDIR (or /tmp); this process is not recorded"
+        } else {
+            b"cannot create a trace file in the current directory or in TMPDIR (or /tmp); this process is not recorded"
+        };
+        warn_once(Warning::NoTraceFile, tried);
         return Err(NotRecording);
     };
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
