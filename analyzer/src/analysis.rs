@@ -261,7 +261,7 @@ pub fn analyze(
     let site_label = |i: usize| format!("S{}", site_number.get(&i).map_or(0, |n| n + 1));
     let lock_label = |i: usize| format!("L{}", i + 1);
 
-    let locks: Vec<Lock> = (0..n_locks)
+    let mut locks: Vec<Lock> = (0..n_locks)
         .map(|i| {
             let raw = lock_ids[i];
             let rec = lock_record.get(&raw);
@@ -306,6 +306,8 @@ pub fn analyze(
                 read: is_rwlock(rec).then(|| lock_modes[i][0].mode_stats()),
                 write: is_rwlock(rec).then(|| lock_modes[i][1].mode_stats()),
                 posts: lock_posts[i],
+                wait: None,
+                hold: None,
             }
         })
         .collect();
@@ -345,13 +347,65 @@ pub fn analyze(
             task_switches: totals.task_switches,
             wait_ns: totals.wait_ns,
             hold_ns: totals.hold_ns,
+            wait: None,
             ratio,
             status: site_status(totals.task_switches, ratio, threshold),
             call_chain,
         });
     }
 
-    let conds = build_conds(trace, &lock_index, &lock_record, &lock_label);
+    let mut conds = build_conds(trace, &lock_index, &lock_record, &lock_label);
+
+    // The event stream: who blocked whom, and exact wait/hold distributions.
+    let mut event_names: HashMap<u32, String> = lock_ids
+        .iter()
+        .enumerate()
+        .map(|(i, &raw)| (raw, lock_label(i)))
+        .collect();
+    let cond_ids: BTreeSet<u32> = trace.conds.iter().map(|(_, c)| c.cond_id).collect();
+    for (i, raw) in cond_ids.into_iter().enumerate() {
+        event_names.insert(raw, format!("C{}", i + 1));
+    }
+    let report_site = |raw: u32| -> Option<String> {
+        let chain = site_index_of_raw.get(&raw)?;
+        site_number.get(chain).map(|n| format!("S{}", n + 1))
+    };
+    let function_of = |site: &str| -> Option<String> {
+        sites
+            .iter()
+            .find(|s| s.id == site)
+            .and_then(|s| s.function.clone())
+    };
+    let mut contention = crate::contention::analyze(
+        trace,
+        &crate::contention::Names {
+            lock: &event_names,
+            site: &report_site,
+            function: &function_of,
+        },
+    );
+    for lock in &mut locks {
+        lock.wait = contention.lock_wait.get(&lock.id).cloned();
+        lock.hold = contention.lock_hold.get(&lock.id).cloned();
+    }
+    for site in &mut sites {
+        site.wait = contention.site_wait.get(&site.id).cloned();
+    }
+    for cond in &mut conds {
+        if let Some(o) = contention.cond_outcomes.get(&cond.id) {
+            cond.notified = o[OUTCOME_NOTIFIED as usize];
+            cond.spurious = o[OUTCOME_SPURIOUS as usize];
+            cond.cancelled = o[OUTCOME_CANCELLED as usize];
+        }
+        cond.notify_latency = contention.cond_latency.get(&cond.id).cloned();
+        cond.notifiers = contention.notifiers.remove(&cond.id).unwrap_or_default();
+    }
+    if contention.orphans > 0 {
+        warnings.push(format!(
+            "{} events refer to locks whose creation record is missing; left out",
+            contention.orphans
+        ));
+    }
     let findings = build_findings(trace, &locks, &sites, &lock_per_thread, threshold);
 
     let threads = trace
@@ -409,6 +463,8 @@ pub fn analyze(
         sites,
         conds,
         findings,
+        blocking: contention.blocking,
+        blocking_functions: contention.blocking_functions,
         warnings,
     }
 }
@@ -436,6 +492,11 @@ fn build_conds(
                     wait_ns: 0,
                     threads: 0,
                     mutexes: Vec::new(),
+                    notified: 0,
+                    spurious: 0,
+                    cancelled: 0,
+                    notify_latency: None,
+                    notifiers: Vec::new(),
                 },
                 BTreeSet::new(),
                 BTreeSet::new(),

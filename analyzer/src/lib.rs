@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod contention;
 pub mod load;
 pub mod model;
 pub mod render;

@@ -35,8 +35,48 @@ pub struct Process {
     pub sites: Vec<Site>,
     pub conds: Vec<Cond>,
     pub findings: Vec<Finding>,
+    /// Who blocked whom: one row per (lock, blocker, blocked thread); the
+    /// blocker held the lock while the blocked thread waited for it.
+    pub blocking: Vec<Blocking>,
+    /// The same, by the functions the two threads were in.
+    pub blocking_functions: Vec<FunctionBlocking>,
     /// Problems found in the trace itself.
     pub warnings: Vec<String>,
+}
+
+/// Durations of one kind (waits or holds), from the recorded events.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DurationStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub avg_ns: u64,
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Blocking {
+    pub lock: String,
+    pub blocker_tid: u32,
+    pub blocked_tid: u32,
+    pub count: u64,
+    pub wait_ns: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionBlocking {
+    pub blocker_function: String,
+    pub blocked_function: String,
+    pub count: u64,
+    pub wait_ns: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NotifyPair {
+    pub notifier_tid: u32,
+    pub waiter_tid: u32,
+    pub count: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -93,6 +133,10 @@ pub struct Lock {
     pub hold_samples: u64,
     pub engagements_by_thread: Vec<ThreadCount>,
     pub sites: Vec<String>,
+    /// Contended waits (every one is recorded as an event), exact percentiles.
+    pub wait: Option<DurationStats>,
+    /// Timed holds that ended with threads waiting (or began contended).
+    pub hold: Option<DurationStats>,
     /// rwlocks only: read (shared) and write (exclusive) engagements apart.
     pub read: Option<ModeStats>,
     pub write: Option<ModeStats>,
@@ -138,6 +182,8 @@ pub struct Site {
     pub task_switches: u64,
     pub wait_ns: u64,
     pub hold_ns: u64,
+    /// Contended waits at this line.
+    pub wait: Option<DurationStats>,
     /// Engagement-weighted sharing ratio of the locks it engaged.
     pub ratio: f64,
     pub status: &'static str,
@@ -158,6 +204,15 @@ pub struct Cond {
     pub threads: usize,
     /// Mutexes passed to its waits.
     pub mutexes: Vec<String>,
+    /// Wait outcomes from the events: woken by a notify, woken with no
+    /// notify since the wait began, cancelled.
+    pub notified: u64,
+    pub spurious: u64,
+    pub cancelled: u64,
+    /// From the notify a waiter woke to, to the waiter's return.
+    pub notify_latency: Option<DurationStats>,
+    /// Which threads' notifies woke which threads.
+    pub notifiers: Vec<NotifyPair>,
 }
 
 #[derive(Debug, Serialize)]

@@ -114,6 +114,7 @@ pub enum RecordKind {
     Cond = 6,
     Module = 7,
     ThreadName = 8,
+    Event = 9,
 }
 
 impl RecordKind {
@@ -127,6 +128,7 @@ impl RecordKind {
             6 => Self::Cond,
             7 => Self::Module,
             8 => Self::ThreadName,
+            9 => Self::Event,
             _ => return None,
         })
     }
@@ -342,6 +344,67 @@ pub struct ThreadNameRecord {
     pub name: [u8; THREAD_NAME_MAX],
 }
 
+/// `EventRecord` kinds (`RecordHeader::aux` bits 0..8).
+///
+/// A contended acquisition: asked at `time`, got the lock at `time2`.
+/// `seq` / `seq2`: the lock's release sequence then; `other`: the owner when
+/// it asked (0 if unknown).
+pub const EVENT_BLOCKED: u32 = 1;
+/// A release that found threads waiting. `time`: the release; `time2`: when
+/// the hold began if it was timed (else 0); `seq2`: the sequence after this
+/// release, equal to the `seq2` of the acquisition that followed it;
+/// `other`: threads waiting.
+pub const EVENT_RELEASED: u32 = 2;
+/// A condition wait: from `time` to `time2`. `other`: the mutex's lock id;
+/// `deadline`: absolute deadline in ns of the wait's clock (0 if untimed);
+/// outcome in aux bits 8..16; `seq`/`seq2`: the condition's notify sequence
+/// at the start and the end.
+pub const EVENT_COND_WAIT: u32 = 3;
+/// A signal or broadcast that found waiters. `other`: threads waiting;
+/// `seq2`: the condition's notify sequence after it; aux bit 16: broadcast.
+pub const EVENT_NOTIFY: u32 = 4;
+/// A timed acquisition that gave up: asked at `time`, gave up at `time2`.
+pub const EVENT_TIMED_OUT: u32 = 5;
+
+/// Condition-wait outcomes (`RecordHeader::aux` bits 8..16 of a wait event).
+pub const OUTCOME_NOTIFIED: u32 = 1;
+pub const OUTCOME_TIMED_OUT: u32 = 2;
+/// Returned 0 although no notify happened since the wait began.
+pub const OUTCOME_SPURIOUS: u32 = 3;
+pub const OUTCOME_OWNER_DIED: u32 = 4;
+pub const OUTCOME_ERROR: u32 = 5;
+/// The waiting thread was cancelled (the mutex is held again).
+pub const OUTCOME_CANCELLED: u32 = 6;
+
+/// aux bit of a notify event: a broadcast.
+pub const NOTIFY_BROADCAST: u32 = 1 << 16;
+
+/// One synchronisation event. Written only where the shim already reads the
+/// clock (contended paths, waits, notifies that wake someone), so the
+/// uncontended path stays clock-free. Threads write their own lanes; the
+/// analyzer orders a lock's events by its release sequence (`seq`, `seq2`),
+/// never by emission order or timestamps alone.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EventRecord {
+    pub hdr: RecordHeader,
+    /// The lock (or condition variable).
+    pub lock_id: u32,
+    /// The site of the operation.
+    pub site_id: u32,
+    pub seq: u32,
+    pub seq2: u32,
+    pub other: u32,
+    pub _pad: u32,
+    /// Monotonic nanoseconds.
+    pub time: u64,
+    pub time2: u64,
+    pub deadline: u64,
+    /// The thread's time spent in the shim's own slow paths (site capture,
+    /// trace growth) so far, for overhead compensation.
+    pub shim_ns: u64,
+}
+
 /// Marker for plain-integer structs that may be copied from any bytes.
 ///
 /// # Safety
@@ -372,6 +435,8 @@ unsafe impl Pod for CondRecord {}
 unsafe impl Pod for ModuleRecord {}
 // SAFETY: see above.
 unsafe impl Pod for ThreadNameRecord {}
+// SAFETY: see above.
+unsafe impl Pod for EventRecord {}
 
 /// Copies a `T` out of the front of `bytes`, or `None` if there are too few.
 pub fn read_pod<T: Pod>(bytes: &[u8]) -> Option<T> {
@@ -416,6 +481,7 @@ const _: () = {
     assert!(size_of::<CondRecord>() == 72);
     assert!(size_of::<ModuleRecord>() == 40);
     assert!(size_of::<ThreadNameRecord>() == 40);
+    assert!(size_of::<EventRecord>() == 64);
     assert!(site_record_size(MAX_CHAIN_DEPTH) <= u16::MAX as usize);
     assert!(module_record_size(MODULE_PATH_MAX) <= BLOCK_PAYLOAD);
 };

@@ -84,6 +84,8 @@ pub struct Trace {
     pub counters: Vec<(usize, CounterRecord)>,
     /// (index into `threads`, counter)
     pub conds: Vec<(usize, CondRecord)>,
+    /// (index into `threads`, event), in each lane's emission order.
+    pub events: Vec<(usize, EventRecord)>,
     pub modules: Vec<ModuleInfo>,
     /// Problems found inside an otherwise readable trace.
     pub warnings: Vec<String>,
@@ -208,6 +210,7 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         sites: Vec::new(),
         counters: Vec::new(),
         conds: Vec::new(),
+        events: Vec::new(),
         modules: Vec::new(),
         warnings: Vec::new(),
     };
@@ -369,6 +372,13 @@ fn decode_record(
             };
             let t = thread_or_orphan(trace, current_thread);
             trace.conds.push((t, r));
+        }
+        RecordKind::Event => {
+            let Some(r) = read_pod::<EventRecord>(rec) else {
+                return false;
+            };
+            let t = thread_or_orphan(trace, current_thread);
+            trace.events.push((t, r));
         }
         RecordKind::Module => {
             let Some(r) = read_pod::<ModuleRecord>(rec) else {

@@ -335,6 +335,7 @@ fn cond_wait_recorded(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     caller: Caller,
+    deadline: *const timespec,
     wait: impl FnOnce() -> c_int,
 ) -> c_int {
     let Some(guard) = HookGuard::enter() else {
@@ -343,7 +344,15 @@ fn cond_wait_recorded(
     let Some(w) = recorder::cond_prepare(&guard, c as u64, m as u64, caller) else {
         return wait();
     };
-    let in_flight = recorder::CondWaitInFlight::begin(&guard, w);
+    let deadline = if valid_deadline(deadline) {
+        // SAFETY: checked non-null and well-formed; the caller passed it for
+        // the real call to read.
+        let t = unsafe { &*deadline };
+        (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+    } else {
+        0
+    };
+    let in_flight = recorder::CondWaitInFlight::begin(&guard, w, deadline);
     let rc = guard.blocking(wait);
     in_flight.end(rc);
     rc
@@ -358,7 +367,13 @@ unsafe extern "C-unwind" fn cond_wait(
 ) -> c_int {
     let wait = real_or!(cond_wait, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe { wait(c, m) })
+    cond_wait_recorded(
+        c,
+        m,
+        Caller::new(caller, sp),
+        core::ptr::null(),
+        || unsafe { wait(c, m) },
+    )
 }
 
 export_with_caller!(pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: *const timespec) -> c_int => cond_timedwait, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"));
@@ -371,7 +386,9 @@ unsafe extern "C-unwind" fn cond_timedwait(
 ) -> c_int {
     let wait = real_or!(cond_timedwait, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe { wait(c, m, t) })
+    cond_wait_recorded(c, m, Caller::new(caller, sp), t, || unsafe {
+        wait(c, m, t)
+    })
 }
 
 export_with_caller!(pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, k: clockid_t, t: *const timespec) -> c_int => cond_clockwait, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"));
@@ -389,7 +406,7 @@ unsafe extern "C-unwind" fn cond_clockwait(
         return unsafe { wait(c, m, k, t) };
     }
     // SAFETY: forwarding the caller's arguments.
-    cond_wait_recorded(c, m, Caller::new(caller, sp), || unsafe {
+    cond_wait_recorded(c, m, Caller::new(caller, sp), t, || unsafe {
         wait(c, m, k, t)
     })
 }

@@ -46,13 +46,14 @@ pub fn acquire(
 
 #[cold]
 fn contended(g: &HookGuard, p: &Prepared, hold: Hold, block: impl FnOnce() -> c_int) -> c_int {
-    let started = recorder::wait_begin(p);
+    let waited = recorder::wait_begin(p);
     let rc = g.blocking(block);
-    let (wait_ns, now) = recorder::wait_end(p, started);
+    let (wait_ns, now) = recorder::wait_end(p, &waited);
     if holds(rc) {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, hold);
+        recorder::blocked(p, &waited, now);
     } else if rc == libc::ETIMEDOUT {
-        recorder::timed_out(p, wait_ns);
+        recorder::timed_out(p, &waited, now);
     }
     rc
 }
@@ -104,14 +105,15 @@ pub fn sem_acquire(
         return block();
     }
     set_errno(before);
-    let started = recorder::wait_begin(p);
+    let waited = recorder::wait_begin(p);
     let rc = g.blocking(block);
     let after = errno();
-    let (wait_ns, now) = recorder::wait_end(p, started);
+    let (wait_ns, now) = recorder::wait_end(p, &waited);
     if rc == 0 {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, Hold::None);
+        recorder::blocked(p, &waited, now);
     } else if after == libc::ETIMEDOUT {
-        recorder::timed_out(p, wait_ns);
+        recorder::timed_out(p, &waited, now);
     }
     set_errno(after);
     rc

@@ -68,6 +68,16 @@ fn cond_counts() {
         vec![m_id.clone()],
         "handshake waits used M"
     );
+    // From the event stream: every wait was woken by a signal, none
+    // spuriously; the wake-up latency of each is measured; one thread (the
+    // producer) woke one other (the consumer), H times.
+    assert_eq!(u64_of(hs, "notified"), H, "{}", short(hs));
+    assert_eq!(u64_of(hs, "spurious"), 0, "{}", short(hs));
+    assert_eq!(u64_of(&hs["notify_latency"], "count"), H, "{}", short(hs));
+    let pairs = arr(hs, "notifiers");
+    assert_eq!(pairs.len(), 1, "one notifier/waiter pair: {pairs:?}");
+    assert_eq!(u64_of(&pairs[0], "count"), H);
+    assert_ne!(pairs[0]["notifier_tid"], pairs[0]["waiter_tid"]);
 
     // --- timeout: T timed waits, all timed out, nothing notified it ----------
     let to = cond_by_address(p, &stdout_value(&stdout, "timeout"));
@@ -79,6 +89,8 @@ fn cond_counts() {
         short(to)
     );
     assert_eq!(u64_of(to, "signals"), 0, "{}", short(to));
+    assert_eq!(u64_of(to, "notified"), 0, "{}", short(to));
+    assert!(to["notify_latency"].is_null(), "{}", short(to));
     assert_eq!(u64_of(to, "broadcasts"), 0, "{}", short(to));
     assert_eq!(u64_of(to, "notifies_with_waiters"), 0, "{}", short(to));
     assert_eq!(

@@ -187,32 +187,116 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
         );
     }
 
+    if !p.blocking.is_empty() {
+        let name = |tid: u32| {
+            let thread = p.threads.iter().find(|t| t.tid == tid);
+            match thread.and_then(|t| t.name.as_deref()) {
+                Some(n) => format!("{tid} ({n})"),
+                None => tid.to_string(),
+            }
+        };
+        let mut t = table(&["blocker", "blocked", "lock", "times", "waited"]);
+        for b in &p.blocking {
+            t.add_row(vec![
+                name(b.blocker_tid),
+                name(b.blocked_tid),
+                b.lock.clone(),
+                b.count.to_string(),
+                duration(b.wait_ns),
+            ]);
+        }
+        right_align(&mut t, &[3, 4]);
+        let _ = writeln!(
+            out,
+            "Who blocks whom (the blocker held the lock while the blocked thread waited)\n{t}\n"
+        );
+        if !p.blocking_functions.is_empty() {
+            let mut t = table(&["blocking function", "blocked function", "times", "waited"]);
+            for f in &p.blocking_functions {
+                t.add_row(vec![
+                    f.blocker_function.clone(),
+                    f.blocked_function.clone(),
+                    f.count.to_string(),
+                    duration(f.wait_ns),
+                ]);
+            }
+            right_align(&mut t, &[2, 3]);
+            let _ = writeln!(out, "Which functions block which\n{t}\n");
+        }
+    }
+
+    let waited: Vec<&Lock> = p.locks.iter().filter(|l| l.wait.is_some()).collect();
+    if !waited.is_empty() {
+        let mut t = table(&[
+            "lock",
+            "waits",
+            "avg",
+            "p50",
+            "p99",
+            "max",
+            "holds timed",
+            "hold p50",
+            "hold p99",
+            "hold max",
+        ]);
+        for l in waited {
+            let w = l.wait.clone().unwrap_or_default();
+            let h = l.hold.clone().unwrap_or_default();
+            t.add_row(vec![
+                l.id.clone(),
+                w.count.to_string(),
+                duration(w.avg_ns),
+                duration(w.p50_ns),
+                duration(w.p99_ns),
+                duration(w.max_ns),
+                h.count.to_string(),
+                duration(h.p50_ns),
+                duration(h.p99_ns),
+                duration(h.max_ns),
+            ]);
+        }
+        right_align(&mut t, &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let _ = writeln!(
+            out,
+            "Contended waits and holds (every contended wait is recorded)\n{t}\n"
+        );
+    }
+
     if !p.conds.is_empty() {
         let mut t = table(&[
             "cond",
             "address",
             "waits",
+            "notified",
             "timeouts",
+            "spurious",
             "signals",
             "broadcasts",
             "found waiters",
             "wait",
+            "wake p50",
+            "wake p99",
             "mutexes",
         ]);
         for c in &p.conds {
+            let latency = c.notify_latency.clone().unwrap_or_default();
             t.add_row(vec![
                 c.id.clone(),
                 c.address.clone(),
                 c.waits.to_string(),
+                c.notified.to_string(),
                 c.timeouts.to_string(),
+                c.spurious.to_string(),
                 c.signals.to_string(),
                 c.broadcasts.to_string(),
                 c.notifies_with_waiters.to_string(),
                 duration(c.wait_ns),
+                duration(latency.p50_ns),
+                duration(latency.p99_ns),
                 c.mutexes.join(" "),
             ]);
         }
-        right_align(&mut t, &[2, 3, 4, 5, 6, 7]);
+        right_align(&mut t, &[2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
         let _ = writeln!(out, "Condition variables\n{t}\n");
     }
 

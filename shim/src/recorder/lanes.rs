@@ -71,6 +71,9 @@ pub struct Lane {
     pub thread: *mut ThreadRecord,
     pub tid: u32,
     pub sample_tick: u32,
+    /// Time this thread spent in the shim's slow paths (site capture, trace
+    /// growth), for overhead compensation; carried by every event.
+    pub shim_ns: u64,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     cache: [CacheEntry; CACHE_SLOTS],
@@ -147,6 +150,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.generation = lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS);
     lane.thread = core::ptr::null_mut();
     lane.sample_tick = 0;
+    lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);
     Some(lane)
 }

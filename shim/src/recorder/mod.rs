@@ -10,6 +10,7 @@
 //!
 //! All functions must be called inside a hook guard: they are not reentrant.
 
+mod events;
 pub mod file;
 pub mod held;
 pub mod lanes;
@@ -27,6 +28,7 @@ use lanes::Lane;
 use locksuit_format::*;
 use objects::ObjectSlot;
 
+pub use events::Waiting;
 pub use sites::Caller;
 pub use threads::{
     current_lane, exec_failed, exec_starting, join_finished, process_exit, thread_ended,
@@ -236,6 +238,24 @@ fn prepare_slow(
     mode: u32,
     caller: Caller,
 ) -> Option<Prepared> {
+    let started = now_ns();
+    let lane_ptr: *mut Lane = lane;
+    let prepared = prepare_uncached(lane, addr, kind, mode, caller);
+    // The slow path (table lookups and, the first time a line is seen, the
+    // unwinder) is the shim's own time; events carry it for compensation.
+    // SAFETY: the lane is this thread's for its lifetime; `prepared` holds
+    // only a raw pointer to it, so no reference is aliased here.
+    unsafe { (*lane_ptr).shim_ns += now_ns().saturating_sub(started) };
+    prepared
+}
+
+fn prepare_uncached(
+    lane: &'static mut Lane,
+    addr: u64,
+    kind: ObjectKind,
+    mode: u32,
+    caller: Caller,
+) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
     let context = context_of(lane, caller);
     let counter = match lane.find(found.id, caller.ret, context, mode) {
@@ -360,24 +380,40 @@ pub fn try_failed(p: &Prepared) {
     p.counter().try_failures += 1;
 }
 
-/// A timed acquisition gave up.
-pub fn timed_out(p: &Prepared, wait_ns: u64) {
+/// A timed acquisition gave up at `now`.
+pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
     let counter = p.counter();
     counter.timeouts += 1;
-    counter.wait_ns += wait_ns;
+    counter.wait_ns += now.saturating_sub(waited.started);
+    let seq = p.slot.seq.load(Ordering::Relaxed);
+    let site = counter.site_id;
+    events::timed_out(p.lane(), p.lock_id, site, waited, seq, now);
 }
 
-/// About to block on the lock: count ourselves as a waiter and start the clock.
-pub fn wait_begin(p: &Prepared) -> u64 {
+/// About to block on the lock: count ourselves as a waiter, note who holds
+/// it and its release sequence, and start the clock.
+pub fn wait_begin(p: &Prepared) -> Waiting {
     p.slot.waiters.fetch_add(1, Ordering::Relaxed);
-    now_ns()
+    Waiting {
+        seq: p.slot.seq.load(Ordering::Relaxed),
+        owner: p.slot.holder.load(Ordering::Relaxed),
+        started: now_ns(),
+    }
 }
 
 /// Done blocking; returns (wait, now).
-pub fn wait_end(p: &Prepared, started: u64) -> (u64, u64) {
+pub fn wait_end(p: &Prepared, waited: &Waiting) -> (u64, u64) {
     p.slot.waiters.fetch_sub(1, Ordering::Relaxed);
     let now = now_ns();
-    (now.saturating_sub(started), now)
+    (now.saturating_sub(waited.started), now)
+}
+
+/// A contended acquisition completed (after [`acquired`]): the event that
+/// says whom this thread waited for.
+pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
+    let seq = p.slot.seq.load(Ordering::Relaxed);
+    let site = p.counter().site_id;
+    events::blocked(p.lane(), p.lock_id, site, waited, seq, now);
 }
 
 /// The lock at `addr` is about to be released by this thread (called before
@@ -388,30 +424,53 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     let Some(entry) = g.thread().held().take(addr) else {
         return;
     };
-    let mut others_waited = false;
+    let mut waiters = 0;
+    let mut seq_after = 0;
     if !entry.slot.is_null() {
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*entry.slot };
-        others_waited = slot.waiters.load(Ordering::Relaxed) > 0;
-        slot.holder.store(0, Ordering::Relaxed);
-        // Only the exclusive holder bumps the sequence, so a plain
-        // load/store suffices (no locked read-modify-write on the hot path).
-        slot.seq.store(
-            slot.seq.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
+        waiters = slot.waiters.load(Ordering::Relaxed);
+        if entry.flags & HELD_SHARED != 0 {
+            // Readers release concurrently: an atomic bump, holder untouched.
+            seq_after = slot.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        } else {
+            slot.holder.store(0, Ordering::Relaxed);
+            // Only the exclusive holder bumps the sequence, so a plain
+            // load/store suffices (no locked read-modify-write on the hot path).
+            seq_after = slot.seq.load(Ordering::Relaxed).wrapping_add(1);
+            slot.seq.store(seq_after, Ordering::Relaxed);
+        }
     }
     if entry.counter.is_null() {
         return;
     }
     // SAFETY: counters stay mapped; this thread is their only writer.
     let counter = unsafe { &mut *entry.counter };
-    if others_waited || (entry.flags | extra) & (HELD_CONTENDED | HELD_HANDOVER) != 0 {
+    let contended = waiters > 0 || entry.flags & HELD_CONTENDED != 0;
+    if contended || (entry.flags | extra) & HELD_HANDOVER != 0 {
         counter.task_switches += 1;
     }
+    if entry.since_ns == 0 && !contended {
+        return; // the common case: nothing timed, no clock read
+    }
+    let now = now_ns();
     if entry.since_ns != 0 {
-        counter.hold_ns += now_ns().saturating_sub(entry.since_ns);
+        counter.hold_ns += now.saturating_sub(entry.since_ns);
         counter.hold_samples += 1;
+    }
+    if contended {
+        let site = counter.site_id;
+        if let Some(lane) = current_lane(g) {
+            events::released(
+                lane,
+                entry.lock_id,
+                site,
+                seq_after,
+                waiters,
+                now,
+                entry.since_ns,
+            );
+        }
     }
 }
 
@@ -485,6 +544,7 @@ pub fn object_destroyed(g: &HookGuard, addr: u64) {
 /// A condition wait, prepared before the real call.
 pub struct CondWait {
     cond: &'static ObjectSlot,
+    cond_id: u32,
     record: *mut CondRecord,
     mutex: Option<Prepared>,
 }
@@ -535,6 +595,7 @@ pub fn cond_prepare(
     let record = cond_record(lane, cond.id, key, caller, MODE_COND_WAIT, mutex_id)?;
     Some(CondWait {
         cond: cond.slot,
+        cond_id: cond.id,
         record,
         mutex,
     })
@@ -548,23 +609,58 @@ pub struct CondWaitInFlight<'g> {
     guard: &'g HookGuard,
     wait: CondWait,
     started: u64,
+    /// The condition's notify sequence when the wait began.
+    seq: u32,
+    /// Absolute deadline (ns on the wait's clock), 0 if untimed.
+    deadline: u64,
     ended: bool,
 }
 
 impl<'g> CondWaitInFlight<'g> {
-    pub fn begin(guard: &'g HookGuard, wait: CondWait) -> Self {
+    pub fn begin(guard: &'g HookGuard, wait: CondWait, deadline: u64) -> Self {
+        let seq = wait.cond.seq.load(Ordering::Relaxed);
         let started = cond_wait_begin(guard, &wait);
         CondWaitInFlight {
             guard,
             wait,
             started,
+            seq,
+            deadline,
             ended: false,
         }
     }
 
     pub fn end(mut self, rc: i32) {
         self.ended = true;
-        cond_wait_end(self.guard, &self.wait, self.started, rc);
+        self.finish(Some(rc));
+    }
+
+    fn finish(&self, rc: Option<i32>) {
+        let now = cond_wait_end(self.guard, &self.wait, self.started, rc.unwrap_or(0));
+        let seq_end = self.wait.cond.seq.load(Ordering::Relaxed);
+        let outcome = match rc {
+            None => OUTCOME_CANCELLED,
+            Some(0) if seq_end == self.seq => OUTCOME_SPURIOUS,
+            Some(0) => OUTCOME_NOTIFIED,
+            Some(libc::ETIMEDOUT) => OUTCOME_TIMED_OUT,
+            Some(libc::EOWNERDEAD) => OUTCOME_OWNER_DIED,
+            Some(_) => OUTCOME_ERROR,
+        };
+        let mutex_id = self.wait.mutex.as_ref().map_or(0, |m| m.lock_id);
+        // SAFETY: the record is in this thread's lane; only this thread writes it.
+        let site = unsafe { (*self.wait.record).site_id };
+        if let Some(lane) = current_lane(self.guard) {
+            events::cond_wait(
+                lane,
+                self.wait.cond_id,
+                site,
+                mutex_id,
+                outcome,
+                (self.seq, seq_end),
+                (self.started, now),
+                self.deadline,
+            );
+        }
     }
 }
 
@@ -572,7 +668,7 @@ impl Drop for CondWaitInFlight<'_> {
     fn drop(&mut self) {
         if !self.ended {
             // Cancelled: the mutex is held again, as after a normal wake-up.
-            cond_wait_end(self.guard, &self.wait, self.started, 0);
+            self.finish(None);
         }
     }
 }
@@ -587,8 +683,8 @@ fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
     now_ns()
 }
 
-/// After the real wait returned `rc` (the mutex is ours again).
-fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
+/// After the real wait returned `rc` (the mutex is ours again); returns now.
+fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) -> u64 {
     w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
     let now = now_ns();
     // SAFETY: the record is in this thread's lane; only this thread writes it.
@@ -603,6 +699,7 @@ fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) {
             acquired(g, m, How::CondReacquire { now }, Hold::Exclusive);
         }
     }
+    now
 }
 
 /// `pthread_cond_signal` / `_broadcast` on the condition at `cond_addr`.
@@ -621,11 +718,20 @@ pub fn cond_notified(g: &HookGuard, cond_addr: u64, caller: Caller, broadcast: b
     } else {
         record.signals += 1;
     }
-    if cond.slot.waiters.load(Ordering::Relaxed) > 0 {
+    // The notify sequence lets a waiter tell a real wake-up from a spurious one.
+    let seq_after = cond
+        .slot
+        .seq
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_add(1);
+    let waiters = cond.slot.waiters.load(Ordering::Relaxed);
+    if waiters > 0 {
         record.notifies_with_waiters += 1;
         // The waiter will take over the mutex we hold: a hand-over.
         let mutex_id = cond.slot.holder.load(Ordering::Relaxed);
         g.thread().held().mark_handover(mutex_id);
+        let site = record.site_id;
+        events::notify(lane, cond.id, site, seq_after, waiters, now_ns(), broadcast);
     }
 }
 

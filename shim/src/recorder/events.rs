@@ -1,0 +1,132 @@
+//! Synchronisation events ([`EventRecord`]): written only where the shim
+//! already has the clock in hand — a contended acquisition, a release that
+//! found waiters, a condition wait, a notify that wakes someone — so the
+//! uncontended path stays free of clock reads and of trace writes.
+
+use super::lanes::Lane;
+use locksuit_format::*;
+
+/// What is known when a thread starts waiting for a lock.
+pub struct Waiting {
+    pub started: u64,
+    /// The lock's release sequence when the thread asked.
+    pub seq: u32,
+    /// The owner when the thread asked (0 if none or unknown).
+    pub owner: u32,
+}
+
+fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
+    EventRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Event as u16,
+            size: core::mem::size_of::<EventRecord>() as u16,
+            aux: kind,
+        },
+        lock_id,
+        site_id,
+        ..Default::default()
+    }
+}
+
+fn write(lane: &mut Lane, mut record: EventRecord) {
+    record.shim_ns = lane.shim_ns;
+    // Out of space is counted by append; the counters still hold the totals.
+    lane.append(&record, &[]);
+}
+
+/// A contended acquisition completed at `now` (the lock is ours, so `seq`
+/// is the number of releases before this acquisition).
+pub fn blocked(
+    lane: &mut Lane,
+    lock_id: u32,
+    site_id: u32,
+    waited: &Waiting,
+    seq_now: u32,
+    now: u64,
+) {
+    let mut e = event(EVENT_BLOCKED, lock_id, site_id);
+    e.seq = waited.seq;
+    e.seq2 = seq_now;
+    e.other = waited.owner;
+    e.time = waited.started;
+    e.time2 = now;
+    write(lane, e);
+}
+
+/// A timed acquisition gave up at `now`.
+pub fn timed_out(
+    lane: &mut Lane,
+    lock_id: u32,
+    site_id: u32,
+    waited: &Waiting,
+    seq_now: u32,
+    now: u64,
+) {
+    let mut e = event(EVENT_TIMED_OUT, lock_id, site_id);
+    e.seq = waited.seq;
+    e.seq2 = seq_now;
+    e.other = waited.owner;
+    e.time = waited.started;
+    e.time2 = now;
+    write(lane, e);
+}
+
+/// A release that found `waiters` threads waiting (or ended a contended
+/// hold). `seq_after` equals the `seq2` of the acquisition that follows.
+#[allow(clippy::too_many_arguments)]
+pub fn released(
+    lane: &mut Lane,
+    lock_id: u32,
+    site_id: u32,
+    seq_after: u32,
+    waiters: u32,
+    now: u64,
+    held_since: u64,
+) {
+    let mut e = event(EVENT_RELEASED, lock_id, site_id);
+    e.seq2 = seq_after;
+    e.other = waiters;
+    e.time = now;
+    e.time2 = held_since;
+    write(lane, e);
+}
+
+/// A condition wait from `started` to `now`.
+#[allow(clippy::too_many_arguments)]
+pub fn cond_wait(
+    lane: &mut Lane,
+    cond_id: u32,
+    site_id: u32,
+    mutex_id: u32,
+    outcome: u32,
+    (seq_start, seq_end): (u32, u32),
+    (started, now): (u64, u64),
+    deadline: u64,
+) {
+    let mut e = event(EVENT_COND_WAIT | outcome << 8, cond_id, site_id);
+    e.other = mutex_id;
+    e.seq = seq_start;
+    e.seq2 = seq_end;
+    e.time = started;
+    e.time2 = now;
+    e.deadline = deadline;
+    write(lane, e);
+}
+
+/// A signal or broadcast that found `waiters` threads waiting.
+pub fn notify(
+    lane: &mut Lane,
+    cond_id: u32,
+    site_id: u32,
+    seq_after: u32,
+    waiters: u32,
+    now: u64,
+    broadcast: bool,
+) {
+    let flags = if broadcast { NOTIFY_BROADCAST } else { 0 };
+    let mut e = event(EVENT_NOTIFY | flags, cond_id, site_id);
+    e.seq2 = seq_after;
+    e.other = waiters;
+    e.time = now;
+    write(lane, e);
+}

@@ -1,0 +1,90 @@
+/* Who blocks whom, with known timing:
+ *
+ * 1. Thread A locks L and holds it 300 ms; thread B asks for L 100 ms after
+ *    A took it, so B waits about 200 ms, blocked by A.
+ * 2. Thread A2 holds L 150 ms; thread B2 asks with pthread_mutex_timedlock
+ *    and a 50 ms deadline: ETIMEDOUT after about 50 ms.
+ *
+ * Prints the lock's address, the four threads' tids and the timedlock's
+ * result. */
+#include "common.h"
+
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pthread_mutex_t L = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int holding;
+static atomic_int tids[4];
+
+static void *thread_a(void *arg)
+{
+    (void)arg;
+    atomic_store(&tids[0], (int)syscall(SYS_gettid));
+    CHECK(pthread_mutex_lock(&L)); /* @a-lock */
+    atomic_store(&holding, 1);
+    sleep_ms(300);
+    CHECK(pthread_mutex_unlock(&L));
+    return NULL;
+}
+
+static void *thread_b(void *arg)
+{
+    (void)arg;
+    atomic_store(&tids[1], (int)syscall(SYS_gettid));
+    while (!atomic_load(&holding))
+        ;
+    sleep_ms(100);
+    CHECK(pthread_mutex_lock(&L)); /* @b-lock */
+    CHECK(pthread_mutex_unlock(&L));
+    return NULL;
+}
+
+static void *thread_a2(void *arg)
+{
+    (void)arg;
+    atomic_store(&tids[2], (int)syscall(SYS_gettid));
+    CHECK(pthread_mutex_lock(&L));
+    atomic_store(&holding, 2);
+    sleep_ms(150);
+    CHECK(pthread_mutex_unlock(&L));
+    return NULL;
+}
+
+static int timed_rc;
+
+static void *thread_b2(void *arg)
+{
+    (void)arg;
+    atomic_store(&tids[3], (int)syscall(SYS_gettid));
+    while (atomic_load(&holding) != 2)
+        ;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += 50 * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    timed_rc = pthread_mutex_timedlock(&L, &deadline); /* @b2-timedlock */
+    if (timed_rc == 0)
+        CHECK(pthread_mutex_unlock(&L));
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t a, b;
+    CHECK(pthread_create(&a, NULL, thread_a, NULL));
+    CHECK(pthread_create(&b, NULL, thread_b, NULL));
+    CHECK(pthread_join(a, NULL));
+    CHECK(pthread_join(b, NULL));
+    CHECK(pthread_create(&a, NULL, thread_a2, NULL));
+    CHECK(pthread_create(&b, NULL, thread_b2, NULL));
+    CHECK(pthread_join(a, NULL));
+    CHECK(pthread_join(b, NULL));
+    printf("timedlock %s\n", timed_rc == ETIMEDOUT ? "ETIMEDOUT" : "unexpected");
+    fprintf(stderr, "lock %p\n", (void *)&L);
+    fprintf(stderr, "tid-a %d\ntid-b %d\ntid-a2 %d\ntid-b2 %d\n", tids[0], tids[1], tids[2], tids[3]);
+    return timed_rc == ETIMEDOUT ? 0 : 1;
+}

@@ -1,0 +1,77 @@
+//! Contention accuracy: who blocked whom, for how long, at which functions,
+//! against forced timings (a 300 ms hold entered 100 ms late; a 50 ms
+//! timedlock deadline). Counts are exact, times within ±10 %.
+
+use locksuit_tests::*;
+
+const MS: u64 = 1_000_000;
+
+fn value(stderr: &str, key: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")))
+        .unwrap_or_else(|| panic!("no `{key}` in:\n{stderr}"))
+        .trim()
+        .to_string()
+}
+
+fn within(actual: u64, expected: u64, what: &str) {
+    let (low, high) = (expected * 9 / 10, expected * 11 / 10);
+    assert!(
+        (low..=high).contains(&actual),
+        "{what}: {:.1} ms, expected {:.1} ms ±10 %",
+        actual as f64 / MS as f64,
+        expected as f64 / MS as f64
+    );
+}
+
+#[test]
+fn one_blocking_row_from_the_holder_to_the_late_asker() {
+    let bin = build_c("blocking");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "blocking without the shim");
+    let dir = fresh_dir("blocking");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "blocking under the shim");
+    assert_eq!(
+        plain.stdout,
+        out.stdout,
+        "same output: {}",
+        stdout_str(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let tid = |k: &str| value(&stderr, k).parse::<u64>().unwrap();
+
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let lock = lock_by_address(p, &value(&stderr, "lock"));
+    let id = id_of(lock);
+
+    // Exactly one row: A blocked B, once, for about 200 ms.
+    let rows: Vec<&Value> = arr(p, "blocking")
+        .iter()
+        .filter(|b| b["lock"] == id)
+        .collect();
+    assert_eq!(rows.len(), 1, "one blocking row: {rows:?}");
+    let row = rows[0];
+    assert_eq!(u64_of(row, "blocker_tid"), tid("tid-a"));
+    assert_eq!(u64_of(row, "blocked_tid"), tid("tid-b"));
+    assert_eq!(u64_of(row, "count"), 1);
+    within(u64_of(row, "wait_ns"), 200 * MS, "B's wait behind A");
+
+    let functions = arr(p, "blocking_functions");
+    assert!(
+        functions.iter().any(|f| f["blocker_function"] == "thread_a"
+            && f["blocked_function"] == "thread_b"
+            && f["count"] == 1),
+        "thread_a blocked thread_b once: {functions:?}"
+    );
+
+    // Two contended waits on L: B's (≈200 ms) and B2's timed-out one (≈50 ms).
+    assert_eq!(u64_of(lock, "contended"), 1);
+    assert_eq!(u64_of(lock, "timeouts"), 1);
+    let wait = &lock["wait"];
+    assert_eq!(u64_of(wait, "count"), 2, "{wait}");
+    within(u64_of(wait, "max_ns"), 200 * MS, "longest wait");
+    within(u64_of(wait, "total_ns"), 250 * MS, "total wait");
+}
