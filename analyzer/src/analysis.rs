@@ -11,9 +11,10 @@
 //!   `unsuitable-site` for an apparently-unsuitable site whose ratio is
 //!   below the threshold. Both are ranked by wait time, then engagements.
 
+use crate::findings::Limits;
 use crate::model::*;
 use crate::symbolize::{first_own_frame, Symbolizer};
-use locksuit_format::reader::{ThreadInfo, Trace};
+use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -30,6 +31,7 @@ struct Totals {
     wait_ns: u64,
     hold_ns: u64,
     hold_samples: u64,
+    owner_changes: u64,
 }
 
 impl Totals {
@@ -55,6 +57,7 @@ impl Totals {
         self.wait_ns = self.wait_ns.saturating_add(c.wait_ns);
         self.hold_ns = self.hold_ns.saturating_add(c.hold_ns);
         self.hold_samples = self.hold_samples.saturating_add(c.hold_samples);
+        self.owner_changes = self.owner_changes.saturating_add(c.owner_changes);
     }
 }
 
@@ -120,33 +123,11 @@ pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static s
     }
 }
 
-fn thread_label(t: &ThreadInfo) -> String {
-    match &t.name {
-        Some(name) => format!("thread {} ({name})", t.record.tid),
-        None => format!("thread {}", t.record.tid),
-    }
-}
-
-fn where_of(site: &Site) -> String {
-    match (&site.function, &site.file, site.line) {
-        (Some(f), Some(file), Some(line)) => format!("{f} ({file}:{line})"),
-        (Some(f), _, _) => f.clone(),
-        // No symbols (a stripped binary): name the module and offset.
-        _ => site
-            .call_chain
-            .get(first_own_frame(&site.call_chain))
-            .map_or_else(
-                || "an unknown line".to_string(),
-                |f| f.offset.clone().unwrap_or_else(|| f.address.clone()),
-            ),
-    }
-}
-
 /// Builds the model of one process.
 pub fn analyze(
     trace_path: &str,
     trace: &Trace,
-    threshold: f64,
+    limits: &Limits,
     symbolizer: &mut Symbolizer,
 ) -> Process {
     let header = &trace.header;
@@ -293,6 +274,7 @@ pub fn analyze(
                 timeouts: t.timeouts,
                 cond_reacquires: t.cond_reacquires,
                 task_switches: t.task_switches,
+                owner_changes: t.owner_changes,
                 threads: lock_per_thread[i].values().filter(|&&n| n > 0).count(),
                 sharing_ratio: ratios[i],
                 wait_ns: t.wait_ns,
@@ -349,7 +331,7 @@ pub fn analyze(
             hold_ns: totals.hold_ns,
             wait: None,
             ratio,
-            status: site_status(totals.task_switches, ratio, threshold),
+            status: site_status(totals.task_switches, ratio, limits.threshold),
             call_chain,
         });
     }
@@ -406,7 +388,17 @@ pub fn analyze(
             contention.orphans
         ));
     }
-    let findings = build_findings(trace, &locks, &sites, &lock_per_thread, threshold);
+    let duration = (header.end_mono_ns > header.start_mono_ns)
+        .then(|| header.end_mono_ns - header.start_mono_ns);
+    let findings = crate::findings::build(
+        trace,
+        &locks,
+        &sites,
+        &lock_per_thread,
+        &contention.blocking,
+        limits,
+        duration,
+    );
 
     let threads = trace
         .threads
@@ -454,8 +446,7 @@ pub fn analyze(
         },
         exit_code: header.exit_code,
         fork_child: header.flags & FLAG_FORK_CHILD != 0,
-        duration_ns: (header.end_mono_ns > header.start_mono_ns)
-            .then(|| header.end_mono_ns - header.start_mono_ns),
+        duration_ns: duration,
         dropped_events,
         hold_sample_period: header.hold_sample_period,
         threads,
@@ -529,90 +520,6 @@ fn build_conds(
             cond
         })
         .collect()
-}
-
-fn build_findings(
-    trace: &Trace,
-    locks: &[Lock],
-    sites: &[Site],
-    lock_per_thread: &[BTreeMap<u32, u64>],
-    threshold: f64,
-) -> Vec<Finding> {
-    let site_by_id: HashMap<&str, &Site> = sites.iter().map(|s| (s.id.as_str(), s)).collect();
-    let thread_by_tid: HashMap<u32, &ThreadInfo> =
-        trace.threads.iter().map(|t| (t.record.tid, t)).collect();
-    let mut findings = Vec::new();
-    for (i, lock) in locks.iter().enumerate() {
-        // A process-shared lock's other users are in other processes' traces.
-        if lock.acquisitions.saturating_add(lock.posts) == 0
-            || lock.threads != 1
-            || lock.process_shared
-        {
-            continue;
-        }
-        let tid = lock_per_thread[i].keys().next().copied().unwrap_or(0);
-        let who = thread_by_tid
-            .get(&tid)
-            .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
-        let at = lock
-            .sites
-            .first()
-            .and_then(|s| site_by_id.get(s.as_str()))
-            .map_or_else(|| "an unknown line".to_string(), |s| where_of(s));
-        findings.push(Finding {
-            kind: FINDING_UNNECESSARY,
-            lock: Some(lock.id.clone()),
-            sites: lock.sites.clone(),
-            message: format!(
-                "{} {} at {} was taken {} times, all by {}, at {}: no other thread ever needed it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
-                lock.kind, lock.id, lock.address, lock.acquisitions, who, at
-            ),
-            engagements: lock.acquisitions,
-            wait_ns: lock.wait_ns,
-        });
-    }
-    let process_shared: std::collections::HashSet<&str> = locks
-        .iter()
-        .filter(|l| l.process_shared)
-        .map(|l| l.id.as_str())
-        .collect();
-    for site in sites {
-        if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
-            continue;
-        }
-        // A process-shared lock's sharing happens across traces; one
-        // process's ratio says nothing about it.
-        if site
-            .locks
-            .iter()
-            .all(|l| process_shared.contains(l.as_str()))
-        {
-            continue;
-        }
-        findings.push(Finding {
-            kind: FINDING_UNSUITABLE,
-            lock: None,
-            sites: vec![site.id.clone()],
-            message: format!(
-                "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and {} task switches: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
-                where_of(site),
-                site.locks.join(", "),
-                site.engagements,
-                site.ratio,
-                threshold,
-                site.task_switches
-            ),
-            engagements: site.engagements,
-            wait_ns: site.wait_ns,
-        });
-    }
-    findings.sort_by(|a, b| {
-        b.wait_ns
-            .cmp(&a.wait_ns)
-            .then(b.engagements.cmp(&a.engagements))
-            .then(a.kind.cmp(b.kind))
-    });
-    findings
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Command line: `locksuit report` and `locksuit run`.
 
+use crate::findings::Limits;
 use crate::load::{self, InputError};
 use crate::model::{Report, SCHEMA};
 use crate::render;
@@ -24,6 +25,10 @@ Reading the report:
   unnecessary-lock   a lock that only one thread ever engaged: it protects nothing shared
   unsuitable-site    a line whose locks are rarely shared between threads (sharing ratio
                      below --threshold) and that never caused a task switch
+  long-hold          a lock held at least --long-hold-ms at a stretch while a thread waited
+  high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)
+  asymmetric-contention  locks taken at one line whose contention differs by --asymmetry x
+  over-synchronization   a lock taken --over-sync-per-sec times a second that never contends
   sharing ratio      share of a lock's engagements made by threads other than its top user
                      (0 = one thread, 0.75 = four threads evenly)
 
@@ -78,6 +83,24 @@ struct ReportOptions {
     /// Output format; json follows schema locksuit.report/1.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// long-hold: a hold this long (ms) at a stretch while a thread waited.
+    #[arg(long, default_value = "10", value_name = "MS")]
+    long_hold_ms: u64,
+    /// high-contention: the share of acquisitions that had to wait, in [0, 1].
+    #[arg(long, default_value = "0.1", value_parser = parse_share, value_name = "R")]
+    contention_share: f64,
+    /// over-synchronization: acquisitions per second of a lock that almost never contends.
+    #[arg(long, default_value = "100000", value_name = "N")]
+    over_sync_per_sec: f64,
+    /// asymmetric-contention: how many times more contended the hottest lock of one line is.
+    #[arg(long, default_value = "10", value_name = "X")]
+    asymmetry: f64,
+    /// Text tables: order locks and sites by this column (largest first).
+    #[arg(long, value_enum, default_value = "wait")]
+    sort: crate::render::text::SortKey,
+    /// Text: the locks table in mutrace's columns (Locked, Changed, Cont., tot.Time, avg.Time, max.Time).
+    #[arg(long, value_enum, default_value = "locksuit")]
+    columns: crate::render::text::Columns,
     /// Write the report to FILE instead of standard output (keeps it apart
     /// from the recorded program's own output under `run`).
     #[arg(short, long, value_name = "FILE")]
@@ -123,7 +146,23 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     }
 }
 
-fn build_report(paths: &[PathBuf], threshold: f64) -> Result<Report, InputError> {
+fn parse_share(s: &str) -> Result<f64, String> {
+    parse_threshold(s).map_err(|e| e.replace("the threshold is a sharing ratio", "it is a share"))
+}
+
+impl ReportOptions {
+    fn limits(&self) -> Limits {
+        Limits {
+            threshold: self.threshold,
+            long_hold_ns: self.long_hold_ms.saturating_mul(1_000_000),
+            contention_share: self.contention_share,
+            over_sync_per_sec: self.over_sync_per_sec,
+            asymmetry: self.asymmetry,
+        }
+    }
+}
+
+fn build_report(paths: &[PathBuf], limits: &Limits) -> Result<Report, InputError> {
     let loaded = load::load(paths)?;
     for skipped in &loaded.skipped {
         eprintln!("locksuit: warning: skipped {skipped}");
@@ -133,17 +172,12 @@ fn build_report(paths: &[PathBuf], threshold: f64) -> Result<Report, InputError>
         .traces
         .iter()
         .map(|(path, trace)| {
-            crate::analysis::analyze(
-                &path.display().to_string(),
-                trace,
-                threshold,
-                &mut symbolizer,
-            )
+            crate::analysis::analyze(&path.display().to_string(), trace, limits, &mut symbolizer)
         })
         .collect();
     Ok(Report {
         schema: SCHEMA,
-        threshold,
+        threshold: limits.threshold,
         processes,
     })
 }
@@ -152,7 +186,7 @@ fn build_report(paths: &[PathBuf], threshold: f64) -> Result<Report, InputError>
 /// bad usage.
 fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
     let text = match options.format {
-        Format::Text => render::text::render(report),
+        Format::Text => render::text::render(report, options.sort, options.columns),
         Format::Json => render::json::render(report),
     };
     match &options.output {
@@ -168,7 +202,7 @@ fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
 }
 
 fn report(args: ReportArgs) -> i32 {
-    match build_report(&args.paths, args.options.threshold) {
+    match build_report(&args.paths, &args.options.limits()) {
         Ok(report) => {
             if let Err(e) = print(&report, &args.options) {
                 eprintln!("locksuit: {e}");
@@ -197,7 +231,7 @@ fn run(args: RunArgs) -> i32 {
                 return EXIT_USAGE;
             }
         };
-    let printed = build_report(std::slice::from_ref(&recorded.dir), args.options.threshold)
+    let printed = build_report(std::slice::from_ref(&recorded.dir), &args.options.limits())
         .and_then(|report| print(&report, &args.options));
     if let Err(e) = printed {
         eprintln!("locksuit: no report: {e}");

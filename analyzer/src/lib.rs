@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod contention;
+pub mod findings;
 pub mod load;
 pub mod model;
 pub mod render;

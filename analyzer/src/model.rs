@@ -92,13 +92,13 @@ pub struct Thread {
     pub dropped_events: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ThreadCount {
     pub tid: u32,
     pub count: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Lock {
     pub id: String,
     pub kind: &'static str,
@@ -121,6 +121,8 @@ pub struct Lock {
     pub timeouts: u64,
     pub cond_reacquires: u64,
     pub task_switches: u64,
+    /// Exclusive acquisitions by another thread than the previous owner.
+    pub owner_changes: u64,
     /// Distinct threads that engaged it.
     pub threads: usize,
     /// Share of engagements made by threads other than the one that engaged it most.
@@ -145,7 +147,7 @@ pub struct Lock {
     pub posts: u64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ModeStats {
     pub acquisitions: u64,
     pub contended: u64,

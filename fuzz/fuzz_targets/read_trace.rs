@@ -5,6 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use locksuit::analysis::analyze;
+use locksuit::findings::Limits;
 use locksuit::model::{Report, SCHEMA};
 use locksuit::render;
 use locksuit::symbolize::Symbolizer;
@@ -15,12 +16,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut symbolizer = Symbolizer::default();
-    let process = analyze("fuzz.trace", &trace, 0.3, &mut symbolizer);
+    let process = analyze("fuzz.trace", &trace, &Limits::default(), &mut symbolizer);
     let report = Report {
         schema: SCHEMA,
         threshold: 0.3,
         processes: vec![process],
     };
     let _ = render::json::render(&report);
-    let _ = render::text::render(&report);
+    let _ = render::text::render(&report, render::text::SortKey::Wait, render::text::Columns::Mutrace);
 });

@@ -4,8 +4,9 @@
 
 /// First eight bytes of every trace.
 pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
-/// Bumped on every incompatible change. The reader refuses newer versions.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped on every incompatible change. The reader refuses other versions.
+/// 2: module epochs, call-site contexts, events, owner changes.
+pub const FORMAT_VERSION: u32 = 2;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -295,6 +296,9 @@ pub struct CounterRecord {
     pub hold_ns: u64,
     /// Number of engagements whose hold time was measured.
     pub hold_samples: u64,
+    /// Exclusive engagements by a different thread than the lock's previous
+    /// owner (mutrace's "changed").
+    pub owner_changes: u64,
 }
 
 /// Per thread, per (condition variable, site, mutex): waits and notifies.
@@ -477,7 +481,7 @@ const _: () = {
     assert!(size_of::<LockRecord>() == 40);
     assert!(size_of::<LockDestroyRecord>() == 24);
     assert!(size_of::<SiteRecord>() == 16);
-    assert!(size_of::<CounterRecord>() == 88);
+    assert!(size_of::<CounterRecord>() == 96);
     assert!(size_of::<CondRecord>() == 72);
     assert!(size_of::<ModuleRecord>() == 40);
     assert!(size_of::<ThreadNameRecord>() == 40);

@@ -58,12 +58,12 @@ fn sample_trace() -> Vec<u8> {
     buf[..std::mem::size_of::<FileHeader>()].copy_from_slice(&bytes_of(&h));
 
     let thread = ThreadRecord {
-        hdr: hdr(RecordKind::Thread, 88, 0),
+        hdr: hdr(RecordKind::Thread, std::mem::size_of::<ThreadRecord>(), 0),
         tid: 43,
         ..Default::default()
     };
     let lock = LockRecord {
-        hdr: hdr(RecordKind::Lock, 40, 0),
+        hdr: hdr(RecordKind::Lock, std::mem::size_of::<LockRecord>(), 0),
         id: 1,
         kind: ObjectKind::Mutex as u32,
         origin: ORIGIN_INIT,
@@ -79,7 +79,11 @@ fn sample_trace() -> Vec<u8> {
     site_bytes.extend_from_slice(&0x401234u64.to_le_bytes());
     site_bytes.extend_from_slice(&0x401500u64.to_le_bytes());
     let counter = |engagements| CounterRecord {
-        hdr: hdr(RecordKind::Counter, 88, MODE_EXCLUSIVE),
+        hdr: hdr(
+            RecordKind::Counter,
+            std::mem::size_of::<CounterRecord>(),
+            MODE_EXCLUSIVE,
+        ),
         lock_id: 1,
         site_id: 9,
         engagements,

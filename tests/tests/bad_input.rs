@@ -113,8 +113,8 @@ fn unknown_version() {
     let (_, mut bytes) = real_trace("version");
     assert_eq!(
         u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
-        1,
-        "bytes 8..12 of a trace hold format version 1"
+        locksuit_format::FORMAT_VERSION,
+        "bytes 8..12 of a trace hold the format version"
     );
     bytes[8..12].copy_from_slice(&999u32.to_le_bytes());
     let dir = fresh_dir("bad_input_version");

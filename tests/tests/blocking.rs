@@ -74,4 +74,32 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
     assert_eq!(u64_of(wait, "count"), 2, "{wait}");
     within(u64_of(wait, "max_ns"), 200 * MS, "longest wait");
     within(u64_of(wait, "total_ns"), 250 * MS, "total wait");
+
+    // A held L for ~200 ms while B waited: a long hold (default 10 ms).
+    let long: Vec<&Value> = findings_for_lock(p, id)
+        .into_iter()
+        .filter(|f| f["kind"] == "long-hold")
+        .collect();
+    assert_eq!(
+        long.len(),
+        1,
+        "one long-hold finding: {:?}",
+        findings_for_lock(p, id)
+    );
+    // At a 500 ms limit there is none.
+    let relaxed = run_locksuit(&[
+        "report",
+        only_trace(&dir).to_str().unwrap(),
+        "--format",
+        "json",
+        "--long-hold-ms",
+        "500",
+    ]);
+    let relaxed: Value = serde_json::from_slice(&relaxed.stdout).expect("JSON");
+    assert!(
+        arr(only_process(&relaxed), "findings")
+            .iter()
+            .all(|f| f["kind"] != "long-hold"),
+        "no long-hold at 500 ms"
+    );
 }

@@ -84,6 +84,41 @@ fn fail_on_findings_gates_with_status_1() {
 }
 
 #[test]
+fn mutrace_columns_and_sorting() {
+    let bin = build_c("contention");
+    let dir = fresh_dir("cli-mutrace");
+    assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "contention");
+    let trace = only_trace(&dir);
+    let trace = trace.to_str().unwrap();
+    let out = run_locksuit(&["report", trace, "--columns", "mutrace", "--sort", "changes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let text = stdout_str(&out);
+    for column in [
+        "Locked",
+        "Changed",
+        "Cont.",
+        "tot.Time[ms]",
+        "avg.Time[ms]",
+        "max.Time[ms]",
+    ] {
+        assert!(
+            text.contains(column),
+            "mutrace column {column} missing:\n{text}"
+        );
+    }
+    // The contended lock: 20 acquisitions, 19 owner changes, 10 contended.
+    assert!(
+        text.lines().any(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells.windows(3).any(|w| w == ["20", "19", "10"])
+        }),
+        "a row with Locked 20, Changed 19, Cont. 10:\n{text}"
+    );
+    let bad = run_locksuit(&["report", trace, "--sort", "bogus"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
 fn help_teaches_and_bad_options_are_usage_errors() {
     let out = run_locksuit(&["--help"]);
     assert_eq!(out.status.code(), Some(0));

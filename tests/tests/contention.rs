@@ -34,6 +34,14 @@ fn forced_contention() {
         "B waits every round, A never"
     );
     assert_eq!(u64_of(lock, "threads"), 2);
+    // A and B take turns every round: the owner changes at every
+    // acquisition but the first.
+    assert_eq!(
+        u64_of(lock, "owner_changes"),
+        2 * rounds - 1,
+        "{}",
+        short(lock)
+    );
     let wait = u64_of(lock, "wait_ns");
     assert!(
         wait >= rounds * 10 * MS,

@@ -51,15 +51,112 @@ fn frame_line(f: &Frame) -> String {
     }
 }
 
-pub fn render(report: &Report) -> String {
+/// Which column orders the locks and sites tables (largest first).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SortKey {
+    /// Total time threads waited.
+    Wait,
+    /// Total timed hold time.
+    Hold,
+    Acquisitions,
+    Contended,
+    /// Owner changes.
+    Changes,
+    /// 99th percentile of contended waits.
+    P99,
+    /// Longest contended wait.
+    Max,
+    Threads,
+}
+
+/// The locks table's columns.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Columns {
+    Locksuit,
+    /// mutrace's: Locked, Changed, Cont., tot.Time, avg.Time, max.Time.
+    Mutrace,
+}
+
+fn lock_key(l: &Lock, key: SortKey) -> u64 {
+    match key {
+        SortKey::Wait => l.wait_ns,
+        SortKey::Hold => l.hold_ns,
+        SortKey::Acquisitions => l.acquisitions,
+        SortKey::Contended => l.contended,
+        SortKey::Changes => l.owner_changes,
+        SortKey::P99 => l.wait.as_ref().map_or(0, |w| w.p99_ns),
+        SortKey::Max => l.wait.as_ref().map_or(0, |w| w.max_ns),
+        SortKey::Threads => l.threads as u64,
+    }
+}
+
+fn site_key(s: &Site, key: SortKey) -> u64 {
+    match key {
+        SortKey::Wait => s.wait_ns,
+        SortKey::Hold => s.hold_ns,
+        SortKey::Acquisitions | SortKey::Changes | SortKey::Threads => s.engagements,
+        SortKey::Contended => s.contended,
+        SortKey::P99 => s.wait.as_ref().map_or(0, |w| w.p99_ns),
+        SortKey::Max => s.wait.as_ref().map_or(0, |w| w.max_ns),
+    }
+}
+
+pub fn render(report: &Report, sort: SortKey, columns: Columns) -> String {
     let mut out = String::new();
     for p in &report.processes {
-        process(&mut out, p, report.threshold);
+        process(&mut out, p, report.threshold, sort, columns);
     }
     out
 }
 
-fn process(out: &mut String, p: &Process, threshold: f64) {
+fn mutrace_table(out: &mut String, p: &Process, sort: SortKey) {
+    let mut order: Vec<&Lock> = p.locks.iter().collect();
+    order.sort_by_key(|l| std::cmp::Reverse(lock_key(l, sort)));
+    let mut t = table(&[
+        "Mutex #",
+        "Locked",
+        "Changed",
+        "Cont.",
+        "tot.Time[ms]",
+        "avg.Time[ms]",
+        "max.Time[ms]",
+        "Flags",
+    ]);
+    let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+    for l in order {
+        let avg = l.hold_ns.checked_div(l.hold_samples).unwrap_or(0);
+        let max = l.hold.as_ref().map_or(0, |h| h.max_ns);
+        let flag = match l.kind {
+            "mutex" => "M",
+            "rwlock" => "W",
+            "spin" => "S",
+            "sem" => "s",
+            "barrier" => "B",
+            _ => "?",
+        };
+        t.add_row(vec![
+            l.id.clone(),
+            l.acquisitions.to_string(),
+            l.owner_changes.to_string(),
+            l.contended.to_string(),
+            ms(l.hold_ns),
+            ms(avg),
+            ms(max),
+            format!("{flag}{}", if l.process_shared { "p" } else { "" }),
+        ]);
+    }
+    right_align(&mut t, &[1, 2, 3, 4, 5, 6]);
+    let period = match p.hold_sample_period {
+        0 => "only contended holds are timed".to_string(),
+        n => format!("contended holds and 1 in {n} others are timed"),
+    };
+    let _ = writeln!(
+        out,
+        "Locks, mutrace columns (times are hold times; {period})\n{t}\n"
+    );
+}
+
+fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns: Columns) {
     let status = match (p.ended_by, p.exit_code) {
         ("exit", Some(code)) => format!("exited with status {code}"),
         ("exit", None) => "exited normally".to_string(),
@@ -106,11 +203,13 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
     }
     let _ = writeln!(out);
 
-    if !p.locks.is_empty() {
+    if !p.locks.is_empty() && matches!(columns, Columns::Mutrace) {
+        mutrace_table(out, p, sort);
+    } else if !p.locks.is_empty() {
         let mut order: Vec<&Lock> = p.locks.iter().collect();
         order.sort_by(|a, b| {
-            b.wait_ns
-                .cmp(&a.wait_ns)
+            lock_key(b, sort)
+                .cmp(&lock_key(a, sort))
                 .then(b.acquisitions.cmp(&a.acquisitions))
         });
         let mut t = table(&[
@@ -119,6 +218,7 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
             "address",
             "acquired",
             "contended",
+            "changes",
             "threads",
             "sharing",
             "wait",
@@ -136,6 +236,7 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
                 l.address.clone(),
                 l.acquisitions.to_string(),
                 l.contended.to_string(),
+                l.owner_changes.to_string(),
                 l.threads.to_string(),
                 format!("{:.2}", l.sharing_ratio),
                 duration(l.wait_ns),
@@ -143,15 +244,15 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
                 l.sites.join(" "),
             ]);
         }
-        right_align(&mut t, &[3, 4, 5, 6, 7, 8]);
-        let _ = writeln!(out, "Locks, ranked by wait time, then acquisitions\n{t}\n");
+        right_align(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
+        let _ = writeln!(out, "Locks, largest {sort:?} first\n{t}\n");
     }
 
     if !p.sites.is_empty() {
         let mut order: Vec<&Site> = p.sites.iter().collect();
         order.sort_by(|a, b| {
-            b.wait_ns
-                .cmp(&a.wait_ns)
+            site_key(b, sort)
+                .cmp(&site_key(a, sort))
                 .then(b.engagements.cmp(&a.engagements))
         });
         let mut t = table(&[
@@ -183,7 +284,7 @@ fn process(out: &mut String, p: &Process, threshold: f64) {
         right_align(&mut t, &[2, 3, 4, 5]);
         let _ = writeln!(
             out,
-            "Sites (lines that engage locks), ranked by wait time\n{t}\n"
+            "Sites (lines that engage locks), largest {sort:?} first\n{t}\n"
         );
     }
 

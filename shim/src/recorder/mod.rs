@@ -354,7 +354,16 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     };
     let flags = match hold {
         Hold::Exclusive => {
-            p.slot.holder.store(p.lane().tid, Ordering::Relaxed);
+            let tid = p.lane().tid;
+            p.slot.holder.store(tid, Ordering::Relaxed);
+            // Written only when it changes: the line stays shared otherwise.
+            let last = p.slot.last_owner.load(Ordering::Relaxed);
+            if last != tid {
+                p.slot.last_owner.store(tid, Ordering::Relaxed);
+                if last != 0 {
+                    counter.owner_changes += 1;
+                }
+            }
             flags
         }
         Hold::Shared => flags | HELD_SHARED,

@@ -28,7 +28,8 @@ pub struct ObjectSlot {
     pub waiters: AtomicU32,
     /// Bumped on every release (the per-lock enumerator).
     pub seq: AtomicU32,
-    _pad: u32,
+    /// tid of the last exclusive owner, to count owner changes.
+    pub last_owner: AtomicU32,
 }
 
 static TABLE: AtomicPtr<ObjectSlot> = AtomicPtr::new(core::ptr::null_mut());
