@@ -290,6 +290,8 @@ pub fn analyze(
                 posts: lock_posts[i],
                 wait: None,
                 hold: None,
+                wait_compensated: None,
+                hold_compensated: None,
             }
         })
         .collect();
@@ -369,6 +371,8 @@ pub fn analyze(
     for lock in &mut locks {
         lock.wait = contention.lock_wait.get(&lock.id).cloned();
         lock.hold = contention.lock_hold.get(&lock.id).cloned();
+        lock.wait_compensated = contention.lock_wait_compensated.get(&lock.id).cloned();
+        lock.hold_compensated = contention.lock_hold_compensated.get(&lock.id).cloned();
     }
     for site in &mut sites {
         site.wait = contention.site_wait.get(&site.id).cloned();

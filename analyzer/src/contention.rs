@@ -49,6 +49,9 @@ pub struct Contention {
     pub blocking_functions: Vec<FunctionBlocking>,
     pub lock_wait: HashMap<String, DurationStats>,
     pub lock_hold: HashMap<String, DurationStats>,
+    /// The same with the shim's own slow-path time taken out.
+    pub lock_wait_compensated: HashMap<String, DurationStats>,
+    pub lock_hold_compensated: HashMap<String, DurationStats>,
     pub site_wait: HashMap<String, DurationStats>,
     pub cond_latency: HashMap<String, DurationStats>,
     pub cond_outcomes: HashMap<String, [u64; 7]>,
@@ -70,11 +73,13 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     let mut out = Contention::default();
     let tid_of = |t: usize| trace.threads[t].record.tid;
 
-    // Releases by (lock, sequence they left): who let the next one in.
-    let mut releases: HashMap<(u32, u32), (u32, u32)> = HashMap::new(); // -> (tid, site)
+    // Releases by (lock, sequence they left): who let the next one in, and
+    // how much of the hold was the shim's own time.
+    let mut releases: HashMap<(u32, u32), (u32, u32, u64)> = HashMap::new(); // -> (tid, site, shim)
     let mut blocked = Vec::new();
     let mut waits: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut holds: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut holds_compensated: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut site_waits: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut cond_waits = Vec::new();
     // (cond, sequence after the notify) -> (time, tid)
@@ -98,12 +103,15 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
                 }
             }
             EVENT_RELEASED => {
-                releases.insert((e.lock_id, e.seq2), (tid, e.site_id));
+                releases.insert((e.lock_id, e.seq2), (tid, e.site_id, e.deadline));
                 if e.time2 != 0 {
-                    holds
+                    let hold = e.time.saturating_sub(e.time2);
+                    holds.entry(e.lock_id).or_default().push(hold);
+                    // `deadline` carries the shim's time inside the hold.
+                    holds_compensated
                         .entry(e.lock_id)
                         .or_default()
-                        .push(e.time.saturating_sub(e.time2));
+                        .push(hold.saturating_sub(e.deadline));
                 }
             }
             EVENT_COND_WAIT => cond_waits.push((tid, *e)),
@@ -117,6 +125,7 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     // Who blocked whom: the owner seen on asking, else the thread whose
     // release (by sequence) handed the lock over.
     let mut rows: BTreeMap<(String, u32, u32), (u64, u64)> = BTreeMap::new();
+    let mut waits_compensated: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     let mut by_function: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for b in &blocked {
         let Some(lock) = names.lock.get(&b.lock) else {
@@ -124,8 +133,15 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
             continue;
         };
         let release = releases.get(&(b.lock, b.seq_after));
+        // The wait lasted as long as the hold that caused it; the shim's
+        // own time inside that hold came out of the wait too.
+        let shim = release.map_or(0, |&(_, _, shim)| shim);
+        waits_compensated
+            .entry(b.lock)
+            .or_default()
+            .push(b.wait.saturating_sub(shim));
         let blocker = match (b.owner, release) {
-            (0, Some(&(tid, _))) => tid,
+            (0, Some(&(tid, _, _))) => tid,
             (owner, _) => owner,
         };
         if blocker == 0 || blocker == b.tid {
@@ -135,8 +151,8 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
         row.0 += 1;
         row.1 = row.1.saturating_add(b.wait);
         let blocker_site = release
-            .filter(|&&(tid, _)| tid == blocker)
-            .and_then(|&(_, site)| (names.site)(site));
+            .filter(|&&(tid, _, _)| tid == blocker)
+            .and_then(|&(_, site, _)| (names.site)(site));
         let blocked_fn = (names.site)(b.site).and_then(|s| (names.function)(&s));
         let blocker_fn = blocker_site.and_then(|s| (names.function)(&s));
         if let (Some(blocker_fn), Some(blocked_fn)) = (blocker_fn, blocked_fn) {
@@ -181,6 +197,16 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     for (lock, samples) in holds {
         if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
             out.lock_hold.insert(id.clone(), s);
+        }
+    }
+    for (lock, samples) in holds_compensated {
+        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
+            out.lock_hold_compensated.insert(id.clone(), s);
+        }
+    }
+    for (lock, samples) in waits_compensated {
+        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
+            out.lock_wait_compensated.insert(id.clone(), s);
         }
     }
     // Several recorded sites may be one line of the report: pool them first.

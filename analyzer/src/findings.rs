@@ -332,6 +332,8 @@ mod tests {
             sites: vec![site.into()],
             wait: None,
             hold: None,
+            wait_compensated: None,
+            hold_compensated: None,
             read: None,
             write: None,
             posts: 0,

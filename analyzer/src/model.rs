@@ -139,6 +139,11 @@ pub struct Lock {
     pub wait: Option<DurationStats>,
     /// Timed holds that ended with threads waiting (or began contended).
     pub hold: Option<DurationStats>,
+    /// `wait` (contended acquisitions only) and `hold` with the shim's own
+    /// slow-path time (first-sight unwinding, trace growth) that fell inside
+    /// them taken out: overhead compensation. The raw figures stay above.
+    pub wait_compensated: Option<DurationStats>,
+    pub hold_compensated: Option<DurationStats>,
     /// rwlocks only: read (shared) and write (exclusive) engagements apart.
     pub read: Option<ModeStats>,
     pub write: Option<ModeStats>,

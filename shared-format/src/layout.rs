@@ -357,7 +357,8 @@ pub const EVENT_BLOCKED: u32 = 1;
 /// A release that found threads waiting. `time`: the release; `time2`: when
 /// the hold began if it was timed (else 0); `seq2`: the sequence after this
 /// release, equal to the `seq2` of the acquisition that followed it;
-/// `other`: threads waiting.
+/// `other`: threads waiting; `deadline`: here, the shim's own slow-path time
+/// that fell inside the (timed) hold, for overhead compensation.
 pub const EVENT_RELEASED: u32 = 2;
 /// A condition wait: from `time` to `time2`. `other`: the mutex's lock id;
 /// `deadline`: absolute deadline in ns of the wait's clock (0 if untimed);

@@ -103,3 +103,36 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
         "no long-hold at 500 ms"
     );
 }
+
+/// The shim's own slow-path time inside a hold (here: 100 lines seen for the
+/// first time while holding L) is taken out of the compensated hold and out
+/// of the wait it caused; the raw figures keep it.
+#[test]
+fn compensation_takes_the_shims_time_out_of_holds_and_waits() {
+    let bin = build_c("compensation");
+    let dir = fresh_dir("compensation");
+    // Time every hold, so A's (uncontended) acquisition of L is timed too.
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_HOLD_SAMPLE", "1")]);
+    assert_success(&out, "compensation under the shim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let lock = lock_by_address(p, &value(&stderr, "lock"));
+    let (hold, hold_c) = (&lock["hold"], &lock["hold_compensated"]);
+    let (wait, wait_c) = (&lock["wait"], &lock["wait_compensated"]);
+    assert_eq!(u64_of(hold, "count"), u64_of(hold_c, "count"), "{lock}");
+    let shim_in_hold = u64_of(hold, "max_ns") - u64_of(hold_c, "max_ns");
+    assert!(
+        shim_in_hold >= 10_000,
+        "100 first-seen lines inside the hold cost the shim at least 10 µs: {shim_in_hold} ns"
+    );
+    assert!(
+        u64_of(hold, "max_ns") >= 20 * MS,
+        "the raw hold keeps the 20 ms sleep and the shim's time: {hold}"
+    );
+    assert_eq!(
+        u64_of(wait, "total_ns") - u64_of(wait_c, "total_ns"),
+        shim_in_hold,
+        "B's wait loses exactly the shim time inside A's hold"
+    );
+}

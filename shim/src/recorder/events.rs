@@ -73,21 +73,20 @@ pub fn timed_out(
 
 /// A release that found `waiters` threads waiting (or ended a contended
 /// hold). `seq_after` equals the `seq2` of the acquisition that follows.
-#[allow(clippy::too_many_arguments)]
 pub fn released(
     lane: &mut Lane,
     lock_id: u32,
     site_id: u32,
-    seq_after: u32,
-    waiters: u32,
-    now: u64,
-    held_since: u64,
+    (seq_after, waiters): (u32, u32),
+    (now, held_since): (u64, u64),
+    shim_in_hold: u64,
 ) {
     let mut e = event(EVENT_RELEASED, lock_id, site_id);
     e.seq2 = seq_after;
     e.other = waiters;
     e.time = now;
     e.time2 = held_since;
+    e.deadline = shim_in_hold;
     write(lane, e);
 }
 

@@ -26,6 +26,8 @@ pub struct HeldEntry {
     pub counter: *mut CounterRecord,
     /// When the hold started, if it is being timed; 0 otherwise.
     pub since_ns: u64,
+    /// The thread's slow-path shim time when a timed hold started.
+    pub shim_ns: u64,
 }
 
 const EMPTY: HeldEntry = HeldEntry {
@@ -35,6 +37,7 @@ const EMPTY: HeldEntry = HeldEntry {
     slot: core::ptr::null(),
     counter: core::ptr::null_mut(),
     since_ns: 0,
+    shim_ns: 0,
 };
 
 impl Default for HeldStack {

@@ -376,6 +376,7 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
         slot: p.slot,
         counter: p.counter,
         since_ns,
+        shim_ns: if since_ns != 0 { p.lane().shim_ns } else { 0 },
     });
     if !tracked {
         // Nesting deeper than we track: the engagement is counted, its hold
@@ -470,14 +471,19 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     if contended {
         let site = counter.site_id;
         if let Some(lane) = current_lane(g) {
+            // The shim's own time inside a timed hold, for compensation.
+            let shim_in_hold = if entry.since_ns != 0 {
+                lane.shim_ns.saturating_sub(entry.shim_ns)
+            } else {
+                0
+            };
             events::released(
                 lane,
                 entry.lock_id,
                 site,
-                seq_after,
-                waiters,
-                now,
-                entry.since_ns,
+                (seq_after, waiters),
+                (now, entry.since_ns),
+                shim_in_hold,
             );
         }
     }
