@@ -3,7 +3,9 @@
 //! that called them are exported as naked trampolines that pass the return
 //! address as one extra argument to the handler (reading it costs one load;
 //! unwinding would cost a microsecond). The lock hooks share a few shapes,
-//! each written once as a macro below.
+//! each written once as a macro below. All exported symbols live in this one
+//! file on purpose, so what the shim interposes is read in one place; that
+//! is why it is longer than our other files.
 
 use crate::guard::HookGuard;
 use crate::intercept::{
