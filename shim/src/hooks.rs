@@ -112,6 +112,7 @@ macro_rules! lock_hook {
             let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
                 return unsafe { block($obj $(, $arg)*) };
             };
+            // SAFETY: forwarding the caller's arguments unchanged.
             acquire(&guard, &p, $hold, || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
         }
     };
@@ -243,6 +244,7 @@ macro_rules! sem_wait_hook {
             let Some(p) = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, Caller::new(caller, sp)) else {
                 return unsafe { block($s $(, $arg)*) };
             };
+            // SAFETY: forwarding the caller's arguments unchanged.
             sem_acquire(&guard, &p, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
         }
     };
@@ -268,8 +270,10 @@ unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize, sp
         MODE_EXCLUSIVE,
         Caller::new(caller, sp),
     ) else {
+        // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { try_once(s) };
     };
+    // SAFETY: forwarding the caller's arguments unchanged.
     sem_try(&guard, &p, || unsafe { try_once(s) })
 }
 
@@ -315,9 +319,11 @@ unsafe extern "C-unwind" fn barrier_wait(
         MODE_EXCLUSIVE,
         Caller::new(caller, sp),
     ) else {
+        // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { wait(b) };
     };
     let started = recorder::now_ns();
+    // SAFETY: forwarding the caller's arguments unchanged.
     let rc = guard.blocking(|| unsafe { wait(b) });
     if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
         let waited = recorder::now_ns().saturating_sub(started);

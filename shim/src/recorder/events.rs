@@ -34,35 +34,18 @@ fn write(lane: &mut Lane, mut record: EventRecord) {
     lane.append(&record, &[]);
 }
 
-/// A contended acquisition completed at `now` (the lock is ours, so `seq`
-/// is the number of releases before this acquisition).
-pub fn blocked(
+/// A contended acquisition that ended at `now`: it got the lock
+/// ([`EVENT_BLOCKED`], and the lock being ours, `seq_now` is the number of
+/// releases before it) or gave up ([`EVENT_TIMED_OUT`]).
+pub fn waited(
     lane: &mut Lane,
-    lock_id: u32,
-    site_id: u32,
+    kind: u32,
+    (lock_id, site_id): (u32, u32),
     waited: &Waiting,
     seq_now: u32,
     now: u64,
 ) {
-    let mut e = event(EVENT_BLOCKED, lock_id, site_id);
-    e.seq = waited.seq;
-    e.seq2 = seq_now;
-    e.other = waited.owner;
-    e.time = waited.started;
-    e.time2 = now;
-    write(lane, e);
-}
-
-/// A timed acquisition gave up at `now`.
-pub fn timed_out(
-    lane: &mut Lane,
-    lock_id: u32,
-    site_id: u32,
-    waited: &Waiting,
-    seq_now: u32,
-    now: u64,
-) {
-    let mut e = event(EVENT_TIMED_OUT, lock_id, site_id);
+    let mut e = event(kind, lock_id, site_id);
     e.seq = waited.seq;
     e.seq2 = seq_now;
     e.other = waited.owner;

@@ -399,7 +399,14 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
     counter.wait_ns += now.saturating_sub(waited.started);
     let seq = p.slot.seq.load(Ordering::Relaxed);
     let site = counter.site_id;
-    events::timed_out(p.lane(), p.lock_id, site, waited, seq, now);
+    events::waited(
+        p.lane(),
+        EVENT_TIMED_OUT,
+        (p.lock_id, site),
+        waited,
+        seq,
+        now,
+    );
 }
 
 /// About to block on the lock: count ourselves as a waiter, note who holds
@@ -425,7 +432,7 @@ pub fn wait_end(p: &Prepared, waited: &Waiting) -> (u64, u64) {
 pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
     let seq = p.slot.seq.load(Ordering::Relaxed);
     let site = p.counter().site_id;
-    events::blocked(p.lane(), p.lock_id, site, waited, seq, now);
+    events::waited(p.lane(), EVENT_BLOCKED, (p.lock_id, site), waited, seq, now);
 }
 
 /// The lock at `addr` is about to be released by this thread (called before
