@@ -743,3 +743,20 @@ pub fn trace_named(dir: &Path, exe: &str, pid: u64) -> PathBuf {
     );
     p
 }
+
+/// The program behaved the same under the shim: identical stdout and exit
+/// status (`plain` ran without the shim, `shim` with it).
+pub fn assert_same_output(plain: &Output, shim: &Output) {
+    assert_eq!(
+        stdout_str(shim),
+        stdout_str(plain),
+        "stdout must be identical under the shim\n{}",
+        describe(shim)
+    );
+    assert_eq!(
+        shim.status.code(),
+        plain.status.code(),
+        "exit status\n{}",
+        describe(shim)
+    );
+}

@@ -87,18 +87,7 @@ fn python_lock_and_queue() {
 
     let dir = fresh_dir("python_queue");
     let shim = run_under_shim(&python, &args, &dir);
-    assert_eq!(
-        stdout_str(&shim),
-        stdout_str(&plain),
-        "stdout must be identical under the shim\n{}",
-        describe(&shim)
-    );
-    assert_eq!(
-        shim.status.code(),
-        plain.status.code(),
-        "exit status\n{}",
-        describe(&shim)
-    );
+    assert_same_output(&plain, &shim);
 
     let traces = traces_in(&dir);
     assert!(!traces.is_empty(), "python left a trace");
