@@ -29,6 +29,10 @@ pub struct ThreadState {
     parent_tid: Cell<u32>,
     /// How many times the thread-exit destructor has run on this thread.
     exit_rounds: Cell<u32>,
+    /// This thread is inside `fork` (between our prepare handler and our
+    /// parent or child handler): other libraries' fork handlers run then,
+    /// and in the child the trace state is still the parent's.
+    forking: Cell<bool>,
     held: UnsafeCell<HeldStack>,
 }
 
@@ -43,6 +47,7 @@ thread_local! {
             retired: Cell::new(false),
             parent_tid: Cell::new(0),
             exit_rounds: Cell::new(0),
+            forking: Cell::new(false),
             held: UnsafeCell::new(HeldStack::new()),
         }
     };
@@ -92,6 +97,10 @@ impl ThreadState {
         self.parent_tid.set(tid);
     }
 
+    pub fn set_forking(&self, v: bool) {
+        self.forking.set(v);
+    }
+
     /// Counts one more run of the thread-exit destructor; returns the count.
     pub fn next_exit_round(&self) -> u32 {
         let n = self.exit_rounds.get() + 1;
@@ -127,7 +136,7 @@ impl HookGuard {
     #[inline]
     pub fn enter() -> Option<HookGuard> {
         let state = this_thread();
-        if state.in_hook.get() || state.retired.get() {
+        if state.in_hook.get() || state.retired.get() || state.forking.get() {
             if state.in_hook.get() && !state.calling_out.get() {
                 // A signal handler interrupted our bookkeeping and called a
                 // hook: pass it through, but never silently.
@@ -171,10 +180,18 @@ impl HookGuard {
     /// recorded like any other code.
     #[inline]
     pub fn blocking<R>(&self, call: impl FnOnce() -> R) -> R {
+        /// Closes the guard again however the call ends: also when a
+        /// cancellation unwinds out of it, before the caller's own cleanup
+        /// (which records) runs.
+        struct Reclose<'a>(&'a Cell<bool>);
+        impl Drop for Reclose<'_> {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
         self.state.in_hook.set(false);
-        let result = call();
-        self.state.in_hook.set(true);
-        result
+        let _reclose = Reclose(&self.state.in_hook);
+        call()
     }
 }
 

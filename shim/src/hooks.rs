@@ -69,8 +69,10 @@ macro_rules! init_hook {
         pub unsafe extern "C" fn $name($obj: $oty $(, $arg: $aty)*) -> c_int {
             let init = real_or!($real, libc::EINVAL);
             let guard = HookGuard::enter();
+            // Calls the real function may make back into us (an interposed
+            // allocator's locks) are its own business, not dropped events.
             // SAFETY: forwarding the caller's arguments unchanged.
-            let rc = unsafe { init($obj $(, $arg)*) };
+            let rc = crate::guard::calling_out(|| unsafe { init($obj $(, $arg)*) });
             if let (Some(g), 0) = (&guard, rc) {
                 recorder::object_initialized(g, $obj as u64, $kind);
             }
@@ -87,7 +89,7 @@ macro_rules! destroy_hook {
             let destroy = real_or!($real, libc::EINVAL);
             let guard = HookGuard::enter();
             // SAFETY: forwarding the caller's argument unchanged.
-            let rc = unsafe { destroy($obj) };
+            let rc = crate::guard::calling_out(|| unsafe { destroy($obj) });
             if let (Some(g), 0) = (&guard, rc) {
                 recorder::object_destroyed(g, $obj as u64);
             }
@@ -222,7 +224,7 @@ pub unsafe extern "C" fn sem_open(
     let open = real_or!(sem_open, libc::SEM_FAILED);
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments unchanged.
-    let sem = unsafe { open(name, oflag, mode, value) };
+    let sem = crate::guard::calling_out(|| unsafe { open(name, oflag, mode, value) });
     if let (Some(g), false) = (&guard, sem == libc::SEM_FAILED) {
         recorder::object_opened(g, sem as u64, ObjectKind::Sem);
     }
@@ -393,6 +395,11 @@ unsafe extern "C-unwind" fn cond_timedwait(
     sp: usize,
 ) -> c_int {
     let wait = real_or!(cond_timedwait, libc::EINVAL);
+    if !valid_deadline(t) {
+        // SAFETY: forwarding; the real call rejects the deadline before it
+        // releases the mutex, so there is nothing to record.
+        return unsafe { wait(c, m, t) };
+    }
     // SAFETY: forwarding the caller's arguments.
     cond_wait_recorded(c, m, Caller::new(caller, sp), t, || unsafe {
         wait(c, m, t)
@@ -409,7 +416,7 @@ unsafe extern "C-unwind" fn cond_clockwait(
     sp: usize,
 ) -> c_int {
     let wait = real_or!(cond_clockwait, libc::EINVAL);
-    if !supported_clock(k) {
+    if !supported_clock(k) || !valid_deadline(t) {
         // SAFETY: forwarding; the real call rejects the clock without waiting.
         return unsafe { wait(c, m, k, t) };
     }
@@ -461,7 +468,9 @@ pub unsafe extern "C" fn pthread_create(
     match handoff {
         // SAFETY: forwarding with our wrapper, which calls `start(arg)`.
         Some(h) => {
-            let rc = unsafe { create(thread, attr, spawn::START_WRAPPER, h.as_arg()) };
+            let rc = crate::guard::calling_out(|| unsafe {
+                create(thread, attr, spawn::START_WRAPPER, h.as_arg())
+            });
             if rc != 0 {
                 h.release();
             }
@@ -538,7 +547,7 @@ pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -
     let setname = real_or!(thread_setname_np, libc::ENOSYS);
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments.
-    let rc = unsafe { setname(t, name) };
+    let rc = crate::guard::calling_out(|| unsafe { setname(t, name) });
     if let (Some(g), 0, false) = (&guard, rc, name.is_null()) {
         // SAFETY: the real call accepted `name` as a NUL-terminated string.
         recorder::thread_named(g, t, unsafe { CStr::from_ptr(name) }.to_bytes());

@@ -75,6 +75,10 @@ pub fn try_acquire(
     rc
 }
 
+extern "C-unwind" {
+    fn pthread_testcancel();
+}
+
 fn errno() -> c_int {
     // SAFETY: reading this thread's errno.
     unsafe { *libc::__errno_location() }
@@ -94,6 +98,12 @@ pub fn sem_acquire(
     try_once: impl FnOnce() -> c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
+    // sem_wait and its timed forms are cancellation points even when a
+    // token is there: glibc tests for a pending cancel before its fast path,
+    // and sem_trywait is not one, so test first as the real call would.
+    // SAFETY: pthread_testcancel takes no arguments; if a cancel is pending
+    // the thread unwinds from here, as it would have in the real call.
+    unsafe { pthread_testcancel() };
     let before = errno();
     if try_once() == 0 {
         recorder::acquired(g, p, How::Uncontended, Hold::None);

@@ -99,7 +99,7 @@ fn register_process_handlers() {
         if libc::pthread_key_create(&mut key, Some(thread_key_destructor)) == 0 {
             THREAD_KEY.store(key, Ordering::Release);
         }
-        libc::pthread_atfork(None, None, Some(fork_child));
+        libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
     }
 }
 
@@ -134,7 +134,21 @@ extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
     guard.thread().set_retired(true);
 }
 
+/// Registered first, so it runs last before the fork: from here until our
+/// parent or child handler, this thread's hooks pass through (in the child,
+/// other libraries' child handlers run before ours, while the trace state
+/// is still the parent's).
+extern "C" fn fork_prepare() {
+    ThreadState::with(|s| s.set_forking(true));
+}
+
+extern "C" fn fork_parent() {
+    ThreadState::with(|s| s.set_forking(false));
+}
+
 extern "C" fn fork_child() {
+    real::reset_after_fork();
+    ThreadState::with(|s| s.set_forking(false));
     if !matches!(state(), State::Enabled | State::Exiting) {
         return;
     }
@@ -170,6 +184,12 @@ pub fn nested_call_passed_through() {
 
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
+    // In a vfork child the memory, and so this state and the trace, are the
+    // parent's: a child that exits (say after a failed exec) must not touch them.
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } as u32 != recorder::file::pid() {
+        return;
+    }
     if matches!(state(), State::Enabled | State::Exiting) {
         STATE.store(State::Exiting as u8, Ordering::Release);
         recorder::process_exit(Some(code));

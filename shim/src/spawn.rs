@@ -77,7 +77,10 @@ pub extern "C-unwind" fn start_wrapper_impl(token: *mut c_void) -> *mut c_void {
         recorder::current_lane(&guard);
     }
     // SAFETY: `start` was stored from a valid StartRoutine in `claim`.
-    let start: StartRoutine = unsafe { core::mem::transmute::<usize, StartRoutine>(start) };
+    // Typed as unwinding: pthread_exit and cancellation unwind through it.
+    let start: extern "C-unwind" fn(*mut c_void) -> *mut c_void = unsafe {
+        core::mem::transmute::<usize, extern "C-unwind" fn(*mut c_void) -> *mut c_void>(start)
+    };
     start(arg)
 }
 

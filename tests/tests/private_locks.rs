@@ -144,10 +144,16 @@ fn private_locks() {
     );
     let p0 = only_process(&report0);
     let shared0 = lock_by_address(p0, &shared_addr);
+    // (Contention findings may apply to it on a loaded machine; the
+    // suitability verdicts are what this test is about.)
+    let suitability: Vec<&Value> = findings_for_lock(p0, id_of(shared0))
+        .into_iter()
+        .filter(|f| f["kind"] == "unnecessary-lock" || f["kind"] == "unsuitable-site")
+        .collect();
     assert!(
-        findings_for_lock(p0, id_of(shared0)).is_empty(),
-        "shared lock must have no findings at threshold 0: {:?}",
-        findings_for_lock(p0, id_of(shared0))
+        suitability.is_empty(),
+        "shared lock must have no suitability findings at threshold 0: {:?}",
+        suitability
     );
     for i in 0..WORKERS {
         let addr = stdout_value(&stdout, &format!("private{i}"));

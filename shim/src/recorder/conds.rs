@@ -49,9 +49,11 @@ pub fn cond_prepare(
     mutex_addr: u64,
     caller: Caller,
 ) -> Option<CondWait> {
+    // The mutex first: `prepare` takes this thread's lane for itself, and
+    // keeps only a raw pointer to it, so the lane below is not aliased.
+    let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, caller);
     let lane = current_lane(g)?;
     let cond = object(lane, cond_addr, ObjectKind::Cond)?;
-    let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, caller);
     let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id);
     let key = caller.ret ^ ((mutex_id as u64) << 48);
     let record = cond_record(lane, cond.id, key, caller, MODE_COND_WAIT, mutex_id)?;

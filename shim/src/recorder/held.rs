@@ -86,6 +86,12 @@ impl HeldStack {
         Some(entry)
     }
 
+    /// Whether this thread still holds `addr` (a recursive mutex taken more
+    /// than once).
+    pub fn holds(&self, addr: u64) -> bool {
+        self.entries[..self.len].iter().any(|e| e.addr == addr)
+    }
+
     /// Marks the innermost engagement of lock `lock_id` as handed over.
     pub fn mark_handover(&mut self, lock_id: u32) {
         if let Some(e) = self.entries[..self.len]

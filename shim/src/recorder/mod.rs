@@ -199,7 +199,7 @@ pub fn prepare(
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
     if let Some(offsets) = lane.offsets_of(caller.ret) {
-        let context = caller.context(offsets);
+        let context = caller.context(&offsets);
         if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
             // SAFETY: slots live in the object table for the life of the process.
             let slot = unsafe { &*hit.slot };
@@ -229,7 +229,7 @@ fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
             offsets
         }
     };
-    caller.context(offsets)
+    caller.context(&offsets)
 }
 
 #[cold]
@@ -445,7 +445,10 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     };
     let mut waiters = 0;
     let mut seq_after = 0;
-    if !entry.slot.is_null() {
+    // An inner unlock of a recursive mutex releases nothing: the lock stays
+    // ours, so its holder, sequence and waiters' view do not change.
+    let still_ours = g.thread().held().holds(addr);
+    if !entry.slot.is_null() && !still_ours {
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*entry.slot };
         waiters = slot.waiters.load(Ordering::Relaxed);

@@ -36,24 +36,33 @@ impl Caller {
         }
     }
 
-    /// The call's context: a hash of the next [`CONTEXT_DEPTH`] return
-    /// addresses up the stack (the caller's caller and beyond), each read at
-    /// the offset learned for this return address. 0 when none is known.
+    /// The call's context: a hash of up to [`CONTEXT_DEPTH`] return
+    /// addresses up the stack (the caller's caller and beyond), read at the
+    /// offsets learned for this return address. 0 when none is known.
+    ///
+    /// Level 0 sits in the frame of the function that called the hook, which
+    /// is the same function at the same point for every call returning to
+    /// `ret`, so its offset always holds. A deeper level was learned on one
+    /// call path; it is read only while every return address below it equals
+    /// the one seen on that path — then the frames in between are the same
+    /// functions, live on this stack, and the slot is where it was.
     #[inline]
-    pub fn context(&self, offsets: Offsets) -> u64 {
+    pub fn context(&self, offsets: &Offsets) -> u64 {
         let mut context = 0u64;
         for level in 0..CONTEXT_DEPTH {
             let Some(offset) = offsets.get(level) else {
                 break;
             };
-            // SAFETY: the offset was learned from the unwinder for this
-            // return address and checked to hold that frame's return
-            // address; it lies in a caller's frame, live on this thread's
-            // stack while the call is in progress, within MAX_OFFSET of sp.
+            // SAFETY: see above: the slot is in a frame that is live on this
+            // thread's stack while the call is in progress (level 0: the
+            // caller's own frame; deeper: frames the chain check vouched for).
             let ret =
                 unsafe { core::ptr::read_volatile((self.sp + u64::from(offset)) as *const u64) };
             // Rotations keep the levels apart without a multiply chain.
             context ^= ret.rotate_left(16 * level as u32 + 1);
+            if level + 1 < CONTEXT_DEPTH && ret != offsets.learned[level] {
+                break; // another path from here on: deeper offsets do not apply
+            }
         }
         context
     }
@@ -66,34 +75,33 @@ impl Caller {
 pub const CONTEXT_DEPTH: usize = 4;
 
 /// Learned stack offsets of the context's return addresses, packed 16 bits
-/// per level (`0xffff` = unknown from that level on). Never 0 once learned:
-/// a slot is always above the entry stack pointer.
+/// per level (`0xffff` = unknown from that level on; never all 0 once
+/// learned, as a slot is always above the entry stack pointer), and the
+/// return addresses found at levels 0..3 on the path they were learned on.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Offsets(u64);
+pub struct Offsets {
+    packed: u64,
+    learned: [u64; CONTEXT_DEPTH - 1],
+}
 
 impl Offsets {
-    pub const NONE: Offsets = Offsets(u64::MAX);
+    pub const NONE: Offsets = Offsets {
+        packed: u64::MAX,
+        learned: [0; CONTEXT_DEPTH - 1],
+    };
 
-    fn from_levels(levels: &[u16; CONTEXT_DEPTH]) -> Offsets {
+    fn from_levels(levels: &[u16; CONTEXT_DEPTH], learned: [u64; CONTEXT_DEPTH - 1]) -> Offsets {
         let mut packed = 0u64;
         for (i, &o) in levels.iter().enumerate() {
             packed |= u64::from(o) << (16 * i);
         }
-        Offsets(packed)
+        Offsets { packed, learned }
     }
 
     #[inline]
-    fn get(self, level: usize) -> Option<u16> {
-        let o = (self.0 >> (16 * level)) as u16;
+    fn get(&self, level: usize) -> Option<u16> {
+        let o = (self.packed >> (16 * level)) as u16;
         (o != 0xffff).then_some(o)
-    }
-
-    pub fn packed(self) -> u64 {
-        self.0
-    }
-
-    pub fn from_packed(packed: u64) -> Offsets {
-        Offsets(packed)
     }
 }
 
@@ -115,8 +123,9 @@ struct SiteSlot {
 
 struct OffsetSlot {
     ret: AtomicU64,
-    /// Packed [`Offsets`]; 0 while being learned.
+    /// Packed offsets; 0 while being learned (published after `learned`).
     offsets: AtomicU64,
+    learned: [AtomicU64; CONTEXT_DEPTH - 1],
 }
 
 static SITES: [SiteSlot; SITE_SLOTS] = [const {
@@ -131,6 +140,7 @@ static OFFSETS: [OffsetSlot; OFFSET_SLOTS] = [const {
     OffsetSlot {
         ret: AtomicU64::new(0),
         offsets: AtomicU64::new(0),
+        learned: [const { AtomicU64::new(0) }; CONTEXT_DEPTH - 1],
     }
 }; OFFSET_SLOTS];
 static NEXT_SITE: AtomicU32 = AtomicU32::new(1);
@@ -173,7 +183,10 @@ pub fn context_offsets(caller: Caller) -> Offsets {
         if cur == caller.ret {
             return match slot.offsets.load(Ordering::Acquire) {
                 0 => learn_offsets(caller), // another thread is learning them
-                packed => Offsets::from_packed(packed),
+                packed => Offsets {
+                    packed,
+                    learned: core::array::from_fn(|i| slot.learned[i].load(Ordering::Relaxed)),
+                },
             };
         }
         if cur == 0 {
@@ -183,7 +196,10 @@ pub fn context_offsets(caller: Caller) -> Offsets {
             {
                 Ok(_) => {
                     let offsets = learn_offsets(caller);
-                    slot.offsets.store(offsets.packed(), Ordering::Release);
+                    for (to, &from) in slot.learned.iter().zip(&offsets.learned) {
+                        to.store(from, Ordering::Relaxed);
+                    }
+                    slot.offsets.store(offsets.packed, Ordering::Release);
                     return offsets;
                 }
                 Err(now) if now == caller.ret => return learn_offsets(caller),
@@ -336,5 +352,6 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
         }
         levels[level] = offset as u16;
     }
-    Some((depth, Offsets::from_levels(&levels)))
+    let learned = core::array::from_fn(|i| frames[i + 1]);
+    Some((depth, Offsets::from_levels(&levels, learned)))
 }
