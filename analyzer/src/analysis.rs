@@ -435,6 +435,13 @@ pub fn analyze(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
         ));
     }
+    let events_overwritten = header.flags & FLAG_EVENTS_OVERWRITTEN != 0;
+    if events_overwritten {
+        warnings.push(
+            "the trace filled and the oldest events were overwritten (LOCKSUIT_FLIGHT=1); wait, hold and who-blocks-whom figures cover only the most recent part of the run, counts cover all of it"
+                .into(),
+        );
+    }
     Process {
         trace: trace_path.to_string(),
         pid: header.pid,
@@ -453,6 +460,13 @@ pub fn analyze(
         duration_ns: duration,
         dropped_events,
         hold_sample_period: header.hold_sample_period,
+        events_mode: if header.flags & FLAG_EVENTS_ALL != 0 {
+            "all"
+        } else {
+            "contended"
+        },
+        events: trace.events.len() as u64,
+        events_overwritten,
         threads,
         locks,
         sites,

@@ -30,6 +30,14 @@ pub struct Process {
     pub dropped_events: u64,
     /// Uncontended holds are timed once in this many engagements (0 = never).
     pub hold_sample_period: u32,
+    /// Which operations were written as events: "contended" (the default)
+    /// or "all" (`LOCKSUIT_EVENTS=all`).
+    pub events_mode: &'static str,
+    /// Events read from the trace.
+    pub events: u64,
+    /// Flight-recorder mode filled the trace and overwrote the oldest
+    /// events: event figures cover only the end of the run.
+    pub events_overwritten: bool,
     pub threads: Vec<Thread>,
     pub locks: Vec<Lock>,
     pub sites: Vec<Site>,

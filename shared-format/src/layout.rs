@@ -6,7 +6,9 @@
 pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// Bumped on every incompatible change. The reader refuses other versions.
 /// 2: module epochs, call-site contexts, events, owner changes.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: event blocks of their own, events name their thread, full tracing
+///    and flight-recorder flags.
+pub const FORMAT_VERSION: u32 = 3;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -34,6 +36,11 @@ pub const FLAG_OUT_OF_SPACE: u32 = 1 << 3;
 pub const FLAG_DISK_FULL: u32 = 1 << 4;
 /// `exit_code` holds the status passed to `exit`/`_exit`.
 pub const FLAG_EXIT_CODE_VALID: u32 = 1 << 5;
+/// Every acquisition and release was written as an event (`LOCKSUIT_EVENTS=all`).
+pub const FLAG_EVENTS_ALL: u32 = 1 << 6;
+/// Flight recorder: once the trace was full, threads overwrote their oldest
+/// event blocks, so the events cover the most recent part of the run.
+pub const FLAG_EVENTS_OVERWRITTEN: u32 = 1 << 7;
 
 /// Block 0 of every trace.
 #[repr(C)]
@@ -71,8 +78,13 @@ pub struct FileHeader {
     pub exe: [u8; EXE_PATH_MAX],
 }
 
-/// `BlockHeader::kind` of a lane block.
+/// `BlockHeader::kind` of a lane block: thread, lock, site, module and
+/// counter records, never overwritten.
 pub const BLOCK_LANE: u32 = 1;
+/// `BlockHeader::kind` of an event block: [`EventRecord`]s only, in their own
+/// per-lane chain (`seq` counts event blocks), which the flight recorder may
+/// overwrite oldest first.
+pub const BLOCK_EVENTS: u32 = 2;
 
 /// Start of every block after the header block.
 #[repr(C)]
@@ -370,6 +382,9 @@ pub const EVENT_COND_WAIT: u32 = 3;
 pub const EVENT_NOTIFY: u32 = 4;
 /// A timed acquisition that gave up: asked at `time`, gave up at `time2`.
 pub const EVENT_TIMED_OUT: u32 = 5;
+/// An uncontended acquisition at `time` (full tracing only); `seq2`: the
+/// lock's release sequence then.
+pub const EVENT_ACQUIRED: u32 = 6;
 
 /// Condition-wait outcomes (`RecordHeader::aux` bits 8..16 of a wait event).
 pub const OUTCOME_NOTIFIED: u32 = 1;
@@ -400,7 +415,9 @@ pub struct EventRecord {
     pub seq: u32,
     pub seq2: u32,
     pub other: u32,
-    pub _pad: u32,
+    /// The thread that wrote it (event blocks are shared by the threads
+    /// that use a lane in turn).
+    pub tid: u32,
     /// Monotonic nanoseconds.
     pub time: u64,
     pub time2: u64,

@@ -217,6 +217,7 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
 
     // Collect lane blocks, then read each lane in block order.
     let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
+    let mut event_blocks: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
         let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
         let Some(bh) = read_pod::<BlockHeader>(block) else {
@@ -225,6 +226,7 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         match bh.kind {
             0 => continue, // reserved, never written (e.g. the disk refused it)
             BLOCK_LANE => lane_blocks.push((bh.lane, bh.seq, index)),
+            BLOCK_EVENTS => event_blocks.push((bh.lane, bh.seq, index)),
             other => trace.warnings.push(format!(
                 "block {index}: unknown block kind {other}, skipped"
             )),
@@ -250,9 +252,40 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
             continue;
         }
         let payload = &block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used];
-        read_records(&mut trace, payload, index, &mut current_thread);
+        read_records(&mut trace, payload, index, &mut current_thread, None);
     }
-    // Names set through pthread_setname_np override the recorded ones.
+    // Event blocks: each lane's chain in order (after a flight-recorder
+    // wrap only the most recent remain); events name their thread by tid,
+    // the latest thread of that tid (tids are reused after a thread ends).
+    let mut by_tid: std::collections::HashMap<u32, usize> = trace
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.record.tid, i))
+        .collect();
+    event_blocks.sort_unstable();
+    for &(_lane, _seq, index) in &event_blocks {
+        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+        let Some(bh) = read_pod::<BlockHeader>(block) else {
+            continue;
+        };
+        let used = bh.used as usize;
+        if used > BLOCK_PAYLOAD {
+            trace.warnings.push(format!(
+                "block {index}: claims {used} bytes of events, more than a block holds; block skipped"
+            ));
+            continue;
+        }
+        let payload = &block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used];
+        let mut no_thread = None;
+        read_records(
+            &mut trace,
+            payload,
+            index,
+            &mut no_thread,
+            Some(&mut by_tid),
+        );
+    }
     Ok(trace)
 }
 
@@ -261,6 +294,7 @@ fn read_records(
     payload: &[u8],
     block: usize,
     current_thread: &mut Option<usize>,
+    mut by_tid: Option<&mut std::collections::HashMap<u32, usize>>,
 ) {
     let mut off = 0usize;
     while off + size_of::<RecordHeader>() <= payload.len() {
@@ -279,7 +313,11 @@ fn read_records(
             return;
         }
         let rec = &rest[..size];
-        let ok = decode_record(trace, rh, rec, current_thread);
+        let ok = match by_tid.as_deref_mut() {
+            // Event blocks hold events only, each naming its thread.
+            Some(by_tid) => decode_event(trace, rh, rec, by_tid),
+            None => decode_record(trace, rh, rec, current_thread),
+        };
         if !ok {
             trace.warnings.push(format!(
                 "block {block} offset {off}: malformed record of kind {}; skipped",
@@ -291,6 +329,38 @@ fn read_records(
 }
 
 /// Returns false if the record is malformed.
+/// A record of an event block: an event, attributed by its tid.
+fn decode_event(
+    trace: &mut Trace,
+    rh: RecordHeader,
+    rec: &[u8],
+    by_tid: &mut std::collections::HashMap<u32, usize>,
+) -> bool {
+    if RecordKind::from_u16(rh.kind) != Some(RecordKind::Event) {
+        return false;
+    }
+    let Some(r) = read_pod::<EventRecord>(rec) else {
+        return false;
+    };
+    let thread = match by_tid.get(&r.tid) {
+        Some(&t) => t,
+        None => {
+            // A thread whose record was lost: keep its events under its tid.
+            trace.threads.push(ThreadInfo {
+                record: ThreadRecord {
+                    tid: r.tid,
+                    ..ThreadRecord::default()
+                },
+                name: None,
+            });
+            by_tid.insert(r.tid, trace.threads.len() - 1);
+            trace.threads.len() - 1
+        }
+    };
+    trace.events.push((thread, r));
+    true
+}
+
 fn decode_record(
     trace: &mut Trace,
     rh: RecordHeader,

@@ -3,7 +3,7 @@
 
 use crate::diag::{warn_once, Warning};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Default size cap of one trace, in MiB.
 pub const DEFAULT_MAX_MB: u32 = 256;
@@ -12,6 +12,21 @@ pub const LIMIT_MAX_MB: u32 = 65536;
 
 static MAX_MB: AtomicU32 = AtomicU32::new(DEFAULT_MAX_MB);
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(0);
+static EVENTS_ALL: AtomicBool = AtomicBool::new(false);
+static FLIGHT: AtomicBool = AtomicBool::new(false);
+
+/// `LOCKSUIT_EVENTS=all`: write every acquisition and release as an event
+/// (each then reads the clock), not only the contended ones.
+#[inline]
+pub fn events_all() -> bool {
+    EVENTS_ALL.load(Ordering::Relaxed)
+}
+
+/// `LOCKSUIT_FLIGHT=1`: when the trace is full, reuse each thread's oldest
+/// event blocks instead of dropping new events (keep the most recent).
+pub fn flight_recorder() -> bool {
+    FLIGHT.load(Ordering::Relaxed)
+}
 
 pub fn max_mb() -> u32 {
     MAX_MB.load(Ordering::Relaxed)
@@ -48,6 +63,22 @@ fn parse_u32(bytes: &[u8]) -> Option<u32> {
 }
 
 pub fn load() {
+    match getenv(c"LOCKSUIT_EVENTS") {
+        None | Some(b"contended") => {}
+        Some(b"all") => EVENTS_ALL.store(true, Ordering::Relaxed),
+        Some(_) => warn_once(
+            Warning::BadSetting,
+            b"LOCKSUIT_EVENTS must be 'contended' or 'all'; using 'contended'",
+        ),
+    }
+    match getenv(c"LOCKSUIT_FLIGHT") {
+        None | Some(b"0") => {}
+        Some(b"1") => FLIGHT.store(true, Ordering::Relaxed),
+        Some(_) => warn_once(
+            Warning::BadSetting,
+            b"LOCKSUIT_FLIGHT must be 0 or 1; using 0 (drop new events when the trace is full)",
+        ),
+    }
     if let Some(v) = getenv(c"LOCKSUIT_MAX_MB") {
         match parse_u32(v) {
             Some(mb) if (1..=LIMIT_MAX_MB).contains(&mb) => MAX_MB.store(mb, Ordering::Relaxed),

@@ -167,11 +167,13 @@ fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns
     let _ =
         writeln!(
         out,
-        "   {status}; {} threads, {} locks, {} sites, {} condition variables, {} dropped events{}",
+        "   {status}; {} threads, {} locks, {} sites, {} condition variables, {} events ({}), {} dropped{}",
         p.threads.len(),
         p.locks.len(),
         p.sites.len(),
         p.conds.len(),
+        p.events,
+        if p.events_mode == "all" { "every operation" } else { "contended operations" },
         p.dropped_events,
         p.duration_ns.map(|d| format!(", ran {}", duration(d))).unwrap_or_default()
     );

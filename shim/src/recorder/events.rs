@@ -30,8 +30,18 @@ fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
 
 fn write(lane: &mut Lane, mut record: EventRecord) {
     record.shim_ns = lane.shim_ns;
-    // Out of space is counted by append; the counters still hold the totals.
-    lane.append(&record, &[]);
+    record.tid = lane.tid;
+    // Out of space is counted (or, in flight-recorder mode, the oldest
+    // events give way); the counters still hold the totals.
+    lane.append_event(&record);
+}
+
+/// An uncontended acquisition (full tracing only).
+pub fn acquired(lane: &mut Lane, lock_id: u32, site_id: u32, seq_now: u32, now: u64) {
+    let mut e = event(EVENT_ACQUIRED, lock_id, site_id);
+    e.seq2 = seq_now;
+    e.time = now;
+    write(lane, e);
 }
 
 /// A contended acquisition that ended at `now`: it got the lock

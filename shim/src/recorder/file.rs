@@ -161,7 +161,7 @@ pub fn pid() -> u32 {
 
 /// Reserves, backs and initialises one block for `lane`. `None` when the cap
 /// is reached or the disk refuses; both are flagged and warned about once.
-pub fn alloc_block(lane: u32, seq: u32) -> Option<*mut u8> {
+pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
         return None;
@@ -213,9 +213,27 @@ pub fn alloc_block(lane: u32, seq: u32) -> Option<*mut u8> {
         let bh = block.cast::<BlockHeader>();
         addr_of_mut!((*bh).lane).write(lane);
         addr_of_mut!((*bh).seq).write(seq);
-        AtomicU32::from_ptr(addr_of_mut!((*bh).kind)).store(BLOCK_LANE, Ordering::Release);
+        AtomicU32::from_ptr(addr_of_mut!((*bh).kind)).store(kind, Ordering::Release);
         Some(block)
     }
+}
+
+/// Reuses an event block this lane owns as the newest of its chain (the
+/// flight recorder): emptied first, so a reader never sees old events under
+/// the new sequence number.
+///
+/// # Safety
+/// `block` must be an event block from [`alloc_block`] owned by the calling
+/// thread's lane.
+pub unsafe fn recycle_block(block: *mut u8, seq: u32) {
+    // SAFETY: per the contract, a block header in our mapping that only this
+    // thread writes.
+    unsafe {
+        let bh = block.cast::<BlockHeader>();
+        AtomicU32::from_ptr(addr_of_mut!((*bh).used)).store(0, Ordering::Release);
+        AtomicU32::from_ptr(addr_of_mut!((*bh).seq)).store(seq, Ordering::Release);
+    }
+    set_flags(FLAG_EVENTS_OVERWRITTEN);
 }
 
 /// Publishes `used` bytes of records in the block at `block`.
@@ -372,7 +390,12 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         (*h).blocks_backed = 1;
         (*h).pid = getpid();
         (*h).ppid = libc::getppid() as u32;
-        (*h).flags = extra_flags;
+        (*h).flags = extra_flags
+            | if config::events_all() {
+                FLAG_EVENTS_ALL
+            } else {
+                0
+            };
         (*h).hold_sample_period = config::hold_sample_period();
         (*h).start_unix_ns = super::clock_ns(libc::CLOCK_REALTIME);
         (*h).start_mono_ns = start_mono_ns;

@@ -6,6 +6,7 @@
 use super::file;
 use super::objects::ObjectSlot;
 use super::sites::Offsets;
+use crate::config;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
@@ -62,6 +63,9 @@ struct OffsetEntry {
 
 const OFFSET_CACHE_SLOTS: usize = 64;
 
+/// Most event blocks a lane remembers for reuse by the flight recorder.
+const EVENT_RING: usize = 256;
+
 pub struct Lane {
     pub id: u32,
     generation: u32,
@@ -74,6 +78,14 @@ pub struct Lane {
     /// Time this thread spent in the shim's slow paths (site capture, trace
     /// growth), for overhead compensation; carried by every event.
     pub shim_ns: u64,
+    /// The lane's event chain: its current block, bytes used, next sequence,
+    /// and the blocks it owns, oldest first (what the flight recorder reuses).
+    ev_block: *mut u8,
+    ev_used: u32,
+    ev_next_seq: u32,
+    ev_ring: [*mut u8; EVENT_RING],
+    ev_ring_len: usize,
+    ev_ring_oldest: usize,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     cache: [CacheEntry; CACHE_SLOTS],
@@ -141,6 +153,11 @@ pub fn acquire() -> Option<&'static mut Lane> {
                 (*lane).block = core::ptr::null_mut();
                 (*lane).used = 0;
                 (*lane).next_seq = 0;
+                (*lane).ev_block = core::ptr::null_mut();
+                (*lane).ev_used = 0;
+                (*lane).ev_next_seq = 0;
+                (*lane).ev_ring_len = 0;
+                (*lane).ev_ring_oldest = 0;
             }
             lane
         }
@@ -222,7 +239,7 @@ impl Lane {
             return None;
         }
         if self.block.is_null() || self.used as usize + size > BLOCK_PAYLOAD {
-            match file::alloc_block(self.id, self.next_seq) {
+            match file::alloc_block(self.id, self.next_seq, BLOCK_LANE) {
                 Some(block) => {
                     self.block = block;
                     self.used = 0;
@@ -254,6 +271,50 @@ impl Lane {
             file::commit(self.block, self.used);
             Some(dst.cast())
         }
+    }
+
+    /// Appends an event to the lane's event chain. When the trace is full:
+    /// with the flight recorder on, the oldest event block of this lane is
+    /// reused (the most recent events are kept); otherwise the event is
+    /// dropped and counted.
+    pub fn append_event(&mut self, event: &EventRecord) {
+        let size = core::mem::size_of::<EventRecord>();
+        let full = self.ev_block.is_null() || self.ev_used as usize + size > BLOCK_PAYLOAD;
+        if full && !self.next_event_block() {
+            self.count_dropped();
+            file::count_dropped_record();
+            return;
+        }
+        // SAFETY: the event fits in this lane's current event block, which
+        // only this thread writes.
+        unsafe {
+            let dst = self.ev_block.add(BLOCK_HEADER_SIZE + self.ev_used as usize);
+            core::ptr::copy_nonoverlapping((event as *const EventRecord).cast::<u8>(), dst, size);
+            self.ev_used += size as u32;
+            file::commit(self.ev_block, self.ev_used);
+        }
+    }
+
+    fn next_event_block(&mut self) -> bool {
+        let seq = self.ev_next_seq;
+        if let Some(block) = file::alloc_block(self.id, seq, BLOCK_EVENTS) {
+            if self.ev_ring_len < EVENT_RING {
+                self.ev_ring[self.ev_ring_len] = block;
+                self.ev_ring_len += 1;
+            }
+            self.ev_block = block;
+        } else if config::flight_recorder() && self.ev_ring_len > 0 {
+            let block = self.ev_ring[self.ev_ring_oldest];
+            self.ev_ring_oldest = (self.ev_ring_oldest + 1) % self.ev_ring_len;
+            // SAFETY: one of this lane's own event blocks.
+            unsafe { file::recycle_block(block, seq) };
+            self.ev_block = block;
+        } else {
+            return false;
+        }
+        self.ev_used = 0;
+        self.ev_next_seq += 1;
+        true
     }
 
     pub fn count_dropped(&mut self) {

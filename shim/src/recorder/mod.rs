@@ -343,6 +343,13 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
+        How::Uncontended if config::events_all() => {
+            // Full tracing: every acquisition is an event, and every hold is timed.
+            let now = now_ns();
+            let seq = p.slot.seq.load(Ordering::Relaxed);
+            events::acquired(p.lane(), p.lock_id, counter.site_id, seq, now);
+            (0, now)
+        }
         How::Uncontended => (0, sample_start(p.lane())),
         How::Contended { wait_ns, now } => {
             counter.contended += 1;
@@ -472,7 +479,8 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     if contended || (entry.flags | extra) & HELD_HANDOVER != 0 {
         counter.task_switches += 1;
     }
-    if entry.since_ns == 0 && !contended {
+    let trace_all = config::events_all();
+    if entry.since_ns == 0 && !contended && !trace_all {
         return; // the common case: nothing timed, no clock read
     }
     let now = now_ns();
@@ -480,7 +488,7 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
         counter.hold_ns += now.saturating_sub(entry.since_ns);
         counter.hold_samples += 1;
     }
-    if contended {
+    if contended || trace_all {
         let site = counter.site_id;
         if let Some(lane) = current_lane(g) {
             // The shim's own time inside a timed hold, for compensation.

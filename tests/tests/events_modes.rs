@@ -1,0 +1,179 @@
+//! Full tracing (`LOCKSUIT_EVENTS=all`) and the flight recorder
+//! (`LOCKSUIT_FLIGHT=1`), on one thread taking one lock N times: release i
+//! leaves the lock's sequence at i, so which releases are in the trace says
+//! exactly which part of the run was kept.
+
+use locksuit_format::reader::read_trace;
+use locksuit_format::*;
+use locksuit_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Enough operations to fill a 1 MiB trace several times over with events
+/// (2 events of 64 bytes each per iteration).
+const MANY: u64 = 60_000;
+
+fn run(n: u64, env: &[(&str, &str)], tag: &str) -> (Output, PathBuf, Value) {
+    let bin = build_c("one_lock_loop");
+    let dir = fresh_dir(tag);
+    let plain = run_plain(&bin, &[n.to_string()]);
+    assert_success(&plain, "one_lock_loop without the shim");
+    let out = run_under_shim_env(&bin, &[n.to_string()], &dir, env);
+    assert_success(&out, tag);
+    assert_eq!(
+        stdout_value(&stdout_str(&out), "count"),
+        n.to_string(),
+        "the program's own output\n{}",
+        describe(&out)
+    );
+    assert_eq!(out.status.code(), plain.status.code());
+    let trace = only_trace(&dir);
+    let p = only_process(&report_json(&[&trace], None)).clone();
+    (out, trace, p)
+}
+
+/// Sequence numbers left by the recorded releases of the lock at `addr`, and
+/// the number of recorded acquisitions of it.
+fn releases_and_acquires(trace: &Path, addr: u64) -> (Vec<u32>, usize) {
+    let t = read_trace(trace).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    let ids: Vec<u32> = t
+        .locks
+        .iter()
+        .filter(|l| l.address == addr)
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(ids.len(), 1, "one lock record at {addr:#x}");
+    let mine = |e: &&(usize, EventRecord)| e.1.lock_id == ids[0];
+    let kind = |e: &(usize, EventRecord)| e.1.hdr.aux & 0xff;
+    let mut releases: Vec<u32> = t
+        .events
+        .iter()
+        .filter(mine)
+        .filter(|e| kind(e) == EVENT_RELEASED)
+        .map(|e| e.1.seq2)
+        .collect();
+    releases.sort_unstable();
+    let acquires = t
+        .events
+        .iter()
+        .filter(mine)
+        .filter(|e| kind(e) == EVENT_ACQUIRED)
+        .count();
+    (releases, acquires)
+}
+
+fn lock_of<'a>(p: &'a Value, out: &Output) -> (&'a Value, u64) {
+    let addr = stdout_value(&stdout_str(out), "lock");
+    (lock_by_address(p, &addr), parse_addr(&addr))
+}
+
+#[test]
+fn full_tracing_records_every_acquisition_and_release() {
+    let n = 2000;
+    let (out, trace, p) = run(n, &[("LOCKSUIT_EVENTS", "all")], "events_all");
+    assert_eq!(str_of(&p, "events_mode"), "all");
+    assert_eq!(p["events_overwritten"], Value::Bool(false));
+    assert_eq!(u64_of(&p, "dropped_events"), 0, "{}", short(&p));
+    let (lock, addr) = lock_of(&p, &out);
+    assert_eq!(u64_of(lock, "acquisitions"), n);
+    assert_eq!(u64_of(lock, "contended"), 0);
+    assert_eq!(
+        u64_of(lock, "hold_samples"),
+        n,
+        "every hold is timed: {}",
+        short(lock)
+    );
+    let (releases, acquires) = releases_and_acquires(&trace, addr);
+    assert_eq!(acquires as u64, n, "one ACQUIRED event per acquisition");
+    let want: Vec<u32> = (1..=n as u32).collect();
+    assert_eq!(
+        releases, want,
+        "one RELEASED event per release, sequences 1..=n"
+    );
+}
+
+#[test]
+fn default_mode_writes_no_events_for_uncontended_locks() {
+    let n = 2000;
+    let (out, trace, p) = run(n, &[], "events_default");
+    assert_eq!(str_of(&p, "events_mode"), "contended");
+    let (lock, addr) = lock_of(&p, &out);
+    assert_eq!(u64_of(lock, "acquisitions"), n);
+    assert_eq!(releases_and_acquires(&trace, addr), (vec![], 0));
+}
+
+#[test]
+fn flight_recorder_keeps_the_newest_events_and_exact_counts() {
+    let env = [
+        ("LOCKSUIT_EVENTS", "all"),
+        ("LOCKSUIT_FLIGHT", "1"),
+        ("LOCKSUIT_MAX_MB", "1"),
+    ];
+    let (out, trace, p) = run(MANY, &env, "events_flight");
+    assert!(std::fs::metadata(&trace).unwrap().len() <= 1 << 20);
+    assert_eq!(p["events_overwritten"], Value::Bool(true), "{}", short(&p));
+    assert!(
+        arr(&p, "warnings")
+            .iter()
+            .any(|w| w.as_str().unwrap_or("").contains("overwritten")),
+        "{}",
+        short(&p["warnings"])
+    );
+    assert_eq!(
+        u64_of(&p, "dropped_events"),
+        0,
+        "nothing is dropped: {}",
+        short(&p)
+    );
+    let (lock, addr) = lock_of(&p, &out);
+    assert_eq!(
+        u64_of(lock, "acquisitions"),
+        MANY,
+        "counters cover the whole run"
+    );
+    let (releases, _) = releases_and_acquires(&trace, addr);
+    let (first, last) = (releases[0], *releases.last().unwrap());
+    assert_eq!(last as u64, MANY, "the newest release is kept");
+    assert!(first > 1, "the oldest releases were overwritten");
+    let want: Vec<u32> = (first..=last).collect();
+    assert!(releases == want, "what is kept is one unbroken stretch ending at the last release: {first}..={last}, {} events", releases.len());
+    assert!(
+        releases.len() as u64 > MANY / 10,
+        "most of the 1 MiB holds events: {} releases kept",
+        releases.len()
+    );
+}
+
+#[test]
+fn without_flight_recorder_a_full_trace_keeps_the_oldest_and_counts_the_rest() {
+    let env = [("LOCKSUIT_EVENTS", "all"), ("LOCKSUIT_MAX_MB", "1")];
+    let (out, trace, p) = run(MANY, &env, "events_capped");
+    assert_eq!(p["events_overwritten"], Value::Bool(false));
+    let (lock, addr) = lock_of(&p, &out);
+    assert_eq!(u64_of(lock, "acquisitions"), MANY);
+    let (releases, acquires) = releases_and_acquires(&trace, addr);
+    let kept = (releases.len() + acquires) as u64;
+    assert_eq!(releases[0], 1, "the oldest release is kept");
+    assert!(
+        (*releases.last().unwrap() as u64) < MANY,
+        "the newest are dropped"
+    );
+    assert_eq!(
+        u64_of(&p, "dropped_events"),
+        2 * MANY - kept,
+        "every event not written is counted: {}",
+        short(&p)
+    );
+}
+
+#[test]
+fn malformed_event_settings_warn_once_and_use_defaults() {
+    for (var, value) in [("LOCKSUIT_EVENTS", "some"), ("LOCKSUIT_FLIGHT", "yes")] {
+        let (out, _trace, p) = run(100, &[(var, value)], "events_malformed");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{var}={value}: one line: {err}");
+        assert!(lines[0].contains(var), "names {var}: {}", lines[0]);
+        assert_eq!(str_of(&p, "events_mode"), "contended");
+    }
+}
