@@ -435,6 +435,12 @@ pub fn analyze(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
         ));
     }
+    if header.exe.ends_with(" (deleted)") {
+        warnings.push(format!(
+            "the program's file was deleted or replaced while it ran ({}); its own frames cannot be symbolized",
+            header.exe
+        ));
+    }
     let events_overwritten = header.flags & FLAG_EVENTS_OVERWRITTEN != 0;
     if events_overwritten {
         warnings.push(

@@ -617,6 +617,12 @@ pub fn conds(process: &Value) -> Vec<&Value> {
 /// the output. Safe to call from parallel tests (private temporary + rename).
 pub fn build_c_with(src: &Path, out_name: &str, extra: &[&str], deps: &[&Path]) -> PathBuf {
     assert!(src.is_file(), "C source {} does not exist", src.display());
+    // One build at a time in this test process: two tests that find the
+    // binary missing would otherwise both compile it, and the second rename
+    // replaces the file under the first test's running program, whose
+    // /proc/self/exe then reads "… (deleted)" and cannot be symbolized.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = workspace_root().join("target").join("c-tests");
     fs::create_dir_all(&out_dir).expect("create target/c-tests");
     let out = out_dir.join(out_name);

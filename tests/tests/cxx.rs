@@ -38,6 +38,10 @@ fn build_cxx(src: &str, out_name: &str, opt: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let src = c_dir().join(src);
     assert!(src.is_file(), "C++ source {} does not exist", src.display());
+    // One build at a time (see build_c_with): a second rename would replace
+    // the binary under a program another test is running.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let out_dir = workspace_root().join("target").join("c-tests");
     fs::create_dir_all(&out_dir).expect("create target/c-tests");
     let out = out_dir.join(out_name);

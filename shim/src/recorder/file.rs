@@ -256,6 +256,9 @@ fn getpid() -> u32 {
 /// Opens a fresh trace (never overwriting) in the first usable directory;
 /// returns the descriptor and the path it was created at.
 fn open_trace_file(exe: &[u8]) -> Option<(i32, PathBuf)> {
+    // A program whose file was replaced after exec reads as "… (deleted)";
+    // the trace is still named after the program.
+    let exe = exe.strip_suffix(b" (deleted)").unwrap_or(exe);
     let base_name = match exe.iter().rposition(|&b| b == b'/') {
         Some(i) => &exe[i + 1..],
         None if exe.is_empty() => b"unknown",
