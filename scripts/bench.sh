@@ -1,34 +1,72 @@
 #!/usr/bin/env bash
-# Measures the cost of an uncontended pthread_mutex_lock + unlock pair with
-# and without libsyncshim.so, interleaving the runs so both see the same
-# machine state, and prints the medians as a Markdown table row set.
+# The overhead suite: each microbenchmark runs without the shim, with it in
+# the default mode, and with full event tracing (LOCKSUIT_EVENTS=all), the
+# three interleaved RUNS times so all see the same machine state. Prints the
+# medians, their ratios to the plain run, and the trace bytes written per
+# operation, as Markdown for the README.
 #
-#   scripts/bench.sh [RUNS] [PAIRS]     (defaults: 7 runs of 20,000,000 pairs)
+#   scripts/bench.sh [RUNS]     (default 7)
+#
+# Not covered yet: the end-to-end programs (sysbench, pigz, sort, zstd,
+# Python, memcached, a fluidanimate-like kernel) and analyzer speed.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}
-pairs=${2:-20000000}
 shim=$root/target/release/libsyncshim.so
 [ -e "$shim" ] || { echo "bench.sh: build first: cargo build --release" >&2; exit 2; }
 out=$root/target/bench
 mkdir -p "$out"
-${CC:-cc} -O2 -pthread -o "$out/uncontended" "$root/bench/uncontended.c"
+for b in uncontended contended pingpong create_join; do
+  ${CC:-cc} -O2 -pthread -o "$out/$b" "$root/bench/$b.c"
+done
 traces=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-bench.XXXXXX")
 trap 'rm -rf "$traces"' EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-plain=(); shimmed=()
-for _ in $(seq "$runs"); do
-  plain+=("$("$out/uncontended" "$pairs")")
-  shimmed+=("$(LD_PRELOAD=$shim LOCKSUIT_DIR=$traces "$out/uncontended" "$pairs")")
-done
-p=$(printf '%s\n' "${plain[@]}" | median)
-s=$(printf '%s\n' "${shimmed[@]}" | median)
+
+# One run in MODE (plain, default, all); prints the program's figure. For
+# the shim modes it also leaves the trace size in $traces/MODE.bytes.
+run_once() {
+  local mode=$1; shift
+  if [ "$mode" = plain ]; then
+    "$@"
+    return
+  fi
+  rm -f "$traces"/*.trace
+  LD_PRELOAD=$shim LOCKSUIT_DIR=$traces LOCKSUIT_EVENTS=${mode/default/contended} "$@"
+  stat -c %s "$traces"/*.trace | awk '{s += $1} END {print s}' > "$traces/$mode.bytes"
+}
+
+# bench LABEL UNIT OPS PROGRAM ARGS…: OPS is the number of lock operations
+# the run makes, for trace bytes per operation.
+bench() {
+  local label=$1 unit=$2 ops=$3; shift 3
+  local plain=() def=() all=()
+  for _ in $(seq "$runs"); do
+    plain+=("$(run_once plain "$@")")
+    def+=("$(run_once default "$@")")
+    all+=("$(run_once all "$@")")
+  done
+  local p d a bd ba
+  p=$(printf '%s\n' "${plain[@]}" | median)
+  d=$(printf '%s\n' "${def[@]}" | median)
+  a=$(printf '%s\n' "${all[@]}" | median)
+  bd=$(cat "$traces/default.bytes"); ba=$(cat "$traces/all.bytes")
+  awk -v l="$label" -v u="$unit" -v p="$p" -v d="$d" -v a="$a" -v o="$ops" -v bd="$bd" -v ba="$ba" \
+    'BEGIN { printf "| %s | %s | %s | %s (%.2fx) | %s (%.2fx) | %.1f | %.1f |\n", l, u, p, d, d / p, a, a / p, bd / o, ba / o }'
+}
+
+pairs=1000000; ops=1000000; rounds=50000; creates=10000
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "machine: $(nproc) cores, $cpu; $runs interleaved runs of $pairs pairs, medians"
+echo "machine: $(nproc) cores, $cpu; $runs interleaved runs, medians; ratios are to the plain run"
 echo
-echo "| uncontended lock+unlock pair | ns/pair |"
-echo "|---|---|"
-echo "| without the shim | $p |"
-echo "| with libsyncshim.so (default mode) | $s |"
-awk -v p="$p" -v s="$s" 'BEGIN { printf "| overhead | +%.2f ns (%.2fx) |\n", s - p, s / p }'
+echo "| benchmark | unit | plain | default mode | full tracing | trace B/op default | trace B/op full |"
+echo "|---|---|---|---|---|---|---|"
+bench "uncontended lock+unlock, 1 thread" "ns/pair" "$((2 * pairs))" "$out/uncontended" "$pairs"
+bench "one lock, 2 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 2 "$ops"
+bench "one lock, 4 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 4 "$ops"
+bench "condvar ping-pong" "ns/round trip" "$((6 * rounds))" "$out/pingpong" "$rounds"
+bench "thread create+join" "ns/thread" "$creates" "$out/create_join" "$creates"
+echo
+echo "Trace bytes include the fixed part (header, tables, per-thread blocks),"
+echo "so short runs show more bytes per operation than long ones."
