@@ -364,7 +364,9 @@ pub struct ThreadNameRecord {
 ///
 /// A contended acquisition: asked at `time`, got the lock at `time2`.
 /// `seq` / `seq2`: the lock's release sequence then; `other`: the owner when
-/// it asked (0 if unknown).
+/// it asked (0 if unknown); `deadline`: for a timed call, its absolute
+/// deadline in ns of the clock it named (`CLOCK_REALTIME` for the
+/// `timed*` calls), else 0.
 pub const EVENT_BLOCKED: u32 = 1;
 /// A release that found threads waiting. `time`: the release; `time2`: when
 /// the hold began if it was timed (else 0); `seq2`: the sequence after this
@@ -380,7 +382,8 @@ pub const EVENT_COND_WAIT: u32 = 3;
 /// A signal or broadcast that found waiters. `other`: threads waiting;
 /// `seq2`: the condition's notify sequence after it; aux bit 16: broadcast.
 pub const EVENT_NOTIFY: u32 = 4;
-/// A timed acquisition that gave up: asked at `time`, gave up at `time2`.
+/// A timed acquisition that gave up: asked at `time`, gave up at `time2`;
+/// fields as for `EVENT_BLOCKED`.
 pub const EVENT_TIMED_OUT: u32 = 5;
 /// An uncontended acquisition at `time` (full tracing only); `seq2`: the
 /// lock's release sequence then.
@@ -399,9 +402,10 @@ pub const OUTCOME_CANCELLED: u32 = 6;
 /// aux bit of a notify event: a broadcast.
 pub const NOTIFY_BROADCAST: u32 = 1 << 16;
 
-/// One synchronisation event. Written only where the shim already reads the
-/// clock (contended paths, waits, notifies that wake someone), so the
-/// uncontended path stays clock-free. Threads write their own lanes; the
+/// One synchronisation event. By default written only where the shim
+/// already reads the clock (contended paths, waits, notifies that wake
+/// someone), so the uncontended path stays clock-free;
+/// `LOCKSUIT_EVENTS=all` adds every acquisition and release. Threads write their own lanes; the
 /// analyzer orders a lock's events by its release sequence (`seq`, `seq2`),
 /// never by emission order or timestamps alone.
 #[repr(C)]

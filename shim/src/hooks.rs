@@ -9,7 +9,7 @@
 
 use crate::guard::HookGuard;
 use crate::intercept::{
-    acquire, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
+    acquire, deadline_ns, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
 };
 use crate::real::{real, StartRoutine};
 use crate::recorder::{self, Caller, Hold};
@@ -102,7 +102,8 @@ macro_rules! destroy_hook {
 /// `$valid` guards calls whose arguments glibc checks before trying.
 macro_rules! lock_hook {
     ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
-     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr) => {
+     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr
+     $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let block = real_or!($real, libc::EINVAL);
@@ -114,8 +115,10 @@ macro_rules! lock_hook {
             let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
                 return unsafe { block($obj $(, $arg)*) };
             };
+            // Timed calls: their deadline goes into the wait's events.
+            let deadline: u64 = 0 $(+ $deadline)?;
             // SAFETY: forwarding the caller's arguments unchanged.
-            acquire(&guard, &p, $hold, || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
+            acquire(&guard, &p, ($hold, deadline), || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
         }
     };
 }
@@ -163,10 +166,10 @@ trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x
     real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: valid_deadline(t));
+    valid: valid_deadline(t), deadline: deadline_ns(t));
 lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: supported_clock(c) && valid_deadline(t));
+    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
 unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
 
 // ---------------------------------------------------------------- rwlocks
@@ -183,16 +186,16 @@ trylock_hook!(pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) => rwlock_trywr
     real: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 lock_hook!(pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedrdlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
-    valid: valid_deadline(t));
+    valid: valid_deadline(t), deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedwrlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: valid_deadline(t));
+    valid: valid_deadline(t), deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockrdlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
-    valid: supported_clock(c) && valid_deadline(t));
+    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: supported_clock(c) && valid_deadline(t));
+    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
 unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
 
 // -------------------------------------------------------------- spinlocks
@@ -234,7 +237,7 @@ pub unsafe extern "C" fn sem_open(
 /// A semaphore wait counts as an acquisition.
 macro_rules! sem_wait_hook {
     ($name:ident($s:ident: *mut sem_t $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
-     real: $real:ident, valid: $valid:expr) => {
+     real: $real:ident, valid: $valid:expr $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($s: *mut sem_t $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($s: *mut sem_t $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let block = real_or!($real, -1);
@@ -247,16 +250,18 @@ macro_rules! sem_wait_hook {
                 return unsafe { block($s $(, $arg)*) };
             };
             // SAFETY: forwarding the caller's arguments unchanged.
-            sem_acquire(&guard, &p, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
+            let deadline: u64 = 0 $(+ $deadline)?;
+            // SAFETY: forwarding the caller's arguments unchanged.
+            sem_acquire(&guard, &p, deadline, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
         }
     };
 }
 
 sem_wait_hook!(sem_wait(s: *mut sem_t) => sem_wait_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: sem_wait, valid: true);
 sem_wait_hook!(sem_timedwait(s: *mut sem_t, t: *const timespec) => sem_timedwait_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
-    real: sem_timedwait, valid: valid_deadline(t));
+    real: sem_timedwait, valid: valid_deadline(t), deadline: deadline_ns(t));
 sem_wait_hook!(sem_clockwait(s: *mut sem_t, c: clockid_t, t: *const timespec) => sem_clockwait_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
-    real: sem_clockwait, valid: supported_clock(c) && valid_deadline(t));
+    real: sem_clockwait, valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
 
 export_with_caller!(sem_trywait(s: *mut sem_t) -> c_int => sem_trywait_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
 unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize, sp: usize) -> c_int {
@@ -354,15 +359,7 @@ fn cond_wait_recorded(
     let Some(w) = recorder::cond_prepare(&guard, c as u64, m as u64, caller) else {
         return wait();
     };
-    let deadline = if valid_deadline(deadline) {
-        // SAFETY: checked non-null and well-formed; the caller passed it for
-        // the real call to read.
-        let t = unsafe { &*deadline };
-        (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
-    } else {
-        0
-    };
-    let in_flight = recorder::CondWaitInFlight::begin(&guard, w, deadline);
+    let in_flight = recorder::CondWaitInFlight::begin(&guard, w, deadline_ns(deadline));
     let rc = guard.blocking(wait);
     in_flight.end(rc);
     rc

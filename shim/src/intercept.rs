@@ -29,7 +29,7 @@ pub fn holds(rc: c_int) -> bool {
 pub fn acquire(
     g: &HookGuard,
     p: &Prepared,
-    hold: Hold,
+    (hold, deadline): (Hold, u64),
     try_once: impl FnOnce() -> c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
@@ -41,12 +41,17 @@ pub fn acquire(
     if rc != libc::EBUSY {
         return rc;
     }
-    contended(g, p, hold, block)
+    contended(g, p, (hold, deadline), block)
 }
 
 #[cold]
-fn contended(g: &HookGuard, p: &Prepared, hold: Hold, block: impl FnOnce() -> c_int) -> c_int {
-    let waited = recorder::wait_begin(p);
+fn contended(
+    g: &HookGuard,
+    p: &Prepared,
+    (hold, deadline): (Hold, u64),
+    block: impl FnOnce() -> c_int,
+) -> c_int {
+    let waited = recorder::wait_begin(p, deadline);
     let rc = g.blocking(block);
     let (wait_ns, now) = recorder::wait_end(p, &waited);
     if holds(rc) {
@@ -95,6 +100,7 @@ fn set_errno(v: c_int) {
 pub fn sem_acquire(
     g: &HookGuard,
     p: &Prepared,
+    deadline: u64,
     try_once: impl FnOnce() -> c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
@@ -115,7 +121,7 @@ pub fn sem_acquire(
         return block();
     }
     set_errno(before);
-    let waited = recorder::wait_begin(p);
+    let waited = recorder::wait_begin(p, deadline);
     let rc = g.blocking(block);
     let after = errno();
     let (wait_ns, now) = recorder::wait_end(p, &waited);
@@ -154,4 +160,18 @@ pub fn supported_clock(clock: libc::clockid_t) -> bool {
 pub fn valid_deadline(t: *const libc::timespec) -> bool {
     // SAFETY: non-null checked; the caller passed it for the real call to read.
     !t.is_null() && (0..1_000_000_000).contains(&unsafe { (*t).tv_nsec })
+}
+
+/// A timed call's deadline in nanoseconds of its own clock, as recorded in
+/// its wait events; 0 when there is none (or it is malformed).
+pub fn deadline_ns(t: *const libc::timespec) -> u64 {
+    if !valid_deadline(t) {
+        return 0;
+    }
+    // SAFETY: checked non-null and well-formed; the caller passed it for the
+    // real call to read.
+    let t = unsafe { &*t };
+    (t.tv_sec.max(0) as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }

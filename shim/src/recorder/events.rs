@@ -13,6 +13,8 @@ pub struct Waiting {
     pub seq: u32,
     /// The owner when the thread asked (0 if none or unknown).
     pub owner: u32,
+    /// A timed call's deadline, in nanoseconds of the clock it named (0: none).
+    pub deadline: u64,
 }
 
 fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
@@ -61,6 +63,7 @@ pub fn waited(
     e.other = waited.owner;
     e.time = waited.started;
     e.time2 = now;
+    e.deadline = waited.deadline;
     write(lane, e);
 }
 

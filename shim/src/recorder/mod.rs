@@ -418,12 +418,13 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
 
 /// About to block on the lock: count ourselves as a waiter, note who holds
 /// it and its release sequence, and start the clock.
-pub fn wait_begin(p: &Prepared) -> Waiting {
+pub fn wait_begin(p: &Prepared, deadline: u64) -> Waiting {
     p.slot.waiters.fetch_add(1, Ordering::Relaxed);
     Waiting {
         seq: p.slot.seq.load(Ordering::Relaxed),
         owner: p.slot.holder.load(Ordering::Relaxed),
         started: now_ns(),
+        deadline,
     }
 }
 
