@@ -144,3 +144,39 @@ fn a_million_live_locks() {
         anon1 - anon0
     );
 }
+
+/// A thread that engages 20,000 (lock, line) pairs in 10 rounds keeps one
+/// counter record per pair (its index grows rather than evicting), so the
+/// trace holds 20,000 counters, not one per round, and a 4 MiB cap that
+/// would not fit 200,000 of them loses nothing.
+#[test]
+fn many_pairs_from_one_thread_keep_one_counter_each() {
+    const LOCKS: u64 = 20_000;
+    const ROUNDS: u64 = 10;
+    let bin = build_c("lock_rounds");
+    let dir = fresh_dir("scale_rounds");
+    let out = run_under_shim_env(
+        &bin,
+        &[LOCKS.to_string(), ROUNDS.to_string()],
+        &dir,
+        &[("LOCKSUIT_MAX_MB", "4")],
+    );
+    assert_success(&out, "lock_rounds under the shim");
+    let trace_path = only_trace(&dir);
+    let trace = read_trace(&trace_path).unwrap();
+    assert_eq!(trace.header.dropped_records + trace.header.dropped_ops, 0);
+    let round_counters = trace
+        .counters
+        .iter()
+        .filter(|(_, c)| c.engagements == ROUNDS)
+        .count() as u64;
+    assert_eq!(
+        round_counters, LOCKS,
+        "one counter per lock, each with every round"
+    );
+    assert!(
+        (trace.counters.len() as u64) < LOCKS + 100,
+        "no duplicate counters: {}",
+        trace.counters.len()
+    );
+}

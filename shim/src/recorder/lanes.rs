@@ -13,10 +13,15 @@ use locksuit_format::*;
 /// Most threads recorded at once. Threads beyond this pass through and are
 /// counted as dropped.
 pub const MAX_LANES: usize = 4096;
-/// Counter-index slots per lane. A full neighbourhood evicts an entry; the
-/// evicted counter stays in the trace and a fresh one is started, which the
-/// analyzer sums.
+/// Counter-index slots per lane to start with (inline in the lane). A thread
+/// that engages more (lock, line) pairs than fit gets a larger index of its
+/// own, mapped off the hot path, up to `MAX_INDEX_SLOTS`; beyond that a full
+/// neighbourhood evicts an entry: the evicted counter stays in the trace and
+/// a fresh one is started, which the analyzer sums.
 const INDEX_SLOTS: usize = 1024;
+/// 8 MiB of index for one thread at most.
+const MAX_INDEX_SLOTS: usize = 1 << 18;
+const INDEX_GROWTH: usize = 8;
 const PROBES: usize = 8;
 /// Index and cache tags: `generation << MODE_BITS | mode`.
 const MODE_BITS: u32 = 3;
@@ -90,6 +95,10 @@ pub struct Lane {
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     cache: [CacheEntry; CACHE_SLOTS],
     index: [IndexSlot; INDEX_SLOTS],
+    /// The grown index (anonymous mapping), or null while `index` serves.
+    big_index: *mut IndexSlot,
+    /// Slots of the index in use, minus one (a power of two minus one).
+    index_mask: usize,
 }
 
 static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
@@ -158,13 +167,18 @@ pub fn acquire() -> Option<&'static mut Lane> {
                 (*lane).ev_next_seq = 0;
                 (*lane).ev_ring_len = 0;
                 (*lane).ev_ring_oldest = 0;
+                // A pre-fork lane's grown index is the child's copy: keep it.
+                if (*lane).big_index.is_null() {
+                    (*lane).index_mask = INDEX_SLOTS - 1;
+                }
             }
             lane
         }
     };
     // SAFETY: the lane is exclusively ours until released.
     let lane = unsafe { &mut *lane };
-    lane.generation = lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS);
+    // Never 0: zero-filled index slots must not look live.
+    lane.generation = (lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
     lane.thread = core::ptr::null_mut();
     lane.sample_tick = 0;
     lane.shim_ns = 0;
@@ -227,7 +241,8 @@ fn index_hash(ret: u64, context: u64, lock_id: u32, mode: u32) -> usize {
     let key = ret
         ^ context.rotate_left(29)
         ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (key.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 54) as usize & (INDEX_SLOTS - 1)
+    // High bits mix best; callers mask to their index size.
+    (key.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize
 }
 
 impl Lane {
@@ -392,7 +407,7 @@ impl Lane {
         let tag = self.tag(mode);
         let home = index_hash(ret, context, lock_id, mode);
         for i in 0..PROBES {
-            let slot = &self.index[(home + i) & (INDEX_SLOTS - 1)];
+            let slot = self.index_slot((home + i) & self.index_mask);
             if slot.ret == ret
                 && slot.context == context
                 && slot.lock_id == lock_id
@@ -414,29 +429,116 @@ impl Lane {
     /// the trace; the analyzer sums duplicates), so hot lines stay findable
     /// even after the trace is full and no new record can be written.
     pub fn insert(&mut self, lock_id: u32, ret: u64, context: u64, mode: u32, record: *mut u8) {
-        let home = index_hash(ret, context, lock_id, mode);
-        let mut target = None;
-        let mut coldest = (u64::MAX, home);
-        for i in 0..PROBES {
-            let at = (home + i) & (INDEX_SLOTS - 1);
-            let slot = &self.index[at];
-            if !self.live(slot) {
-                target = Some(at);
-                break;
-            }
-            let uses = record_uses(slot.tag & MODE_MASK, slot.record);
-            if uses < coldest.0 {
-                coldest = (uses, at);
-            }
-        }
-        let at = target.unwrap_or(coldest.1);
-        self.index[at] = IndexSlot {
+        let entry = IndexSlot {
             ret,
             context,
             lock_id,
             tag: self.tag(mode),
             record,
         };
+        if self.try_insert(entry, false) || (self.grow_index() && self.try_insert(entry, false)) {
+            return;
+        }
+        self.try_insert(entry, true);
+    }
+
+    /// Puts `entry` in a free slot of its neighbourhood, or with `evict`,
+    /// over the least-used one. Returns whether it was placed.
+    fn try_insert(&mut self, entry: IndexSlot, evict: bool) -> bool {
+        let home = index_hash(
+            entry.ret,
+            entry.context,
+            entry.lock_id,
+            entry.tag & MODE_MASK,
+        );
+        let mut coldest = (u64::MAX, home & self.index_mask);
+        for i in 0..PROBES {
+            let at = (home + i) & self.index_mask;
+            let slot = self.index_slot(at);
+            if !self.live(slot) {
+                *self.index_slot_mut(at) = entry;
+                return true;
+            }
+            let uses = record_uses(slot.tag & MODE_MASK, slot.record);
+            if uses < coldest.0 {
+                coldest = (uses, at);
+            }
+        }
+        if evict {
+            *self.index_slot_mut(coldest.1) = entry;
+        }
+        evict
+    }
+
+    #[inline]
+    fn index_slot(&self, at: usize) -> &IndexSlot {
+        if self.big_index.is_null() {
+            &self.index[at & (INDEX_SLOTS - 1)]
+        } else {
+            // SAFETY: `at` is masked by `index_mask`, within the mapping.
+            unsafe { &*self.big_index.add(at & self.index_mask) }
+        }
+    }
+
+    fn index_slot_mut(&mut self, at: usize) -> &mut IndexSlot {
+        if self.big_index.is_null() {
+            &mut self.index[at & (INDEX_SLOTS - 1)]
+        } else {
+            // SAFETY: as in index_slot; this lane's own mapping.
+            unsafe { &mut *self.big_index.add(at & self.index_mask) }
+        }
+    }
+
+    /// Moves the index to a mapping `INDEX_GROWTH` times larger, so threads
+    /// that engage many locks keep one counter per (lock, line) instead of
+    /// evicting. Returns false at the size limit or if the mapping fails.
+    fn grow_index(&mut self) -> bool {
+        let slots = ((self.index_mask + 1) * INDEX_GROWTH).min(MAX_INDEX_SLOTS);
+        if slots <= self.index_mask + 1 {
+            return false;
+        }
+        let _errno = crate::diag::ErrnoGuard::save();
+        let len = slots * core::mem::size_of::<IndexSlot>();
+        // SAFETY: a fresh anonymous private mapping, zero-filled: every slot
+        // starts not live (generation 0 is never current, see acquire).
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        let old = self.big_index;
+        let old_slots = self.index_mask + 1;
+        let old_lane_index: *const IndexSlot = self.index.as_ptr();
+        self.big_index = p.cast();
+        self.index_mask = slots - 1;
+        for at in 0..old_slots {
+            // SAFETY: `at` < old_slots, inside the old index (inline or mapped).
+            let entry = unsafe {
+                if old.is_null() {
+                    *old_lane_index.add(at)
+                } else {
+                    *old.add(at)
+                }
+            };
+            if self.live(&entry) {
+                // A full new neighbourhood is unlikely; then the entry's
+                // counter stays in the trace and a fresh one starts.
+                self.try_insert(entry, true);
+            }
+        }
+        if !old.is_null() {
+            // SAFETY: the previous grown index, no longer referenced.
+            unsafe { libc::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>()) };
+        }
+        true
     }
 }
 
