@@ -240,18 +240,9 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
             current_lane = Some(lane);
             current_thread = None;
         }
-        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
-        let Some(bh) = read_pod::<BlockHeader>(block) else {
+        let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
-        let used = bh.used as usize;
-        if used > BLOCK_PAYLOAD {
-            trace.warnings.push(format!(
-                "block {index}: claims {used} bytes of records, more than a block holds; block skipped"
-            ));
-            continue;
-        }
-        let payload = &block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used];
         read_records(&mut trace, payload, index, &mut current_thread, None);
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
@@ -265,18 +256,9 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         .collect();
     event_blocks.sort_unstable();
     for &(_lane, _seq, index) in &event_blocks {
-        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
-        let Some(bh) = read_pod::<BlockHeader>(block) else {
+        let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
-        let used = bh.used as usize;
-        if used > BLOCK_PAYLOAD {
-            trace.warnings.push(format!(
-                "block {index}: claims {used} bytes of events, more than a block holds; block skipped"
-            ));
-            continue;
-        }
-        let payload = &block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used];
         let mut no_thread = None;
         read_records(
             &mut trace,
@@ -287,6 +269,24 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         );
     }
     Ok(trace)
+}
+
+/// The committed records of block `index`, or `None` (with a warning when
+/// the header claims more than a block holds).
+fn block_payload<'a>(
+    bytes: &'a [u8],
+    index: usize,
+    warnings: &mut Vec<String>,
+) -> Option<&'a [u8]> {
+    let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+    let used = read_pod::<BlockHeader>(block)?.used as usize;
+    if used > BLOCK_PAYLOAD {
+        warnings.push(format!(
+            "block {index}: claims {used} bytes of records, more than a block holds; block skipped"
+        ));
+        return None;
+    }
+    Some(&block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used])
 }
 
 fn read_records(

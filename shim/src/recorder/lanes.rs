@@ -112,22 +112,10 @@ pub fn init() -> bool {
     if !LANES.load(Ordering::Acquire).is_null() {
         return true;
     }
-    let len = MAX_LANES * core::mem::size_of::<Lane>();
-    // SAFETY: anonymous private mapping; zero-filled on first touch.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Some(p) = super::map_anonymous(MAX_LANES * core::mem::size_of::<Lane>()) else {
         return false;
-    }
-    LANES.store(p.cast(), Ordering::Release);
+    };
+    LANES.store(p, Ordering::Release);
     true
 }
 
@@ -497,27 +485,15 @@ impl Lane {
         if slots <= self.index_mask + 1 {
             return false;
         }
-        let _errno = crate::diag::ErrnoGuard::save();
-        let len = slots * core::mem::size_of::<IndexSlot>();
-        // SAFETY: a fresh anonymous private mapping, zero-filled: every slot
-        // starts not live (generation 0 is never current, see acquire).
-        let p = unsafe {
-            libc::mmap(
-                core::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
+        // Zero-filled: every slot starts not live (generation 0 is never
+        // current, see acquire).
+        let Some(p) = super::map_anonymous(slots * core::mem::size_of::<IndexSlot>()) else {
             return false;
-        }
+        };
         let old = self.big_index;
         let old_slots = self.index_mask + 1;
         let old_lane_index: *const IndexSlot = self.index.as_ptr();
-        self.big_index = p.cast();
+        self.big_index = p;
         self.index_mask = slots - 1;
         for at in 0..old_slots {
             // SAFETY: `at` < old_slots, inside the old index (inline or mapped).
@@ -535,6 +511,7 @@ impl Lane {
             }
         }
         if !old.is_null() {
+            let _errno = crate::diag::ErrnoGuard::save();
             // SAFETY: the previous grown index, no longer referenced.
             unsafe { libc::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>()) };
         }

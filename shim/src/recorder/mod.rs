@@ -42,6 +42,24 @@ const MODE_COND_WAIT: u32 = lanes::FIRST_COND_MODE;
 /// Counter mode of a condition notify record in the per-lane index.
 const MODE_COND_NOTIFY: u32 = lanes::FIRST_COND_MODE + 1;
 
+/// Reserves `len` bytes of zero-filled private memory, touched lazily (the
+/// shim's tables and grown indexes; never the heap). Leaves errno as it was.
+pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
+    let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: a fresh anonymous mapping; it aliases nothing.
+    let p = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p.cast())
+}
+
 /// Nanoseconds on `clock` (through the vDSO: no system call).
 #[inline]
 pub fn clock_ns(clock: libc::clockid_t) -> u64 {

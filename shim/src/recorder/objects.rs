@@ -39,21 +39,10 @@ pub fn init() -> bool {
     if !TABLE.load(Ordering::Acquire).is_null() {
         return true;
     }
-    // SAFETY: anonymous private mapping, zero-filled, pages touched lazily.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Some(p) = super::map_anonymous(OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>()) else {
         return false;
-    }
-    TABLE.store(p.cast(), Ordering::Release);
+    };
+    TABLE.store(p, Ordering::Release);
     true
 }
 
