@@ -222,7 +222,7 @@ pub fn prepare(
             // SAFETY: slots live in the object table for the life of the process.
             let slot = unsafe { &*hit.slot };
             // Still the same lock (not destroyed and re-initialised since)?
-            if slot.id.load(Ordering::Relaxed) == hit.lock_id {
+            if slot.id() == hit.lock_id {
                 return Some(Prepared {
                     addr,
                     slot,

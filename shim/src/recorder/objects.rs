@@ -17,10 +17,10 @@ const PROBES: usize = 64;
 #[repr(C, align(32))]
 pub struct ObjectSlot {
     pub addr: AtomicU64,
-    /// Current identity; 0 = none (never used, or destroyed).
-    pub id: AtomicU32,
-    /// `ObjectKind` of the current identity.
-    pub kind: AtomicU32,
+    /// Current identity, `kind << 32 | id` (see [`ObjectSlot::id`]); id 0 =
+    /// none (never used, or destroyed). One word, so a thread never sees an
+    /// identity without its kind and makes a second one for the same object.
+    pub ident: AtomicU64,
     /// Mutex: tid of the current exclusive holder, 0 if none.
     /// Cond: id of the mutex passed to the most recent wait.
     pub holder: AtomicU32,
@@ -96,6 +96,18 @@ fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
     None
 }
 
+impl ObjectSlot {
+    /// The current identity's id (0 if none).
+    #[inline]
+    pub fn id(&self) -> u32 {
+        self.ident.load(Ordering::Acquire) as u32
+    }
+}
+
+fn ident(kind: u32, id: u32) -> u64 {
+    (kind as u64) << 32 | id as u64
+}
+
 /// What a lookup found.
 pub struct Found {
     pub slot: &'static ObjectSlot,
@@ -108,32 +120,30 @@ pub struct Found {
 #[inline]
 pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
     let slot = slot_for(addr)?;
-    let id = slot.id.load(Ordering::Acquire);
-    if id != 0 && slot.kind.load(Ordering::Relaxed) == kind {
+    let current = slot.ident.load(Ordering::Acquire);
+    if current as u32 != 0 && current == ident(kind, current as u32) {
         return Some(Found {
             slot,
-            id,
+            id: current as u32,
             created: false,
         });
     }
     let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    match slot
-        .id
-        .compare_exchange(id, new, Ordering::AcqRel, Ordering::Acquire)
-    {
-        Ok(_) => {
-            slot.kind.store(kind, Ordering::Relaxed);
-            slot.holder.store(0, Ordering::Relaxed);
-            Some(Found {
-                slot,
-                id: new,
-                created: true,
-            })
-        }
+    match slot.ident.compare_exchange(
+        current,
+        ident(kind, new),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => Some(Found {
+            slot,
+            id: new,
+            created: true,
+        }),
         // Another thread made the identity first; use theirs.
         Err(theirs) => Some(Found {
             slot,
-            id: theirs,
+            id: theirs as u32,
             created: false,
         }),
     }
@@ -143,10 +153,9 @@ pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
 pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
     let slot = slot_for(addr)?;
     let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    slot.kind.store(kind, Ordering::Relaxed);
     slot.holder.store(0, Ordering::Relaxed);
     slot.waiters.store(0, Ordering::Relaxed);
-    slot.id.store(new, Ordering::Release);
+    slot.ident.store(ident(kind, new), Ordering::Release);
     Some(Found {
         slot,
         id: new,
@@ -157,6 +166,8 @@ pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
 /// `*_destroy` at `addr`: ends the identity; returns the id it had.
 pub fn destroy(addr: u64) -> Option<u32> {
     let slot = slot_for(addr)?;
-    let old = slot.id.swap(0, Ordering::AcqRel);
+    let old = slot.ident.swap(0, Ordering::AcqRel) as u32;
+    // The next identity at this address (first use, no init) starts unheld.
+    slot.holder.store(0, Ordering::Relaxed);
     (old != 0).then_some(old)
 }
