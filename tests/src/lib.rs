@@ -365,6 +365,19 @@ pub fn stdout_value(stdout: &str, key: &str) -> String {
     hits[0].trim().to_string()
 }
 
+/// The id of the one lock recorded at `addr` in a trace read with
+/// `locksuit_format::read_trace` (for tests that look at raw events).
+pub fn trace_lock_id(trace: &locksuit_format::reader::Trace, addr: u64) -> u32 {
+    let ids: Vec<u32> = trace
+        .locks
+        .iter()
+        .filter(|l| l.address == addr)
+        .map(|l| l.id)
+        .collect();
+    assert_eq!(ids.len(), 1, "one lock record at {addr:#x}: {ids:?}");
+    ids[0]
+}
+
 /// Parses `0x…` (as printed by `%p`, or in the JSON report) into a number.
 pub fn parse_addr(s: &str) -> u64 {
     let h = s
@@ -763,6 +776,25 @@ pub fn assert_same_output(plain: &Output, shim: &Output) {
         shim.status.code(),
         plain.status.code(),
         "exit status\n{}",
+        describe(shim)
+    );
+}
+
+/// Like [`assert_same_output`], for programs that print `name value` lines
+/// (addresses) on stderr: stderr under the shim holds the same names in the
+/// same order, so the shim itself printed nothing.
+pub fn assert_same_output_and_stderr_names(plain: &Output, shim: &Output) {
+    assert_same_output(plain, shim);
+    let names = |o: &Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .map(|l| l.rsplit_once(' ').map_or(l, |(k, _)| k).to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(shim),
+        names(plain),
+        "stderr under the shim must be only the program's own lines\n{}",
         describe(shim)
     );
 }

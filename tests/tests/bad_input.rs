@@ -168,3 +168,35 @@ fn threshold_out_of_range() {
         assert_eq!(r["threshold"].as_f64(), Some(ok));
     }
 }
+
+/// A program whose file was replaced while it ran is recorded under
+/// "<path> (deleted)" (its /proc/self/exe); its frames cannot be symbolized,
+/// and the report says why instead of showing bare addresses unexplained.
+#[test]
+fn deleted_program_is_reported() {
+    use locksuit_format::FileHeader;
+    use std::mem::offset_of;
+    let (_, mut bytes) = real_trace("deleted");
+    let len_at = offset_of!(FileHeader, exe_len);
+    let exe_at = offset_of!(FileHeader, exe);
+    let len = u32::from_le_bytes(bytes[len_at..len_at + 4].try_into().unwrap()) as usize;
+    let suffix = b" (deleted)";
+    bytes[exe_at + len..exe_at + len + suffix.len()].copy_from_slice(suffix);
+    bytes[len_at..len_at + 4].copy_from_slice(&((len + suffix.len()) as u32).to_le_bytes());
+    let dir = fresh_dir("bad_input_deleted");
+    let p = write_file(&dir, "locksuit.tiny.5.trace", &bytes);
+    let report = report_json(&[&p], None);
+    let process = only_process(&report);
+    assert!(
+        str_of(process, "exe").ends_with(" (deleted)"),
+        "{}",
+        short(process)
+    );
+    assert!(
+        arr(process, "warnings")
+            .iter()
+            .any(|w| w.as_str().unwrap_or("").contains("deleted or replaced")),
+        "{}",
+        short(&process["warnings"])
+    );
+}

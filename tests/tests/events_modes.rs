@@ -36,14 +36,8 @@ fn run(n: u64, env: &[(&str, &str)], tag: &str) -> (Output, PathBuf, Value) {
 /// the number of recorded acquisitions of it.
 fn releases_and_acquires(trace: &Path, addr: u64) -> (Vec<u32>, usize) {
     let t = read_trace(trace).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
-    let ids: Vec<u32> = t
-        .locks
-        .iter()
-        .filter(|l| l.address == addr)
-        .map(|l| l.id)
-        .collect();
-    assert_eq!(ids.len(), 1, "one lock record at {addr:#x}");
-    let mine = |e: &&(usize, EventRecord)| e.1.lock_id == ids[0];
+    let id = trace_lock_id(&t, addr);
+    let mine = |e: &&(usize, EventRecord)| e.1.lock_id == id;
     let kind = |e: &(usize, EventRecord)| e.1.hdr.aux & 0xff;
     let mut releases: Vec<u32> = t
         .events

@@ -25,17 +25,11 @@ fn timed_waits_record_their_deadlines() {
         let (addr, deadline) = line.split_once(' ').expect("address and deadline");
         let deadline: u64 = deadline.parse().expect("deadline in ns");
         let addr = parse_addr(addr);
-        let ids: Vec<u32> = t
-            .locks
-            .iter()
-            .filter(|l| l.address == addr)
-            .map(|l| l.id)
-            .collect();
-        assert_eq!(ids.len(), 1, "{name}: one lock at {addr:#x}");
+        let id = trace_lock_id(&t, addr);
         let deadlines: Vec<u64> = t
             .events
             .iter()
-            .filter(|(_, e)| e.lock_id == ids[0] && e.hdr.aux & 0xff == kind)
+            .filter(|(_, e)| e.lock_id == id && e.hdr.aux & 0xff == kind)
             .map(|(_, e)| e.deadline)
             .collect();
         assert!(

@@ -1,7 +1,9 @@
-//! Synchronisation events ([`EventRecord`]): written only where the shim
-//! already has the clock in hand — a contended acquisition, a release that
-//! found waiters, a condition wait, a notify that wakes someone — so the
-//! uncontended path stays free of clock reads and of trace writes.
+//! Synchronisation events ([`EventRecord`]): by default written only where
+//! the shim already has the clock in hand — a contended acquisition, a
+//! release that found waiters, a condition wait, a notify that wakes
+//! someone — so the uncontended path stays free of clock reads and of trace
+//! writes. Full tracing (`LOCKSUIT_EVENTS=all`) adds every acquisition and
+//! release.
 
 use super::lanes::Lane;
 use locksuit_format::*;

@@ -458,22 +458,29 @@ impl Lane {
         evict
     }
 
-    #[inline]
-    fn index_slot(&self, at: usize) -> &IndexSlot {
+    /// The index in use: the inline one, or the grown mapping.
+    fn index_base(&self) -> *const IndexSlot {
         if self.big_index.is_null() {
-            &self.index[at & (INDEX_SLOTS - 1)]
+            self.index.as_ptr()
         } else {
-            // SAFETY: `at` is masked by `index_mask`, within the mapping.
-            unsafe { &*self.big_index.add(at & self.index_mask) }
+            self.big_index
         }
     }
 
+    #[inline]
+    fn index_slot(&self, at: usize) -> &IndexSlot {
+        // SAFETY: masked by `index_mask`, which is the size of the index in
+        // use minus one (INDEX_SLOTS - 1 for the inline one).
+        unsafe { &*self.index_base().add(at & self.index_mask) }
+    }
+
     fn index_slot_mut(&mut self, at: usize) -> &mut IndexSlot {
+        let at = at & self.index_mask;
         if self.big_index.is_null() {
-            &mut self.index[at & (INDEX_SLOTS - 1)]
+            &mut self.index[at]
         } else {
             // SAFETY: as in index_slot; this lane's own mapping.
-            unsafe { &mut *self.big_index.add(at & self.index_mask) }
+            unsafe { &mut *self.big_index.add(at) }
         }
     }
 
@@ -492,17 +499,15 @@ impl Lane {
         };
         let old = self.big_index;
         let old_slots = self.index_mask + 1;
-        let old_lane_index: *const IndexSlot = self.index.as_ptr();
         self.big_index = p;
         self.index_mask = slots - 1;
         for at in 0..old_slots {
-            // SAFETY: `at` < old_slots, inside the old index (inline or mapped).
-            let entry = unsafe {
-                if old.is_null() {
-                    *old_lane_index.add(at)
-                } else {
-                    *old.add(at)
-                }
+            let entry = if old.is_null() {
+                self.index[at]
+            } else {
+                // SAFETY: `at` < old_slots, inside the previous mapping,
+                // which is unmapped only below.
+                unsafe { *old.add(at) }
             };
             if self.live(&entry) {
                 // A full new neighbourhood is unlikely; then the entry's
