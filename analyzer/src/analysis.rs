@@ -472,6 +472,12 @@ pub fn analyze(
             "contended"
         },
         events: trace.events.len() as u64,
+        clock: if header.flags & FLAG_CLOCK_TSC != 0 {
+            "tsc"
+        } else {
+            "monotonic"
+        },
+        tsc_khz: (header.flags & FLAG_CLOCK_TSC != 0).then_some(header.tsc_khz),
         events_overwritten,
         threads,
         locks,

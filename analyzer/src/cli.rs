@@ -36,6 +36,9 @@ Environment:
   LOCKSUIT_DIR          where traces are written (and where `report` looks by default)
   LOCKSUIT_MAX_MB       size cap of one trace in MiB (default 256)
   LOCKSUIT_HOLD_SAMPLE  also time 1 in N uncontended holds (default 0: only contended)
+  LOCKSUIT_EVENTS       contended (default): events for contended operations; all: every one
+  LOCKSUIT_FLIGHT       1: once the trace is full, overwrite the oldest events (keep the end)
+  LOCKSUIT_CLOCK        auto (default): calibrated invariant TSC where safe; monotonic
 
 Exit status:
   0  success

@@ -315,6 +315,7 @@ mod tests {
                 dropped_ops: 0,
                 max_blocks: 0,
                 blocks_reserved: 0,
+                tsc_khz: 0,
                 exe: String::new(),
             },
             threads: vec![thread(10), thread(20), thread(30)],

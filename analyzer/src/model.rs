@@ -35,6 +35,12 @@ pub struct Process {
     pub events_mode: &'static str,
     /// Events read from the trace.
     pub events: u64,
+    /// Where timestamps came from: "tsc" (calibrated invariant TSC, after
+    /// the first 10 ms) or "monotonic" (`clock_gettime`). Both are
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub clock: &'static str,
+    /// The calibrated TSC rate, when `clock` is "tsc".
+    pub tsc_khz: Option<u32>,
     /// Flight-recorder mode filled the trace and overwrote the oldest
     /// events: event figures cover only the end of the run.
     pub events_overwritten: bool,

@@ -41,6 +41,10 @@ pub const FLAG_EVENTS_ALL: u32 = 1 << 6;
 /// Flight recorder: once the trace was full, threads overwrote their oldest
 /// event blocks, so the events cover the most recent part of the run.
 pub const FLAG_EVENTS_OVERWRITTEN: u32 = 1 << 7;
+/// Timestamps after the first 10 ms were read from the invariant TSC,
+/// calibrated against CLOCK_MONOTONIC (rate in `FileHeader::tsc_khz`); they
+/// are still CLOCK_MONOTONIC nanoseconds.
+pub const FLAG_CLOCK_TSC: u32 = 1 << 8;
 
 /// Block 0 of every trace.
 #[repr(C)]
@@ -74,7 +78,9 @@ pub struct FileHeader {
     /// Operations that were passed through unrecorded (tables full, nesting too deep).
     pub dropped_ops: u64,
     pub exe_len: u32,
-    pub _pad0: u32,
+    /// Calibrated TSC rate in kHz when `FLAG_CLOCK_TSC` is set, else 0.
+    /// (Padding before version 3 had this field, always written as 0.)
+    pub tsc_khz: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 

@@ -38,6 +38,8 @@ pub struct HeaderInfo {
     pub dropped_ops: u64,
     pub max_blocks: u32,
     pub blocks_reserved: u32,
+    /// Calibrated TSC rate when `FLAG_CLOCK_TSC` is set, else 0.
+    pub tsc_khz: u32,
     pub exe: String,
 }
 
@@ -200,6 +202,11 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         dropped_ops: header.dropped_ops,
         max_blocks: header.max_blocks,
         blocks_reserved: header.blocks_reserved,
+        tsc_khz: if header.flags & FLAG_CLOCK_TSC != 0 {
+            header.tsc_khz
+        } else {
+            0
+        },
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

@@ -14,6 +14,13 @@ static MAX_MB: AtomicU32 = AtomicU32::new(DEFAULT_MAX_MB);
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(0);
 static EVENTS_ALL: AtomicBool = AtomicBool::new(false);
 static FLIGHT: AtomicBool = AtomicBool::new(false);
+static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
+
+/// `LOCKSUIT_CLOCK=monotonic` keeps every timestamp on `clock_gettime`;
+/// the default `auto` reads a calibrated invariant TSC where it is safe.
+pub fn tsc_allowed() -> bool {
+    TSC_ALLOWED.load(Ordering::Relaxed)
+}
 
 /// `LOCKSUIT_EVENTS=all`: write every acquisition and release as an event
 /// (each then reads the clock), not only the contended ones.
@@ -77,6 +84,14 @@ pub fn load() {
         Some(_) => warn_once(
             Warning::BadSetting,
             b"LOCKSUIT_FLIGHT must be 0 or 1; using 0 (drop new events when the trace is full)",
+        ),
+    }
+    match getenv(c"LOCKSUIT_CLOCK") {
+        None | Some(b"auto") => {}
+        Some(b"monotonic") => TSC_ALLOWED.store(false, Ordering::Relaxed),
+        Some(_) => warn_once(
+            Warning::BadSetting,
+            b"LOCKSUIT_CLOCK must be 'auto' or 'monotonic'; using 'auto'",
         ),
     }
     if let Some(v) = getenv(c"LOCKSUIT_MAX_MB") {

@@ -136,3 +136,79 @@ fn compensation_takes_the_shims_time_out_of_holds_and_waits() {
         "B's wait loses exactly the shim time inside A's hold"
     );
 }
+
+/// True when the shim may read time from the TSC here: the CPU's TSC is
+/// invariant (Linux shows both flags for CPUID 0x8000_0007 EDX bit 8) and
+/// the kernel keeps time with it.
+fn machine_has_trusted_tsc() -> bool {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let source =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    invariant_tsc_flags(&cpuinfo) && source.trim() == "tsc"
+}
+
+fn invariant_tsc_flags(cpuinfo: &str) -> bool {
+    let flags = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default();
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// The same forced 200 ms wait measured through the calibrated TSC (the
+/// default where the machine allows it) and through `clock_gettime`
+/// (`LOCKSUIT_CLOCK=monotonic`): the report names its clock, and both give
+/// the forced time within ±10 %.
+#[test]
+fn the_tsc_clock_and_the_monotonic_clock_agree() {
+    let bin = build_c("blocking");
+    for (setting, expected_clock) in [
+        (
+            "auto",
+            if machine_has_trusted_tsc() {
+                "tsc"
+            } else {
+                "monotonic"
+            },
+        ),
+        ("monotonic", "monotonic"),
+    ] {
+        let dir = fresh_dir(&format!("clock-{setting}"));
+        let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_CLOCK", setting)]);
+        assert_success(&out, "blocking under the shim");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        assert_eq!(
+            str_of(p, "clock"),
+            expected_clock,
+            "LOCKSUIT_CLOCK={setting}"
+        );
+        if expected_clock == "tsc" {
+            let khz = u64_of(p, "tsc_khz");
+            assert!(
+                (100_000..20_000_000).contains(&khz),
+                "a plausible TSC rate: {khz} kHz"
+            );
+        } else {
+            assert!(p["tsc_khz"].is_null(), "no TSC rate: {}", p["tsc_khz"]);
+        }
+        let lock = lock_by_address(p, &value(&stderr, "lock"));
+        let row = arr(p, "blocking")
+            .iter()
+            .find(|b| b["lock"] == id_of(lock))
+            .expect("a blocking row");
+        within(
+            u64_of(row, "wait_ns"),
+            200 * MS,
+            &format!("B's wait, clock {setting}"),
+        );
+        within(
+            u64_of(p, "duration_ns"),
+            450 * MS,
+            &format!("run time, clock {setting}"),
+        );
+    }
+}

@@ -167,7 +167,7 @@ fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns
     let _ =
         writeln!(
         out,
-        "   {status}; {} threads, {} locks, {} sites, {} condition variables, {} events ({}), {} dropped{}",
+        "   {status}; {} threads, {} locks, {} sites, {} condition variables, {} events ({}), {} dropped{}; clock {}",
         p.threads.len(),
         p.locks.len(),
         p.sites.len(),
@@ -175,7 +175,11 @@ fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns
         p.events,
         if p.events_mode == "all" { "every operation" } else { "contended operations" },
         p.dropped_events,
-        p.duration_ns.map(|d| format!(", ran {}", duration(d))).unwrap_or_default()
+        p.duration_ns.map(|d| format!(", ran {}", duration(d))).unwrap_or_default(),
+        match p.tsc_khz {
+            Some(khz) => format!("TSC at {:.3} GHz", khz as f64 / 1e6),
+            None => "clock_gettime".to_string(),
+        }
     );
     for w in &p.warnings {
         let _ = writeln!(out, "   warning: {w}");

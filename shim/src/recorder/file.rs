@@ -130,6 +130,14 @@ pub fn clear_flags(bits: u32) {
     }
 }
 
+/// The clock switched to the calibrated TSC (see `clock.rs`).
+pub fn note_tsc(khz: u32) {
+    if let Some(f) = header_u32(offset_of!(FileHeader, tsc_khz)) {
+        f.store(khz, Ordering::Relaxed);
+        set_flags(FLAG_CLOCK_TSC);
+    }
+}
+
 pub fn set_exit_code(code: i32) {
     if let Some(f) = header_u32(offset_of!(FileHeader, exit_code)) {
         f.store(code as u32, Ordering::Relaxed);
@@ -399,6 +407,11 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
             } else {
                 0
             };
+        let tsc_khz = super::clock::tsc_khz();
+        if tsc_khz != 0 {
+            (*h).flags |= FLAG_CLOCK_TSC;
+            (*h).tsc_khz = tsc_khz;
+        }
         (*h).hold_sample_period = config::hold_sample_period();
         (*h).start_unix_ns = super::clock_ns(libc::CLOCK_REALTIME);
         (*h).start_mono_ns = start_mono_ns;

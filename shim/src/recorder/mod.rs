@@ -10,6 +10,7 @@
 //!
 //! All functions must be called inside a hook guard: they are not reentrant.
 
+mod clock;
 mod conds;
 mod events;
 pub mod file;
@@ -29,6 +30,7 @@ use lanes::Lane;
 use locksuit_format::*;
 use objects::ObjectSlot;
 
+pub use clock::{clock_ns, now_ns};
 pub use conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
 pub use events::Waiting;
 pub use sites::Caller;
@@ -60,24 +62,6 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
     (p != libc::MAP_FAILED).then_some(p.cast())
 }
 
-/// Nanoseconds on `clock` (through the vDSO: no system call).
-#[inline]
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Monotonic nanoseconds, the time base of every duration in the trace.
-#[inline]
-pub fn now_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
 /// Creates this process's trace and the shared tables. `extra_flags` is
 /// `FLAG_FORK_CHILD` in a fork child, which also discards inherited state.
 pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
@@ -95,6 +79,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         modules::reset_after_fork();
         crate::diag::reset_after_fork();
     }
+    clock::init(config::tsc_allowed());
     // Modules are recorded when the first site needs them.
     file::create(extra_flags, now_ns())
 }
