@@ -13,6 +13,7 @@
 
 use crate::findings::Limits;
 use crate::model::*;
+use crate::stream::StreamFilter;
 use crate::symbolize::{first_own_frame, Symbolizer};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
@@ -128,6 +129,7 @@ pub fn analyze(
     trace_path: &str,
     trace: &Trace,
     limits: &Limits,
+    streams: &StreamFilter,
     symbolizer: &mut Symbolizer,
 ) -> Process {
     let header = &trace.header;
@@ -386,6 +388,13 @@ pub fn analyze(
         cond.notify_latency = contention.cond_latency.get(&cond.id).cloned();
         cond.notifiers = contention.notifiers.remove(&cond.id).unwrap_or_default();
     }
+    let streams = crate::stream::build(
+        trace,
+        streams,
+        &|raw| event_names.get(&raw).cloned(),
+        &report_site,
+        header.start_mono_ns,
+    );
     if contention.orphans > 0 {
         warnings.push(format!(
             "{} events refer to locks whose creation record is missing; left out",
@@ -487,6 +496,7 @@ pub fn analyze(
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
         warnings,
+        streams,
     }
 }
 

@@ -4,6 +4,7 @@ use crate::findings::Limits;
 use crate::load::{self, InputError};
 use crate::model::{Report, SCHEMA};
 use crate::render;
+use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -70,6 +71,14 @@ enum Command {
     /// Traces go to a fresh directory (./locksuit-run.N unless --dir is given), which is
     /// kept so the same run can be reported again, e.g. at another threshold.
     Run(RunArgs),
+    /// Print each lock's and condition variable's events in causal order.
+    ///
+    /// Events are ordered by the object's own sequence number (its releases or notifies so
+    /// far), never by when they were written or by comparing clocks across threads. Each
+    /// release names the thread it handed the lock to; each request names the holder. The
+    /// default recording mode writes events for contended operations only; record with
+    /// LOCKSUIT_EVENTS=all to see every acquisition and release.
+    Events(EventsArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -122,6 +131,21 @@ struct ReportArgs {
 }
 
 #[derive(Args)]
+struct EventsArgs {
+    /// Trace files or directories of traces (default: as for `report`).
+    paths: Vec<PathBuf>,
+    /// Only these objects (report ids such as L3 or C1; repeatable).
+    #[arg(long = "object", value_name = "ID")]
+    objects: Vec<String>,
+    /// Output format; json is the report schema with a `streams` field per process.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
     options: ReportOptions,
@@ -165,7 +189,11 @@ impl ReportOptions {
     }
 }
 
-fn build_report(paths: &[PathBuf], limits: &Limits) -> Result<Report, InputError> {
+fn build_report(
+    paths: &[PathBuf],
+    limits: &Limits,
+    streams: &StreamFilter,
+) -> Result<Report, InputError> {
     let loaded = load::load(paths)?;
     for skipped in &loaded.skipped {
         eprintln!("locksuit: warning: skipped {skipped}");
@@ -175,7 +203,13 @@ fn build_report(paths: &[PathBuf], limits: &Limits) -> Result<Report, InputError
         .traces
         .iter()
         .map(|(path, trace)| {
-            crate::analysis::analyze(&path.display().to_string(), trace, limits, &mut symbolizer)
+            crate::analysis::analyze(
+                &path.display().to_string(),
+                trace,
+                limits,
+                streams,
+                &mut symbolizer,
+            )
         })
         .collect();
     Ok(Report {
@@ -192,7 +226,11 @@ fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
         Format::Text => render::text::render(report, options.sort, options.columns),
         Format::Json => render::json::render(report),
     };
-    match &options.output {
+    write_out(&text, options.output.as_deref())
+}
+
+fn write_out(text: &str, output: Option<&std::path::Path>) -> Result<(), InputError> {
+    match output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| InputError(format!("{}: cannot write the report: {e}", path.display()))),
         None => {
@@ -205,7 +243,7 @@ fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
 }
 
 fn report(args: ReportArgs) -> i32 {
-    match build_report(&args.paths, &args.options.limits()) {
+    match build_report(&args.paths, &args.options.limits(), &StreamFilter::Off) {
         Ok(report) => {
             if let Err(e) = print(&report, &args.options) {
                 eprintln!("locksuit: {e}");
@@ -225,6 +263,48 @@ fn report(args: ReportArgs) -> i32 {
     }
 }
 
+fn events(args: EventsArgs) -> i32 {
+    let filter = if args.objects.is_empty() {
+        StreamFilter::All
+    } else {
+        StreamFilter::Only(args.objects.clone())
+    };
+    let printed = build_report(&args.paths, &Limits::default(), &filter).and_then(|report| {
+        let unknown: Vec<&String> = args
+            .objects
+            .iter()
+            .filter(|id| {
+                !report
+                    .processes
+                    .iter()
+                    .any(|p| p.streams.iter().any(|s| &&s.object == id))
+            })
+            .collect();
+        if !unknown.is_empty() {
+            eprintln!(
+                "locksuit: warning: no events for {} (ids are as in the report: L1, C1, …)",
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let text = match args.format {
+            Format::Text => render::streams::render(&report),
+            Format::Json => render::json::render(&report),
+        };
+        write_out(&text, args.output.as_deref())
+    });
+    match printed {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
 fn run(args: RunArgs) -> i32 {
     let recorded =
         match crate::run::record(&args.command, args.dir.as_deref(), args.shim.as_deref()) {
@@ -234,8 +314,12 @@ fn run(args: RunArgs) -> i32 {
                 return EXIT_USAGE;
             }
         };
-    let printed = build_report(std::slice::from_ref(&recorded.dir), &args.options.limits())
-        .and_then(|report| print(&report, &args.options));
+    let printed = build_report(
+        std::slice::from_ref(&recorded.dir),
+        &args.options.limits(),
+        &StreamFilter::Off,
+    )
+    .and_then(|report| print(&report, &args.options));
     if let Err(e) = printed {
         eprintln!("locksuit: no report: {e}");
     }
@@ -256,5 +340,6 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Report(args) => report(args),
         Command::Run(args) => run(args),
+        Command::Events(args) => events(args),
     }
 }

@@ -268,7 +268,7 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use locksuit_format::reader::{HeaderInfo, ThreadInfo};
 
@@ -282,7 +282,14 @@ mod tests {
         }
     }
 
-    fn ev(kind: u32, lock: u32, site: u32, seq2: u32, other: u32, t: (u64, u64)) -> EventRecord {
+    pub(crate) fn ev(
+        kind: u32,
+        lock: u32,
+        site: u32,
+        seq2: u32,
+        other: u32,
+        t: (u64, u64),
+    ) -> EventRecord {
         EventRecord {
             hdr: RecordHeader {
                 kind: RecordKind::Event as u16,
@@ -299,7 +306,8 @@ mod tests {
         }
     }
 
-    fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
+    /// Threads 10, 20 and 30 (indexes 0, 1, 2) and these events.
+    pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
         Trace {
             header: HeaderInfo {
                 version: FORMAT_VERSION,

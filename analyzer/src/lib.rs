@@ -9,4 +9,5 @@ pub mod load;
 pub mod model;
 pub mod render;
 pub mod run;
+pub mod stream;
 pub mod symbolize;

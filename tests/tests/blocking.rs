@@ -212,3 +212,89 @@ fn the_tsc_clock_and_the_monotonic_clock_agree() {
         );
     }
 }
+
+/// `locksuit events`: the forced scenario's lock, fully traced, reads back
+/// in causal order: each request names the holder, each release the thread
+/// it handed the lock to, and the waits are the forced ones.
+#[test]
+fn the_event_stream_names_holders_and_successors() {
+    let bin = build_c("blocking");
+    let dir = fresh_dir("blocking-stream");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_EVENTS", "all")]);
+    assert_success(&out, "blocking under the shim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let tid = |k: &str| value(&stderr, k).parse::<u64>().unwrap();
+    let (a, b, a2, b2) = (tid("tid-a"), tid("tid-b"), tid("tid-a2"), tid("tid-b2"));
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let id = id_of(lock_by_address(
+        only_process(&report),
+        &value(&stderr, "lock"),
+    ))
+    .to_string();
+
+    let json = run_locksuit(&[
+        "events",
+        trace.to_str().unwrap(),
+        "--object",
+        &id,
+        "--format",
+        "json",
+    ]);
+    assert_success(&json, "locksuit events");
+    let v: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let streams = arr(only_process(&v), "streams");
+    assert_eq!(streams.len(), 1, "only the asked-for lock: {streams:?}");
+    assert_eq!(streams[0]["object"], id.as_str());
+    let events = arr(&streams[0], "events");
+    let got: Vec<(String, u64, Option<u64>, Option<u64>)> = events
+        .iter()
+        .map(|e| {
+            (
+                str_of(e, "kind").to_string(),
+                u64_of(e, "tid"),
+                e["owner_tid"].as_u64(),
+                e["handed_to_tid"].as_u64(),
+            )
+        })
+        .collect();
+    let row =
+        |k: &str, t: u64, owner: Option<u64>, next: Option<u64>| (k.to_string(), t, owner, next);
+    assert_eq!(
+        got,
+        vec![
+            row("entered", a, None, None),
+            row("enter", b, Some(a), None),
+            row("exit", a, None, Some(b)),
+            row("entered", b, None, None),
+            row("exit", b, None, Some(a2)),
+            row("entered", a2, None, None),
+            row("enter", b2, Some(a2), None),
+            row("timed-out", b2, None, None),
+            row("exit", a2, None, None),
+        ]
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| u64_of(e, "seq")).collect();
+    assert_eq!(seqs, vec![0, 0, 1, 1, 2, 2, 2, 2, 3]);
+    within(
+        u64_of(&events[3], "wait_ns"),
+        200 * MS,
+        "B's wait in the stream",
+    );
+    within(
+        u64_of(&events[7], "wait_ns"),
+        50 * MS,
+        "B2's timed-out wait",
+    );
+    within(u64_of(&events[2], "hold_ns"), 300 * MS, "A's hold");
+    assert!(
+        events[6]["deadline_ns"].as_u64().is_some(),
+        "the timed request has its deadline"
+    );
+
+    let text = run_locksuit(&["events", trace.to_str().unwrap(), "--object", &id]);
+    assert_success(&text, "locksuit events (text)");
+    let text = stdout_str(&text);
+    assert!(text.contains(&format!("handed to {b}")), "{text}");
+    assert!(text.contains(&format!("held by {a2}")), "{text}");
+}

@@ -2,6 +2,7 @@
 //! computes anything the model does not already hold.
 
 pub mod json;
+pub mod streams;
 pub mod text;
 
 /// Nanoseconds as a short human duration.

@@ -22,7 +22,7 @@ fn right_align(t: &mut Table, columns: &[usize]) {
     }
 }
 
-fn where_short(
+pub(super) fn where_short(
     function: &Option<String>,
     file: &Option<String>,
     line: Option<u32>,

@@ -1,0 +1,98 @@
+//! Text for `locksuit events`: each object's stream, one line per event, in
+//! the order the model holds them (causal, by sequence number). Plain
+//! columns rather than a table widget: streams run to millions of lines.
+
+use super::duration;
+use crate::model::*;
+use std::fmt::Write;
+
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for p in &report.processes {
+        let _ = writeln!(out, "== {} (pid {}) — {}", p.exe, p.pid, p.trace);
+        let _ = writeln!(
+            out,
+            "   {} events ({}); times are from the process's start",
+            p.events,
+            if p.events_mode == "all" {
+                "every operation"
+            } else {
+                "contended operations only: record with LOCKSUIT_EVENTS=all for every one"
+            }
+        );
+        for w in &p.warnings {
+            let _ = writeln!(out, "   warning: {w}");
+        }
+        for s in &p.streams {
+            object(&mut out, p, s);
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+fn object(out: &mut String, p: &Process, s: &ObjectStream) {
+    let what = if let Some(l) = p.locks.iter().find(|l| l.id == s.object) {
+        format!("{} {} at {}", l.kind, l.id, l.address)
+    } else if let Some(c) = p.conds.iter().find(|c| c.id == s.object) {
+        format!("condition variable {} at {}", c.id, c.address)
+    } else {
+        s.object.clone()
+    };
+    let _ = writeln!(
+        out,
+        "\n{what}: {} events, ordered by its sequence number",
+        s.events.len()
+    );
+    let _ = writeln!(
+        out,
+        "{:>8}  {:>12}  {:>8}  {:<10} {:<34} detail",
+        "seq", "time", "tid", "event", "where"
+    );
+    for e in &s.events {
+        let place = e
+            .site
+            .as_deref()
+            .and_then(|id| p.sites.iter().find(|site| site.id == id))
+            .map(|site| super::text::where_short(&site.function, &site.file, site.line, &site.id))
+            .unwrap_or_else(|| e.site.clone().unwrap_or_else(|| "?".into()));
+        let _ = writeln!(
+            out,
+            "{:>8}  {:>12}  {:>8}  {:<10} {:<34} {}",
+            e.seq,
+            duration(e.time_ns),
+            e.tid,
+            e.kind,
+            place,
+            detail(e)
+        );
+    }
+}
+
+fn detail(e: &StreamEvent) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = e.owner_tid {
+        parts.push(format!("held by {t}"));
+    }
+    if let Some(ns) = e.wait_ns {
+        parts.push(format!("waited {}", duration(ns)));
+    }
+    if let Some(ns) = e.hold_ns {
+        parts.push(format!("held {}", duration(ns)));
+    }
+    if let Some(n) = e.waiters {
+        parts.push(format!("{n} waiting"));
+    }
+    match (e.kind, e.handed_to_tid) {
+        ("exit", Some(t)) => parts.push(format!("handed to {t}")),
+        ("exit", None) => parts.push("next holder not recorded".into()),
+        _ => {}
+    }
+    if let Some(o) = e.outcome {
+        parts.push(o.to_string());
+    }
+    if let Some(d) = e.deadline_ns {
+        parts.push(format!("deadline {d} ns"));
+    }
+    parts.join("; ")
+}
