@@ -427,6 +427,8 @@ pub fn analyze(
             acquisitions: thread_acquisitions.get(&i).copied().unwrap_or(0),
             joins: t.record.joins,
             join_wait_ns: t.record.join_wait_ns,
+            shim_call_ns: (t.record.shim_call_ps != 0)
+                .then(|| t.record.shim_call_ps as f64 / 1000.0),
             dropped_events: t.record.dropped,
         })
         .collect();

@@ -179,7 +179,9 @@ pub struct ThreadRecord {
     pub joins: u64,
     pub join_wait_ns: u64,
     pub flags: u32,
-    pub _pad: u32,
+    /// Sampled mean cost of one shim fast-path call on this thread, in
+    /// picoseconds (0 = no sample; padding, always 0, before it was used).
+    pub shim_call_ps: u32,
     pub name: [u8; THREAD_NAME_MAX],
 }
 

@@ -8,6 +8,7 @@
 use crate::lifecycle;
 use crate::recorder::held::HeldStack;
 use crate::recorder::lanes::Lane;
+use crate::recorder::selfcost::CallCost;
 use core::cell::{Cell, UnsafeCell};
 use core::marker::PhantomData;
 
@@ -34,6 +35,8 @@ pub struct ThreadState {
     /// and in the child the trace state is still the parent's.
     forking: Cell<bool>,
     held: UnsafeCell<HeldStack>,
+    /// The recorder's calls on this thread and their sampled cost.
+    call_cost: CallCost,
 }
 
 thread_local! {
@@ -49,6 +52,7 @@ thread_local! {
             exit_rounds: Cell::new(0),
             forking: Cell::new(false),
             held: UnsafeCell::new(HeldStack::new()),
+            call_cost: CallCost::new(),
         }
     };
 }
@@ -106,6 +110,11 @@ impl ThreadState {
         let n = self.exit_rounds.get() + 1;
         self.exit_rounds.set(n);
         n
+    }
+
+    #[inline]
+    pub fn call_cost(&self) -> &CallCost {
+        &self.call_cost
     }
 
     /// The held-lock stack. Only this thread touches it, and only inside a

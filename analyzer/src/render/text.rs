@@ -367,10 +367,19 @@ fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns
             ]);
         }
         right_align(&mut t, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        let costs: Vec<f64> = p.threads.iter().filter_map(|t| t.shim_call_ns).collect();
+        let per_call = if costs.is_empty() {
+            String::new()
+        } else {
+            let least = costs.iter().cloned().fold(f64::MAX, f64::min);
+            let most = costs.iter().cloned().fold(0.0, f64::max);
+            format!(" ({least:.1}–{most:.1} ns per call, sampled per thread)")
+        };
         let _ = writeln!(
             out,
             "Contended waits and holds: every contended wait is recorded; figures are raw, \
-             except \"compensated\", which takes out the shim's own slow-path time\n{t}\n"
+             except \"compensated\", which takes out the shim's own time: its slow paths as \
+             timed, and its fast-path calls at their sampled cost{per_call}\n{t}\n"
         );
     }
 

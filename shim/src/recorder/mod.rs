@@ -18,6 +18,7 @@ pub mod held;
 pub mod lanes;
 pub mod modules;
 pub mod objects;
+pub mod selfcost;
 pub mod sites;
 mod threads;
 
@@ -201,6 +202,7 @@ pub fn prepare(
     caller: Caller,
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
+    let started = g.thread().call_cost().begin();
     if let Some(offsets) = lane.offsets_of(caller.ret) {
         let context = caller.context(&offsets);
         if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
@@ -208,6 +210,8 @@ pub fn prepare(
             let slot = unsafe { &*hit.slot };
             // Still the same lock (not destroyed and re-initialised since)?
             if slot.id() == hit.lock_id {
+                // Only fast-path calls are sampled; the slow path times itself.
+                g.thread().call_cost().end(started);
                 return Some(Prepared {
                     addr,
                     slot,
@@ -343,6 +347,19 @@ fn sample_start(lane: &mut Lane) -> u64 {
 /// The lock was acquired.
 #[inline]
 pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
+    let started = g.thread().call_cost().begin();
+    record_acquired(g, p, how, hold);
+    g.thread().call_cost().end(started);
+}
+
+/// The shim's own time on this thread so far: the slow paths as timed, the
+/// fast path as estimated from samples (see `selfcost.rs`).
+fn shim_time_ns(g: &HookGuard, lane: &Lane) -> u64 {
+    lane.shim_ns + g.thread().call_cost().estimated_ns()
+}
+
+#[inline]
+fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
@@ -388,7 +405,11 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
         slot: p.slot,
         counter: p.counter,
         since_ns,
-        shim_ns: if since_ns != 0 { p.lane().shim_ns } else { 0 },
+        shim_ns: if since_ns != 0 {
+            shim_time_ns(g, p.lane())
+        } else {
+            0
+        },
     });
     if !tracked {
         // Nesting deeper than we track: the engagement is counted, its hold
@@ -451,6 +472,13 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
 /// condition wait hands the lock over).
 #[inline]
 pub fn released(g: &HookGuard, addr: u64, extra: u32) {
+    let started = g.thread().call_cost().begin();
+    record_released(g, addr, extra);
+    g.thread().call_cost().end(started);
+}
+
+#[inline]
+fn record_released(g: &HookGuard, addr: u64, extra: u32) {
     let Some(entry) = g.thread().held().take(addr) else {
         return;
     };
@@ -497,10 +525,13 @@ pub fn released(g: &HookGuard, addr: u64, extra: u32) {
         if let Some(lane) = current_lane(g) {
             // The shim's own time inside a timed hold, for compensation.
             let shim_in_hold = if entry.since_ns != 0 {
-                lane.shim_ns.saturating_sub(entry.shim_ns)
+                shim_time_ns(g, lane).saturating_sub(entry.shim_ns)
             } else {
                 0
             };
+            // The sampled cost, kept current where it is used.
+            // SAFETY: the thread record stays mapped; this thread is its writer.
+            unsafe { (*lane.thread).shim_call_ps = g.thread().call_cost().mean_ps() as u32 };
             events::released(
                 lane,
                 entry.lock_id,

@@ -85,6 +85,7 @@ pub fn thread_ended(g: &HookGuard) {
             unsafe {
                 let t = &mut *lane.thread;
                 t.end_ns = now_ns();
+                t.shim_call_ps = s.call_cost().mean_ps() as u32;
                 if t.name[0] == 0 {
                     read_own_name(&mut t.name);
                 }
@@ -189,6 +190,20 @@ pub fn process_exit(code: Option<i32>) {
         file::set_exit_code(code);
     }
     capture_live_names();
+    // The exiting thread's sampled shim cost (others write theirs when they
+    // end or release a contended lock).
+    crate::guard::ThreadState::with(|s| {
+        let lane = s.lane();
+        if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
+            // SAFETY: this thread's own lane and record, in the live mapping.
+            unsafe {
+                let thread = (*lane).thread;
+                if !thread.is_null() {
+                    (*thread).shim_call_ps = s.call_cost().mean_ps() as u32;
+                }
+            }
+        }
+    });
     file::set_end_time(now_ns());
     file::set_flags(FLAG_COMPLETE);
 }
