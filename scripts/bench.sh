@@ -7,9 +7,9 @@
 #
 #   scripts/bench.sh [RUNS]     (default 7)
 #
-# Not covered yet: the end-to-end programs (sysbench, pigz, sort, zstd,
-# Python, memcached) and analyzer speed. bench/cells.c is the
-# fluidanimate-like kernel (many fine-grained cell locks).
+# Then runs scripts/bench-e2e.sh (real programs, with and without the shim)
+# and scripts/bench-analyzer.sh (analyzer speed and memory). bench/cells.c
+# is the fluidanimate-like kernel (many fine-grained cell locks).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}
@@ -73,3 +73,11 @@ echo
 echo "Trace bytes include the fixed part (header, tables, per-thread blocks),"
 echo "so short runs show more bytes per operation than long ones. Full tracing"
 echo "of the cells kernel outgrows the default 256 MiB cap; the rest is dropped."
+echo
+echo "End to end (default mode; each program $runs times, interleaved):"
+echo
+"$root/scripts/bench-e2e.sh" "$runs"
+if [ -x "$root/scripts/bench-analyzer.sh" ]; then
+  echo
+  "$root/scripts/bench-analyzer.sh"
+fi

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# End-to-end overhead: real programs run without and with the shim (default
+# mode), interleaved RUNS times, so both see the same machine state. Prints
+# a Markdown table: median wall time of each, the median of the per-run
+# ratios, and the trace size of the last shim run. memcached is measured by
+# throughput (memcaslap's TPS), the others by wall time.
+#
+#   scripts/bench-e2e.sh [RUNS]     (default 5; called by scripts/bench.sh)
+#
+# A program that is not installed is reported as skipped, not guessed.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-5}
+shim=$root/target/release/libsyncshim.so
+[ -e "$shim" ] || { echo "bench-e2e.sh: build first: cargo build --release" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-e2e.XXXXXX")
+memcached_pid=
+cleanup() {
+  [ -n "$memcached_pid" ] && kill "$memcached_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s.%N; }
+
+# Inputs, generated once: 200 MB of compressible text for pigz and zstd,
+# and 2 M lines of numbers for sort.
+base64 -w 76 /dev/urandom 2>/dev/null | head -c 200000000 > "$work/input.txt" || true
+sed -n '1,2000000p' "$work/input.txt" | cut -c1-12 > "$work/lines.txt"
+
+# One timed run of CMD… in MODE (plain or shim); prints seconds. The shim
+# run leaves its trace size in $work/trace.bytes.
+timed() {
+  local mode=$1; shift
+  local t0 t1
+  if [ "$mode" = plain ]; then
+    t0=$(now); "$@" > /dev/null; t1=$(now)
+  else
+    rm -rf "$work/traces"; mkdir "$work/traces"
+    t0=$(now)
+    LD_PRELOAD=$shim LOCKSUIT_DIR=$work/traces "$@" > /dev/null
+    t1=$(now)
+    du -sb "$work/traces" | cut -f1 > "$work/trace.bytes"
+  fi
+  awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) print a / b; else print 0}'; }
+
+row() {
+  local label=$1 metric=$2 target=$3 p=$4 s=$5 ratio=$6
+  local mb
+  mb=$(awk -v b="$(cat "$work/trace.bytes")" 'BEGIN {printf "%.1f", b / 1048576}')
+  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$metric" "$p" "$s" "$ratio" "$target" "$mb"
+}
+
+# e2e LABEL TARGET CMD…: wall time, lower is better.
+e2e() {
+  local label=$1 target=$2; shift 2
+  if ! command -v "$1" > /dev/null; then
+    printf '| %s | skipped: %s is not installed | | | | %s | |\n' "$label" "$1" "$target"
+    return
+  fi
+  local plain=() shimmed=() ratios=() p s
+  for _ in $(seq "$runs"); do
+    p=$(timed plain "$@"); s=$(timed shim "$@")
+    plain+=("$p"); shimmed+=("$s")
+    ratios+=("$(ratio "$s" "$p")")
+  done
+  row "$label" "wall s" "$target" \
+    "$(printf '%s\n' "${plain[@]}" | median | xargs printf '%.3f')" \
+    "$(printf '%s\n' "${shimmed[@]}" | median | xargs printf '%.3f')" \
+    "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
+}
+
+# memcached under memcaslap: throughput, higher is better; the ratio is
+# shim / plain (the target is at least 0.95).
+memcached_tps() {
+  local mode=$1 port=$2 tps
+  if [ "$mode" = plain ]; then
+    memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
+  else
+    rm -rf "$work/traces"; mkdir "$work/traces"
+    LD_PRELOAD=$shim LOCKSUIT_DIR=$work/traces \
+      memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
+  fi
+  sleep 0.3
+  tps=$(memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 3s 2>&1 | sed -n 's/.*TPS: \([0-9]*\).*/\1/p' | tail -1)
+  kill "$memcached_pid"; wait "$memcached_pid" 2>/dev/null || true; memcached_pid=
+  [ "$mode" = shim ] && du -sb "$work/traces" | cut -f1 > "$work/trace.bytes"
+  echo "${tps:-0}"
+}
+
+memcached_row() {
+  local target="≥ 0.95x"
+  if ! command -v memcached > /dev/null || ! command -v memcaslap > /dev/null; then
+    printf '| memcached -t 4 under memcaslap | skipped: memcached or memcaslap is not installed | | | | %s | |\n' "$target"
+    return
+  fi
+  local plain=() shimmed=() ratios=() p s port=$((20000 + RANDOM % 20000))
+  for i in $(seq "$runs"); do
+    p=$(memcached_tps plain $((port + 2 * i))); s=$(memcached_tps shim $((port + 2 * i + 1)))
+    plain+=("$p"); shimmed+=("$s")
+    ratios+=("$(ratio "$s" "$p")")
+  done
+  row "memcached -t 4 under memcaslap" "ops/s" "$target" \
+    "$(printf '%s\n' "${plain[@]}" | median)" \
+    "$(printf '%s\n' "${shimmed[@]}" | median)" \
+    "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
+}
+
+# The distribution's interpreter, not a version manager's wrapper script.
+python=$(command -v /usr/bin/python3 || command -v python3 || echo python3)
+cells=$root/target/bench/cells
+[ -x "$cells" ] || { mkdir -p "$(dirname "$cells")"; ${CC:-cc} -O2 -pthread -o "$cells" "$root/bench/cells.c"; }
+
+echo "| program | measure | plain | with the shim | ratio (median of runs) | target | trace MiB |"
+echo "|---|---|---|---|---|---|---|"
+e2e "sysbench mutex --threads=4" "≤ 1.05x" sysbench mutex --threads=4 --mutex-locks=200000 run
+e2e "pigz -p 4, 200 MB" "≤ 1.03x" pigz -p 4 -c "$work/input.txt"
+e2e "sort --parallel=2, 2 M lines" "≤ 1.03x" sort --parallel=2 -S 64M "$work/lines.txt"
+e2e "zstd -T2, 200 MB" "≤ 1.03x" zstd -q -T2 -c "$work/input.txt"
+e2e "Python: 4 threads, Lock + Queue" "≤ 1.10x" "$python" "$root/bench/py_threads.py" 300000
+e2e "cells kernel (65,536 locks), 2 threads" "≤ 1.25x" "$cells" 2 20
+memcached_row
