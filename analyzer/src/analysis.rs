@@ -395,6 +395,12 @@ pub fn analyze(
         &report_site,
         header.start_mono_ns,
     );
+    if contention.damaged_blocks > 0 {
+        warnings.push(format!(
+            "{} event blocks hold a damaged record; the rest of each was skipped",
+            contention.damaged_blocks
+        ));
+    }
     if contention.orphans > 0 {
         warnings.push(format!(
             "{} events refer to locks whose creation record is missing; left out",
@@ -482,7 +488,7 @@ pub fn analyze(
         } else {
             "contended"
         },
-        events: trace.events.len() as u64,
+        events: contention.events,
         clock: if header.flags & FLAG_CLOCK_TSC != 0 {
             "tsc"
         } else {

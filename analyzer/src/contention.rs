@@ -2,35 +2,31 @@
 //! which lines, for how long; wait and hold distributions; condition-variable
 //! wake-ups.
 //!
-//! Events are ordered per lock by the lock's release sequence, never by
+//! Events are matched per lock by the lock's release sequence, never by
 //! emission order or by timestamps across threads: the release that left
 //! sequence `k` handed the lock to the contended acquisition that saw `k`,
 //! whichever thread's stream each was written to and whatever their clocks
 //! said.
+//!
+//! One pass, in bounded memory: the events arrive merged across threads by
+//! time ([`Events::for_each_merged`]), so a release and the acquisition it let in
+//! arrive close together. Whichever comes first waits in a window of
+//! [`JOIN_WINDOW`] entries for the other; everything else is aggregated as
+//! it arrives, into per-object [`Samples`]. Memory grows with the number
+//! of locks, sites and threads, not with the number of events.
 
 use crate::model::{Blocking, DurationStats, FunctionBlocking, NotifyPair};
+use crate::samples::{ById, Samples};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::Hash;
 
-/// Sorted samples → count, total, average, max, p50, p99 (nearest rank).
-pub fn stats(mut samples: Vec<u64>) -> Option<DurationStats> {
-    if samples.is_empty() {
-        return None;
-    }
-    samples.sort_unstable();
-    let n = samples.len();
-    let total = samples.iter().fold(0u64, |a, &b| a.saturating_add(b));
-    let rank = |p: f64| samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-    Some(DurationStats {
-        count: n as u64,
-        total_ns: total,
-        avg_ns: total / n as u64,
-        max_ns: samples[n - 1],
-        p50_ns: rank(0.50),
-        p99_ns: rank(0.99),
-    })
-}
+/// How many unmatched releases, acquisitions and notifies are held while
+/// their partner may still come. Partners are normally adjacent in time;
+/// this covers clock skew and long preemptions between them.
+pub const JOIN_WINDOW: usize = 1 << 20;
 
 /// Names for what the events refer to, from the rest of the analysis.
 pub struct Names<'a> {
@@ -49,7 +45,7 @@ pub struct Contention {
     pub blocking_functions: Vec<FunctionBlocking>,
     pub lock_wait: HashMap<String, DurationStats>,
     pub lock_hold: HashMap<String, DurationStats>,
-    /// The same with the shim's own slow-path time taken out.
+    /// The same with the shim's own time taken out.
     pub lock_wait_compensated: HashMap<String, DurationStats>,
     pub lock_hold_compensated: HashMap<String, DurationStats>,
     pub site_wait: HashMap<String, DurationStats>,
@@ -58,107 +54,239 @@ pub struct Contention {
     pub notifiers: HashMap<String, Vec<NotifyPair>>,
     /// Events whose lock is unknown (a lost creation record).
     pub orphans: u64,
+    /// Events read.
+    pub events: u64,
+    /// Event blocks whose records were damaged (the rest of each skipped).
+    pub damaged_blocks: u64,
 }
 
+#[derive(Clone, Copy)]
 struct Blocked {
     tid: u32,
     lock: u32,
     site: u32,
-    seq_after: u32,
     owner: u32,
     wait: u64,
 }
 
-pub fn analyze(trace: &Trace, names: &Names) -> Contention {
-    let mut out = Contention::default();
-    let tid_of = |t: usize| trace.threads[t].record.tid;
+/// A release that may have let a waiter in: (tid, site, shim time in the hold).
+type Release = (u32, u32, u64);
 
-    // Releases by (lock, sequence they left): who let the next one in, and
-    // how much of the hold was the shim's own time.
-    let mut releases: HashMap<(u32, u32), (u32, u32, u64)> = HashMap::new(); // -> (tid, site, shim)
-    let mut blocked = Vec::new();
-    let mut waits: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut holds: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut holds_compensated: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut site_waits: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut cond_waits = Vec::new();
-    // (cond, sequence after the notify) -> (time, tid)
-    let mut notifies: HashMap<(u32, u32), (u64, u32)> = HashMap::new();
-    for (thread, e) in &trace.events {
-        let tid = tid_of(*thread);
+/// A map of at most `JOIN_WINDOW` recent entries; the oldest is handed back
+/// when a new one pushes it out.
+struct Window<K, V> {
+    map: FxHashMap<K, V>,
+    order: VecDeque<K>,
+    limit: usize,
+}
+
+impl<K: Copy + Eq + Hash, V> Default for Window<K, V> {
+    fn default() -> Self {
+        Self::with_limit(JOIN_WINDOW)
+    }
+}
+
+impl<K: Copy + Eq + Hash, V> Window<K, V> {
+    fn with_limit(limit: usize) -> Self {
+        Self {
+            map: FxHashMap::default(),
+            order: VecDeque::new(),
+            limit,
+        }
+    }
+
+    fn insert(&mut self, key: K, value: V) -> Option<V> {
+        self.map.insert(key, value);
+        self.order.push_back(key);
+        if self.order.len() <= self.limit {
+            return None;
+        }
+        // Keys already matched and removed just fall out.
+        let oldest = self.order.pop_front()?;
+        self.map.remove(&oldest)
+    }
+
+    fn take(&mut self, key: &K) -> Option<V> {
+        self.map.remove(key)
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.map.get(key)
+    }
+}
+
+/// The aggregates, by raw ids until the end.
+#[derive(Default)]
+struct Pass {
+    waits: ById<Samples>,
+    waits_compensated: ById<Samples>,
+    holds: ById<Samples>,
+    holds_compensated: ById<Samples>,
+    site_waits: ById<Samples>,
+    /// (raw lock, blocker, blocked) → (count, wait)
+    rows: FxHashMap<(u32, u32, u32), (u64, u64)>,
+    /// (blocker's raw site, blocked's raw site) → (count, wait)
+    site_pairs: FxHashMap<(u32, u32), (u64, u64)>,
+    releases: Window<(u32, u32), Release>,
+    waiting: Window<(u32, u32), Vec<Blocked>>,
+    /// (cond, sequence after the notify) → (time, tid)
+    notifies: Window<(u32, u32), (u64, u32)>,
+    cond_outcomes: ById<[u64; 7]>,
+    cond_latency: ById<Samples>,
+    notify_pairs: FxHashMap<(u32, u32, u32), u64>,
+}
+
+impl Pass {
+    fn event(&mut self, e: &EventRecord) {
         match e.hdr.aux & 0xff {
-            EVENT_BLOCKED | EVENT_TIMED_OUT => {
+            kind @ (EVENT_BLOCKED | EVENT_TIMED_OUT) => {
                 let wait = e.time2.saturating_sub(e.time);
-                waits.entry(e.lock_id).or_default().push(wait);
-                site_waits.entry(e.site_id).or_default().push(wait);
-                if e.hdr.aux & 0xff == EVENT_BLOCKED {
-                    blocked.push(Blocked {
-                        tid,
+                self.waits.entry(e.lock_id).push(wait);
+                self.site_waits.entry(e.site_id).push(wait);
+                if kind == EVENT_BLOCKED {
+                    let b = Blocked {
+                        tid: e.tid,
                         lock: e.lock_id,
                         site: e.site_id,
-                        seq_after: e.seq2,
                         owner: e.other,
                         wait,
-                    });
+                    };
+                    let key = (e.lock_id, e.seq2);
+                    match self.releases.take(&key) {
+                        Some(release) => self.settle(&b, Some(release)),
+                        None => {
+                            let mut list = self.waiting.take(&key).unwrap_or_default();
+                            list.push(b);
+                            if let Some(evicted) = self.waiting.insert(key, list) {
+                                self.settle_all(evicted, None);
+                            }
+                        }
+                    }
                 }
             }
             EVENT_RELEASED => {
-                releases.insert((e.lock_id, e.seq2), (tid, e.site_id, e.deadline));
                 if e.time2 != 0 {
                     let hold = e.time.saturating_sub(e.time2);
-                    holds.entry(e.lock_id).or_default().push(hold);
+                    self.holds.entry(e.lock_id).push(hold);
                     // `deadline` carries the shim's time inside the hold.
-                    holds_compensated
+                    self.holds_compensated
                         .entry(e.lock_id)
-                        .or_default()
                         .push(hold.saturating_sub(e.deadline));
                 }
+                // A release that found no waiter let none in (full tracing
+                // writes every release; only these can be matched).
+                if e.other > 0 {
+                    let key = (e.lock_id, e.seq2);
+                    let release = (e.tid, e.site_id, e.deadline);
+                    match self.waiting.take(&key) {
+                        Some(list) => self.settle_all(list, Some(release)),
+                        None => {
+                            // A newer release of the same sequence replaces it
+                            // (shared holders); the displaced one has no waiter.
+                            let _ = self.releases.insert(key, release);
+                        }
+                    }
+                }
             }
-            EVENT_COND_WAIT => cond_waits.push((tid, *e)),
+            EVENT_COND_WAIT => self.cond_wait(e),
             EVENT_NOTIFY => {
-                notifies.insert((e.lock_id, e.seq2), (e.time, tid));
+                let _ = self.notifies.insert((e.lock_id, e.seq2), (e.time, e.tid));
             }
             _ => {}
         }
     }
 
-    // Who blocked whom: the owner seen on asking, else the thread whose
-    // release (by sequence) handed the lock over.
-    let mut rows: BTreeMap<(String, u32, u32), (u64, u64)> = BTreeMap::new();
-    let mut waits_compensated: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut by_function: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
-    for b in &blocked {
-        let Some(lock) = names.lock.get(&b.lock) else {
-            out.orphans += 1;
-            continue;
-        };
-        let release = releases.get(&(b.lock, b.seq_after));
+    fn settle_all(&mut self, list: Vec<Blocked>, release: Option<Release>) {
+        for b in &list {
+            self.settle(b, release);
+        }
+    }
+
+    /// Who blocked whom: the owner seen on asking, else the thread whose
+    /// release (by sequence) handed the lock over.
+    fn settle(&mut self, b: &Blocked, release: Option<Release>) {
         // The wait lasted as long as the hold that caused it; the shim's
         // own time inside that hold came out of the wait too.
-        let shim = release.map_or(0, |&(_, _, shim)| shim);
-        waits_compensated
+        let shim = release.map_or(0, |(_, _, shim)| shim);
+        self.waits_compensated
             .entry(b.lock)
-            .or_default()
             .push(b.wait.saturating_sub(shim));
         let blocker = match (b.owner, release) {
-            (0, Some(&(tid, _, _))) => tid,
+            (0, Some((tid, _, _))) => tid,
             (owner, _) => owner,
         };
         if blocker == 0 || blocker == b.tid {
-            continue; // unknown, or a semaphore the thread itself will post
+            return; // unknown, or a semaphore the thread itself will post
         }
-        let row = rows.entry((lock.clone(), blocker, b.tid)).or_default();
+        let row = self.rows.entry((b.lock, blocker, b.tid)).or_default();
         row.0 += 1;
         row.1 = row.1.saturating_add(b.wait);
-        let blocker_site = release
-            .filter(|&&(tid, _, _)| tid == blocker)
-            .and_then(|&(_, site, _)| (names.site)(site));
-        let blocked_fn = (names.site)(b.site).and_then(|s| (names.function)(&s));
-        let blocker_fn = blocker_site.and_then(|s| (names.function)(&s));
-        if let (Some(blocker_fn), Some(blocked_fn)) = (blocker_fn, blocked_fn) {
-            let f = by_function.entry((blocker_fn, blocked_fn)).or_default();
-            f.0 += 1;
-            f.1 = f.1.saturating_add(b.wait);
+        if let Some((_, site, _)) = release.filter(|&(tid, _, _)| tid == blocker) {
+            let pair = self.site_pairs.entry((site, b.site)).or_default();
+            pair.0 += 1;
+            pair.1 = pair.1.saturating_add(b.wait);
+        }
+    }
+
+    /// Condition variables: outcomes, and the latency from the notify a
+    /// waiter woke to (the newest one before it returned) to its return.
+    fn cond_wait(&mut self, e: &EventRecord) {
+        let outcome = ((e.hdr.aux >> 8) & 0xff) as usize;
+        self.cond_outcomes.entry(e.lock_id)[outcome.min(6)] += 1;
+        if outcome as u32 != OUTCOME_NOTIFIED {
+            return;
+        }
+        let woke_by = (e.seq.wrapping_add(1)..=e.seq2)
+            .rev()
+            .take(4096)
+            .filter_map(|s| self.notifies.get(&(e.lock_id, s)))
+            .find(|&&(time, _)| time <= e.time2)
+            .copied();
+        if let Some((time, notifier)) = woke_by {
+            self.cond_latency
+                .entry(e.lock_id)
+                .push(e.time2.saturating_sub(time));
+            *self
+                .notify_pairs
+                .entry((e.lock_id, notifier, e.tid))
+                .or_default() += 1;
+        }
+    }
+}
+
+pub fn analyze(trace: &Trace, names: &Names) -> Contention {
+    let mut pass = Pass::default();
+    let mut count = 0u64;
+    let damaged_blocks = trace.events.for_each_merged(|e| {
+        count += 1;
+        pass.event(e);
+    });
+    let mut out = Contention {
+        events: count,
+        damaged_blocks,
+        ..Contention::default()
+    };
+    // Acquisitions whose release never came (lost, or outside the trace).
+    let unmatched: Vec<Vec<Blocked>> = pass.waiting.map.drain().map(|(_, v)| v).collect();
+    for list in unmatched {
+        pass.settle_all(list, None);
+    }
+    finish(pass, names, &mut out);
+    out
+}
+
+/// Names the aggregates and sorts the rows.
+fn finish(pass: Pass, names: &Names, out: &mut Contention) {
+    let lock_name = |raw: u32| names.lock.get(&raw);
+    let mut rows: BTreeMap<(String, u32, u32), (u64, u64)> = BTreeMap::new();
+    for ((lock, blocker, blocked), (count, wait)) in pass.rows {
+        match lock_name(lock) {
+            Some(id) => {
+                let row = rows.entry((id.clone(), blocker, blocked)).or_default();
+                row.0 += count;
+                row.1 = row.1.saturating_add(wait);
+            }
+            None => out.orphans += count,
         }
     }
     out.blocking = rows
@@ -175,6 +303,18 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
         .collect();
     out.blocking
         .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.count.cmp(&a.count)));
+
+    let function_of = |raw: u32| (names.site)(raw).and_then(|s| (names.function)(&s));
+    let mut by_function: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+    for ((blocker_site, blocked_site), (count, wait)) in pass.site_pairs {
+        if let (Some(blocker), Some(blocked)) =
+            (function_of(blocker_site), function_of(blocked_site))
+        {
+            let f = by_function.entry((blocker, blocked)).or_default();
+            f.0 += count;
+            f.1 = f.1.saturating_add(wait);
+        }
+    }
     out.blocking_functions = by_function
         .into_iter()
         .map(
@@ -189,71 +329,40 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
 
-    for (lock, samples) in waits {
-        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
-            out.lock_wait.insert(id.clone(), s);
-        }
-    }
-    for (lock, samples) in holds {
-        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
-            out.lock_hold.insert(id.clone(), s);
-        }
-    }
-    for (lock, samples) in holds_compensated {
-        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
-            out.lock_hold_compensated.insert(id.clone(), s);
-        }
-    }
-    for (lock, samples) in waits_compensated {
-        if let (Some(id), Some(s)) = (names.lock.get(&lock), stats(samples)) {
-            out.lock_wait_compensated.insert(id.clone(), s);
+    for (map, into) in [
+        (pass.waits, &mut out.lock_wait),
+        (pass.holds, &mut out.lock_hold),
+        (pass.holds_compensated, &mut out.lock_hold_compensated),
+        (pass.waits_compensated, &mut out.lock_wait_compensated),
+        (pass.cond_latency, &mut out.cond_latency),
+    ] {
+        for (raw, samples) in map.into_entries() {
+            if let (Some(id), Some(s)) = (lock_name(raw), samples.stats()) {
+                into.insert(id.clone(), s);
+            }
         }
     }
     // Several recorded sites may be one line of the report: pool them first.
-    let mut by_line: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for (site, samples) in site_waits {
+    let mut by_line: BTreeMap<String, Samples> = BTreeMap::new();
+    for (site, samples) in pass.site_waits.into_entries() {
         if let Some(id) = (names.site)(site) {
-            by_line.entry(id).or_default().extend(samples);
+            by_line.entry(id).or_default().merge(samples);
         }
     }
     for (id, samples) in by_line {
-        if let Some(s) = stats(samples) {
+        if let Some(s) = samples.stats() {
             out.site_wait.insert(id, s);
         }
     }
-
-    // Condition variables: outcomes, and the latency from the notify a
-    // waiter woke to (the newest one before it returned) to its return.
-    let mut latency: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    let mut pairs: BTreeMap<(u32, u32, u32), u64> = BTreeMap::new();
-    for (tid, e) in &cond_waits {
-        let outcome = ((e.hdr.aux >> 8) & 0xff) as usize;
-        if let Some(id) = names.lock.get(&e.lock_id) {
-            out.cond_outcomes.entry(id.clone()).or_default()[outcome.min(6)] += 1;
-        }
-        if outcome as u32 != OUTCOME_NOTIFIED {
-            continue;
-        }
-        let woke_by = (e.seq.wrapping_add(1)..=e.seq2)
-            .rev()
-            .take(4096)
-            .filter_map(|s| notifies.get(&(e.lock_id, s)))
-            .find(|&&(time, _)| time <= e.time2);
-        if let Some(&(time, notifier)) = woke_by {
-            latency
-                .entry(e.lock_id)
-                .or_default()
-                .push(e.time2.saturating_sub(time));
-            *pairs.entry((e.lock_id, notifier, *tid)).or_default() += 1;
+    for (raw, outcomes) in pass.cond_outcomes.into_entries() {
+        if let Some(id) = lock_name(raw) {
+            out.cond_outcomes.insert(id.clone(), outcomes);
         }
     }
-    for (cond, samples) in latency {
-        if let (Some(id), Some(s)) = (names.lock.get(&cond), stats(samples)) {
-            out.cond_latency.insert(id.clone(), s);
-        }
-    }
+    let mut pairs: Vec<((u32, u32, u32), u64)> = pass.notify_pairs.into_iter().collect();
+    pairs.sort_unstable();
     for ((cond, notifier_tid, waiter_tid), count) in pairs {
-        if let Some(id) = names.lock.get(&cond) {
+        if let Some(id) = lock_name(cond) {
             out.notifiers
                 .entry(id.clone())
                 .or_default()
@@ -264,7 +373,6 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
                 });
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -332,7 +440,15 @@ pub(crate) mod tests {
             sites: Vec::new(),
             counters: Vec::new(),
             conds: Vec::new(),
-            events,
+            events: Events::from_records(
+                &events
+                    .into_iter()
+                    .map(|(thread, mut e)| {
+                        e.tid = 10 * (thread as u32 + 1);
+                        e
+                    })
+                    .collect::<Vec<_>>(),
+            ),
             modules: Vec::new(),
             warnings: Vec::new(),
         }
@@ -411,15 +527,29 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn percentiles_use_nearest_rank() {
-        let s = stats((1..=100).collect()).unwrap();
+    fn the_join_window_holds_at_most_its_limit_and_hands_back_the_oldest() {
+        let mut w: Window<u32, u32> = Window::with_limit(4);
+        let evicted: Vec<Option<u32>> = (0..10).map(|k| w.insert(k, k * 10)).collect();
         assert_eq!(
-            (s.count, s.total_ns, s.avg_ns, s.max_ns),
-            (100, 5050, 50, 100)
+            evicted,
+            vec![
+                None,
+                None,
+                None,
+                None,
+                Some(0),
+                Some(10),
+                Some(20),
+                Some(30),
+                Some(40),
+                Some(50)
+            ]
         );
-        assert_eq!((s.p50_ns, s.p99_ns), (50, 99));
-        let one = stats(vec![7]).unwrap();
-        assert_eq!((one.p50_ns, one.p99_ns), (7, 7));
-        assert!(stats(Vec::new()).is_none());
+        assert_eq!(w.map.len(), 4);
+        // A matched entry leaves at once; its key just falls out later.
+        assert_eq!(w.take(&9), Some(90));
+        assert_eq!(w.insert(10, 100), Some(60));
+        assert_eq!(w.map.len(), 3);
+        assert!(w.order.len() <= 4);
     }
 }

@@ -9,5 +9,6 @@ pub mod load;
 pub mod model;
 pub mod render;
 pub mod run;
+pub mod samples;
 pub mod stream;
 pub mod symbolize;

@@ -1,6 +1,6 @@
 //! Finding and reading traces named on the command line.
 
-use locksuit_format::{read_trace_bytes, Trace, TraceError};
+use locksuit_format::{read_trace_shared, Trace, TraceError};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -83,7 +83,10 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
     // already backed, so the file never shrinks under the mapping.
     let map = unsafe { memmap2::Mmap::map(&file) }
         .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
-    Ok(read_trace_bytes(path, &map)?)
+    // Read front to back once: let the kernel read ahead and drop behind.
+    let _ = map.advise(memmap2::Advice::Sequential);
+    // The trace keeps the mapping: its events are read from it in place.
+    Ok(read_trace_shared(path, std::sync::Arc::new(map))?)
 }
 
 /// What the command line names: files are taken as they are (and must be

@@ -70,12 +70,12 @@ pub fn build(
         return Vec::new();
     }
     let mut by_object: HashMap<u32, Vec<Placed>> = HashMap::new();
-    for (thread, e) in &trace.events {
+    for e in trace.events.iter() {
         let Some(id) = name(e.lock_id) else { continue };
         if !filter.wants(&id) {
             continue;
         }
-        let tid = trace.threads[*thread].record.tid;
+        let tid = e.tid;
         let at = |kind: &'static str, seq: u32, time: u64| StreamEvent {
             seq,
             kind,

@@ -8,6 +8,7 @@ use locksuit::analysis::analyze;
 use locksuit::findings::Limits;
 use locksuit::model::{Report, SCHEMA};
 use locksuit::render;
+use locksuit::stream::StreamFilter;
 use locksuit::symbolize::Symbolizer;
 use std::path::Path;
 
@@ -16,12 +17,20 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut symbolizer = Symbolizer::default();
-    let process = analyze("fuzz.trace", &trace, &Limits::default(), &mut symbolizer);
+    // Streams too: they walk every event of every object.
+    let process = analyze(
+        "fuzz.trace",
+        &trace,
+        &Limits::default(),
+        &StreamFilter::All,
+        &mut symbolizer,
+    );
     let report = Report {
         schema: SCHEMA,
         threshold: 0.3,
         processes: vec![process],
     };
     let _ = render::json::render(&report);
+    let _ = render::streams::render(&report);
     let _ = render::text::render(&report, render::text::SortKey::Wait, render::text::Columns::Mutrace);
 });

@@ -17,8 +17,10 @@
 //! shim supports); the header carries a byte-order marker so a foreign trace
 //! is rejected rather than misread.
 
+pub mod events;
 pub mod layout;
 pub mod reader;
 
+pub use events::{emission_time, Events, TraceBytes};
 pub use layout::*;
-pub use reader::{read_trace, read_trace_bytes, Trace, TraceError};
+pub use reader::{read_trace, read_trace_bytes, read_trace_shared, Trace, TraceError};

@@ -2,10 +2,12 @@
 //! at all is a [`TraceError`]; damage inside an otherwise valid trace becomes
 //! a warning and the rest is still read.
 
+use crate::events::{Events, TraceBytes};
 use crate::layout::*;
 use core::mem::{offset_of, size_of};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a trace cannot be read.
 #[derive(Debug)]
@@ -86,8 +88,9 @@ pub struct Trace {
     pub counters: Vec<(usize, CounterRecord)>,
     /// (index into `threads`, counter)
     pub conds: Vec<(usize, CondRecord)>,
-    /// (index into `threads`, event), in each lane's emission order.
-    pub events: Vec<(usize, EventRecord)>,
+    /// The events, read in place (see [`Events`]); each names its thread
+    /// by tid.
+    pub events: Events,
     pub modules: Vec<ModuleInfo>,
     /// Problems found inside an otherwise readable trace.
     pub warnings: Vec<String>,
@@ -102,7 +105,7 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
             _ => format!("cannot read: {e}"),
         },
     })?;
-    read_trace_bytes(path, &bytes)
+    read_trace_shared(path, Arc::new(bytes))
 }
 
 fn u32_at(bytes: &[u8], off: usize) -> u32 {
@@ -116,8 +119,17 @@ fn c_string(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
-/// Reads and validates a trace held in memory; `path` is only used in messages.
+/// Reads and validates a trace held in memory; `path` is only used in
+/// messages. The bytes are copied (the events are read from them later);
+/// [`read_trace_shared`] takes a mapping without copying.
 pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> {
+    read_trace_shared(path, Arc::new(bytes.to_vec()))
+}
+
+/// Reads and validates the trace in `source` (a file mapping, say), which
+/// the returned trace keeps for reading its events.
+pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, TraceError> {
+    let bytes: &[u8] = (*source).as_ref();
     let fail = |problem: String| TraceError {
         path: path.to_path_buf(),
         problem,
@@ -217,7 +229,7 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         sites: Vec::new(),
         counters: Vec::new(),
         conds: Vec::new(),
-        events: Vec::new(),
+        events: Events::default(),
         modules: Vec::new(),
         warnings: Vec::new(),
     };
@@ -250,31 +262,27 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
         let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
-        read_records(&mut trace, payload, index, &mut current_thread, None);
+        read_records(&mut trace, payload, index, &mut current_thread);
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
-    // wrap only the most recent remain); events name their thread by tid,
-    // the latest thread of that tid (tids are reused after a thread ends).
-    let mut by_tid: std::collections::HashMap<u32, usize> = trace
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.record.tid, i))
-        .collect();
+    // wrap only the most recent remain). Only where they are is kept here.
     event_blocks.sort_unstable();
-    for &(_lane, _seq, index) in &event_blocks {
+    let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut last_lane = None;
+    for &(lane, _seq, index) in &event_blocks {
         let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
-        let mut no_thread = None;
-        read_records(
-            &mut trace,
-            payload,
-            index,
-            &mut no_thread,
-            Some(&mut by_tid),
-        );
+        if last_lane != Some(lane) {
+            last_lane = Some(lane);
+            lanes.push(Vec::new());
+        }
+        let start = index * BLOCK_SIZE + BLOCK_HEADER_SIZE;
+        if let Some(blocks) = lanes.last_mut() {
+            blocks.push((start, start + payload.len()));
+        }
     }
+    trace.events = Events::new(source.clone(), lanes);
     Ok(trace)
 }
 
@@ -301,7 +309,6 @@ fn read_records(
     payload: &[u8],
     block: usize,
     current_thread: &mut Option<usize>,
-    mut by_tid: Option<&mut std::collections::HashMap<u32, usize>>,
 ) {
     let mut off = 0usize;
     while off + size_of::<RecordHeader>() <= payload.len() {
@@ -320,11 +327,7 @@ fn read_records(
             return;
         }
         let rec = &rest[..size];
-        let ok = match by_tid.as_deref_mut() {
-            // Event blocks hold events only, each naming its thread.
-            Some(by_tid) => decode_event(trace, rh, rec, by_tid),
-            None => decode_record(trace, rh, rec, current_thread),
-        };
+        let ok = decode_record(trace, rh, rec, current_thread);
         if !ok {
             trace.warnings.push(format!(
                 "block {block} offset {off}: malformed record of kind {}; skipped",
@@ -336,38 +339,6 @@ fn read_records(
 }
 
 /// Returns false if the record is malformed.
-/// A record of an event block: an event, attributed by its tid.
-fn decode_event(
-    trace: &mut Trace,
-    rh: RecordHeader,
-    rec: &[u8],
-    by_tid: &mut std::collections::HashMap<u32, usize>,
-) -> bool {
-    if RecordKind::from_u16(rh.kind) != Some(RecordKind::Event) {
-        return false;
-    }
-    let Some(r) = read_pod::<EventRecord>(rec) else {
-        return false;
-    };
-    let thread = match by_tid.get(&r.tid) {
-        Some(&t) => t,
-        None => {
-            // A thread whose record was lost: keep its events under its tid.
-            trace.threads.push(ThreadInfo {
-                record: ThreadRecord {
-                    tid: r.tid,
-                    ..ThreadRecord::default()
-                },
-                name: None,
-            });
-            by_tid.insert(r.tid, trace.threads.len() - 1);
-            trace.threads.len() - 1
-        }
-    };
-    trace.events.push((thread, r));
-    true
-}
-
 fn decode_record(
     trace: &mut Trace,
     rh: RecordHeader,
@@ -450,13 +421,8 @@ fn decode_record(
             let t = thread_or_orphan(trace, current_thread);
             trace.conds.push((t, r));
         }
-        RecordKind::Event => {
-            let Some(r) = read_pod::<EventRecord>(rec) else {
-                return false;
-            };
-            let t = thread_or_orphan(trace, current_thread);
-            trace.events.push((t, r));
-        }
+        // Events live in event blocks of their own since version 3.
+        RecordKind::Event => return false,
         RecordKind::Module => {
             let Some(r) = read_pod::<ModuleRecord>(rec) else {
                 return false;

@@ -37,14 +37,14 @@ fn run(n: u64, env: &[(&str, &str)], tag: &str) -> (Output, PathBuf, Value) {
 fn releases_and_acquires(trace: &Path, addr: u64) -> (Vec<u32>, usize) {
     let t = read_trace(trace).unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
     let id = trace_lock_id(&t, addr);
-    let mine = |e: &&(usize, EventRecord)| e.1.lock_id == id;
-    let kind = |e: &(usize, EventRecord)| e.1.hdr.aux & 0xff;
+    let mine = |e: &EventRecord| e.lock_id == id;
+    let kind = |e: &EventRecord| e.hdr.aux & 0xff;
     let mut releases: Vec<u32> = t
         .events
         .iter()
         .filter(mine)
         .filter(|e| kind(e) == EVENT_RELEASED)
-        .map(|e| e.1.seq2)
+        .map(|e| e.seq2)
         .collect();
     releases.sort_unstable();
     let acquires = t

@@ -29,8 +29,8 @@ fn timed_waits_record_their_deadlines() {
         let deadlines: Vec<u64> = t
             .events
             .iter()
-            .filter(|(_, e)| e.lock_id == id && e.hdr.aux & 0xff == kind)
-            .map(|(_, e)| e.deadline)
+            .filter(|e| e.lock_id == id && e.hdr.aux & 0xff == kind)
+            .map(|e| e.deadline)
             .collect();
         assert!(
             deadlines.contains(&deadline),
