@@ -39,8 +39,10 @@ pub struct ThreadState {
     call_cost: CallCost,
 }
 
-thread_local! {
-    static STATE: ThreadState = const {
+impl ThreadState {
+    /// The initial state. All of it is zero bits, which is what lets it
+    /// live in a `.tbss` block (see `tls.rs`); a test checks that.
+    pub const fn initial() -> ThreadState {
         ThreadState {
             in_hook: Cell::new(false),
             calling_out: Cell::new(false),
@@ -54,21 +56,37 @@ thread_local! {
             held: UnsafeCell::new(HeldStack::new()),
             call_cost: CallCost::new(),
         }
-    };
+    }
+
+    /// Field by field equality, for the test that the initial state is zero.
+    #[cfg(test)]
+    pub fn same_as(&self, other: &ThreadState) -> bool {
+        self.in_hook.get() == other.in_hook.get()
+            && self.calling_out.get() == other.calling_out.get()
+            && self.resolving.get() == other.resolving.get()
+            && self.lane.get() == other.lane.get()
+            && self.lane_generation.get() == other.lane_generation.get()
+            && self.retired.get() == other.retired.get()
+            && self.parent_tid.get() == other.parent_tid.get()
+            && self.exit_rounds.get() == other.exit_rounds.get()
+            && self.forking.get() == other.forking.get()
+            && self.held().same_as(other.held())
+            && self.call_cost.same_as(&other.call_cost)
+    }
 }
 
 impl ThreadState {
     #[inline]
     pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
-        STATE.with(f)
+        f(this_thread())
     }
 
     pub fn set_resolving(v: bool) {
-        STATE.with(|s| s.resolving.set(v));
+        this_thread().resolving.set(v);
     }
 
     pub fn is_resolving() -> bool {
-        STATE.with(|s| s.resolving.get())
+        this_thread().resolving.get()
     }
 
     #[inline]
@@ -216,12 +234,9 @@ pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
 }
 
 /// The calling thread's state, valid for as long as the thread runs.
-#[inline]
+#[inline(always)]
 fn this_thread() -> &'static ThreadState {
-    // SAFETY: the thread-local has no destructor, so it lives as long as the
-    // thread; the reference never leaves the thread because every holder
-    // (HookGuard) is !Send.
-    STATE.with(|s| unsafe { &*(s as *const ThreadState) })
+    crate::tls::thread_state()
 }
 
 impl Drop for HookGuard {

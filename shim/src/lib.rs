@@ -7,7 +7,7 @@
 //! - [`intercept`]: the trylock-first acquisition protocol the hooks share;
 //! - [`recorder`]: the recording core, callable without LD_PRELOAD;
 //! - [`lifecycle`]: the atomic state machine (init, fork, exit);
-//! - [`guard`]: per-thread state and the re-entrancy guard;
+//! - [`guard`]: per-thread state and the re-entrancy guard ([`tls`]: where it lives);
 //! - [`real`]: the table of real functions, resolved in one step.
 
 // Hooks and the constructor only exist in the real library: a unit-test
@@ -25,3 +25,4 @@ pub mod guard;
 pub mod lifecycle;
 pub mod real;
 pub mod recorder;
+pub mod tls;

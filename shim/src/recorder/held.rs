@@ -59,6 +59,21 @@ impl HeldStack {
         }
     }
 
+    #[cfg(test)]
+    pub fn same_as(&self, other: &HeldStack) -> bool {
+        let key = |e: &HeldEntry| {
+            (
+                e.addr, e.lock_id, e.flags, e.slot, e.counter, e.since_ns, e.shim_ns,
+            )
+        };
+        self.len == other.len
+            && self
+                .entries
+                .iter()
+                .map(key)
+                .eq(other.entries.iter().map(key))
+    }
+
     /// False when the stack is full (the engagement is then not tracked).
     pub fn push(&mut self, entry: HeldEntry) -> bool {
         if self.len == MAX_HELD {

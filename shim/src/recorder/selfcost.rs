@@ -48,6 +48,16 @@ impl CallCost {
         }
     }
 
+    #[cfg(test)]
+    pub fn same_as(&self, other: &CallCost) -> bool {
+        (self.calls.get(), self.sampled_ns.get(), self.samples.get())
+            == (
+                other.calls.get(),
+                other.sampled_ns.get(),
+                other.samples.get(),
+            )
+    }
+
     /// Counts one recorder call; returns its start time if it is to be
     /// timed, else 0.
     #[inline]
