@@ -63,9 +63,18 @@ pub fn reset_after_fork() {
     NEXT_ID.store(1, Ordering::Relaxed);
 }
 
+/// Home slot of `addr` (callers mask it). The objects of one 4 KiB page
+/// map to one run of 512 consecutive slots, by their offset in the page in
+/// 8-byte steps, at a place chosen by hashing the page number. A sweep over
+/// an array of locks then walks the table in order, which the hardware
+/// prefetcher follows, instead of missing the cache on every lock (measured
+/// on a 65,536-lock kernel); pages still hash apart, so arrays that sit
+/// 2^k bytes apart (per-thread arenas) do not pile up on each other.
 fn hash(addr: u64) -> usize {
-    ((addr >> 3).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - OBJECT_SLOTS.trailing_zeros()))
-        as usize
+    let page = addr >> 12;
+    let run =
+        (page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - OBJECT_SLOTS.trailing_zeros())) as usize;
+    run + ((addr & 0xfff) >> 3) as usize
 }
 
 /// Finds or claims the slot for `addr`.
