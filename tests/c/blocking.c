@@ -5,8 +5,8 @@
  * 2. Thread A2 holds L 150 ms; thread B2 asks with pthread_mutex_timedlock
  *    and a 50 ms deadline: ETIMEDOUT after about 50 ms.
  *
- * Prints the lock's address, the four threads' tids and the timedlock's
- * result. */
+ * Prints the lock's address, the four threads' tids, B's wait as B itself
+ * measured it, and the timedlock's result. */
 #include "common.h"
 
 #include <stdatomic.h>
@@ -16,6 +16,7 @@
 static pthread_mutex_t L = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int holding;
 static atomic_int tids[4];
+static long long b_wait_ns; /* B's own measure of its wait */
 
 static void *thread_a(void *arg)
 {
@@ -35,7 +36,9 @@ static void *thread_b(void *arg)
     while (!atomic_load(&holding))
         ;
     sleep_ms(100);
+    long long asked = now_ns();
     CHECK(pthread_mutex_lock(&L)); /* @b-lock */
+    b_wait_ns = now_ns() - asked;
     CHECK(pthread_mutex_unlock(&L));
     return NULL;
 }
@@ -85,6 +88,7 @@ int main(void)
     CHECK(pthread_join(b, NULL));
     printf("timedlock %s\n", timed_rc == ETIMEDOUT ? "ETIMEDOUT" : "unexpected");
     fprintf(stderr, "lock %p\n", (void *)&L);
+    fprintf(stderr, "b-wait-ns %lld\n", b_wait_ns);
     fprintf(stderr, "tid-a %d\ntid-b %d\ntid-a2 %d\ntid-b2 %d\n", tids[0], tids[1], tids[2], tids[3]);
     return timed_rc == ETIMEDOUT ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 /* Timed waits whose deadlines the test finds in the trace's events. A
- * holder thread keeps mutex m and rwlock rw for 200 ms (semaphore s stays
- * empty). Meanwhile main:
+ * holder thread keeps mutex m and rwlock rw until main is about to call
+ * clocklock, and 100 ms more (semaphore s stays empty), so every wait below
+ * finds them held however slowly the machine runs. Meanwhile main:
  *   - pthread_mutex_timedlock(m, now+50ms REALTIME)      -> ETIMEDOUT
  *   - pthread_rwlock_timedwrlock(rw, now+50ms REALTIME)  -> ETIMEDOUT
  *   - sem_timedwait(s, now+50ms REALTIME)                -> ETIMEDOUT
@@ -15,6 +16,7 @@ static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static sem_t s;
 static atomic_int holding;
+static atomic_int clocklock_next;
 
 static void *holder(void *arg)
 {
@@ -22,7 +24,9 @@ static void *holder(void *arg)
     CHECK(pthread_mutex_lock(&m));
     CHECK(pthread_rwlock_wrlock(&rw));
     atomic_store(&holding, 1);
-    sleep_ms(200);
+    while (!atomic_load(&clocklock_next))
+        sleep_ms(1);
+    sleep_ms(100);
     CHECK(pthread_rwlock_unlock(&rw));
     CHECK(pthread_mutex_unlock(&m));
     return NULL;
@@ -68,6 +72,7 @@ int main(void)
     expect("sem_timedwait", sem_timedwait(&s, &d) == -1 ? errno : 0, ETIMEDOUT);
     printf("sem_timedwait %p %llu\n", (void *)&s, ns(d));
     d = in_ms(CLOCK_MONOTONIC, 5000);
+    atomic_store(&clocklock_next, 1);
     expect("clocklock", pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &d), 0);
     printf("clocklock %p %llu\n", (void *)&m, ns(d));
     CHECK(pthread_mutex_unlock(&m));

@@ -6,6 +6,17 @@ use locksuit_tests::*;
 
 const MS: u64 = 1_000_000;
 
+/// The tests here compare measured times with forced ones (±10 %), and one
+/// of them keeps a core busy: they run one at a time so they do not steal
+/// each other's CPU on a 2-core machine.
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    TIMING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn value(stderr: &str, key: &str) -> String {
     stderr
         .lines()
@@ -27,6 +38,7 @@ fn within(actual: u64, expected: u64, what: &str) {
 
 #[test]
 fn one_blocking_row_from_the_holder_to_the_late_asker() {
+    let _serial = one_at_a_time();
     let bin = build_c("blocking");
     let plain = run_plain(&bin, &[] as &[&str]);
     assert_success(&plain, "blocking without the shim");
@@ -109,6 +121,7 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
 /// of the wait it caused; the raw figures keep it.
 #[test]
 fn compensation_takes_the_shims_time_out_of_holds_and_waits() {
+    let _serial = one_at_a_time();
     let bin = build_c("compensation");
     let dir = fresh_dir("compensation");
     // Time every hold, so A's (uncontended) acquisition of L is timed too.
@@ -157,12 +170,13 @@ fn invariant_tsc_flags(cpuinfo: &str) -> bool {
     has("constant_tsc") && has("nonstop_tsc")
 }
 
-/// The same forced 200 ms wait measured through the calibrated TSC (the
-/// default where the machine allows it) and through `clock_gettime`
-/// (`LOCKSUIT_CLOCK=monotonic`): the report names its clock, and both give
-/// the forced time within ±10 %.
+/// The same forced wait measured through the calibrated TSC (the default
+/// where the machine allows it) and through `clock_gettime`
+/// (`LOCKSUIT_CLOCK=monotonic`): the report names its clock, and both agree
+/// within 2 % with the waiting thread's own measure.
 #[test]
 fn the_tsc_clock_and_the_monotonic_clock_agree() {
+    let _serial = one_at_a_time();
     let bin = build_c("blocking");
     for (setting, expected_clock) in [
         (
@@ -200,15 +214,15 @@ fn the_tsc_clock_and_the_monotonic_clock_agree() {
             .iter()
             .find(|b| b["lock"] == id_of(lock))
             .expect("a blocking row");
-        within(
-            u64_of(row, "wait_ns"),
-            200 * MS,
-            &format!("B's wait, clock {setting}"),
-        );
-        within(
-            u64_of(p, "duration_ns"),
-            450 * MS,
-            &format!("run time, clock {setting}"),
+        // Against B's own measure (clock_gettime around its lock call), not
+        // the forced 200 ms: a loaded machine moves both alike.
+        let own = value(&stderr, "b-wait-ns").parse::<u64>().unwrap();
+        let measured = u64_of(row, "wait_ns");
+        assert!(
+            measured.abs_diff(own) <= own / 50,
+            "B's wait, clock {setting}: {:.2} ms recorded, {:.2} ms by B's own clock (2 % allowed)",
+            measured as f64 / MS as f64,
+            own as f64 / MS as f64
         );
     }
 }
@@ -218,6 +232,7 @@ fn the_tsc_clock_and_the_monotonic_clock_agree() {
 /// it handed the lock to, and the waits are the forced ones.
 #[test]
 fn the_event_stream_names_holders_and_successors() {
+    let _serial = one_at_a_time();
     let bin = build_c("blocking");
     let dir = fresh_dir("blocking-stream");
     let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_EVENTS", "all")]);
@@ -306,6 +321,7 @@ fn the_event_stream_names_holders_and_successors() {
 /// the real one, give or take a quarter of that excess.
 #[test]
 fn compensation_takes_out_the_fast_paths_sampled_cost() {
+    let _serial = one_at_a_time();
     let bin = build_c("fast_path_compensation");
     let args = ["500000"];
     let plain_hold = (0..3)

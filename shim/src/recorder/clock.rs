@@ -64,8 +64,11 @@ pub fn init(allow_tsc: bool) {
     if STATE.load(Ordering::Relaxed) != MONOTONIC || !allow_tsc || !tsc_usable() {
         return;
     }
-    START_NS.store(clock_ns(libc::CLOCK_MONOTONIC), Ordering::Relaxed);
-    START_TSC.store(read_tsc(), Ordering::Relaxed);
+    let Some((tsc, ns)) = clock_pair() else {
+        return;
+    };
+    START_NS.store(ns, Ordering::Relaxed);
+    START_TSC.store(tsc, Ordering::Relaxed);
     STATE.store(MEASURING, Ordering::Release);
 }
 
@@ -88,10 +91,34 @@ fn tsc_to_ns(tsc: u64) -> u64 {
     ANCHOR_NS.load(Ordering::Relaxed) + scaled as u64
 }
 
+/// Most ticks a (TSC, ns) pair may span to be taken as simultaneous:
+/// about 20 µs at 2.5 GHz. A thread preempted between the two reads would
+/// otherwise skew the rate by the length of the preemption over 10 ms.
+const PAIR_MAX_TICKS: u64 = 50_000;
+
+/// Reads the TSC on both sides of `clock_gettime` and keeps the middle, as
+/// long as the two reads are close; None if no try of a few succeeds.
+fn clock_pair() -> Option<(u64, u64)> {
+    for _ in 0..8 {
+        let before = read_tsc();
+        let ns = clock_ns(libc::CLOCK_MONOTONIC);
+        let after = read_tsc();
+        if after >= before && after - before <= PAIR_MAX_TICKS {
+            return Some((before + (after - before) / 2, ns));
+        }
+    }
+    None
+}
+
 #[cold]
 fn measuring_now_ns() -> u64 {
     let ns = clock_ns(libc::CLOCK_MONOTONIC);
-    let tsc = read_tsc();
+    if ns.saturating_sub(START_NS.load(Ordering::Relaxed)) < CALIBRATION_NS {
+        return ns;
+    }
+    let Some((tsc, ns)) = clock_pair() else {
+        return ns; // try again on a later read
+    };
     let start_ns = START_NS.load(Ordering::Relaxed);
     let start_tsc = START_TSC.load(Ordering::Relaxed);
     if ns.saturating_sub(start_ns) < CALIBRATION_NS

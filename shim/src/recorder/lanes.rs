@@ -3,6 +3,7 @@
 //! that thread updates in place. Threads never share a lane while alive, so
 //! recording never contends; a lane is recycled when its thread exits.
 
+use super::by_lock::ByLock;
 use super::file;
 use super::objects::ObjectSlot;
 use super::sites::Offsets;
@@ -99,6 +100,8 @@ pub struct Lane {
     big_index: *mut IndexSlot,
     /// Slots of the index in use, minus one (a power of two minus one).
     index_mask: usize,
+    /// In front of the grown index: counters by lock id (see `by_lock.rs`).
+    by_lock: ByLock,
 }
 
 static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
@@ -390,6 +393,25 @@ impl Lane {
         slot.tag >> MODE_BITS == self.generation
     }
 
+    /// The counter of (lock, line, mode) from the by-lock cache, if there.
+    #[inline]
+    pub fn find_by_lock(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
+        self.by_lock.find(lock_id, ret, context, self.tag(mode))
+    }
+
+    #[inline]
+    pub fn remember_by_lock(
+        &self,
+        lock_id: u32,
+        ret: u64,
+        context: u64,
+        mode: u32,
+        record: *mut u8,
+    ) {
+        self.by_lock
+            .remember(lock_id, ret, context, self.tag(mode), record);
+    }
+
     #[inline]
     pub fn find(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
         let tag = self.tag(mode);
@@ -497,6 +519,9 @@ impl Lane {
         let Some(p) = super::map_anonymous(slots * core::mem::size_of::<IndexSlot>()) else {
             return false;
         };
+        // A thread that outgrew the inline index cycles through many locks:
+        // give it the by-lock cache too (if that fails, the index serves).
+        let _ = self.by_lock.reserve();
         let old = self.big_index;
         let old_slots = self.index_mask + 1;
         self.big_index = p;

@@ -10,6 +10,7 @@
 //!
 //! All functions must be called inside a hook guard: they are not reentrant.
 
+pub mod by_lock;
 mod clock;
 mod conds;
 mod events;
@@ -152,7 +153,9 @@ fn object(lane: &mut Lane, addr: u64, kind: ObjectKind) -> Option<objects::Found
         return None;
     };
     if found.created {
-        write_lock_record(lane, found.id, kind, addr, ORIGIN_FIRST_USE);
+        timed_slow_work(lane, |lane| {
+            write_lock_record(lane, found.id, kind, addr, ORIGIN_FIRST_USE)
+        });
     }
     Some(found)
 }
@@ -222,7 +225,7 @@ pub fn prepare(
             }
         }
     }
-    prepare_slow(lane, addr, kind, mode, caller)
+    prepare_slow(g, lane, (addr, kind, mode), caller, started)
 }
 
 /// The call's context (see [`Caller::context`]), learning and caching the
@@ -230,32 +233,45 @@ pub fn prepare(
 fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
     let offsets = match lane.offsets_of(caller.ret) {
         Some(offsets) => offsets,
-        None => {
+        None => timed_slow_work(lane, |lane| {
             let offsets = sites::context_offsets(caller);
             lane.remember_offsets(caller.ret, offsets);
             offsets
-        }
+        }),
     };
     caller.context(&offsets)
 }
 
+/// A miss in the hot cache: the lock table, then this thread's counters.
+/// Lookups are fast-path work, sampled like the rest (`started`); the work
+/// done the first time a lock, line or counter is seen is timed where it
+/// happens ([`timed_slow_work`]), and a call that did any is not sampled.
 #[cold]
 fn prepare_slow(
+    g: &HookGuard,
     lane: &'static mut Lane,
-    addr: u64,
-    kind: ObjectKind,
-    mode: u32,
+    (addr, kind, mode): (u64, ObjectKind, u32),
     caller: Caller,
+    started: u64,
 ) -> Option<Prepared> {
-    let started = now_ns();
     let lane_ptr: *mut Lane = lane;
+    let slow_before = lane.shim_ns;
     let prepared = prepare_uncached(lane, addr, kind, mode, caller);
-    // The slow path (table lookups and, the first time a line is seen, the
-    // unwinder) is the shim's own time; events carry it for compensation.
     // SAFETY: the lane is this thread's for its lifetime; `prepared` holds
     // only a raw pointer to it, so no reference is aliased here.
-    unsafe { (*lane_ptr).shim_ns += now_ns().saturating_sub(started) };
+    if unsafe { (*lane_ptr).shim_ns } == slow_before {
+        g.thread().call_cost().end(started);
+    }
     prepared
+}
+
+/// Runs first-sight work (unwinding, new records) and adds its time to the
+/// thread's slow-path total, which events carry for compensation.
+fn timed_slow_work<R>(lane: &mut Lane, work: impl FnOnce(&mut Lane) -> R) -> R {
+    let started = now_ns();
+    let result = work(lane);
+    lane.shim_ns += now_ns().saturating_sub(started).max(1);
+    result
 }
 
 fn prepare_uncached(
@@ -267,9 +283,18 @@ fn prepare_uncached(
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
     let context = context_of(lane, caller);
-    let counter = match lane.find(found.id, caller.ret, context, mode) {
+    let counter = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
-        None => new_counter(lane, found.id, caller, context, mode)?,
+        None => {
+            let counter = match lane.find(found.id, caller.ret, context, mode) {
+                Some(p) => p.cast(),
+                None => timed_slow_work(lane, |lane| {
+                    new_counter(lane, found.id, caller, context, mode)
+                })?,
+            };
+            lane.remember_by_lock(found.id, caller.ret, context, mode, counter.cast());
+            counter
+        }
     };
     lane.remember(
         addr,
