@@ -29,10 +29,10 @@ now() { date +%s.%N; }
 base64 -w 76 /dev/urandom 2>/dev/null | head -c 200000000 > "$work/input.txt" || true
 sed -n '1,2000000p' "$work/input.txt" | cut -c1-12 > "$work/lines.txt"
 
-# One timed run of CMD… in MODE (plain or shim); prints seconds. The shim
-# run leaves its trace size in $work/trace.bytes.
+# One timed run of CMD… in MODE (plain or shim; RUN is unused); prints
+# seconds. The shim run leaves its trace size in $work/trace.bytes.
 timed() {
-  local mode=$1; shift
+  local mode=$1; shift 2
   local t0 t1
   if [ "$mode" = plain ]; then
     t0=$(now); "$@" > /dev/null; t1=$(now)
@@ -55,32 +55,45 @@ row() {
   printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$metric" "$p" "$s" "$ratio" "$target" "$mb"
 }
 
+# compare LABEL MEASURE TARGET FORMAT FN ARGS…: runs `FN plain RUN ARGS…`
+# and `FN shim RUN ARGS…` RUNS times, interleaved, and prints the row: the
+# medians (printf FORMAT) and the median of the per-run ratios shim/plain.
+compare() {
+  local label=$1 measure=$2 target=$3 format=$4 fn=$5; shift 5
+  local plain=() shimmed=() ratios=() p s i
+  for i in $(seq "$runs"); do
+    p=$("$fn" plain "$i" "$@"); s=$("$fn" shim "$i" "$@")
+    plain+=("$p"); shimmed+=("$s")
+    ratios+=("$(ratio "$s" "$p")")
+  done
+  row "$label" "$measure" "$target" \
+    "$(printf '%s\n' "${plain[@]}" | median | xargs printf "$format")" \
+    "$(printf '%s\n' "${shimmed[@]}" | median | xargs printf "$format")" \
+    "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
+}
+
+skipped() {
+  printf '| %s | skipped: %s is not installed | | | | %s | |\n' "$1" "$2" "$3"
+}
+
 # e2e LABEL TARGET CMD…: wall time, lower is better.
 e2e() {
   local label=$1 target=$2; shift 2
   if ! command -v "$1" > /dev/null; then
-    printf '| %s | skipped: %s is not installed | | | | %s | |\n' "$label" "$1" "$target"
+    skipped "$label" "$1" "$target"
     return
   fi
-  local plain=() shimmed=() ratios=() p s
-  for _ in $(seq "$runs"); do
-    p=$(timed plain "$@"); s=$(timed shim "$@")
-    plain+=("$p"); shimmed+=("$s")
-    ratios+=("$(ratio "$s" "$p")")
-  done
-  row "$label" "wall s" "$target" \
-    "$(printf '%s\n' "${plain[@]}" | median | xargs printf '%.3f')" \
-    "$(printf '%s\n' "${shimmed[@]}" | median | xargs printf '%.3f')" \
-    "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
+  compare "$label" "wall s" "$target" '%.3f' timed "$@"
 }
 
-# memcached under memcaslap: throughput, higher is better; the ratio is
-# shim / plain (the target is at least 0.95).
+# memcached under memcaslap, one run in MODE: throughput, higher is better
+# (the ratio is shim / plain; the target is at least 0.95).
 memcached_tps() {
-  local mode=$1 port=$2 tps
+  local mode=$1 port=$((memcached_port + 2 * $2)) tps
   if [ "$mode" = plain ]; then
     memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
   else
+    port=$((port + 1))
     rm -rf "$work/traces"; mkdir "$work/traces"
     LD_PRELOAD=$shim LOCKSUIT_DIR=$work/traces \
       memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
@@ -93,21 +106,12 @@ memcached_tps() {
 }
 
 memcached_row() {
-  local target="≥ 0.95x"
-  if ! command -v memcached > /dev/null || ! command -v memcaslap > /dev/null; then
-    printf '| memcached -t 4 under memcaslap | skipped: memcached or memcaslap is not installed | | | | %s | |\n' "$target"
-    return
-  fi
-  local plain=() shimmed=() ratios=() p s port=$((20000 + RANDOM % 20000))
-  for i in $(seq "$runs"); do
-    p=$(memcached_tps plain $((port + 2 * i))); s=$(memcached_tps shim $((port + 2 * i + 1)))
-    plain+=("$p"); shimmed+=("$s")
-    ratios+=("$(ratio "$s" "$p")")
+  local label="memcached -t 4 under memcaslap" target="≥ 0.95x" tool
+  for tool in memcached memcaslap; do
+    command -v "$tool" > /dev/null || { skipped "$label" "$tool" "$target"; return; }
   done
-  row "memcached -t 4 under memcaslap" "ops/s" "$target" \
-    "$(printf '%s\n' "${plain[@]}" | median)" \
-    "$(printf '%s\n' "${shimmed[@]}" | median)" \
-    "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
+  memcached_port=$((20000 + RANDOM % 20000))
+  compare "$label" "ops/s" "$target" '%d' memcached_tps
 }
 
 # The distribution's interpreter, not a version manager's wrapper script.
@@ -120,7 +124,7 @@ echo "|---|---|---|---|---|---|---|"
 e2e "sysbench mutex --threads=4" "≤ 1.05x" sysbench mutex --threads=4 --mutex-locks=200000 run
 e2e "pigz -p 4, 200 MB" "≤ 1.03x" pigz -p 4 -c "$work/input.txt"
 e2e "sort --parallel=2, 2 M lines" "≤ 1.03x" sort --parallel=2 -S 64M "$work/lines.txt"
-e2e "zstd -T2, 200 MB" "≤ 1.03x" zstd -q -T2 -c "$work/input.txt"
+e2e "zstd -T2 -6, 200 MB" "≤ 1.03x" zstd -q -T2 -6 -c "$work/input.txt"
 e2e "Python: 4 threads, Lock + Queue" "≤ 1.10x" "$python" "$root/bench/py_threads.py" 300000
 e2e "cells kernel (65,536 locks), 2 threads" "≤ 1.25x" "$cells" 2 20
 memcached_row
