@@ -397,7 +397,7 @@ pub fn analyze(
     );
     if contention.damaged_blocks > 0 {
         warnings.push(format!(
-            "{} event blocks hold a damaged record; the rest of each was skipped",
+            "event blocks with a damaged record: {}; the rest of each was skipped",
             contention.damaged_blocks
         ));
     }

@@ -25,9 +25,13 @@ fn hdr(kind: RecordKind, size: usize, aux: u32) -> RecordHeader {
 
 /// Writes `records` into block `index` of `buf` as lane 0, block `seq`.
 fn put_block(buf: &mut [u8], index: usize, seq: u32, records: &[Vec<u8>]) {
+    put_block_of(buf, BLOCK_LANE, index, seq, records);
+}
+
+fn put_block_of(buf: &mut [u8], kind: u32, index: usize, seq: u32, records: &[Vec<u8>]) {
     let payload: Vec<u8> = records.concat();
     let block = BlockHeader {
-        kind: BLOCK_LANE,
+        kind,
         lane: 0,
         seq,
         used: payload.len() as u32,
@@ -37,11 +41,12 @@ fn put_block(buf: &mut [u8], index: usize, seq: u32, records: &[Vec<u8>]) {
     buf[at + BLOCK_HEADER_SIZE..at + BLOCK_HEADER_SIZE + payload.len()].copy_from_slice(&payload);
 }
 
-/// A valid three-block trace: one thread, one lock, one site with a
-/// two-frame chain, and two counters split across two blocks (written in
-/// reverse block order, which the reader must undo).
+/// A valid four-block trace: one thread, one lock, one site with a
+/// two-frame chain, two counters split across two blocks (written in
+/// reverse block order, which the reader must undo), and an event block
+/// with three events.
 fn sample_trace() -> Vec<u8> {
-    let mut buf = vec![0u8; 3 * BLOCK_SIZE];
+    let mut buf = vec![0u8; 4 * BLOCK_SIZE];
     let mut h: FileHeader = zeroed();
     h.magic = MAGIC;
     h.version = FORMAT_VERSION;
@@ -49,8 +54,8 @@ fn sample_trace() -> Vec<u8> {
     h.header_size = std::mem::size_of::<FileHeader>() as u32;
     h.block_size = BLOCK_SIZE as u32;
     h.max_blocks = 100;
-    h.blocks_reserved = 3;
-    h.blocks_backed = 3;
+    h.blocks_reserved = 4;
+    h.blocks_backed = 4;
     h.pid = 42;
     h.flags = FLAG_COMPLETE;
     h.exe_len = 4;
@@ -102,11 +107,41 @@ fn sample_trace() -> Vec<u8> {
         ],
     );
     put_block(&mut buf, 1, 1, &[bytes_of(&counter(5))]);
+    let event = |time| EventRecord {
+        hdr: hdr(
+            RecordKind::Event,
+            std::mem::size_of::<EventRecord>(),
+            EVENT_RELEASED,
+        ),
+        lock_id: 1,
+        site_id: 9,
+        tid: 43,
+        time,
+        ..Default::default()
+    };
+    put_block_of(
+        &mut buf,
+        BLOCK_EVENTS,
+        3,
+        0,
+        &[
+            bytes_of(&event(100)),
+            bytes_of(&event(200)),
+            bytes_of(&event(300)),
+        ],
+    );
     buf
 }
 
+/// Reads, and walks the events both ways (they are decoded only then), so
+/// damage inside them is exercised too.
 fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
-    read_trace_bytes(std::path::Path::new("test.trace"), bytes)
+    let trace = read_trace_bytes(std::path::Path::new("test.trace"), bytes)?;
+    let in_lanes = trace.events.iter().count();
+    let mut merged = 0;
+    trace.events.for_each_merged(|_| merged += 1);
+    assert_eq!(in_lanes, merged, "both walks see the same events");
+    Ok(trace)
 }
 
 #[test]
@@ -133,6 +168,13 @@ fn valid_trace_reads_back_exactly() {
         vec![10, 5],
         "lane blocks are read in seq order"
     );
+    let times: Vec<u64> = t.events.iter().map(|e| e.time).collect();
+    assert_eq!(times, vec![100, 200, 300]);
+    assert_eq!(
+        t.events.for_each_merged(|_| {}),
+        0,
+        "no damaged event block"
+    );
 }
 
 #[test]
@@ -157,6 +199,7 @@ fn truncation_inside_the_blocks_is_an_error() {
         BLOCK_SIZE,
         2 * BLOCK_SIZE + 1,
         3 * BLOCK_SIZE - 1,
+        4 * BLOCK_SIZE - 1,
     ] {
         assert!(read(&b[..len]).is_err(), "length {len} accepted");
     }
@@ -181,7 +224,7 @@ proptest! {
     }
 
     #[test]
-    fn random_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..(2 * BLOCK_SIZE))) {
+    fn random_bytes_after_a_valid_header_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..(3 * BLOCK_SIZE))) {
         let mut b = sample_trace();
         let n = tail.len();
         b[BLOCK_SIZE..BLOCK_SIZE + n].copy_from_slice(&tail);
@@ -189,7 +232,7 @@ proptest! {
     }
 
     #[test]
-    fn bit_flips_never_panic(flips in proptest::collection::vec((0usize..3 * BLOCK_SIZE, 0u8..8), 1..40)) {
+    fn bit_flips_never_panic(flips in proptest::collection::vec((0usize..4 * BLOCK_SIZE, 0u8..8), 1..40)) {
         let mut b = sample_trace();
         for (at, bit) in flips {
             b[at] ^= 1 << bit;
@@ -198,8 +241,20 @@ proptest! {
     }
 
     #[test]
-    fn truncation_anywhere_never_panics(len in 0usize..3 * BLOCK_SIZE) {
+    fn truncation_anywhere_never_panics(len in 0usize..4 * BLOCK_SIZE) {
         let b = sample_trace();
         prop_assert!(read(&b[..len]).is_err());
     }
+}
+
+#[test]
+fn a_damaged_event_is_counted_and_the_rest_of_its_block_skipped() {
+    let mut b = sample_trace();
+    // The second event of block 3 claims an impossible size.
+    let at = 3 * BLOCK_SIZE + BLOCK_HEADER_SIZE + std::mem::size_of::<EventRecord>() + 2;
+    b[at..at + 2].copy_from_slice(&7u16.to_le_bytes());
+    let t = read(&b).expect("still readable");
+    let times: Vec<u64> = t.events.iter().map(|e| e.time).collect();
+    assert_eq!(times, vec![100]);
+    assert_eq!(t.events.for_each_merged(|_| {}), 1, "one damaged block");
 }

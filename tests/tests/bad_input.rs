@@ -200,3 +200,41 @@ fn deleted_program_is_reported() {
         short(&process["warnings"])
     );
 }
+
+/// A damaged event inside an otherwise valid trace: the report still comes
+/// out (exit 0) and says what was skipped.
+#[test]
+fn damaged_event_block_is_reported() {
+    use locksuit_format::{BlockHeader, BLOCK_EVENTS, BLOCK_HEADER_SIZE, BLOCK_SIZE};
+    let bin = build_c("tiny");
+    let run_dir = fresh_dir("bad_input_event_src");
+    let out = run_under_shim_env(
+        &bin,
+        &[] as &[&str],
+        &run_dir,
+        &[("LOCKSUIT_EVENTS", "all")],
+    );
+    assert_success(&out, "tiny under the shim, fully traced");
+    let mut bytes = fs::read(only_trace(&run_dir)).unwrap();
+    let block = (1..bytes.len() / BLOCK_SIZE)
+        .find(|&i| {
+            let kind = std::mem::offset_of!(BlockHeader, kind) + i * BLOCK_SIZE;
+            u32::from_le_bytes(bytes[kind..kind + 4].try_into().unwrap()) == BLOCK_EVENTS
+        })
+        .expect("a fully traced run has an event block");
+    // The first event claims an impossible size.
+    let size_at = block * BLOCK_SIZE + BLOCK_HEADER_SIZE + 2;
+    bytes[size_at..size_at + 2].copy_from_slice(&7u16.to_le_bytes());
+    let dir = fresh_dir("bad_input_event");
+    let p = write_file(&dir, "locksuit.tiny.6.trace", &bytes);
+    let report = report_json(&[&p], None);
+    let process = only_process(&report);
+    assert!(
+        arr(process, "warnings").iter().any(|w| w
+            .as_str()
+            .unwrap_or("")
+            .contains("event blocks with a damaged record: 1")),
+        "{}",
+        short(&process["warnings"])
+    );
+}
