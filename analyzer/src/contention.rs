@@ -75,8 +75,13 @@ type Release = (u32, u32, u64);
 /// A map of at most `JOIN_WINDOW` recent entries; the oldest is handed back
 /// when a new one pushes it out.
 struct Window<K, V> {
-    map: FxHashMap<K, V>,
-    order: VecDeque<K>,
+    /// key → (insertion stamp, value)
+    map: FxHashMap<K, (u64, V)>,
+    /// Keys with the stamp they were inserted under, oldest first. A key
+    /// taken and inserted again has a newer stamp, so its stale place in
+    /// the queue cannot push the new entry out.
+    order: VecDeque<(K, u64)>,
+    stamp: u64,
     limit: usize,
 }
 
@@ -91,27 +96,36 @@ impl<K: Copy + Eq + Hash, V> Window<K, V> {
         Self {
             map: FxHashMap::default(),
             order: VecDeque::new(),
+            stamp: 0,
             limit,
         }
     }
 
     fn insert(&mut self, key: K, value: V) -> Option<V> {
-        self.map.insert(key, value);
-        self.order.push_back(key);
-        if self.order.len() <= self.limit {
-            return None;
+        self.stamp += 1;
+        self.map.insert(key, (self.stamp, value));
+        self.order.push_back((key, self.stamp));
+        while self.order.len() > self.limit {
+            let (oldest, stamp) = self.order.pop_front()?;
+            // Entries already matched (or inserted again since) just fall out.
+            if self.map.get(&oldest).is_some_and(|(s, _)| *s == stamp) {
+                return self.map.remove(&oldest).map(|(_, v)| v);
+            }
         }
-        // Keys already matched and removed just fall out.
-        let oldest = self.order.pop_front()?;
-        self.map.remove(&oldest)
+        None
     }
 
     fn take(&mut self, key: &K) -> Option<V> {
-        self.map.remove(key)
+        self.map.remove(key).map(|(_, v)| v)
     }
 
     fn get(&self, key: &K) -> Option<&V> {
-        self.map.get(key)
+        self.map.get(key).map(|(_, v)| v)
+    }
+
+    fn drain(&mut self) -> impl Iterator<Item = V> + '_ {
+        self.order.clear();
+        self.map.drain().map(|(_, (_, v))| v)
     }
 }
 
@@ -267,7 +281,7 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
         ..Contention::default()
     };
     // Acquisitions whose release never came (lost, or outside the trace).
-    let unmatched: Vec<Vec<Blocked>> = pass.waiting.map.drain().map(|(_, v)| v).collect();
+    let unmatched: Vec<Vec<Blocked>> = pass.waiting.drain().collect();
     for list in unmatched {
         pass.settle_all(list, None);
     }
@@ -546,10 +560,18 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(w.map.len(), 4);
-        // A matched entry leaves at once; its key just falls out later.
+        // A matched entry leaves at once; its place in the queue just falls out.
         assert_eq!(w.take(&9), Some(90));
         assert_eq!(w.insert(10, 100), Some(60));
         assert_eq!(w.map.len(), 3);
         assert!(w.order.len() <= 4);
+        // A key taken and inserted again is not pushed out by its old place.
+        let mut w: Window<u32, u32> = Window::with_limit(2);
+        assert_eq!(w.insert(1, 10), None);
+        let again = w.take(&1).unwrap() + 1;
+        assert_eq!(w.insert(1, again), None);
+        assert_eq!(w.insert(2, 20), None, "1's old place falls out, not 1");
+        assert_eq!(w.get(&1), Some(&11));
+        assert_eq!(w.insert(3, 30), Some(11), "now 1 is the oldest");
     }
 }
