@@ -3,6 +3,7 @@
 //! timedlock deadline). Counts are exact, times within ±10 %.
 
 use locksuit_tests::*;
+use std::process::Output;
 
 const MS: u64 = 1_000_000;
 
@@ -26,14 +27,45 @@ fn value(stderr: &str, key: &str) -> String {
         .to_string()
 }
 
-fn within(actual: u64, expected: u64, what: &str) {
-    let (low, high) = (expected * 9 / 10, expected * 11 / 10);
+/// `actual` (what locksuit reports) against the forced time and against
+/// `own`, the program's own measure of the same interval. The report must
+/// match what really happened within 2 % (or 5 ms); and when the machine kept to the
+/// forced timing (own within ±10 % of it), the report must be within ±10 %
+/// of the forced time, as the issue asks. On a loaded machine a sleep can
+/// overshoot by tens of milliseconds, so the forced time alone is not what
+/// happened.
+fn within(actual: u64, forced: u64, own: u64, what: &str) {
+    let ms = |ns: u64| ns as f64 / MS as f64;
+    // The program's measure also spans the shim's work before the wait
+    // starts (on a first sight of the line, the unwinder), hence the floor.
     assert!(
-        (low..=high).contains(&actual),
-        "{what}: {:.1} ms, expected {:.1} ms ±10 %",
-        actual as f64 / MS as f64,
-        expected as f64 / MS as f64
+        actual.abs_diff(own) <= (own / 50).max(5 * MS),
+        "{what}: {:.1} ms reported, {:.1} ms measured by the program (2 % or 5 ms allowed; forced {:.1} ms)",
+        ms(actual),
+        ms(own),
+        ms(forced)
     );
+    let (low, high) = (forced * 9 / 10, forced * 11 / 10);
+    if (low..=high).contains(&own) {
+        assert!(
+            (low..=high).contains(&actual),
+            "{what}: {:.1} ms, expected {:.1} ms ±10 %",
+            ms(actual),
+            ms(forced)
+        );
+    } else {
+        eprintln!(
+            "{what}: the machine did not keep to the forced {:.1} ms (the program measured {:.1} ms); compared with that",
+            ms(forced),
+            ms(own)
+        );
+    }
+}
+
+/// The program's own measures: (A's hold, B's wait, B2's wait).
+fn own_measures(stderr: &str) -> (u64, u64, u64) {
+    let ns = |k: &str| value(stderr, k).parse::<u64>().unwrap();
+    (ns("a-hold-ns"), ns("b-wait-ns"), ns("b2-wait-ns"))
 }
 
 #[test]
@@ -69,7 +101,13 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
     assert_eq!(u64_of(row, "blocker_tid"), tid("tid-a"));
     assert_eq!(u64_of(row, "blocked_tid"), tid("tid-b"));
     assert_eq!(u64_of(row, "count"), 1);
-    within(u64_of(row, "wait_ns"), 200 * MS, "B's wait behind A");
+    let (_, b_wait, b2_wait) = own_measures(&stderr);
+    within(
+        u64_of(row, "wait_ns"),
+        200 * MS,
+        b_wait,
+        "B's wait behind A",
+    );
 
     let functions = arr(p, "blocking_functions");
     assert!(
@@ -84,8 +122,18 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
     assert_eq!(u64_of(lock, "timeouts"), 1);
     let wait = &lock["wait"];
     assert_eq!(u64_of(wait, "count"), 2, "{wait}");
-    within(u64_of(wait, "max_ns"), 200 * MS, "longest wait");
-    within(u64_of(wait, "total_ns"), 250 * MS, "total wait");
+    within(
+        u64_of(wait, "max_ns"),
+        200 * MS,
+        b_wait.max(b2_wait),
+        "longest wait",
+    );
+    within(
+        u64_of(wait, "total_ns"),
+        250 * MS,
+        b_wait + b2_wait,
+        "total wait",
+    );
 
     // A held L for ~200 ms while B waited: a long hold (default 10 ms).
     let long: Vec<&Value> = findings_for_lock(p, id)
@@ -291,17 +339,20 @@ fn the_event_stream_names_holders_and_successors() {
     );
     let seqs: Vec<u64> = events.iter().map(|e| u64_of(e, "seq")).collect();
     assert_eq!(seqs, vec![0, 0, 1, 1, 2, 2, 2, 2, 3]);
+    let (a_hold, b_wait, b2_wait) = own_measures(&stderr);
     within(
         u64_of(&events[3], "wait_ns"),
         200 * MS,
+        b_wait,
         "B's wait in the stream",
     );
     within(
         u64_of(&events[7], "wait_ns"),
         50 * MS,
+        b2_wait,
         "B2's timed-out wait",
     );
-    within(u64_of(&events[2], "hold_ns"), 300 * MS, "A's hold");
+    within(u64_of(&events[2], "hold_ns"), 300 * MS, a_hold, "A's hold");
     assert!(
         events[6]["deadline_ns"].as_u64().is_some(),
         "the timed request has its deadline"
@@ -315,27 +366,28 @@ fn the_event_stream_names_holders_and_successors() {
 }
 
 /// The fast path's cost inside a hold is compensated too: A holds L over
-/// 500,000 uncontended pairs on another lock while B waits. Without the
-/// shim the program measures its real hold; under it the raw hold is longer
-/// by the shim's per-call cost, and the compensated hold must come back to
-/// the real one, give or take a quarter of that excess.
+/// 500,000 uncontended pairs on another lock while B waits. The loop's CPU
+/// time with the shim minus without it is what the shim really cost inside
+/// the hold; compensation must take out that much, give or take a quarter.
 #[test]
 fn compensation_takes_out_the_fast_paths_sampled_cost() {
     let _serial = one_at_a_time();
     let bin = build_c("fast_path_compensation");
     let args = ["500000"];
-    let plain_hold = (0..3)
+    let figure =
+        |out: &Output, key: &str| -> u64 { stdout_value(&stdout_str(out), key).parse().unwrap() };
+    let plain_cpu = (0..3)
         .map(|_| {
             let out = run_plain(&bin, &args);
             assert_success(&out, "fast_path_compensation without the shim");
-            stdout_value(&stdout_str(&out), "hold_ns")
-                .parse::<u64>()
-                .unwrap()
+            figure(&out, "loop_cpu_ns")
         })
         .min()
         .unwrap();
-    // Timing on a shared machine: a preemption inside A's hold lengthens
-    // the raw and the compensated hold alike, so the best of three runs counts.
+    // The shim's true cost inside the hold is the loop's extra CPU time;
+    // what compensation takes out (raw - compensated) must be within a
+    // quarter of it. CPU time, not wall time: a preemption inside the hold
+    // is in neither the shim's cost nor its estimate. Best of three runs.
     let mut failure = String::new();
     let mut report = Value::Null;
     for attempt in 0..3 {
@@ -349,20 +401,22 @@ fn compensation_takes_out_the_fast_paths_sampled_cost() {
         let lock = lock_by_address(p, &value(&stderr, "lock"));
         let raw = u64_of(&lock["hold"], "max_ns");
         let compensated = u64_of(&lock["hold_compensated"], "max_ns");
-        let excess = raw.saturating_sub(plain_hold);
+        let removed = raw.saturating_sub(compensated);
+        let shim_cost = figure(&out, "loop_cpu_ns").saturating_sub(plain_cpu);
         let ms = |ns: u64| ns as f64 / MS as f64;
-        // The estimate (calls × a sampled mean) is within a quarter of the
-        // shim's excess either way: 75 % to 125 % of it is taken out.
-        if excess > plain_hold && compensated.abs_diff(plain_hold) <= excess / 4 {
+        if shim_cost > plain_cpu && removed.abs_diff(shim_cost) <= shim_cost / 4 {
             failure.clear();
             break;
         }
         failure = format!(
-            "compensated hold {:.1} ms, real {:.1} ms, raw {:.1} ms: off by more than a quarter of the shim's {:.1} ms",
-            ms(compensated),
-            ms(plain_hold),
+            "compensation took out {:.1} ms; the shim cost {:.1} ms of CPU in the hold \
+             (loop: {:.1} ms plain, {:.1} ms with the shim; hold raw {:.1} ms, compensated {:.1} ms)",
+            ms(removed),
+            ms(shim_cost),
+            ms(plain_cpu),
+            ms(plain_cpu + shim_cost),
             ms(raw),
-            ms(excess)
+            ms(compensated)
         );
     }
     assert!(failure.is_empty(), "{failure}");
