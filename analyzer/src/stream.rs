@@ -70,17 +70,26 @@ pub fn build(
         return Vec::new();
     }
     let mut by_object: HashMap<u32, Vec<Placed>> = HashMap::new();
+    // Names are looked up once per object and site, not once per event.
+    let mut wanted: HashMap<u32, bool> = HashMap::new();
+    let mut sites: HashMap<u32, Option<String>> = HashMap::new();
     for e in trace.events.iter() {
-        let Some(id) = name(e.lock_id) else { continue };
-        if !filter.wants(&id) {
+        let keep = *wanted
+            .entry(e.lock_id)
+            .or_insert_with(|| name(e.lock_id).is_some_and(|id| filter.wants(&id)));
+        if !keep {
             continue;
         }
         let tid = e.tid;
+        let site_id = sites
+            .entry(e.site_id)
+            .or_insert_with(|| site(e.site_id))
+            .clone();
         let at = |kind: &'static str, seq: u32, time: u64| StreamEvent {
             seq,
             kind,
             tid,
-            site: site(e.site_id),
+            site: site_id.clone(),
             time_ns: time.saturating_sub(start_ns),
             ..StreamEvent::default()
         };

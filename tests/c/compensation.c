@@ -9,7 +9,7 @@
 
 static pthread_mutex_t L = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t m[100];
-static atomic_int holding;
+static atomic_int holding, asking;
 
 #define TOUCH(i)                              \
     do {                                      \
@@ -25,7 +25,12 @@ static void *thread_a(void *arg)
     (void)arg;
     CHECK(pthread_mutex_lock(&L));
     atomic_store(&holding, 1);
-    sleep_ms(20); /* B is waiting by now */
+    /* B is waiting by now: it said it was about to ask, and had 50 ms (its
+     * first call at that line is the shim's first sight of it, which
+     * unwinds before the wait begins). */
+    while (!atomic_load(&asking))
+        sleep_ms(1);
+    sleep_ms(50);
     TOUCH10(0); TOUCH10(10); TOUCH10(20); TOUCH10(30); TOUCH10(40);
     TOUCH10(50); TOUCH10(60); TOUCH10(70); TOUCH10(80); TOUCH10(90);
     CHECK(pthread_mutex_unlock(&L));
@@ -37,6 +42,7 @@ static void *thread_b(void *arg)
     (void)arg;
     while (!atomic_load(&holding))
         ;
+    atomic_store(&asking, 1);
     CHECK(pthread_mutex_lock(&L));
     CHECK(pthread_mutex_unlock(&L));
     return NULL;

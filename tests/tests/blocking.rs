@@ -188,8 +188,8 @@ fn compensation_takes_the_shims_time_out_of_holds_and_waits() {
         "100 first-seen lines inside the hold cost the shim at least 10 µs: {shim_in_hold} ns"
     );
     assert!(
-        u64_of(hold, "max_ns") >= 20 * MS,
-        "the raw hold keeps the 20 ms sleep and the shim's time: {hold}"
+        u64_of(hold, "max_ns") >= 50 * MS,
+        "the raw hold keeps the 50 ms sleep and the shim's time: {hold}"
     );
     assert_eq!(
         u64_of(wait, "total_ns") - u64_of(wait_c, "total_ns"),

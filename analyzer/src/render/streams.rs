@@ -4,6 +4,7 @@
 
 use super::duration;
 use crate::model::*;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 pub fn render(report: &Report) -> String {
@@ -23,15 +24,25 @@ pub fn render(report: &Report) -> String {
         for w in &p.warnings {
             let _ = writeln!(out, "   warning: {w}");
         }
+        // Where each site is, worked out once: streams run to millions of events.
+        let places: HashMap<&str, String> = p
+            .sites
+            .iter()
+            .map(|site| {
+                let place =
+                    super::text::where_short(&site.function, &site.file, site.line, &site.id);
+                (site.id.as_str(), place)
+            })
+            .collect();
         for s in &p.streams {
-            object(&mut out, p, s);
+            object(&mut out, p, s, &places);
         }
         let _ = writeln!(out);
     }
     out
 }
 
-fn object(out: &mut String, p: &Process, s: &ObjectStream) {
+fn object(out: &mut String, p: &Process, s: &ObjectStream, places: &HashMap<&str, String>) {
     let what = if let Some(l) = p.locks.iter().find(|l| l.id == s.object) {
         format!("{} {} at {}", l.kind, l.id, l.address)
     } else if let Some(c) = p.conds.iter().find(|c| c.id == s.object) {
@@ -50,12 +61,10 @@ fn object(out: &mut String, p: &Process, s: &ObjectStream) {
         "seq", "time", "tid", "event", "where"
     );
     for e in &s.events {
-        let place = e
-            .site
-            .as_deref()
-            .and_then(|id| p.sites.iter().find(|site| site.id == id))
-            .map(|site| super::text::where_short(&site.function, &site.file, site.line, &site.id))
-            .unwrap_or_else(|| e.site.clone().unwrap_or_else(|| "?".into()));
+        let place = match e.site.as_deref() {
+            Some(id) => places.get(id).map_or(id, String::as_str),
+            None => "?",
+        };
         let _ = writeln!(
             out,
             "{:>8}  {:>12}  {:>8}  {:<10} {:<34} {}",
