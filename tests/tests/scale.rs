@@ -87,11 +87,14 @@ fn thirty_thousand_threads_recycle_their_state() {
         30_001,
         "every thread recorded, main included"
     );
-    // Lanes (and their blocks) are recycled: at most ~100 live at once, so
-    // the trace stays small although 30,000 threads came and went.
+    // Lanes (and their blocks) are recycled: about 100 live at once, so the
+    // trace stays small although 30,000 threads came and went (without
+    // recycling, a block each would be 469 MiB). How many lanes are live at
+    // once depends on scheduling: 6.4 MiB on a quiet machine, 8.5 MiB seen
+    // on a loaded one.
     let size = std::fs::metadata(&trace).unwrap().len();
     assert!(
-        size < 8 << 20,
+        size < 16 << 20,
         "trace of 30,000 short threads is {size} bytes"
     );
     let (anon0, _) = memory(&plain);
