@@ -120,11 +120,6 @@ impl Events {
         }
         cursors.iter().map(|c| c.malformed).sum()
     }
-
-    /// Lanes that wrote events.
-    pub fn lanes(&self) -> usize {
-        self.lanes.len()
-    }
 }
 
 fn as_bytes(r: &EventRecord) -> &[u8] {

@@ -798,3 +798,26 @@ pub fn assert_same_output_and_stderr_names(plain: &Output, shim: &Output) {
         describe(shim)
     );
 }
+
+/// A program run once without and once with the shim, and the report on
+/// what the shim recorded: what the per-file test fixtures share.
+pub struct Recorded {
+    pub plain: Output,
+    pub shim: Output,
+    pub report: Value,
+}
+
+/// Runs `bin` (no arguments) plainly and under the shim (which must
+/// succeed) and reports on its one trace.
+pub fn record_plain_and_shim(bin: &Path, tag: &str) -> Recorded {
+    let plain = run_plain(bin, &[] as &[&str]);
+    let dir = fresh_dir(tag);
+    let shim = run_under_shim(bin, &[] as &[&str], &dir);
+    assert_success(&shim, &format!("{tag} under the shim"));
+    let report = report_json(&[&only_trace(&dir)], None);
+    Recorded {
+        plain,
+        shim,
+        report,
+    }
+}

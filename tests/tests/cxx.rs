@@ -10,7 +10,7 @@
 use locksuit_tests::*;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::SystemTime;
@@ -83,34 +83,18 @@ fn build_cxx(src: &str, out_name: &str, opt: &str) -> PathBuf {
     out
 }
 
-struct Run {
-    plain: Output,
-    shim: Output,
-    report: Value,
-}
-
 const OPTS: [&str; 2] = ["-O2", "-O0"];
 
-fn run() -> &'static Run {
+fn run() -> &'static Recorded {
     run_at("-O2")
 }
 
-fn run_at(opt: &'static str) -> &'static Run {
-    static RUNS: [OnceLock<Run>; 2] = [OnceLock::new(), OnceLock::new()];
+fn run_at(opt: &'static str) -> &'static Recorded {
+    static RUNS: [OnceLock<Recorded>; 2] = [OnceLock::new(), OnceLock::new()];
     let which = OPTS.iter().position(|o| *o == opt).expect("a known level");
     RUNS[which].get_or_init(|| {
         let bin = build_cxx(SRC, &format!("cxx_sync{opt}"), opt);
-        let plain = run_plain(&bin, &[] as &[&str]);
-        let dir = fresh_dir("cxx");
-        let shim = run_under_shim(&bin, &[] as &[&str], &dir);
-        assert_success(&shim, "cxx_sync under the shim");
-        let trace = only_trace(&dir);
-        let report = report_json(&[&trace], None);
-        Run {
-            plain,
-            shim,
-            report,
-        }
+        record_plain_and_shim(&bin, "cxx")
     })
 }
 

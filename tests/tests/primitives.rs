@@ -9,7 +9,6 @@
 //! with ASLR from run to run).
 
 use locksuit_tests::*;
-use std::process::Output;
 use std::sync::OnceLock;
 
 const SRC: &str = "primitives.c";
@@ -104,28 +103,9 @@ fn expected_stdout() -> Vec<(String, String)> {
 }
 
 /// One run with and one without the shim, shared by every test here.
-struct Run {
-    plain: Output,
-    shim: Output,
-    report: Value,
-}
-
-fn run() -> &'static Run {
-    static RUN: OnceLock<Run> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let bin = build_c("primitives");
-        let plain = run_plain(&bin, &[] as &[&str]);
-        let dir = fresh_dir("primitives");
-        let shim = run_under_shim(&bin, &[] as &[&str], &dir);
-        assert_success(&shim, "primitives under the shim");
-        let trace = only_trace(&dir);
-        let report = report_json(&[&trace], None);
-        Run {
-            plain,
-            shim,
-            report,
-        }
-    })
+fn run() -> &'static Recorded {
+    static RUN: OnceLock<Recorded> = OnceLock::new();
+    RUN.get_or_init(|| record_plain_and_shim(&build_c("primitives"), "primitives"))
 }
 
 fn process() -> &'static Value {
