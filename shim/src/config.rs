@@ -15,6 +15,9 @@ static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(0);
 static EVENTS_ALL: AtomicBool = AtomicBool::new(false);
 static FLIGHT: AtomicBool = AtomicBool::new(false);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
+/// Neither full tracing nor hold sampling: an uncontended engagement and its
+/// release read no clock and write no event (one flag for the hot path).
+static UNTIMED_UNCONTENDED: AtomicBool = AtomicBool::new(true);
 
 /// `LOCKSUIT_CLOCK=monotonic` keeps every timestamp on `clock_gettime`;
 /// the default `auto` reads a calibrated invariant TSC where it is safe.
@@ -44,6 +47,12 @@ pub fn max_mb() -> u32 {
 /// is already paid for).
 pub fn hold_sample_period() -> u32 {
     HOLD_SAMPLE.load(Ordering::Relaxed)
+}
+
+/// True when uncontended engagements are neither traced nor sampled.
+#[inline]
+pub fn untimed_uncontended() -> bool {
+    UNTIMED_UNCONTENDED.load(Ordering::Relaxed)
 }
 
 pub fn getenv(name: &CStr) -> Option<&'static [u8]> {
@@ -112,6 +121,10 @@ pub fn load() {
             ),
         }
     }
+    UNTIMED_UNCONTENDED.store(
+        !events_all() && hold_sample_period() == 0,
+        Ordering::Relaxed,
+    );
 }
 
 /// True under setuid/setgid/capability execution, where the shim must not

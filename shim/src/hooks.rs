@@ -62,6 +62,17 @@ macro_rules! real_or {
     };
 }
 
+/// Two real functions from one look at the table (the lock hooks need the
+/// blocking call and its non-blocking variant).
+macro_rules! real_pair_or {
+    ($first:ident, $second:ident, $fallback:expr) => {
+        match real().map(|fns| (fns.$first, fns.$second)) {
+            Some((Some(first), Some(second))) => (first, second),
+            _ => return $fallback,
+        }
+    };
+}
+
 /// `*_init`: a new identity for the object once the real call succeeded.
 macro_rules! init_hook {
     ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $real:ident, $kind:expr) => {
@@ -106,8 +117,7 @@ macro_rules! lock_hook {
      $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
-            let block = real_or!($real, libc::EINVAL);
-            let try_once = real_or!($try, libc::EINVAL);
+            let (block, try_once) = real_pair_or!($real, $try, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($obj $(, $arg)*) };
@@ -240,8 +250,7 @@ macro_rules! sem_wait_hook {
      real: $real:ident, valid: $valid:expr $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($s: *mut sem_t $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($s: *mut sem_t $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
-            let block = real_or!($real, -1);
-            let try_once = real_or!(sem_trywait, -1);
+            let (block, try_once) = real_pair_or!($real, sem_trywait, -1);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($s $(, $arg)*) };

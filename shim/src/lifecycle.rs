@@ -54,11 +54,13 @@ pub fn generation() -> u32 {
 /// True if hooks should record now; initialises the shim on first call.
 #[inline]
 pub fn recording() -> bool {
-    match state() {
-        State::Enabled | State::Exiting => true,
-        State::Uninitialized => initialize(),
-        _ => false,
+    // Compared as raw bytes: every hook asks, and decoding the state first
+    // costs a clamp and a second compare.
+    let raw = STATE.load(Ordering::Acquire);
+    if raw == State::Enabled as u8 || raw == State::Exiting as u8 {
+        return true;
     }
+    raw == State::Uninitialized as u8 && initialize()
 }
 
 #[cold]
@@ -172,6 +174,8 @@ extern "C" fn fork_child() {
 /// A hook was called from a signal handler while this thread was in the
 /// middle of the shim's own bookkeeping: it passed through unrecorded. Only
 /// atomic counters and one write(2): safe in a signal handler.
+#[cold]
+#[inline(never)]
 pub fn nested_call_passed_through() {
     if matches!(state(), State::Enabled | State::Exiting) {
         recorder::file::count_dropped_op();

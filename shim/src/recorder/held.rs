@@ -101,10 +101,35 @@ impl HeldStack {
         Some(entry)
     }
 
+    /// The innermost engagement, if it is of `addr`.
+    #[inline]
+    pub fn innermost(&self, addr: u64) -> Option<&HeldEntry> {
+        let top = self.entries[..self.len].last()?;
+        (top.addr == addr).then_some(top)
+    }
+
+    /// Whether `addr` is also held below the innermost engagement (a
+    /// recursive mutex taken more than once).
+    #[inline(always)]
+    pub fn holds_below_top(&self, addr: u64) -> bool {
+        self.len > 1 && self.holds_in(&self.entries[..self.len - 1], addr)
+    }
+
+    #[inline(always)]
+    fn holds_in(&self, entries: &[HeldEntry], addr: u64) -> bool {
+        entries.iter().any(|e| e.addr == addr)
+    }
+
+    /// Drops the innermost engagement.
+    #[inline]
+    pub fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
     /// Whether this thread still holds `addr` (a recursive mutex taken more
     /// than once).
     pub fn holds(&self, addr: u64) -> bool {
-        self.entries[..self.len].iter().any(|e| e.addr == addr)
+        self.holds_in(&self.entries[..self.len], addr)
     }
 
     /// Marks the innermost engagement of lock `lock_id` as handed over.

@@ -23,6 +23,7 @@ pub mod objects;
 pub mod selfcost;
 pub mod sites;
 mod threads;
+mod untimed;
 
 use crate::config;
 use crate::diag::{warn_once, Warning};
@@ -137,7 +138,7 @@ pub enum How {
 
 /// Looks up the lock at `addr` and this thread's counter for it at the call
 /// site, recording the lock, site and chain if new.
-#[inline]
+#[inline(always)]
 pub fn prepare(
     g: &HookGuard,
     addr: u64,
@@ -147,8 +148,10 @@ pub fn prepare(
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
     let started = g.thread().call_cost().begin();
+    let mut known_context = None;
     if let Some(offsets) = lane.offsets_of(caller.ret) {
         let context = caller.context(&offsets);
+        known_context = Some(context);
         if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
             // SAFETY: slots live in the object table for the life of the process.
             let slot = unsafe { &*hit.slot };
@@ -166,12 +169,21 @@ pub fn prepare(
             }
         }
     }
-    prepare_slow(g, lane, (addr, kind, mode), caller, started)
+    prepare_slow(
+        g,
+        lane,
+        (addr, kind, mode),
+        (caller, known_context),
+        started,
+    )
 }
 
 /// The call's context (see [`Caller::context`]), learning and caching the
 /// stack offsets it is read at on the first sight of the return address.
-fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
+fn context_of(lane: &mut Lane, caller: Caller, known: Option<u64>) -> u64 {
+    if let Some(context) = known {
+        return context;
+    }
     let offsets = match lane.offsets_of(caller.ret) {
         Some(offsets) => offsets,
         None => timed_slow_work(lane, |lane| {
@@ -192,12 +204,12 @@ fn prepare_slow(
     g: &HookGuard,
     lane: &'static mut Lane,
     (addr, kind, mode): (u64, ObjectKind, u32),
-    caller: Caller,
+    caller: (Caller, Option<u64>),
     started: u64,
 ) -> Option<Prepared> {
     let lane_ptr: *mut Lane = lane;
     let slow_before = lane.shim_ns;
-    let prepared = prepare_uncached(lane, addr, kind, mode, caller);
+    let prepared = prepare_uncached(lane, (addr, kind, mode), caller);
     // SAFETY: the lane is this thread's for its lifetime; `prepared` holds
     // only a raw pointer to it, so no reference is aliased here.
     if unsafe { (*lane_ptr).shim_ns } == slow_before {
@@ -217,13 +229,11 @@ fn timed_slow_work<R>(lane: &mut Lane, work: impl FnOnce(&mut Lane) -> R) -> R {
 
 fn prepare_uncached(
     lane: &'static mut Lane,
-    addr: u64,
-    kind: ObjectKind,
-    mode: u32,
-    caller: Caller,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    (caller, known_context): (Caller, Option<u64>),
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
-    let context = context_of(lane, caller);
+    let context = context_of(lane, caller, known_context);
     let counter = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
         None => {
@@ -311,10 +321,16 @@ fn sample_start(lane: &mut Lane) -> u64 {
 }
 
 /// The lock was acquired.
-#[inline]
+#[inline(always)]
 pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let started = g.thread().call_cost().begin();
-    record_acquired(g, p, how, hold);
+    // `how` and `hold` are constants at each call site, so this test folds
+    // to one flag load on the path almost every acquisition takes.
+    if matches!(how, How::Uncontended) && hold == Hold::Exclusive && config::untimed_uncontended() {
+        untimed::acquired_exclusive(g, p);
+    } else {
+        record_acquired(g, p, how, hold);
+    }
     g.thread().call_cost().end(started);
 }
 
@@ -436,10 +452,12 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
 /// The lock at `addr` is about to be released by this thread (called before
 /// the real unlock, while it is still ours). `extra` adds held flags (a
 /// condition wait hands the lock over).
-#[inline]
+#[inline(always)]
 pub fn released(g: &HookGuard, addr: u64, extra: u32) {
     let started = g.thread().call_cost().begin();
-    record_released(g, addr, extra);
+    if extra != 0 || !untimed::released(g, addr) {
+        record_released(g, addr, extra);
+    }
     g.thread().call_cost().end(started);
 }
 

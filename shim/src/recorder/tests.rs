@@ -10,7 +10,7 @@ const SITE_B: u64 = 0x2222;
 
 /// Stand-ins for two mutexes: zeroed memory laid out as glibc's
 /// pthread_mutex_t (the recorder reads its attributes when it first sees it).
-static MUTEXES: [[u64; 5]; 2] = [[0; 5]; 2];
+static MUTEXES: [[u64; 5]; 3] = [[0; 5]; 3];
 
 /// A call from `site` whose caller cannot be known (no real stack behind it).
 fn from(site: u64) -> Caller {
@@ -26,6 +26,7 @@ fn engage(g: &HookGuard, addr: u64, site: u64, how: How) {
 #[test]
 fn records_counts_identity_and_exit_without_preload() {
     let (lock, other) = (MUTEXES[0].as_ptr() as u64, MUTEXES[1].as_ptr() as u64);
+    let third = MUTEXES[2].as_ptr() as u64;
     let dir = std::env::temp_dir().join(format!("locksuit-recorder-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -64,6 +65,30 @@ fn records_counts_identity_and_exit_without_preload() {
     object_initialized(&g, lock, ObjectKind::Mutex);
     engage(&g, lock, SITE_A, How::Uncontended);
     released(&g, lock, 0);
+
+    // The short release path (untimed.rs) must decline what it does not
+    // handle. A recursive hold: the inner release keeps the lock, so its
+    // release sequence must not move.
+    let seq_of = |g: &HookGuard| {
+        let p = prepare(g, third, ObjectKind::Mutex, MODE_EXCLUSIVE, from(SITE_A)).unwrap();
+        p.slot.seq.load(Ordering::Relaxed)
+    };
+    engage(&g, third, SITE_A, How::Uncontended);
+    let seq_before = seq_of(&g);
+    engage(&g, third, SITE_A, How::Uncontended);
+    released(&g, third, 0);
+    assert!(g.thread().held().holds(third), "the outer hold remains");
+    assert_eq!(seq_of(&g), seq_before, "an inner release releases nothing");
+    released(&g, third, 0);
+    assert!(!g.thread().held().holds(third));
+    assert_eq!(seq_of(&g), seq_before.wrapping_add(1));
+    // A release that finds a waiter is a task switch, with its event.
+    engage(&g, third, SITE_B, How::Uncontended);
+    let p = prepare(&g, third, ObjectKind::Mutex, MODE_EXCLUSIVE, from(SITE_B)).unwrap();
+    p.slot.waiters.fetch_add(1, Ordering::Relaxed);
+    released(&g, third, 0);
+    p.slot.waiters.fetch_sub(1, Ordering::Relaxed);
+
     process_exit(Some(7));
     drop(g);
 
@@ -127,6 +152,15 @@ fn records_counts_identity_and_exit_without_preload() {
         "a zeroed mutex reads as PTHREAD_MUTEX_NORMAL"
     );
     assert_eq!(other_lock.hdr.aux, 0, "and not process-shared");
+    let third_lock = trace.locks.iter().find(|l| l.address == third).unwrap();
+    let recursive = counter(third_lock.id, SITE_A);
+    assert_eq!((recursive.engagements, recursive.task_switches), (2, 0));
+    let handed = counter(third_lock.id, SITE_B);
+    assert_eq!((handed.engagements, handed.task_switches), (1, 1));
+    assert_eq!(
+        handed.hold_samples, 0,
+        "an untimed hold stays untimed when it ends with a waiter"
+    );
     assert_eq!(trace.threads.len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,69 @@
+//! The path almost every engagement takes: uncontended, exclusive, not
+//! timed (no full tracing, no hold sampling). The same counts as the general
+//! path in `mod.rs`, without the branches for the cases it is not, so the
+//! common lock/unlock pair stays short. Anything else goes the general way.
+
+use super::held::HeldEntry;
+use super::{drop_op, Prepared};
+use crate::config;
+use crate::guard::HookGuard;
+use core::sync::atomic::Ordering;
+
+/// [`super::record_acquired`] for an uncontended exclusive engagement that is not
+/// timed: the same counts and held entry, without the branches for the
+/// cases it is not.
+#[inline(always)]
+pub fn acquired_exclusive(g: &HookGuard, p: &Prepared) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    let tid = p.lane().tid;
+    p.slot.holder.store(tid, Ordering::Relaxed);
+    let last = p.slot.last_owner.load(Ordering::Relaxed);
+    if last != tid {
+        p.slot.last_owner.store(tid, Ordering::Relaxed);
+        if last != 0 {
+            counter.owner_changes += 1;
+        }
+    }
+    let tracked = g.thread().held().push(HeldEntry {
+        addr: p.addr,
+        lock_id: p.lock_id,
+        flags: 0,
+        slot: p.slot,
+        counter: p.counter,
+        since_ns: 0,
+        shim_ns: 0,
+    });
+    if !tracked {
+        drop_op(Some(p.lane()));
+    }
+}
+
+/// The common release, done in full or not at all: the innermost held
+/// lock, exclusive, untimed, not handed over, nobody waiting for it, not
+/// held again further down (recursively). Anything else returns false
+/// with nothing changed, for [`super::record_released`].
+#[inline(always)]
+pub fn released(g: &HookGuard, addr: u64) -> bool {
+    if !config::untimed_uncontended() {
+        return false;
+    }
+    let held = g.thread().held();
+    let Some(top) = held.innermost(addr) else {
+        return false;
+    };
+    if top.flags != 0 || top.since_ns != 0 || top.slot.is_null() || held.holds_below_top(addr) {
+        return false;
+    }
+    // SAFETY: slots live in the object table for the life of the process.
+    let slot = unsafe { &*top.slot };
+    if slot.waiters.load(Ordering::Relaxed) != 0 {
+        return false; // a task switch, and an event: the full path
+    }
+    slot.holder.store(0, Ordering::Relaxed);
+    // Only the exclusive holder bumps the sequence (see `record_released`).
+    let seq_after = slot.seq.load(Ordering::Relaxed).wrapping_add(1);
+    slot.seq.store(seq_after, Ordering::Relaxed);
+    held.pop();
+    true
+}
