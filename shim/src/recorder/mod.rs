@@ -326,10 +326,11 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let started = g.thread().call_cost().begin();
     // `how` and `hold` are constants at each call site, so this test folds
     // to one flag load on the path almost every acquisition takes.
-    if matches!(how, How::Uncontended) && hold == Hold::Exclusive && config::untimed_uncontended() {
-        untimed::acquired_exclusive(g, p);
-    } else {
-        record_acquired(g, p, how, hold);
+    let untimed = matches!(how, How::Uncontended) && config::untimed_uncontended();
+    match hold {
+        Hold::Exclusive if untimed => untimed::acquired_exclusive(g, p),
+        Hold::None if untimed => untimed::acquired_unheld(p),
+        _ => record_acquired(g, p, how, hold),
     }
     g.thread().call_cost().end(started);
 }

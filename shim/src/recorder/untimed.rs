@@ -39,6 +39,13 @@ pub fn acquired_exclusive(g: &HookGuard, p: &Prepared) {
     }
 }
 
+/// [`super::record_acquired`] for an uncontended engagement that holds
+/// nothing (a semaphore wait): only the count.
+#[inline(always)]
+pub fn acquired_unheld(p: &Prepared) {
+    p.counter().engagements += 1;
+}
+
 /// The common release, done in full or not at all: the innermost held
 /// lock, exclusive, untimed, not handed over, nobody waiting for it, not
 /// held again further down (recursively). Anything else returns false
