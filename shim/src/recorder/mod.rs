@@ -303,6 +303,41 @@ impl Prepared {
         // SAFETY: the lane belongs to this thread for the thread's lifetime.
         unsafe { &mut *self.lane }
     }
+
+    /// An exclusive engagement: this thread holds the lock now, and a change
+    /// of owner is counted.
+    #[inline(always)]
+    fn take_ownership(&self) {
+        let tid = self.lane().tid;
+        self.slot.holder.store(tid, Ordering::Relaxed);
+        // Written only when it changes: the line stays shared otherwise.
+        let last = self.slot.last_owner.load(Ordering::Relaxed);
+        if last != tid {
+            self.slot.last_owner.store(tid, Ordering::Relaxed);
+            if last != 0 {
+                self.counter().owner_changes += 1;
+            }
+        }
+    }
+
+    /// Puts the engagement on the held-lock stack for its release to find.
+    #[inline(always)]
+    fn track_hold(&self, g: &HookGuard, flags: u32, since_ns: u64, shim_ns: u64) {
+        let tracked = g.thread().held().push(HeldEntry {
+            addr: self.addr,
+            lock_id: self.lock_id,
+            flags,
+            slot: self.slot,
+            counter: self.counter,
+            since_ns,
+            shim_ns,
+        });
+        if !tracked {
+            // Nesting deeper than we track: the engagement is counted, its
+            // hold and task switch are not.
+            drop_op(Some(self.lane()));
+        }
+    }
 }
 
 /// Decides whether to time this uncontended hold (sampling; 0 = never).
@@ -366,39 +401,18 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     };
     let flags = match hold {
         Hold::Exclusive => {
-            let tid = p.lane().tid;
-            p.slot.holder.store(tid, Ordering::Relaxed);
-            // Written only when it changes: the line stays shared otherwise.
-            let last = p.slot.last_owner.load(Ordering::Relaxed);
-            if last != tid {
-                p.slot.last_owner.store(tid, Ordering::Relaxed);
-                if last != 0 {
-                    counter.owner_changes += 1;
-                }
-            }
+            p.take_ownership();
             flags
         }
         Hold::Shared => flags | HELD_SHARED,
         Hold::None => return,
     };
-    let tracked = g.thread().held().push(HeldEntry {
-        addr: p.addr,
-        lock_id: p.lock_id,
-        flags,
-        slot: p.slot,
-        counter: p.counter,
-        since_ns,
-        shim_ns: if since_ns != 0 {
-            shim_time_ns(g, p.lane())
-        } else {
-            0
-        },
-    });
-    if !tracked {
-        // Nesting deeper than we track: the engagement is counted, its hold
-        // and task switch are not.
-        drop_op(Some(p.lane()));
-    }
+    let shim_ns = if since_ns != 0 {
+        shim_time_ns(g, p.lane())
+    } else {
+        0
+    };
+    p.track_hold(g, flags, since_ns, shim_ns);
 }
 
 /// A trylock found the lock taken.

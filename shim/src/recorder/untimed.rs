@@ -3,8 +3,7 @@
 //! path in `mod.rs`, without the branches for the cases it is not, so the
 //! common lock/unlock pair stays short. Anything else goes the general way.
 
-use super::held::HeldEntry;
-use super::{drop_op, Prepared};
+use super::Prepared;
 use crate::config;
 use crate::guard::HookGuard;
 use core::sync::atomic::Ordering;
@@ -14,29 +13,9 @@ use core::sync::atomic::Ordering;
 /// cases it is not.
 #[inline(always)]
 pub fn acquired_exclusive(g: &HookGuard, p: &Prepared) {
-    let counter = p.counter();
-    counter.engagements += 1;
-    let tid = p.lane().tid;
-    p.slot.holder.store(tid, Ordering::Relaxed);
-    let last = p.slot.last_owner.load(Ordering::Relaxed);
-    if last != tid {
-        p.slot.last_owner.store(tid, Ordering::Relaxed);
-        if last != 0 {
-            counter.owner_changes += 1;
-        }
-    }
-    let tracked = g.thread().held().push(HeldEntry {
-        addr: p.addr,
-        lock_id: p.lock_id,
-        flags: 0,
-        slot: p.slot,
-        counter: p.counter,
-        since_ns: 0,
-        shim_ns: 0,
-    });
-    if !tracked {
-        drop_op(Some(p.lane()));
-    }
+    p.counter().engagements += 1;
+    p.take_ownership();
+    p.track_hold(g, 0, 0, 0);
 }
 
 /// [`super::record_acquired`] for an uncontended engagement that holds
