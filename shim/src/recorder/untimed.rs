@@ -1,7 +1,8 @@
-//! The path almost every engagement takes: uncontended, exclusive, not
-//! timed (no full tracing, no hold sampling). The same counts as the general
-//! path in `mod.rs`, without the branches for the cases it is not, so the
-//! common lock/unlock pair stays short. Anything else goes the general way.
+//! The path almost every engagement takes: uncontended and not timed (no
+//! full tracing, no hold sampling) — an exclusive hold and its release, or
+//! a semaphore wait. The same counts as the general path in `mod.rs`,
+//! without the branches for the cases it is not, so the common pair stays
+//! short. Anything else goes the general way.
 
 use super::Prepared;
 use crate::config;
