@@ -441,6 +441,25 @@ pub fn only_process(report: &Value) -> &Value {
     &p[0]
 }
 
+/// The one process of the report whose executable is a Python interpreter
+/// (the interpreter may start helpers, which are left out).
+pub fn only_python_process(report: &Value) -> &Value {
+    let py: Vec<&Value> = processes(report)
+        .iter()
+        .filter(|p| p["exe"].as_str().is_some_and(|e| e.contains("python")))
+        .collect();
+    assert_eq!(
+        py.len(),
+        1,
+        "exactly one python process; exes: {:?}",
+        processes(report)
+            .iter()
+            .map(|p| p["exe"].clone())
+            .collect::<Vec<_>>()
+    );
+    py[0]
+}
+
 /// The process with the given pid.
 pub fn process_by_pid(report: &Value, pid: u64) -> &Value {
     let hits: Vec<&Value> = processes(report)

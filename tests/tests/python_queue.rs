@@ -92,12 +92,7 @@ fn python_lock_and_queue() {
     assert!(!traces_in(&dir).is_empty(), "python left a trace");
     // Every trace in the directory (the interpreter may start helpers).
     let report = report_json(&[&dir], None);
-    let py: Vec<&Value> = processes(&report)
-        .iter()
-        .filter(|p| p["exe"].as_str().is_some_and(|e| e.contains("python")))
-        .collect();
-    assert_eq!(py.len(), 1, "exactly one python process");
-    let p = py[0];
+    let p = only_python_process(&report);
     assert_eq!(p["complete"], Value::Bool(true));
     let sems: Vec<&Value> = locks(p).iter().filter(|l| l["kind"] == "sem").collect();
     let describe_sems = |ls: &[&Value]| -> Vec<String> {
