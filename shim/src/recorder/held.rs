@@ -112,12 +112,7 @@ impl HeldStack {
     /// recursive mutex taken more than once).
     #[inline(always)]
     pub fn holds_below_top(&self, addr: u64) -> bool {
-        self.len > 1 && self.holds_in(&self.entries[..self.len - 1], addr)
-    }
-
-    #[inline(always)]
-    fn holds_in(&self, entries: &[HeldEntry], addr: u64) -> bool {
-        entries.iter().any(|e| e.addr == addr)
+        self.len > 1 && holds_in(&self.entries[..self.len - 1], addr)
     }
 
     /// Drops the innermost engagement.
@@ -129,7 +124,7 @@ impl HeldStack {
     /// Whether this thread still holds `addr` (a recursive mutex taken more
     /// than once).
     pub fn holds(&self, addr: u64) -> bool {
-        self.holds_in(&self.entries[..self.len], addr)
+        holds_in(&self.entries[..self.len], addr)
     }
 
     /// Marks the innermost engagement of lock `lock_id` as handed over.
@@ -151,6 +146,11 @@ impl HeldStack {
             e.slot = core::ptr::null();
         }
     }
+}
+
+#[inline(always)]
+fn holds_in(entries: &[HeldEntry], addr: u64) -> bool {
+    entries.iter().any(|e| e.addr == addr)
 }
 
 #[cfg(test)]
