@@ -6,7 +6,7 @@
 use crate::model::Frame;
 use addr2line::Loader;
 use locksuit_format::reader::ModuleInfo;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Modules whose frames are not the program's own code: the C and C++
 /// runtimes, the loader, and the shim itself.
@@ -35,9 +35,79 @@ pub fn is_system_module(path: &str) -> bool {
 #[derive(Default)]
 pub struct Symbolizer {
     loaders: HashMap<String, Option<Loader>>,
+    /// Per (path, recorded identity): why the file is not the one that
+    /// ran, or `None` if it is.
+    changed: HashMap<(String, Vec<u8>, u64, u64), Option<String>>,
+    /// Files found changed since the last [`Symbolizer::take_changed`].
+    changed_seen: BTreeSet<String>,
+}
+
+/// Why the file at `path` is not the file `module` was loaded from, if it
+/// is not: the build id recorded from the loaded image decides; without
+/// one, the size and mtime recorded from the file.
+fn changed_since_run(path: &str, module: &ModuleInfo) -> Option<String> {
+    let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    if !module.build_id.is_empty() {
+        let file_id = std::fs::File::open(path)
+            .ok()
+            // SAFETY: a read-only private mapping, dropped before returning;
+            // a file changed under it can at worst make the build id unreadable.
+            .and_then(|f| unsafe { memmap2::Mmap::map(&f) }.ok())
+            .and_then(|map| {
+                let file = object::File::parse(&*map).ok()?;
+                object::Object::build_id(&file)
+                    .ok()
+                    .flatten()
+                    .map(<[u8]>::to_vec)
+            });
+        return match file_id {
+            Some(id) if id == module.build_id => None,
+            Some(_) => Some("its build id differs from the one that ran".into()),
+            None => Some("it has no build id, but the one that ran had one".into()),
+        };
+    }
+    if module.file_size == 0 {
+        return None; // nothing recorded to compare with
+    }
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    (meta.len() != module.file_size || mtime_ns != module.file_mtime_ns)
+        .then(|| "its size or modification time differs from the one that ran".into())
 }
 
 impl Symbolizer {
+    /// Whether the file at `path` is still the one `module` was loaded from
+    /// (checked once per file and recorded identity).
+    fn unchanged(&mut self, path: &str, module: &ModuleInfo) -> bool {
+        let key = (
+            path.to_string(),
+            module.build_id.clone(),
+            module.file_size,
+            module.file_mtime_ns,
+        );
+        let why = self
+            .changed
+            .entry(key)
+            .or_insert_with(|| changed_since_run(path, module));
+        match why {
+            Some(why) => {
+                self.changed_seen.insert(format!(
+                    "{path} changed since the run ({why}); its frames are shown as module+offset"
+                ));
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Warnings for the module files found changed since the last call.
+    pub fn take_changed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.changed_seen).into_iter().collect()
+    }
+
     fn loader(&mut self, path: &str) -> Option<&Loader> {
         self.loaders
             .entry(path.to_string())
@@ -89,6 +159,9 @@ impl Symbolizer {
             ..bare
         };
         let probe = return_address.saturating_sub(1).wrapping_sub(module.bias);
+        if !self.unchanged(path, module) {
+            return vec![unnamed];
+        }
         let Some(loader) = self.loader(path) else {
             return vec![unnamed];
         };

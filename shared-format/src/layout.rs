@@ -9,7 +9,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 3: event blocks of their own, events name their thread, full tracing
 ///    and flight-recorder flags.
 /// 4: counter fields reordered (those every engagement writes first).
-pub const FORMAT_VERSION: u32 = 4;
+/// 5: module records carry the file's identity (build id, size, mtime).
+pub const FORMAT_VERSION: u32 = 5;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -351,13 +352,27 @@ pub struct ModuleRecord {
     pub hdr: RecordHeader,
     /// Load bias: runtime address minus the address in the ELF file.
     pub bias: u64,
-    /// Runtime range of the executable segments.
+    /// Runtime range of the module's mapping.
     pub start: u64,
     pub end: u64,
     /// The module map's epoch, bumped by every `dlclose`: a library loaded
     /// later at the same addresses is recorded again in a newer epoch.
     pub epoch: u64,
+    /// The file's size in bytes and modification time (ns since 1970) when
+    /// the module was recorded; 0 when unknown. With the build id they tell
+    /// the analyzer whether the file it would symbolize against is still the
+    /// one that ran.
+    pub file_size: u64,
+    pub file_mtime_ns: u64,
+    /// The GNU build id of the loaded image (its first `build_id_len`
+    /// bytes; 0 = the image has none).
+    pub build_id: [u8; BUILD_ID_MAX],
+    pub build_id_len: u32,
+    pub _pad: u32,
 }
+
+/// Longest build id kept (GNU build ids are 20 bytes; some linkers make 16 or 32).
+pub const BUILD_ID_MAX: usize = 32;
 
 /// `pthread_setname_np` on some thread.
 #[repr(C)]
@@ -516,7 +531,7 @@ const _: () = {
     assert!(size_of::<SiteRecord>() == 16);
     assert!(size_of::<CounterRecord>() == 96);
     assert!(size_of::<CondRecord>() == 72);
-    assert!(size_of::<ModuleRecord>() == 40);
+    assert!(size_of::<ModuleRecord>() == 96);
     assert!(size_of::<ThreadNameRecord>() == 40);
     assert!(size_of::<EventRecord>() == 64);
     assert!(site_record_size(MAX_CHAIN_DEPTH) <= u16::MAX as usize);

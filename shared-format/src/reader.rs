@@ -73,6 +73,11 @@ pub struct ModuleInfo {
     pub end: u64,
     pub epoch: u64,
     pub path: String,
+    /// The file's size and mtime (ns) when recorded; 0 when unknown.
+    pub file_size: u64,
+    pub file_mtime_ns: u64,
+    /// The loaded image's GNU build id; empty when it had none.
+    pub build_id: Vec<u8>,
 }
 
 /// Everything a trace holds. Record order within each lane is kept; threads
@@ -438,6 +443,9 @@ fn decode_record(
                 end: r.end,
                 epoch: r.epoch,
                 path: String::from_utf8_lossy(&rec[start..start + len]).into_owned(),
+                file_size: r.file_size,
+                file_mtime_ns: r.file_mtime_ns,
+                build_id: r.build_id[..(r.build_id_len as usize).min(BUILD_ID_MAX)].to_vec(),
             });
         }
         RecordKind::ThreadName => {

@@ -1,6 +1,9 @@
-//! The shim's only output: one line on stderr per kind of degradation, ever.
+//! The shim's only output: one line on stderr per kind of degradation, ever,
+//! and only while descriptor 2 is still the stderr the process started with
+//! (a program that closed it may have opened its own data file there).
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use crate::sys::{self, FileId};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 #[repr(u32)]
 #[derive(Clone, Copy)]
@@ -29,7 +32,46 @@ pub fn reset_after_fork() {
     WARNED.store(0, Ordering::Relaxed);
 }
 
+/// Whether descriptor 2 was open at start-up: not yet looked at, open (its
+/// file in `STDERR_DEV`/`STDERR_INO`), or closed.
+static STDERR_STATE: AtomicU8 = AtomicU8::new(STDERR_UNKNOWN);
+static STDERR_DEV: AtomicU64 = AtomicU64::new(0);
+static STDERR_INO: AtomicU64 = AtomicU64::new(0);
+const STDERR_UNKNOWN: u8 = 0;
+const STDERR_OPEN: u8 = 1;
+const STDERR_CLOSED: u8 = 2;
+
+/// Notes which file stderr is, at start-up (before any warning can be due).
+pub fn note_stderr() {
+    match sys::fstat(2) {
+        Some(st) => {
+            STDERR_DEV.store(st.id.dev, Ordering::Relaxed);
+            STDERR_INO.store(st.id.ino, Ordering::Relaxed);
+            STDERR_STATE.store(STDERR_OPEN, Ordering::Release);
+        }
+        None => STDERR_STATE.store(STDERR_CLOSED, Ordering::Release),
+    }
+}
+
+/// Descriptor 2 is still the stderr noted at start-up.
+fn stderr_is_original() -> bool {
+    if STDERR_STATE.load(Ordering::Acquire) == STDERR_UNKNOWN {
+        note_stderr();
+    }
+    STDERR_STATE.load(Ordering::Acquire) == STDERR_OPEN
+        && sys::fstat(2).is_some_and(|st| {
+            st.id
+                == FileId {
+                    dev: STDERR_DEV.load(Ordering::Relaxed),
+                    ino: STDERR_INO.load(Ordering::Relaxed),
+                }
+        })
+}
+
 fn write_stderr(parts: &[&[u8]]) {
+    if !stderr_is_original() {
+        return;
+    }
     // Assemble into one buffer so the line is a single write and cannot
     // interleave with the program's own stderr output.
     let mut buf = [0u8; 512];
@@ -39,13 +81,8 @@ fn write_stderr(parts: &[&[u8]]) {
         buf[len..len + n].copy_from_slice(&part[..n]);
         len += n;
     }
-    // SAFETY: writing an initialised buffer to fd 2; errno is saved and
-    // restored so the program never sees ours.
-    unsafe {
-        let saved = *libc::__errno_location();
-        libc::write(2, buf.as_ptr().cast(), len);
-        *libc::__errno_location() = saved;
-    }
+    // A raw write: not a cancellation point, and errno stays the program's.
+    let _ = sys::write(2, &buf[..len]);
 }
 
 /// Restores the thread's errno when dropped. Used on the cold paths that

@@ -226,11 +226,17 @@ impl HookGuard {
 /// (the unwinder takes a pthread mutex): those calls pass through as the
 /// shim's own, uncounted.
 pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
+    /// Restores the flag however the call ends (a cancellation may unwind
+    /// out of it).
+    struct Restore<'a>(&'a Cell<bool>, bool);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            self.0.set(self.1);
+        }
+    }
     let state = this_thread();
-    let before = state.calling_out.replace(true);
-    let result = call();
-    state.calling_out.set(before);
-    result
+    let _restore = Restore(&state.calling_out, state.calling_out.replace(true));
+    call()
 }
 
 /// The calling thread's state, valid for as long as the thread runs.

@@ -10,6 +10,7 @@
 use crate::guard::HookGuard;
 use crate::intercept::{
     acquire, deadline_ns, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
+    Attempt,
 };
 use crate::real::{real, StartRoutine};
 use crate::recorder::{self, Caller, Hold};
@@ -77,7 +78,7 @@ macro_rules! real_pair_or {
 macro_rules! init_hook {
     ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $real:ident, $kind:expr) => {
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($obj: $oty $(, $arg: $aty)*) -> c_int {
+        pub unsafe extern "C-unwind" fn $name($obj: $oty $(, $arg: $aty)*) -> c_int {
             let init = real_or!($real, libc::EINVAL);
             let guard = HookGuard::enter();
             // Calls the real function may make back into us (an interposed
@@ -113,8 +114,8 @@ macro_rules! destroy_hook {
 /// `$valid` guards calls whose arguments glibc checks before trying.
 macro_rules! lock_hook {
     ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
-     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr
-     $(, deadline: $deadline:expr)?) => {
+     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr,
+     attempt: $attempt:expr $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let (block, try_once) = real_pair_or!($real, $try, libc::EINVAL);
@@ -128,7 +129,7 @@ macro_rules! lock_hook {
             // Timed calls: their deadline goes into the wait's events.
             let deadline: u64 = 0 $(+ $deadline)?;
             // SAFETY: forwarding the caller's arguments unchanged.
-            acquire(&guard, &p, ($hold, deadline), || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
+            acquire(&guard, &p, ($hold, deadline, $attempt), || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
         }
     };
 }
@@ -155,7 +156,7 @@ macro_rules! trylock_hook {
 macro_rules! unlock_hook {
     ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name($obj: $oty) -> c_int {
+        pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
             let unlock = real_or!($real, 0);
             if let Some(g) = &HookGuard::enter() {
                 recorder::released(g, $obj as u64, 0);
@@ -168,18 +169,26 @@ macro_rules! unlock_hook {
 
 // ---------------------------------------------------------------- mutexes
 
+/// How the mutex at `m` may be acquired (read from the mutex itself).
+#[inline(always)]
+fn mutex_attempt(m: *mut pthread_mutex_t) -> Attempt {
+    // SAFETY: the program passed `m` to a mutex lock call; reading its
+    // kind and lock word is what that call does first too.
+    unsafe { crate::glibc::mutex_attempt(m as u64) }
+}
+
 init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init, ObjectKind::Mutex);
 destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy);
 lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+    real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
 trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: valid_deadline(t), deadline: deadline_ns(t));
+    valid: valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
 lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
+    valid: supported_clock(c) && valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
 unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
 
 // ---------------------------------------------------------------- rwlocks
@@ -187,25 +196,25 @@ unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
 init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init, ObjectKind::Rwlock);
 destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy);
 lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true);
+    real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true, attempt: Attempt::TryFirst);
 lock_hook!(pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) => rwlock_wrlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: rwlock_wrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+    real: rwlock_wrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: Attempt::TryFirst);
 trylock_hook!(pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) => rwlock_tryrdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared);
 trylock_hook!(pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) => rwlock_trywrlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 lock_hook!(pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedrdlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
-    valid: valid_deadline(t), deadline: deadline_ns(t));
+    valid: valid_deadline(t), attempt: Attempt::TryFirst, deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, t: *const timespec) => rwlock_timedwrlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_timedwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: valid_deadline(t), deadline: deadline_ns(t));
+    valid: valid_deadline(t), attempt: Attempt::TryFirst, deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockrdlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockrdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared,
-    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
+    valid: supported_clock(c) && valid_deadline(t), attempt: Attempt::TryFirst, deadline: deadline_ns(t));
 lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
-    valid: supported_clock(c) && valid_deadline(t), deadline: deadline_ns(t));
+    valid: supported_clock(c) && valid_deadline(t), attempt: Attempt::TryFirst, deadline: deadline_ns(t));
 unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
 
 // -------------------------------------------------------------- spinlocks
@@ -213,7 +222,7 @@ unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
 init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init, ObjectKind::Spin);
 destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy);
 lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true);
+    real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: Attempt::TryFirst);
 trylock_hook!(pthread_spin_trylock(s: *mut pthread_spinlock_t) => spin_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock);
@@ -228,7 +237,7 @@ destroy_hook!(sem_close(s: *mut sem_t) => sem_close);
 /// optional arguments arrive in registers whether or not the caller passed
 /// them, and are forwarded as they came (read only with O_CREAT).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn sem_open(
+pub unsafe extern "C-unwind" fn sem_open(
     name: *const c_char,
     oflag: c_int,
     mode: libc::mode_t,
@@ -460,7 +469,7 @@ unsafe extern "C-unwind" fn cond_broadcast(
 // ---------------------------------------------------------------- threads
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_create(
+pub unsafe extern "C-unwind" fn pthread_create(
     thread: *mut pthread_t,
     attr: *const pthread_attr_t,
     start: StartRoutine,
@@ -508,7 +517,7 @@ pub unsafe extern "C-unwind" fn pthread_join(t: pthread_t, ret: *mut *mut c_void
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
     let join = real_or!(thread_tryjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
     join_recorded(|| unsafe { join(t, ret) })
@@ -526,7 +535,7 @@ pub unsafe extern "C-unwind" fn pthread_timedjoin_np(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_detach(t: pthread_t) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_detach(t: pthread_t) -> c_int {
     let detach = real_or!(thread_detach, libc::EINVAL);
     // Nothing to record: a detached thread still ends through the thread-exit
     // destructor like any other.
@@ -549,7 +558,7 @@ pub unsafe extern "C-unwind" fn pthread_exit(value: *mut c_void) -> ! {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int {
+pub unsafe extern "C-unwind" fn pthread_setname_np(t: pthread_t, name: *const c_char) -> c_int {
     let setname = real_or!(thread_setname_np, libc::ENOSYS);
     let guard = HookGuard::enter();
     // SAFETY: forwarding the caller's arguments.
@@ -574,7 +583,7 @@ fn exit_group(code: c_int) -> ! {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn exit(code: c_int) -> ! {
+pub unsafe extern "C-unwind" fn exit(code: c_int) -> ! {
     lifecycle::process_exiting(code);
     match real().and_then(|f| f.exit) {
         // SAFETY: forwarding the caller's argument.
@@ -583,8 +592,20 @@ pub unsafe extern "C" fn exit(code: c_int) -> ! {
     }
 }
 
+/// `quick_exit` ends the process normally too (after its at_quick_exit
+/// handlers), through glibc's internal `_exit`, which no hook sees.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn _exit(code: c_int) -> ! {
+pub unsafe extern "C-unwind" fn quick_exit(code: c_int) -> ! {
+    lifecycle::process_exiting(code);
+    match real().and_then(|f| f.quick_exit) {
+        // SAFETY: forwarding the caller's argument.
+        Some(exit) => unsafe { exit(code) },
+        None => exit_group(code),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn _exit(code: c_int) -> ! {
     lifecycle::process_exiting(code);
     match real().and_then(|f| f.exit_now) {
         // SAFETY: forwarding the caller's argument.
@@ -594,7 +615,7 @@ pub unsafe extern "C" fn _exit(code: c_int) -> ! {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
+pub unsafe extern "C-unwind" fn _Exit(code: c_int) -> ! {
     lifecycle::process_exiting(code);
     match real().and_then(|f| f.exit_now_c99) {
         // SAFETY: forwarding the caller's argument.
@@ -609,7 +630,7 @@ pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
 /// map starts a new epoch. No guard: the library's destructors run inside
 /// and their locks are recorded like any others.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+pub unsafe extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
     let close = real_or!(dlclose, -1);
     // SAFETY: forwarding the caller's argument unchanged.
     let rc = unsafe { close(handle) };
@@ -635,7 +656,7 @@ fn exec_recorded(exec: impl FnOnce() -> c_int) -> c_int {
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execve(
+pub unsafe extern "C-unwind" fn execve(
     path: *const c_char,
     argv: *const *const c_char,
     envp: *const *const c_char,
@@ -646,21 +667,21 @@ pub unsafe extern "C" fn execve(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
+pub unsafe extern "C-unwind" fn execv(path: *const c_char, argv: *const *const c_char) -> c_int {
     let exec = real_or!(execv, -1);
     // SAFETY: forwarding the caller's arguments.
     exec_recorded(|| unsafe { exec(path, argv) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
+pub unsafe extern "C-unwind" fn execvp(file: *const c_char, argv: *const *const c_char) -> c_int {
     let exec = real_or!(execvp, -1);
     // SAFETY: forwarding the caller's arguments.
     exec_recorded(|| unsafe { exec(file, argv) })
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvpe(
+pub unsafe extern "C-unwind" fn execvpe(
     file: *const c_char,
     argv: *const *const c_char,
     envp: *const *const c_char,

@@ -5,15 +5,19 @@
 //!    engagement and costs no clock read;
 //! 3. otherwise time the real blocking call: a contended engagement.
 //!
-//! Trying first never changes behaviour: glibc's own lock starts with the
-//! same atomic attempt, and every outcome of a trylock other than "busy"
-//! (success, EOWNERDEAD, EAGAIN, EINVAL, ENOTRECOVERABLE) is exactly what the
-//! blocking call would return for a lock that is free or broken; "busy"
-//! falls through to the blocking call, which then returns EDEADLK, waits, or
-//! times out as it would have. Where glibc validates arguments *before*
-//! trying (a clock or deadline of a timed call), the hook checks the same
-//! thing first and passes an invalid call straight through.
+//! Trying first never changes behaviour for plain mutexes, rwlocks and
+//! spinlocks: glibc's own lock starts with the same atomic attempt, and every
+//! outcome of their trylock other than "busy" (success, EAGAIN, EINVAL) is
+//! exactly what the blocking call would return for a lock that is free or
+//! broken; "busy" falls through to the blocking call, which then returns
+//! EDEADLK, waits, or times out as it would have. Robust, priority-inheritance
+//! and priority-protect mutexes are different: their trylock has effects
+//! their lock does not (see [`Attempt::Direct`]), so they are never tried
+//! first. Where glibc validates arguments *before* trying (a clock or
+//! deadline of a timed call), the hook checks the same thing first and
+//! passes an invalid call straight through.
 
+pub use crate::glibc::Attempt;
 use crate::guard::HookGuard;
 use crate::recorder::{self, Hold, How, Prepared};
 use core::ffi::c_int;
@@ -24,15 +28,20 @@ pub fn holds(rc: c_int) -> bool {
     rc == 0 || rc == libc::EOWNERDEAD
 }
 
-/// Runs the try-first protocol for functions that return an error number.
+/// Runs the try-first protocol for functions that return an error number
+/// (or, for the mutexes whose trylock has side effects, see
+/// [`Attempt::Direct`], calls the blocking function directly).
 #[inline]
 pub fn acquire(
     g: &HookGuard,
     p: &Prepared,
-    (hold, deadline): (Hold, u64),
+    (hold, deadline, attempt): (Hold, u64, Attempt),
     try_once: impl FnOnce() -> c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
+    if let Attempt::Direct { free } = attempt {
+        return acquire_directly(g, p, (hold, deadline), free, block);
+    }
     let rc = try_once();
     if holds(rc) {
         recorder::acquired(g, p, How::Uncontended, hold);
@@ -42,6 +51,28 @@ pub fn acquire(
         return rc;
     }
     contended(g, p, (hold, deadline), block)
+}
+
+/// No trylock first: a lock word seen free is an uncontended acquisition
+/// (a thread that takes it in between makes this one wait unrecorded, a
+/// rare miscount on these rare mutexes); otherwise the call is timed as a
+/// wait. Every result is the real call's own.
+#[cold]
+fn acquire_directly(
+    g: &HookGuard,
+    p: &Prepared,
+    (hold, deadline): (Hold, u64),
+    free: bool,
+    block: impl FnOnce() -> c_int,
+) -> c_int {
+    if !free {
+        return contended(g, p, (hold, deadline), block);
+    }
+    let rc = g.blocking(block);
+    if holds(rc) {
+        recorder::acquired(g, p, How::Uncontended, hold);
+    }
+    rc
 }
 
 #[cold]

@@ -8,7 +8,8 @@
 //! - [`recorder`]: the recording core, callable without LD_PRELOAD;
 //! - [`lifecycle`]: the atomic state machine (init, fork, exit);
 //! - [`guard`]: per-thread state and the re-entrancy guard ([`tls`]: where it lives);
-//! - [`real`]: the table of real functions, resolved in one step.
+//! - [`real`]: the table of real functions, resolved in one step;
+//! - [`sys`]: the shim's own system calls (raw: never a cancellation point).
 
 // Hooks and the constructor only exist in the real library: a unit-test
 // binary must not interpose its own pthread calls.
@@ -21,8 +22,10 @@ mod spawn;
 
 pub mod config;
 pub mod diag;
+pub mod glibc;
 pub mod guard;
 pub mod lifecycle;
 pub mod real;
 pub mod recorder;
+pub mod sys;
 pub mod tls;

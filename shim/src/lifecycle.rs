@@ -79,6 +79,7 @@ fn initialize() -> bool {
     }
     let _errno = crate::diag::ErrnoGuard::save();
     let _ = real::real();
+    crate::diag::note_stderr();
     if config::secure_execution() {
         // setuid/setgid or file capabilities: never write files for the user.
         STATE.store(State::Disabled as u8, Ordering::Release);

@@ -73,7 +73,10 @@ pub struct RealFns {
     pub thread_detach: Option<unsafe extern "C" fn(pthread_t) -> c_int>,
     pub thread_exit: Option<unsafe extern "C-unwind" fn(*mut c_void) -> !>,
     pub thread_setname_np: Option<unsafe extern "C" fn(pthread_t, *const c_char) -> c_int>,
-    pub exit: Option<unsafe extern "C" fn(c_int) -> !>,
+    /// Unwinding: an atexit handler may reach a cancellation point.
+    pub exit: Option<unsafe extern "C-unwind" fn(c_int) -> !>,
+    /// Unwinding: an at_quick_exit handler may reach a cancellation point.
+    pub quick_exit: Option<unsafe extern "C-unwind" fn(c_int) -> !>,
     pub exit_now: Option<unsafe extern "C" fn(c_int) -> !>,
     pub exit_now_c99: Option<unsafe extern "C" fn(c_int) -> !>,
     pub execve: Option<
@@ -202,6 +205,7 @@ fn resolve_all() -> RealFns {
             thread_exit: next(c"pthread_exit"),
             thread_setname_np: next(c"pthread_setname_np"),
             exit: next(c"exit"),
+            quick_exit: next(c"quick_exit"),
             exit_now: next(c"_exit"),
             exit_now_c99: next(c"_Exit"),
             execve: next(c"execve"),

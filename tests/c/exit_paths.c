@@ -13,6 +13,9 @@
  *                           certainly waiting, calls exit(3). wait_lock is
  *                           acquired exactly twice (waiter once, exiter once).
  *   exit_paths _exit        main locks lock N times and calls _exit(5).
+ *   exit_paths quick_exit   main locks lock N times and calls quick_exit(6);
+ *                           an at_quick_exit handler locks atexit_lock N
+ *                           times first.
  *   exit_paths pthread-exit main starts a worker and calls pthread_exit; the
  *                           worker joins the (ended) main thread, then locks
  *                           lock N times and returns; the process exits 0.
@@ -193,6 +196,22 @@ int main(int argc, char **argv)
         _exit(5);
     }
 
+    if (strcmp(mode, "quick_exit") == 0) {
+        printf("lock %p\n", (void *)&lock);
+        printf("atexit_lock %p\n", (void *)&atexit_lock);
+        for (int i = 0; i < N; i++) {
+            CHECK(pthread_mutex_lock(&lock)); /* @quick_exit-lock */
+            CHECK(pthread_mutex_unlock(&lock));
+        }
+        printf("uses %d\n", N);
+        fflush(stdout);
+        if (at_quick_exit(on_atexit) != 0) {
+            fprintf(stderr, "at_quick_exit failed\n");
+            return 1;
+        }
+        quick_exit(6);
+    }
+
     if (strcmp(mode, "pthread-exit") == 0) {
         printf("lock %p\n", (void *)&lock);
         fflush(stdout);
@@ -213,7 +232,7 @@ int main(int argc, char **argv)
     }
 
     fprintf(stderr,
-            "usage: %s atexit|atexit-exit|keydtor|exit-thread|_exit|pthread-exit|"
+            "usage: %s atexit|atexit-exit|keydtor|exit-thread|_exit|quick_exit|pthread-exit|"
             "pthread-exit-worker\n",
             argv[0]);
     return 2;

@@ -178,6 +178,34 @@ fn underscore_exit() {
     assert_eq!(u64_of(lock, "acquisitions"), N);
 }
 
+/// quick_exit(6): a normal end (not "died"), with the at_quick_exit
+/// handler's locks recorded.
+#[test]
+fn quick_exit_is_a_normal_exit() {
+    let (out, p) = run_mode("quick_exit", 6);
+    let stdout = stdout_str(&out);
+    assert_eq!(
+        p["complete"],
+        Value::Bool(true),
+        "quick_exit() is complete: {}",
+        short(&p)
+    );
+    assert_eq!(p["ended_by"].as_str(), Some("exit"));
+    assert_eq!(
+        p["exit_code"].as_i64(),
+        Some(6),
+        "exit_code of quick_exit(6)"
+    );
+    let lock = lock_by_address(&p, &stdout_value(&stdout, "lock"));
+    assert_eq!(u64_of(lock, "acquisitions"), N);
+    let handler_lock = lock_by_address(&p, &stdout_value(&stdout, "atexit_lock"));
+    assert_eq!(
+        u64_of(handler_lock, "acquisitions"),
+        N,
+        "the at_quick_exit handler's locks"
+    );
+}
+
 /// (e) pthread_exit from main; a worker carries on and locks.
 #[test]
 fn pthread_exit_from_main() {

@@ -181,19 +181,14 @@ fn tsc_usable() -> bool {
 /// Reads the kernel's current clocksource with plain system calls (this
 /// runs at start-up, possibly before the allocator may be used).
 fn kernel_clocksource_is_tsc() -> bool {
-    let _errno = crate::diag::ErrnoGuard::save();
     let path = c"/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    // SAFETY: a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
+    let Ok(fd) = crate::sys::open(path, libc::O_RDONLY | libc::O_CLOEXEC, 0) else {
         return false;
-    }
+    };
     let mut buf = [0u8; 16];
-    // SAFETY: reads at most buf.len() bytes into buf.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
-    n >= 3 && &buf[..n as usize] == b"tsc\n"
+    let n = crate::sys::read(fd, &mut buf).unwrap_or(0);
+    crate::sys::close(fd);
+    &buf[..n] == b"tsc\n"
 }
 
 #[cfg(test)]

@@ -4,10 +4,18 @@
 //!
 //! Each block is backed with real zeros by `pwrite` before it is touched, so
 //! a full disk shows up as an error we can count instead of a SIGBUS in the
-//! program.
+//! program. That needs a descriptor, which the program must never see or
+//! collide with: it sits at a high number, close-on-exec, and is checked to
+//! still be our file before every use (a program may close every
+//! descriptor and open its own files at any number). If the program closed
+//! it, the trace is reopened by its path; the shim never writes through a
+//! descriptor that is not its own file.
 
+use super::path::{self, PathBuf};
 use crate::config;
 use crate::diag::{warn_once, Warning};
+use crate::sys::{self, FileId};
+use core::cell::UnsafeCell;
 use core::mem::offset_of;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -15,75 +23,79 @@ use locksuit_format::*;
 
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
-static FD: AtomicI32 = AtomicI32::new(-1);
 static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
 /// Why this process cannot be recorded (already reported on stderr).
 #[derive(Debug)]
 pub struct NotRecording;
 
-impl Default for PathBuf {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The trace's descriptor, the file it must refer to, and the path to
+/// reopen it by.
+struct TraceFile {
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+    /// Written by `create` before `BASE` is published (and only then), read after.
+    path: UnsafeCell<PathBuf>,
 }
 
-/// A small path builder over a stack buffer (the shim never allocates).
-pub struct PathBuf {
-    buf: [u8; 4096 + 256],
-    len: usize,
-}
+// SAFETY: `path` is written only in `create`, while no other thread can
+// reach the trace (BASE is null until the Release store that follows), and
+// only read once BASE was seen non-null with Acquire.
+unsafe impl Sync for TraceFile {}
 
-impl PathBuf {
-    pub const fn new() -> Self {
-        PathBuf {
-            buf: [0; 4096 + 256],
-            len: 0,
+static TRACE_FILE: TraceFile = TraceFile {
+    fd: AtomicI32::new(-1),
+    dev: AtomicU64::new(0),
+    ino: AtomicU64::new(0),
+    path: UnsafeCell::new(PathBuf::new()),
+};
+
+impl TraceFile {
+    fn id(&self) -> FileId {
+        FileId {
+            dev: self.dev.load(Ordering::Relaxed),
+            ino: self.ino.load(Ordering::Relaxed),
         }
     }
 
-    pub fn push(&mut self, bytes: &[u8]) -> &mut Self {
-        // Keep one byte for the terminating NUL.
-        let n = bytes.len().min(self.buf.len() - 1 - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
-        self.len += n;
-        self
+    fn is_ours(&self, fd: i32) -> bool {
+        fd >= 0 && sys::fstat(fd).is_some_and(|st| st.id == self.id())
     }
 
-    pub fn push_u32(&mut self, mut v: u32) -> &mut Self {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
+    /// The descriptor, checked to still be the trace; reopened by path if
+    /// the program closed it. `None` if it cannot be had.
+    fn checked_fd(&self) -> Option<i32> {
+        let fd = self.fd.load(Ordering::Acquire);
+        if self.is_ours(fd) {
+            return Some(fd);
+        }
+        // SAFETY: see the `Sync` impl: BASE is published, so `path` is final.
+        let path = unsafe { &mut *self.path.get() };
+        let reopened = sys::open(
+            path.c_str(),
+            libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        )
+        .ok()?;
+        if !self.is_ours(reopened) {
+            // Another file now sits at that path: never write into it.
+            sys::close(reopened);
+            return None;
+        }
+        let reopened = sys::move_high(reopened);
+        // Never close `fd`: that number now belongs to the program.
+        match self
+            .fd
+            .compare_exchange(fd, reopened, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Some(reopened),
+            Err(winner) => {
+                // Another thread reopened it first; use theirs.
+                sys::close(reopened);
+                self.is_ours(winner).then_some(winner)
             }
         }
-        self.push(&digits[i..])
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-
-    pub fn truncate(&mut self, len: usize) {
-        self.len = len.min(self.len);
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// NUL-terminated pointer for libc.
-    pub fn c_ptr(&mut self) -> *const libc::c_char {
-        self.buf[self.len] = 0;
-        self.buf.as_ptr().cast()
     }
 }
 
@@ -91,13 +103,8 @@ impl PathBuf {
 /// past RLIMIT_FSIZE would raise SIGXFSZ, whose default action kills the
 /// program, so the shim stops growing the trace before that.
 fn within_file_size_limit(end: usize) -> bool {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid out-pointer.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0;
-    !ok || limit.rlim_cur == libc::RLIM_INFINITY || end as u64 <= limit.rlim_cur
+    let limit = sys::file_size_limit();
+    limit == libc::RLIM_INFINITY || end as u64 <= limit
 }
 
 pub fn header() -> Option<*mut FileHeader> {
@@ -197,19 +204,18 @@ pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
         }
     }
     let offset = index as usize * BLOCK_SIZE;
-    let fd = FD.load(Ordering::Relaxed);
-    let _errno = crate::diag::ErrnoGuard::save();
     let written = if within_file_size_limit(offset + BLOCK_SIZE) {
-        // SAFETY: writing a static buffer of BLOCK_SIZE zeros to our own fd.
-        unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) }
+        TRACE_FILE
+            .checked_fd()
+            .and_then(|fd| sys::pwrite(fd, &ZEROS, offset as u64).ok())
     } else {
-        -1
+        None
     };
-    if written != BLOCK_SIZE as isize {
+    if written != Some(BLOCK_SIZE) {
         set_flags(FLAG_DISK_FULL);
         warn_once(
             Warning::DiskFull,
-            b"cannot grow the trace file (disk full, I/O error or file-size limit); what is recorded so far is kept, new records are dropped and counted",
+            b"cannot grow the trace file (disk full, I/O error, file-size limit, or the program closed it and it could not be reopened); what is recorded so far is kept, new records are dropped and counted",
         );
         return None;
     }
@@ -256,98 +262,13 @@ pub unsafe fn commit(block: *mut u8, used: u32) {
     }
 }
 
-fn getpid() -> u32 {
-    // SAFETY: getpid is always safe.
-    unsafe { libc::getpid() as u32 }
-}
-
-/// Opens a fresh trace (never overwriting) in the first usable directory;
-/// returns the descriptor and the path it was created at.
-fn open_trace_file(exe: &[u8]) -> Option<(i32, PathBuf)> {
-    // A program whose file was replaced after exec reads as "… (deleted)";
-    // the trace is still named after the program.
-    let exe = exe.strip_suffix(b" (deleted)").unwrap_or(exe);
-    let base_name = match exe.iter().rposition(|&b| b == b'/') {
-        Some(i) => &exe[i + 1..],
-        None if exe.is_empty() => b"unknown",
-        None => exe,
-    };
-    let mut dir = PathBuf::new();
-    let mut explicit = false;
-    if let Some(d) = config::getenv(c"LOCKSUIT_DIR").filter(|d| !d.is_empty()) {
-        explicit = true;
-        dir.push(d);
-        // SAFETY: NUL-terminated path; EEXIST is fine.
-        unsafe { libc::mkdir(dir.c_ptr(), 0o700) };
-    } else {
-        dir.push(b".");
-    }
-    if let Some(fd) = try_open_in(&mut dir, base_name) {
-        return Some((fd, dir));
-    }
-    // Fall back to $TMPDIR or /tmp.
-    let mut tmp = PathBuf::new();
-    tmp.push(
-        config::getenv(c"TMPDIR")
-            .filter(|d| !d.is_empty())
-            .unwrap_or(b"/tmp"),
-    );
-    let fd = try_open_in(&mut tmp, base_name)?;
-    let mut msg = PathBuf::new();
-    msg.push(if explicit {
-        b"cannot write a trace in LOCKSUIT_DIR; writing it to ".as_slice()
-    } else {
-        b"cannot write a trace in the current directory; writing it to ".as_slice()
-    })
-    .push(tmp.as_bytes());
-    warn_once(Warning::FallbackDir, msg.as_bytes());
-    Some((fd, tmp))
-}
-
-fn try_open_in(dir: &mut PathBuf, base_name: &[u8]) -> Option<i32> {
-    let pid = getpid();
-    dir.push(b"/locksuit.")
-        .push(base_name)
-        .push(b".")
-        .push_u32(pid);
-    let stem = dir.len();
-    for attempt in 0..100u32 {
-        dir.truncate(stem);
-        if attempt > 0 {
-            dir.push(b".").push_u32(attempt);
-        }
-        dir.push(b".trace");
-        let flags =
-            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: NUL-terminated path; mode is a plain integer.
-        let fd = unsafe { libc::open(dir.c_ptr(), flags, 0o600 as libc::c_uint) };
-        if fd >= 0 {
-            return Some(fd);
-        }
-        // SAFETY: reading errno of this thread.
-        let err = unsafe { *libc::__errno_location() };
-        if err != libc::EEXIST {
-            return None;
-        }
-    }
-    None
-}
-
 /// Creates this process's trace, replacing any mapping inherited from a
 /// parent (after fork). Errors have already been reported on stderr.
 pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> {
     forget_inherited();
     let mut exe = [0u8; EXE_PATH_MAX];
-    // SAFETY: readlink into a buffer of the given size.
-    let n = unsafe {
-        libc::readlink(
-            c"/proc/self/exe".as_ptr(),
-            exe.as_mut_ptr().cast(),
-            exe.len(),
-        )
-    };
-    let exe_len = if n > 0 { n as usize } else { 0 };
-    let Some((fd, mut path)) = open_trace_file(&exe[..exe_len]) else {
+    let exe_len = sys::readlink(c"/proc/self/exe", &mut exe).unwrap_or(0);
+    let Some((fd, mut path)) = path::open_trace_file(&exe[..exe_len]) else {
         let tried: &[u8] = if config::getenv(c"LOCKSUIT_DIR").is_some_and(|d| !d.is_empty()) {
             b"cannot create a trace file in LOCKSUIT_DIR or in TMPDIR (or /tmp); this process is not recorded"
         } else {
@@ -356,13 +277,15 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         warn_once(Warning::NoTraceFile, tried);
         return Err(NotRecording);
     };
+    // Out of the way of the program's own descriptors (see the module doc).
+    let fd = sys::move_high(fd);
+    let identity = sys::fstat(fd).map(|st| st.id);
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
     let len = max_blocks * BLOCK_SIZE;
     let written = if within_file_size_limit(BLOCK_SIZE) {
-        // SAFETY: backing the header block before mapping it.
-        unsafe { libc::pwrite(fd, ZEROS.as_ptr().cast(), BLOCK_SIZE, 0) }
+        sys::pwrite(fd, &ZEROS, 0).ok()
     } else {
-        -1
+        None
     };
     // SAFETY: mapping our own fd; the length is a multiple of the page size.
     let base = unsafe {
@@ -375,19 +298,22 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
             0,
         )
     };
-    if written != BLOCK_SIZE as isize || base == libc::MAP_FAILED {
-        // SAFETY: closing the fd we opened and removing the file we created.
-        unsafe {
-            libc::close(fd);
-            // Leave no empty file behind for the analyzer to trip over.
-            libc::unlink(path.c_ptr());
-        };
+    let Some(identity) =
+        identity.filter(|_| written == Some(BLOCK_SIZE) && base != libc::MAP_FAILED)
+    else {
+        if base != libc::MAP_FAILED {
+            // SAFETY: unmapping what was just mapped, used by nobody.
+            unsafe { libc::munmap(base, len) };
+        }
+        sys::close(fd);
+        // Leave no empty file behind for the analyzer to trip over.
+        sys::unlink(path.c_str());
         warn_once(
             Warning::NoTraceFile,
             b"cannot size or map the trace file; this process is not recorded",
         );
         return Err(NotRecording);
-    }
+    };
     let base = base.cast::<u8>();
     // SAFETY: the header block is mapped, backed, and not yet visible to anyone.
     unsafe {
@@ -399,7 +325,7 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         (*h).max_blocks = max_blocks as u32;
         (*h).blocks_reserved = 1;
         (*h).blocks_backed = 1;
-        (*h).pid = getpid();
+        (*h).pid = libc::getpid() as u32;
         (*h).ppid = libc::getppid() as u32;
         (*h).flags = extra_flags
             | if config::events_all() {
@@ -422,7 +348,12 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
         core::sync::atomic::fence(Ordering::Release);
         (*h).magic = MAGIC;
     }
-    FD.store(fd, Ordering::Relaxed);
+    // SAFETY: BASE is still null here, so no other thread reads `path` (see
+    // the `Sync` impl of TraceFile).
+    unsafe { *TRACE_FILE.path.get() = path };
+    TRACE_FILE.dev.store(identity.dev, Ordering::Relaxed);
+    TRACE_FILE.ino.store(identity.ino, Ordering::Relaxed);
+    TRACE_FILE.fd.store(fd, Ordering::Release);
     MAPPED_LEN.store(len, Ordering::Relaxed);
     BASE.store(base, Ordering::Release);
     Ok(())
@@ -437,9 +368,10 @@ fn forget_inherited() {
         // no other thread exists to use it.
         unsafe { libc::munmap(old.cast(), MAPPED_LEN.load(Ordering::Relaxed)) };
     }
-    let fd = FD.swap(-1, Ordering::AcqRel);
-    if fd >= 0 {
-        // SAFETY: closing our own descriptor.
-        unsafe { libc::close(fd) };
+    let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
+    // Only if it is still the trace: the parent may have closed it, and the
+    // number may now be one of the program's own files.
+    if TRACE_FILE.is_ours(fd) {
+        sys::close(fd);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::lanes::Lane;
 use super::{current_lane, drop_op, now_ns, objects, timed_slow_work};
+use crate::glibc;
 use crate::guard::HookGuard;
 use locksuit_format::*;
 
@@ -11,21 +12,19 @@ use locksuit_format::*;
 /// made): (ATTR_* bits, mutex type). The offsets are glibc's public struct
 /// layouts on x86_64 and aarch64, which have not changed since 2.25.
 fn object_attributes(kind: ObjectKind, addr: u64) -> (u32, u32) {
-    let word = |offset: u64| {
-        // SAFETY: `addr` is a live object of `kind` that the program just
-        // passed to an interposed call; each offset lies inside that type.
-        unsafe { core::ptr::read_volatile((addr + offset) as *const u32) }
-    };
+    // SAFETY: `addr` is a live object of `kind` that the program just
+    // passed to an interposed call; each offset lies inside that type.
+    let word = |offset: u64| unsafe { glibc::word(addr, offset) };
     let flag = |set: bool, bit: u32| if set { bit } else { 0 };
     match kind {
         ObjectKind::Mutex => {
-            // __data.__kind: type in bits 0-1, robust 16, PI 32, PP 64, pshared 128.
-            let k = word(16);
-            let attrs = flag(k & 128 != 0, ATTR_PROCESS_SHARED)
-                | flag(k & 16 != 0, ATTR_ROBUST)
-                | flag(k & 32 != 0, ATTR_PRIO_INHERIT)
-                | flag(k & 64 != 0, ATTR_PRIO_PROTECT);
-            (attrs, k & 3)
+            // SAFETY: as above, for a mutex.
+            let k = unsafe { glibc::mutex_kind(addr) };
+            let attrs = flag(k & glibc::MUTEX_PSHARED != 0, ATTR_PROCESS_SHARED)
+                | flag(k & glibc::MUTEX_ROBUST != 0, ATTR_ROBUST)
+                | flag(k & glibc::MUTEX_PRIO_INHERIT != 0, ATTR_PRIO_INHERIT)
+                | flag(k & glibc::MUTEX_PRIO_PROTECT != 0, ATTR_PRIO_PROTECT);
+            (attrs, k & glibc::MUTEX_TYPE_MASK)
         }
         // __data.__shared
         ObjectKind::Rwlock => (flag(word(28) != 0, ATTR_PROCESS_SHARED), u32::MAX),

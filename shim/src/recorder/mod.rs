@@ -17,9 +17,11 @@ mod events;
 pub mod file;
 pub mod held;
 mod identity;
+mod image;
 pub mod lanes;
 pub mod modules;
 pub mod objects;
+pub mod path;
 pub mod selfcost;
 pub mod sites;
 mod threads;
@@ -85,6 +87,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         modules::reset_after_fork();
         crate::diag::reset_after_fork();
     }
+    modules::init();
     clock::init(config::tsc_allowed());
     // Modules are recorded when the first site needs them.
     file::create(extra_flags, now_ns())

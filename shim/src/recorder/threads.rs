@@ -5,6 +5,7 @@ use super::lanes::{self, Lane};
 use super::{file, now_ns};
 use crate::guard::{HookGuard, ThreadState};
 use crate::lifecycle;
+use crate::sys;
 use locksuit_format::*;
 
 fn gettid() -> u32 {
@@ -161,25 +162,19 @@ fn capture_live_names() {
         if t.name[0] != 0 {
             return;
         }
-        let mut path = file::PathBuf::new();
+        let mut path = super::path::PathBuf::new();
         path.push(b"/proc/self/task/")
             .push_u32(t.tid)
             .push(b"/comm");
-        // SAFETY: plain open/read/close on a NUL-terminated path into a
-        // buffer of the stated size.
-        unsafe {
-            let fd = libc::open(path.c_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd < 0 {
-                return;
-            }
-            let mut buf = [0u8; THREAD_NAME_MAX];
-            let n = libc::read(fd, buf.as_mut_ptr().cast(), THREAD_NAME_MAX - 1);
-            libc::close(fd);
-            if n > 0 {
-                let n = n as usize;
-                let n = if buf[n - 1] == b'\n' { n - 1 } else { n };
-                t.name[..n].copy_from_slice(&buf[..n]);
-            }
+        let Ok(fd) = sys::open(path.c_str(), libc::O_RDONLY | libc::O_CLOEXEC, 0) else {
+            return;
+        };
+        let mut buf = [0u8; THREAD_NAME_MAX];
+        let n = sys::read(fd, &mut buf[..THREAD_NAME_MAX - 1]).unwrap_or(0);
+        sys::close(fd);
+        if n > 0 {
+            let n = if buf[n - 1] == b'\n' { n - 1 } else { n };
+            t.name[..n].copy_from_slice(&buf[..n]);
         }
     });
 }

@@ -1,0 +1,64 @@
+//! glibc's public object layouts that the shim reads (x86_64 and aarch64,
+//! unchanged since glibc 2.25): attributes kept inside a lock, and whether a
+//! mutex's own trylock is safe to try before its blocking lock.
+
+use core::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+/// `__data.__kind` of a mutex: the type in bits 0-1, then these flags.
+const MUTEX_KIND_OFFSET: u64 = 16;
+pub const MUTEX_ROBUST: u32 = 16;
+pub const MUTEX_PRIO_INHERIT: u32 = 32;
+pub const MUTEX_PRIO_PROTECT: u32 = 64;
+pub const MUTEX_PSHARED: u32 = 128;
+pub const MUTEX_TYPE_MASK: u32 = 3;
+
+/// Reads a 32-bit word of a live object at `addr + offset`.
+///
+/// # Safety
+/// `addr` must be a live object the program passed to an interposed call,
+/// and `offset` must lie inside it (4-aligned).
+pub unsafe fn word(addr: u64, offset: u64) -> u32 {
+    // SAFETY: per the contract; glibc may update the word concurrently, so
+    // it is read as an atomic.
+    unsafe { AtomicU32::from_ptr((addr + offset) as *mut u32) }.load(Ordering::Relaxed)
+}
+
+/// A mutex's `__kind` word.
+///
+/// # Safety
+/// As for [`word`], with `addr` a mutex.
+pub unsafe fn mutex_kind(addr: u64) -> u32 {
+    // SAFETY: forwarded contract; __kind lies inside pthread_mutex_t.
+    unsafe { word(addr, MUTEX_KIND_OFFSET) }
+}
+
+/// How a blocking acquisition of a mutex may proceed.
+#[derive(Clone, Copy)]
+pub enum Attempt {
+    /// Try the real non-blocking variant first (the cheap, common case).
+    TryFirst,
+    /// Call the blocking function directly: the mutex's trylock has side
+    /// effects its lock does not (glibc's robust trylock leaves a mutex made
+    /// not recoverable locked, so the next locker hangs; PI and PP trylocks
+    /// go to the kernel). `free`: the lock word was 0 just before the call,
+    /// so it is recorded as uncontended; otherwise as a wait.
+    Direct { free: bool },
+}
+
+/// The attempt for the mutex at `addr`.
+///
+/// # Safety
+/// As for [`word`], with `addr` a mutex.
+#[inline(always)]
+pub unsafe fn mutex_attempt(addr: u64) -> Attempt {
+    // SAFETY: forwarded contract.
+    let kind = unsafe { mutex_kind(addr) };
+    if kind & (MUTEX_ROBUST | MUTEX_PRIO_INHERIT | MUTEX_PRIO_PROTECT) == 0 {
+        return Attempt::TryFirst;
+    }
+    // SAFETY: __lock is the first word of pthread_mutex_t.
+    let lock_word = unsafe { AtomicI32::from_ptr(addr as *mut i32) }.load(Ordering::Relaxed);
+    Attempt::Direct {
+        free: lock_word == 0,
+    }
+}

@@ -1,0 +1,275 @@
+//! The shim's own system calls, made raw.
+//!
+//! glibc's `open`, `read`, `write`, `pwrite` and `close` are cancellation
+//! points: a thread with a cancel pending would be cancelled inside a hook
+//! whose real function is not one (a lock, an init), or inside the shim's
+//! bookkeeping, where its frames cannot be unwound. `syscall(2)` is not a
+//! cancellation point, so the shim never introduces one.
+//!
+//! Every function here leaves errno as it was and returns the error number
+//! instead: the program never sees an errno set by the shim.
+
+use core::ffi::{c_int, c_long, c_uint, CStr};
+
+/// Runs a raw system call with errno saved and restored; `Err(errno)` on failure.
+fn raw(call: impl FnOnce() -> c_long) -> Result<c_long, c_int> {
+    // SAFETY: reading and writing this thread's errno.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        let rc = call();
+        let result = if rc < 0 { Err(*errno) } else { Ok(rc) };
+        *errno = saved;
+        result
+    }
+}
+
+/// `openat(AT_FDCWD, path, flags, mode)`.
+pub fn open(path: &CStr, flags: c_int, mode: c_uint) -> Result<c_int, c_int> {
+    // SAFETY: a NUL-terminated path; the kernel checks the rest.
+    raw(|| unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, mode) })
+        .map(|fd| fd as c_int)
+}
+
+pub fn close(fd: c_int) {
+    // SAFETY: closing a descriptor the caller owns.
+    let _ = raw(|| unsafe { libc::syscall(libc::SYS_close, fd) });
+}
+
+pub fn read(fd: c_int, buf: &mut [u8]) -> Result<usize, c_int> {
+    // SAFETY: the kernel writes at most buf.len() bytes into buf.
+    raw(|| unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) })
+        .map(|n| n as usize)
+}
+
+pub fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
+    // SAFETY: the kernel reads at most buf.len() bytes from buf.
+    raw(|| unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) })
+        .map(|n| n as usize)
+}
+
+pub fn pwrite(fd: c_int, buf: &[u8], offset: u64) -> Result<usize, c_int> {
+    // SAFETY: the kernel reads at most buf.len() bytes from buf.
+    raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_pwrite64,
+            fd,
+            buf.as_ptr(),
+            buf.len(),
+            offset as libc::off_t,
+        )
+    })
+    .map(|n| n as usize)
+}
+
+pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
+    // SAFETY: the kernel writes at most buf.len() bytes into buf.
+    raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_pread64,
+            fd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            offset as libc::off_t,
+        )
+    })
+    .map(|n| n as usize)
+}
+
+/// Which file an open descriptor or a path refers to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// What `fstat` says of a descriptor: the file, its size and mtime.
+#[derive(Clone, Copy, Debug)]
+pub struct FileStat {
+    pub id: FileId,
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub regular: bool,
+}
+
+fn stat_of(st: &libc::stat) -> FileStat {
+    FileStat {
+        id: FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        size: st.st_size.max(0) as u64,
+        mtime_ns: (st.st_mtime.max(0) as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_mtime_nsec.max(0) as u64),
+        regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+    }
+}
+
+pub fn fstat(fd: c_int) -> Option<FileStat> {
+    // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: the kernel fills `st`; a bad descriptor is an error, not UB.
+    raw(|| unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) })
+        .ok()
+        .map(|_| stat_of(&st))
+}
+
+/// `stat` of a path (following symlinks, as the loader did).
+pub fn stat(path: &CStr) -> Option<FileStat> {
+    // SAFETY: as in `fstat`.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: a NUL-terminated path.
+    raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_newfstatat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &mut st as *mut libc::stat,
+            0,
+        )
+    })
+    .ok()
+    .map(|_| stat_of(&st))
+}
+
+pub fn fchmod(fd: c_int, mode: libc::mode_t) -> Result<(), c_int> {
+    // SAFETY: a plain system call on the caller's descriptor.
+    raw(|| unsafe { libc::syscall(libc::SYS_fchmod, fd, mode) }).map(|_| ())
+}
+
+pub fn chmod(path: &CStr, mode: libc::mode_t) -> Result<(), c_int> {
+    // SAFETY: a NUL-terminated path.
+    raw(|| unsafe { libc::syscall(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), mode) })
+        .map(|_| ())
+}
+
+pub fn mkdir(path: &CStr, mode: libc::mode_t) -> Result<(), c_int> {
+    // SAFETY: a NUL-terminated path.
+    raw(|| unsafe { libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), mode) })
+        .map(|_| ())
+}
+
+pub fn unlink(path: &CStr) {
+    // SAFETY: a NUL-terminated path.
+    let _ = raw(|| unsafe { libc::syscall(libc::SYS_unlinkat, libc::AT_FDCWD, path.as_ptr(), 0) });
+}
+
+/// `readlink` into `buf`; the length read.
+pub fn readlink(path: &CStr, buf: &mut [u8]) -> Result<usize, c_int> {
+    // SAFETY: the kernel writes at most buf.len() bytes into buf.
+    raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_readlinkat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    })
+    .map(|n| n as usize)
+}
+
+/// The current directory into `buf`; the length the kernel reports
+/// (which counts the terminating NUL).
+pub fn getcwd(buf: &mut [u8]) -> Result<usize, c_int> {
+    // SAFETY: the kernel writes at most buf.len() bytes into buf.
+    raw(|| unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
+        .map(|n| n as usize)
+}
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, min)`: the lowest free descriptor >= `min`.
+pub fn dup_at_least(fd: c_int, min: c_int) -> Result<c_int, c_int> {
+    // SAFETY: a plain system call on the caller's descriptor.
+    raw(|| unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, min) })
+        .map(|fd| fd as c_int)
+}
+
+/// The soft limit on open descriptors.
+pub fn open_files_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the kernel fills `limit`.
+    match raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_prlimit64,
+            0,
+            libc::RLIMIT_NOFILE,
+            core::ptr::null::<libc::rlimit>(),
+            &mut limit as *mut libc::rlimit,
+        )
+    }) {
+        Ok(_) => limit.rlim_cur,
+        Err(_) => 1024,
+    }
+}
+
+/// The soft limit on file size (RLIM_INFINITY when unlimited).
+pub fn file_size_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: the kernel fills `limit`.
+    let _ = raw(|| unsafe {
+        libc::syscall(
+            libc::SYS_prlimit64,
+            0,
+            libc::RLIMIT_FSIZE,
+            core::ptr::null::<libc::rlimit>(),
+            &mut limit as *mut libc::rlimit,
+        )
+    });
+    limit.rlim_cur
+}
+
+/// Moves `fd` to a high descriptor number (close-on-exec), out of the way of
+/// the program's own descriptors: a program that closes 3..1023, or starts
+/// with 0, 1 or 2 closed, must never find the shim's file at a number it
+/// uses. Closes `fd` when it moved; returns the descriptor to use.
+pub fn move_high(fd: c_int) -> c_int {
+    // High, but not so high that the kernel grows a huge descriptor table.
+    let top = open_files_limit().clamp(16, 4096) as c_int - 1;
+    for below in [0, 1, 3, 7, 15, 63, 255] {
+        let min = top - below;
+        if min <= fd {
+            break;
+        }
+        if let Ok(high) = dup_at_least(fd, min) {
+            close(fd);
+            return high;
+        }
+    }
+    fd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_come_back_and_errno_is_untouched() {
+        // SAFETY: writing this thread's errno.
+        unsafe { *libc::__errno_location() = 1234 };
+        assert_eq!(
+            open(c"/nonexistent/locksuit", libc::O_RDONLY, 0),
+            Err(libc::ENOENT)
+        );
+        assert!(fstat(-1).is_none());
+        // SAFETY: reading this thread's errno.
+        assert_eq!(unsafe { *libc::__errno_location() }, 1234);
+    }
+
+    #[test]
+    fn a_moved_descriptor_is_high_and_the_low_one_is_closed() {
+        let fd = open(c"/proc/self/exe", libc::O_RDONLY | libc::O_CLOEXEC, 0).unwrap();
+        let id = fstat(fd).unwrap().id;
+        let high = move_high(fd);
+        assert!(high > fd, "{high} > {fd}");
+        assert_eq!(fstat(high).unwrap().id, id);
+        assert!(fstat(fd).is_none(), "the low descriptor is closed");
+        close(high);
+    }
+}
