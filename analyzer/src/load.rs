@@ -2,6 +2,7 @@
 
 use locksuit_format::{read_trace_shared, Trace, TraceError};
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// A user-facing error: one line, naming the file and the problem.
@@ -58,9 +59,41 @@ pub fn default_trace() -> Result<PathBuf, InputError> {
     })
 }
 
+/// What a path that is not a regular file is, for the message refusing it.
+fn not_regular(file_type: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_file() {
+        None
+    } else if file_type.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if file_type.is_char_device() {
+        Some("a character device")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else if file_type.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a plain file")
+    }
+}
+
+fn refuse_unless_regular(path: &Path, file_type: &std::fs::FileType) -> Result<(), InputError> {
+    match not_regular(file_type) {
+        None => Ok(()),
+        Some(what) => Err(InputError(format!(
+            "{}: {what}, not a regular file; a locksuit trace is a file",
+            path.display()
+        ))),
+    }
+}
+
 /// Reads one trace file.
 pub fn read(path: &Path) -> Result<Trace, InputError> {
-    let file = File::open(path).map_err(|e| {
+    // Look before opening: opening a FIFO waits for a writer, and opening a
+    // device may do something.
+    let meta = std::fs::metadata(path).map_err(|e| {
         InputError(match e.kind() {
             std::io::ErrorKind::NotFound => {
                 format!("{}: no such file or directory", path.display())
@@ -68,10 +101,21 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
             _ => format!("{}: cannot open: {e}", path.display()),
         })
     })?;
-    let len = file
-        .metadata()
-        .map_err(|e| InputError(format!("{}: cannot stat: {e}", path.display())))?
-        .len();
+    refuse_unless_regular(path, &meta.file_type())?;
+    // Non-blocking, in case the name was swapped for a FIFO since; checked
+    // again on what was actually opened.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| InputError(format!("{}: cannot open: {e}", path.display())))?;
+    let stat = |file: &File| {
+        file.metadata()
+            .map_err(|e| InputError(format!("{}: cannot stat: {e}", path.display())))
+    };
+    let meta = stat(&file)?;
+    refuse_unless_regular(path, &meta.file_type())?;
+    let len = meta.len();
     if len == 0 {
         return Err(InputError(format!(
             "{}: empty file, not a locksuit trace (the process may have died before writing its header)",

@@ -238,3 +238,28 @@ fn damaged_event_block_is_reported() {
         short(&process["warnings"])
     );
 }
+
+/// Issue 10, item 5: a FIFO is refused at once (opening it would wait for a
+/// writer forever), and a device is called what it is, not "an empty file".
+#[test]
+fn non_regular_files_are_refused_at_once() {
+    let dir = fresh_dir("bad_input_fifo");
+    let fifo = dir.join("locksuit.fifo.7.trace");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let started = std::time::Instant::now();
+    let err = assert_rejected(&fifo, "a FIFO");
+    assert!(err.contains("FIFO"), "says what it is: {err}");
+    eprintln!("FIFO refused in {:?}", started.elapsed());
+
+    let err = assert_rejected(Path::new("/dev/zero"), "/dev/zero");
+    assert!(
+        err.contains("character device") && !err.contains("empty"),
+        "{err}"
+    );
+    // A directory's FIFO named like a trace is no trace of it either.
+    assert_rejected(&dir, "a directory holding only a FIFO");
+}
