@@ -89,6 +89,10 @@ fn refuse_unless_regular(path: &Path, file_type: &std::fs::FileType) -> Result<(
     }
 }
 
+/// How many times a trace whose size changed while it was read is read
+/// again (its process was still writing it, e.g. finishing its exit).
+const REREADS: usize = 3;
+
 /// Reads one trace file.
 pub fn read(path: &Path) -> Result<Trace, InputError> {
     // Look before opening: opening a FIFO waits for a writer, and opening a
@@ -115,22 +119,37 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
     };
     let meta = stat(&file)?;
     refuse_unless_regular(path, &meta.file_type())?;
-    let len = meta.len();
-    if len == 0 {
-        return Err(InputError(format!(
-            "{}: empty file, not a locksuit trace (the process may have died before writing its header)",
-            path.display()
-        )));
+    let mut len = meta.len();
+    let mut rereads = 0;
+    loop {
+        if len == 0 {
+            return Err(InputError(format!(
+                "{}: empty file, not a locksuit trace (the process may have died before writing its header)",
+                path.display()
+            )));
+        }
+        let len_usize = usize::try_from(len)
+            .map_err(|_| InputError(format!("{}: too large to map", path.display())))?;
+        let map = crate::mapped::map(&file, len_usize, path)
+            .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
+        // Read front to back once: let the kernel read ahead and drop behind.
+        let _ = map.advise(memmap2::Advice::Sequential);
+        // The trace keeps the mapping: its events are read from it in place.
+        match read_trace_shared(path, std::sync::Arc::new(map)) {
+            Ok(trace) => return Ok(trace),
+            Err(e) => {
+                // A finished trace that looked cut may just have grown after
+                // it was mapped (threads still writing while the process
+                // exits): if the size moved, read it again.
+                let now = stat(&file)?.len();
+                if now == len || rereads == REREADS {
+                    return Err(e.into());
+                }
+                rereads += 1;
+                len = now;
+            }
+        }
     }
-    // SAFETY: the mapping is read-only and private to us; a trace is only
-    // written by the process it records, which appends within blocks it
-    // already backed, so the file never shrinks under the mapping.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
-    // Read front to back once: let the kernel read ahead and drop behind.
-    let _ = map.advise(memmap2::Advice::Sequential);
-    // The trace keeps the mapping: its events are read from it in place.
-    Ok(read_trace_shared(path, std::sync::Arc::new(map))?)
 }
 
 /// What the command line names: files are taken as they are (and must be
