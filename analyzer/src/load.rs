@@ -154,10 +154,28 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
 
 /// What the command line names: files are taken as they are (and must be
 /// readable), directories contribute every trace inside them (unreadable
-/// ones are skipped with a warning, unless none is readable).
+/// ones are skipped with a warning, unless none is readable). A file named
+/// more than once, directly or through its directory, a symlink or a hard
+/// link, is read once.
 pub struct Loaded {
     pub traces: Vec<(PathBuf, Trace)>,
     pub skipped: Vec<String>,
+}
+
+/// The files already taken, by device and inode.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<(u64, u64)>);
+
+impl Seen {
+    /// True the first time `path`'s file is offered (and for a path that
+    /// cannot be looked up, whose reading then says why).
+    fn first_time(&mut self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(path) {
+            Ok(m) => self.0.insert((m.dev(), m.ino())),
+            Err(_) => true,
+        }
+    }
 }
 
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
@@ -170,6 +188,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
     } else {
         paths.to_vec()
     };
+    let mut seen = Seen::default();
     for path in &paths {
         if path.is_dir() {
             let found = traces_in(path)?;
@@ -182,6 +201,10 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
             let mut readable = 0;
             let mut first_error = None;
             for trace_path in found {
+                if !seen.first_time(&trace_path) {
+                    readable += 1;
+                    continue;
+                }
                 match read(&trace_path) {
                     Ok(t) => {
                         readable += 1;
@@ -196,7 +219,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
             if readable == 0 {
                 return Err(InputError(first_error.unwrap_or_default()));
             }
-        } else {
+        } else if seen.first_time(path) {
             let t = read(path)?;
             loaded.traces.push((path.clone(), t));
         }

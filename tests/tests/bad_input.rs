@@ -263,3 +263,23 @@ fn non_regular_files_are_refused_at_once() {
     // A directory's FIFO named like a trace is no trace of it either.
     assert_rejected(&dir, "a directory holding only a FIFO");
 }
+
+/// Issue 10, item 15: a trace named twice, or named and also found in its
+/// directory, or reached through a symlink, is one process in the report.
+#[test]
+fn a_trace_named_twice_is_read_once() {
+    let (trace, _) = real_trace("twice");
+    let dir = trace.parent().unwrap();
+    let link = fresh_dir("bad_input_twice_link").join("locksuit.tiny.8.trace");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    let dotted = dir.join(".").join(trace.file_name().unwrap());
+    for paths in [
+        vec![trace.as_path(), trace.as_path()],
+        vec![trace.as_path(), dir],
+        vec![dir, dotted.as_path(), dir],
+        vec![link.as_path(), trace.as_path()],
+    ] {
+        let report = report_json(&paths, None);
+        assert_eq!(processes(&report).len(), 1, "{paths:?}");
+    }
+}
