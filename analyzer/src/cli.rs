@@ -331,10 +331,14 @@ fn run(args: RunArgs) -> i32 {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        // --help and --version: clap prints them as they are.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return code;
+            return EXIT_OK;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_error(&e));
+            return EXIT_USAGE;
         }
     };
     match cli.command {
@@ -342,4 +346,41 @@ pub fn main() -> i32 {
         Command::Run(args) => run(args),
         Command::Events(args) => events(args),
     }
+}
+
+/// A usage error as two lines: clap's message (its details and tip folded
+/// in) on one, then where to read more. Clap's own rendering takes five or
+/// six lines.
+fn usage_error(e: &clap::Error) -> String {
+    use clap::CommandFactory;
+    let message = if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        "no command given (report, run or events)".to_string()
+    } else {
+        let rendered = e.render().to_string();
+        let mut parts: Vec<String> = Vec::new();
+        for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if line.starts_with("Usage:") || line.starts_with("For more information") {
+                break;
+            }
+            if let Some(text) = line.strip_prefix("error:") {
+                parts.push(text.trim().to_string());
+            } else if let Some(tip) = line.strip_prefix("tip:") {
+                parts.push(format!("({})", tip.trim()));
+            } else {
+                parts.push(line.to_string());
+            }
+        }
+        parts.join(" ")
+    };
+    // The subcommand named on the command line, if any, for its own --help.
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let command = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| names.contains(a))
+        .map_or("locksuit".to_string(), |sub| format!("locksuit {sub}"));
+    format!("locksuit: error: {message}\ntry '{command} --help'")
 }

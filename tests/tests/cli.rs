@@ -205,3 +205,41 @@ fn suite_script_keeps_a_failing_status_and_gates_findings() {
     ]);
     assert_eq!(plain.status.code(), Some(0), "{}", describe(&plain));
 }
+
+/// Issue 10, item 15: a usage error is one line saying what is wrong, then
+/// one line saying where to read more (clap's own took five or six).
+#[test]
+fn usage_errors_are_one_line_and_a_hint() {
+    for (args, needle, hint) in [
+        (
+            &["report", "--no-such-option"][..],
+            "--no-such-option",
+            "locksuit report --help",
+        ),
+        (
+            &["report", "--threshold", "1.5"][..],
+            "1.5",
+            "locksuit report --help",
+        ),
+        (
+            &["events", "--format", "xml"][..],
+            "xml",
+            "locksuit events --help",
+        ),
+        (&["run", "--dir", "x"][..], "<CMD>", "locksuit run --help"),
+        (&["bogus"][..], "bogus", "locksuit --help"),
+        (&[][..], "no command", "locksuit --help"),
+    ] {
+        let out = run_locksuit(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: two lines:\n{stderr}");
+        assert!(
+            lines[0].starts_with("locksuit: error: ") && lines[0].contains(needle),
+            "{args:?}: {stderr}"
+        );
+        assert!(lines[1].contains(hint), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
