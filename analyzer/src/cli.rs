@@ -270,7 +270,8 @@ fn events(args: EventsArgs) -> i32 {
         StreamFilter::Only(args.objects.clone())
     };
     let printed = build_report(&args.paths, &Limits::default(), &filter).and_then(|report| {
-        let unknown: Vec<&String> = args
+        check_objects(&report, &args.objects)?;
+        let silent: Vec<&str> = args
             .objects
             .iter()
             .filter(|id| {
@@ -279,15 +280,12 @@ fn events(args: EventsArgs) -> i32 {
                     .iter()
                     .any(|p| p.streams.iter().any(|s| &&s.object == id))
             })
+            .map(String::as_str)
             .collect();
-        if !unknown.is_empty() {
+        if !silent.is_empty() {
             eprintln!(
-                "locksuit: warning: no events for {} (ids are as in the report: L1, C1, …)",
-                unknown
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "locksuit: warning: no events recorded for {} (record with LOCKSUIT_EVENTS=all to see uncontended ones)",
+                silent.join(", ")
             );
         }
         let text = match args.format {
@@ -303,6 +301,31 @@ fn events(args: EventsArgs) -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// An `--object` id that no process in the report has (no lock or
+/// condition variable by that id) is bad usage, not an empty answer.
+fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> {
+    let unknown: Vec<&str> = objects
+        .iter()
+        .filter(|id| {
+            !report.processes.iter().any(|p| {
+                p.locks.iter().any(|l| &&l.id == id) || p.conds.iter().any(|c| &&c.id == id)
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let traces = match report.processes.as_slice() {
+        [only] => only.trace.clone(),
+        all => format!("none of the {} traces", all.len()),
+    };
+    Err(InputError(format!(
+        "{traces}: no lock or condition variable {} (ids are as in the report: L1, C1, …)",
+        unknown.join(", ")
+    )))
 }
 
 fn run(args: RunArgs) -> i32 {

@@ -243,3 +243,30 @@ fn usage_errors_are_one_line_and_a_hint() {
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     }
 }
+
+/// Issue 10, item 15: `events --object` with an id no process has is bad
+/// usage (exit 2, one line naming the trace); a known id is not.
+#[test]
+fn events_with_an_unknown_object_is_bad_usage() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("cli-events-object");
+    assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "tiny");
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let known = id_of(&locks(only_process(&report))[0]).to_string();
+    let trace = trace.to_str().unwrap();
+    let out = run_locksuit(&["events", trace, "--object", "L999"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("L999") && stderr.contains(trace),
+        "{stderr}"
+    );
+    // Unknown among known ones: still an error.
+    let out = run_locksuit(&["events", trace, "--object", &known, "--object", "C77"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("C77"));
+    let out = run_locksuit(&["events", trace, "--object", &known]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}
