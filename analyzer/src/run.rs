@@ -35,13 +35,55 @@ fn find_shim(explicit: Option<&Path>) -> Result<PathBuf, InputError> {
     })
 }
 
-/// A new `locksuit-run.N` directory in the current directory.
+/// Creates `dir` with mode 0700 (set explicitly, whatever the umask), and
+/// its missing parents as `mkdir -p` would. Returns the directories it
+/// made, innermost first (none: `dir` was there already, and is left as it
+/// is), so a run that never starts can take them back.
+fn create_private_dir(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| !p.exists())
+        .collect();
+    let mut made = Vec::new();
+    for &path in missing.iter().rev() {
+        let mut builder = std::fs::DirBuilder::new();
+        if path == dir {
+            builder.mode(0o700);
+        }
+        match builder.create(path) {
+            Ok(()) => made.push(path.to_path_buf()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "exists and is not a directory",
+        ));
+    }
+    if made.last().is_some_and(|last| last == dir) {
+        // The umask may have taken bits off; set them on what we made
+        // (opened without following a symlink put in its place).
+        let leaf = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(dir)?;
+        leaf.set_permissions(std::fs::Permissions::from_mode(0o700))?;
+    }
+    made.reverse();
+    Ok(made)
+}
+
+/// A new `locksuit-run.N` directory in the current directory, mode 0700.
 fn fresh_dir() -> Result<PathBuf, InputError> {
     for n in 1..10_000 {
         let dir = PathBuf::from(format!("locksuit-run.{n}"));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+        match create_private_dir(&dir) {
+            Ok(made) if made.is_empty() => continue,
+            Ok(_) => return Ok(dir),
             Err(e) => return Err(InputError(format!("{}: cannot create: {e}", dir.display()))),
         }
     }
@@ -72,32 +114,47 @@ pub fn record(
     shim: Option<&Path>,
 ) -> Result<Recorded, InputError> {
     let shim = find_shim(shim)?;
-    let dir = match dir {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| InputError("no command given after `--`".into()))?;
+    let (dir, made) = match dir {
         Some(d) => {
-            std::fs::create_dir_all(d)
+            let made = create_private_dir(d)
                 .map_err(|e| InputError(format!("{}: cannot create: {e}", d.display())))?;
-            d.to_path_buf()
+            (d.to_path_buf(), made)
         }
-        None => fresh_dir()?,
+        None => {
+            let dir = fresh_dir()?;
+            (dir.clone(), vec![dir])
+        }
+    };
+    // Directories made for a command that never ran are not left behind.
+    let give_up = |e: InputError| {
+        for made in &made {
+            let _ = std::fs::remove_dir(made);
+        }
+        e
     };
     let abs_dir = dir
         .canonicalize()
-        .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
+        .map_err(|e| give_up(InputError(format!("{}: {e}", dir.display()))))?;
     let mut preload = OsString::from(shim.as_os_str());
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");
         preload.push(existing);
     }
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| InputError("no command given after `--`".into()))?;
     survive_interrupts();
     let status = Command::new(program)
         .args(args)
         .env("LD_PRELOAD", preload)
         .env("LOCKSUIT_DIR", &abs_dir)
         .status()
-        .map_err(|e| InputError(format!("{}: cannot run: {e}", Path::new(program).display())))?;
+        .map_err(|e| {
+            give_up(InputError(format!(
+                "{}: cannot run: {e}",
+                Path::new(program).display()
+            )))
+        })?;
     let exit_status = match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,

@@ -270,3 +270,99 @@ fn events_with_an_unknown_object_is_bad_usage() {
     let out = run_locksuit(&["events", trace, "--object", &known]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
+
+/// Runs `locksuit args…` in `cwd` under `umask`.
+fn locksuit_in(cwd: &Path, umask: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(locksuit_path())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR");
+    run_captured(cmd)
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// Issue 10, item 11: the directory `locksuit run` makes (./locksuit-run.N
+/// or a missing --dir) is mode 0700 whatever the umask.
+#[test]
+fn run_directories_are_private() {
+    let bin = build_c("tiny");
+    let bin = bin.to_str().unwrap();
+    let cwd = fresh_dir("cli-private");
+    for umask in ["000", "022", "277"] {
+        let out = locksuit_in(&cwd, umask, &["run", "--output", "r.txt", "--", bin]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let nested = format!("given-{umask}/traces");
+        let out = locksuit_in(
+            &cwd,
+            umask,
+            &["run", "--output", "r.txt", "--dir", &nested, "--", bin],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert_eq!(
+            mode_of(&cwd.join(&nested)),
+            0o700,
+            "--dir under umask {umask}"
+        );
+    }
+    for n in 1..=3 {
+        let made = cwd.join(format!("locksuit-run.{n}"));
+        assert_eq!(mode_of(&made), 0o700, "{}", made.display());
+        assert_eq!(traces_in(&made).len(), 1, "{}", made.display());
+    }
+    // A --dir that exists is used as it is.
+    let existing = cwd.join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    std::fs::set_permissions(
+        &existing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o750),
+    )
+    .unwrap();
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--output", "r.txt", "--dir", "existing", "--", bin],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(mode_of(&existing), 0o750);
+}
+
+/// Issue 10, item 15: a command that cannot be started leaves no empty
+/// run directory behind (one it did not make is kept).
+#[test]
+fn run_of_a_missing_command_leaves_no_directory() {
+    let cwd = fresh_dir("cli-no-leftover");
+    let out = locksuit_in(&cwd, "022", &["run", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--dir", "new/traces", "--", "/nonexistent/program"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    std::fs::create_dir(cwd.join("kept")).unwrap();
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--dir", "kept", "--", "/nonexistent/program"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let mut left: Vec<String> = std::fs::read_dir(&cwd)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept"], "left behind: {left:?}");
+}
