@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 pub struct Recorded {
     pub dir: PathBuf,
@@ -92,19 +93,55 @@ fn fresh_dir() -> Result<PathBuf, InputError> {
     ))
 }
 
-extern "C" fn ignore_signal(_: libc::c_int) {}
+/// The recorded command, once started: where signals to us are forwarded.
+static COMMAND_PID: AtomicI32 = AtomicI32::new(0);
+/// A signal that came before the command was started, forwarded once it is.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The signals `locksuit run` passes on to the command instead of dying.
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
 
-/// Lets Ctrl-C reach the command but not stop us before we report. A
-/// handler (unlike SIG_IGN) is reset to the default in the child by exec.
-fn survive_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: installing an async-signal-safe no-op handler.
+extern "C" fn forward_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    // Sent by the kernel (Ctrl-C, a terminal hangup), the signal went to the
+    // whole foreground process group, the command included: do not double it.
+    if unsafe { (*info).si_code } == libc::SI_KERNEL {
+        return;
+    }
+    match COMMAND_PID.load(Ordering::Acquire) {
+        // SAFETY: kill is async-signal-safe.
+        pid if pid > 0 => unsafe {
+            libc::kill(pid, sig);
+        },
+        _ => PENDING_SIGNAL.store(sig, Ordering::Release),
+    }
+}
+
+/// Keeps us alive until the command ends and we have reported: a signal
+/// from the terminal reaches the command by itself, one sent to us alone
+/// (`kill`, a service manager, `timeout`) is passed on to it. A handler
+/// (unlike SIG_IGN) is reset to the default in the child by exec.
+fn forward_signals() {
+    for sig in FORWARDED {
+        // SAFETY: installing an async-signal-safe handler (atomics and kill).
         unsafe {
-            libc::signal(
-                sig,
-                ignore_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = forward_signal
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Once the command has ended, signals stop us as usual (e.g. Ctrl-C
+/// during a long report).
+fn stop_forwarding() {
+    COMMAND_PID.store(0, Ordering::Release);
+    for sig in FORWARDED {
+        // SAFETY: restoring the default action.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }
 
@@ -143,18 +180,33 @@ pub fn record(
         preload.push(":");
         preload.push(existing);
     }
-    survive_interrupts();
-    let status = Command::new(program)
+    forward_signals();
+    let mut child = Command::new(program)
         .args(args)
         .env("LD_PRELOAD", preload)
         .env("LOCKSUIT_DIR", &abs_dir)
-        .status()
+        .spawn()
         .map_err(|e| {
+            stop_forwarding();
             give_up(InputError(format!(
                 "{}: cannot run: {e}",
                 Path::new(program).display()
             )))
         })?;
+    COMMAND_PID.store(i32::try_from(child.id()).unwrap_or(0), Ordering::Release);
+    let early = PENDING_SIGNAL.swap(0, Ordering::AcqRel);
+    if early != 0 {
+        // SAFETY: signalling our own child, which we have not reaped yet.
+        unsafe { libc::kill(child.id() as libc::pid_t, early) };
+    }
+    let waited = child.wait();
+    stop_forwarding();
+    let status = waited.map_err(|e| {
+        InputError(format!(
+            "{}: cannot wait for it: {e}",
+            Path::new(program).display()
+        ))
+    })?;
     let exit_status = match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,

@@ -271,6 +271,107 @@ fn events_with_an_unknown_object_is_bad_usage() {
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
 
+/// Sends `signal` (a name such as "TERM") to `pid` with kill(1).
+fn send_signal(signal: &str, pid: u32) {
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is as good as gone: it ran to its end.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// `locksuit run -- until_signal`, `signal` sent to locksuit alone once the
+/// command is ready. Returns locksuit's output, the command's pid and the
+/// report written.
+fn run_and_signal(tag: &str, signal: &str) -> (std::process::Output, u32, Value) {
+    use std::io::{BufRead, BufReader, Read};
+    let bin = build_c("until_signal");
+    let dir = fresh_dir(tag);
+    let report = dir.join("report.json");
+    let mut locksuit = Command::new(locksuit_path())
+        .args(["run", "--format", "json", "--dir"])
+        .arg(dir.join("traces"))
+        .arg("--output")
+        .arg(&report)
+        .arg("--")
+        .arg(&bin)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn locksuit run");
+    let mut stdout = BufReader::new(locksuit.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let command_pid: u32 = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("until_signal did not start: {line:?}"));
+    send_signal(signal, locksuit.id());
+    // Its output is small: locksuit cannot block on the pipes meanwhile.
+    let status = locksuit.wait().unwrap();
+    let orphaned = alive(command_pid);
+    if orphaned {
+        send_signal("KILL", command_pid);
+    }
+    // The command shares the pipes: read them once it is gone.
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let mut stderr = Vec::new();
+    let mut stderr_pipe = locksuit.stderr.take().unwrap();
+    stderr_pipe.read_to_end(&mut stderr).unwrap();
+    let out = std::process::Output {
+        status,
+        stdout: format!("{line}{rest}").into_bytes(),
+        stderr,
+    };
+    assert!(
+        !orphaned,
+        "SIG{signal}: locksuit left its command running\n{}",
+        describe(&out)
+    );
+    let json = if report.exists() {
+        read_json(&report)
+    } else {
+        Value::Null
+    };
+    (out, command_pid, json)
+}
+
+/// Issue 10, item 14: SIGTERM or SIGHUP sent to `locksuit run` reaches the
+/// command; locksuit waits for it, reports, and exits with its status.
+/// Before, locksuit died at once and left the command running.
+#[test]
+fn run_forwards_sigterm_and_sighup_to_the_command_then_reports() {
+    // until_signal catches SIGTERM and exits 7 by itself.
+    let (out, _, report) = run_and_signal("cli-sigterm", "TERM");
+    assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
+    assert!(
+        stdout_str(&out).contains("got SIGTERM"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(only_process(&report)["complete"], true);
+    // SIGHUP kills it (default action): 128 + 1, and the trace says so.
+    let (out, _, report) = run_and_signal("cli-sighup", "HUP");
+    assert_eq!(out.status.code(), Some(128 + 1), "{}", describe(&out));
+    assert_eq!(only_process(&report)["complete"], false);
+    // SIGINT sent to locksuit alone (not from a terminal) is passed on too.
+    let (out, _, _) = run_and_signal("cli-sigint", "INT");
+    assert_eq!(out.status.code(), Some(128 + 2), "{}", describe(&out));
+}
+
 /// Runs `locksuit args…` in `cwd` under `umask`.
 fn locksuit_in(cwd: &Path, umask: &str, args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new("/bin/sh");
