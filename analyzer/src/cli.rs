@@ -64,12 +64,16 @@ enum Command {
     /// Report on recorded traces.
     ///
     /// PATH is a trace file or a directory (every locksuit.*.trace in it). With no PATH,
-    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory.
+    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory. A file named
+    /// twice (or also through its directory) is read once. A trace whose program is still
+    /// running is read as far as it was written.
     Report(ReportArgs),
     /// Record a command and all its children, then report on every process.
     ///
-    /// Traces go to a fresh directory (./locksuit-run.N unless --dir is given), which is
-    /// kept so the same run can be reported again, e.g. at another threshold.
+    /// Traces go to a fresh directory, mode 0700 (./locksuit-run.N unless --dir is given),
+    /// which is kept so the same run can be reported again, e.g. at another threshold.
+    /// Ctrl-C reaches the command; SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to locksuit
+    /// alone (kill) are passed on to it. Either way locksuit waits for it, then reports.
     Run(RunArgs),
     /// Print each lock's and condition variable's events in causal order.
     ///
@@ -134,7 +138,8 @@ struct ReportArgs {
 struct EventsArgs {
     /// Trace files or directories of traces (default: as for `report`).
     paths: Vec<PathBuf>,
-    /// Only these objects (report ids such as L3 or C1; repeatable).
+    /// Only these objects (report ids such as L3 or C1; repeatable). An id that no
+    /// process has is bad usage (exit 2).
     #[arg(long = "object", value_name = "ID")]
     objects: Vec<String>,
     /// Output format; json is the report schema with a `streams` field per process.
@@ -149,7 +154,7 @@ struct EventsArgs {
 struct RunArgs {
     #[command(flatten)]
     options: ReportOptions,
-    /// Directory for the traces (created if missing).
+    /// Directory for the traces (created with mode 0700 if missing).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The shim to preload (default: libsyncshim.so next to this binary, or $LOCKSUIT_SHIM).
