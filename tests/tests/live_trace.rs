@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// The shim caps each trace at this many MiB, which bounds the disk these
 /// tests use however long they take.
-const CAP_MB: &str = "128";
+const CAP_MB: &str = "64";
 
 /// Starts `growing PAIRS` under the shim, fully traced, and waits until it
 /// says its trace is growing. It stops when its standard input is closed.
