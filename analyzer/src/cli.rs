@@ -64,12 +64,16 @@ enum Command {
     /// Report on recorded traces.
     ///
     /// PATH is a trace file or a directory (every locksuit.*.trace in it). With no PATH,
-    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory.
+    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory. A file named
+    /// twice (or also through its directory) is read once. A trace whose program is still
+    /// running is read as far as it was written.
     Report(ReportArgs),
     /// Record a command and all its children, then report on every process.
     ///
-    /// Traces go to a fresh directory (./locksuit-run.N unless --dir is given), which is
-    /// kept so the same run can be reported again, e.g. at another threshold.
+    /// Traces go to a fresh directory, mode 0700 (./locksuit-run.N unless --dir is given),
+    /// which is kept so the same run can be reported again, e.g. at another threshold.
+    /// Ctrl-C reaches the command; SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to locksuit
+    /// alone (kill) are passed on to it. Either way locksuit waits for it, then reports.
     Run(RunArgs),
     /// Print each lock's and condition variable's events in causal order.
     ///
@@ -134,7 +138,8 @@ struct ReportArgs {
 struct EventsArgs {
     /// Trace files or directories of traces (default: as for `report`).
     paths: Vec<PathBuf>,
-    /// Only these objects (report ids such as L3 or C1; repeatable).
+    /// Only these objects (report ids such as L3 or C1; repeatable). An id that no
+    /// process has is bad usage (exit 2).
     #[arg(long = "object", value_name = "ID")]
     objects: Vec<String>,
     /// Output format; json is the report schema with a `streams` field per process.
@@ -149,7 +154,7 @@ struct EventsArgs {
 struct RunArgs {
     #[command(flatten)]
     options: ReportOptions,
-    /// Directory for the traces (created if missing).
+    /// Directory for the traces (created with mode 0700 if missing).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// The shim to preload (default: libsyncshim.so next to this binary, or $LOCKSUIT_SHIM).
@@ -270,7 +275,8 @@ fn events(args: EventsArgs) -> i32 {
         StreamFilter::Only(args.objects.clone())
     };
     let printed = build_report(&args.paths, &Limits::default(), &filter).and_then(|report| {
-        let unknown: Vec<&String> = args
+        check_objects(&report, &args.objects)?;
+        let silent: Vec<&str> = args
             .objects
             .iter()
             .filter(|id| {
@@ -279,15 +285,12 @@ fn events(args: EventsArgs) -> i32 {
                     .iter()
                     .any(|p| p.streams.iter().any(|s| &&s.object == id))
             })
+            .map(String::as_str)
             .collect();
-        if !unknown.is_empty() {
+        if !silent.is_empty() {
             eprintln!(
-                "locksuit: warning: no events for {} (ids are as in the report: L1, C1, …)",
-                unknown
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "locksuit: warning: no events recorded for {} (record with LOCKSUIT_EVENTS=all to see uncontended ones)",
+                silent.join(", ")
             );
         }
         let text = match args.format {
@@ -303,6 +306,31 @@ fn events(args: EventsArgs) -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// An `--object` id that no process in the report has (no lock or
+/// condition variable by that id) is bad usage, not an empty answer.
+fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> {
+    let unknown: Vec<&str> = objects
+        .iter()
+        .filter(|id| {
+            !report.processes.iter().any(|p| {
+                p.locks.iter().any(|l| &&l.id == id) || p.conds.iter().any(|c| &&c.id == id)
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let traces = match report.processes.as_slice() {
+        [only] => only.trace.clone(),
+        all => format!("none of the {} traces", all.len()),
+    };
+    Err(InputError(format!(
+        "{traces}: no lock or condition variable {} (ids are as in the report: L1, C1, …)",
+        unknown.join(", ")
+    )))
 }
 
 fn run(args: RunArgs) -> i32 {
@@ -331,10 +359,14 @@ fn run(args: RunArgs) -> i32 {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        // --help and --version: clap prints them as they are.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return code;
+            return EXIT_OK;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_error(&e));
+            return EXIT_USAGE;
         }
     };
     match cli.command {
@@ -342,4 +374,41 @@ pub fn main() -> i32 {
         Command::Run(args) => run(args),
         Command::Events(args) => events(args),
     }
+}
+
+/// A usage error as two lines: clap's message (its details and tip folded
+/// in) on one, then where to read more. Clap's own rendering takes five or
+/// six lines.
+fn usage_error(e: &clap::Error) -> String {
+    use clap::CommandFactory;
+    let message = if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        "no command given (report, run or events)".to_string()
+    } else {
+        let rendered = e.render().to_string();
+        let mut parts: Vec<String> = Vec::new();
+        for line in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if line.starts_with("Usage:") || line.starts_with("For more information") {
+                break;
+            }
+            if let Some(text) = line.strip_prefix("error:") {
+                parts.push(text.trim().to_string());
+            } else if let Some(tip) = line.strip_prefix("tip:") {
+                parts.push(format!("({})", tip.trim()));
+            } else {
+                parts.push(line.to_string());
+            }
+        }
+        parts.join(" ")
+    };
+    // The subcommand named on the command line, if any, for its own --help.
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let command = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| names.contains(a))
+        .map_or("locksuit".to_string(), |sub| format!("locksuit {sub}"));
+    format!("locksuit: error: {message}\ntry '{command} --help'")
 }

@@ -2,6 +2,7 @@
 
 use locksuit_format::{read_trace_shared, Trace, TraceError};
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// A user-facing error: one line, naming the file and the problem.
@@ -58,9 +59,45 @@ pub fn default_trace() -> Result<PathBuf, InputError> {
     })
 }
 
+/// What a path that is not a regular file is, for the message refusing it.
+fn not_regular(file_type: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_file() {
+        None
+    } else if file_type.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if file_type.is_char_device() {
+        Some("a character device")
+    } else if file_type.is_block_device() {
+        Some("a block device")
+    } else if file_type.is_socket() {
+        Some("a socket")
+    } else if file_type.is_dir() {
+        Some("a directory")
+    } else {
+        Some("not a plain file")
+    }
+}
+
+fn refuse_unless_regular(path: &Path, file_type: &std::fs::FileType) -> Result<(), InputError> {
+    match not_regular(file_type) {
+        None => Ok(()),
+        Some(what) => Err(InputError(format!(
+            "{}: {what}, not a regular file; a locksuit trace is a file",
+            path.display()
+        ))),
+    }
+}
+
+/// How many times a trace whose size changed while it was read is read
+/// again (its process was still writing it, e.g. finishing its exit).
+const REREADS: usize = 3;
+
 /// Reads one trace file.
 pub fn read(path: &Path) -> Result<Trace, InputError> {
-    let file = File::open(path).map_err(|e| {
+    // Look before opening: opening a FIFO waits for a writer, and opening a
+    // device may do something.
+    let meta = std::fs::metadata(path).map_err(|e| {
         InputError(match e.kind() {
             std::io::ErrorKind::NotFound => {
                 format!("{}: no such file or directory", path.display())
@@ -68,33 +105,77 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
             _ => format!("{}: cannot open: {e}", path.display()),
         })
     })?;
-    let len = file
-        .metadata()
-        .map_err(|e| InputError(format!("{}: cannot stat: {e}", path.display())))?
-        .len();
-    if len == 0 {
-        return Err(InputError(format!(
-            "{}: empty file, not a locksuit trace (the process may have died before writing its header)",
-            path.display()
-        )));
+    refuse_unless_regular(path, &meta.file_type())?;
+    // Non-blocking, in case the name was swapped for a FIFO since; checked
+    // again on what was actually opened.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| InputError(format!("{}: cannot open: {e}", path.display())))?;
+    let stat = |file: &File| {
+        file.metadata()
+            .map_err(|e| InputError(format!("{}: cannot stat: {e}", path.display())))
+    };
+    let meta = stat(&file)?;
+    refuse_unless_regular(path, &meta.file_type())?;
+    let mut len = meta.len();
+    let mut rereads = 0;
+    loop {
+        if len == 0 {
+            return Err(InputError(format!(
+                "{}: empty file, not a locksuit trace (the process may have died before writing its header)",
+                path.display()
+            )));
+        }
+        let len_usize = usize::try_from(len)
+            .map_err(|_| InputError(format!("{}: too large to map", path.display())))?;
+        let map = crate::mapped::map(&file, len_usize, path)
+            .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
+        // Read front to back once: let the kernel read ahead and drop behind.
+        let _ = map.advise(memmap2::Advice::Sequential);
+        // The trace keeps the mapping: its events are read from it in place.
+        match read_trace_shared(path, std::sync::Arc::new(map)) {
+            Ok(trace) => return Ok(trace),
+            Err(e) => {
+                // A finished trace that looked cut may just have grown after
+                // it was mapped (threads still writing while the process
+                // exits): if the size moved, read it again.
+                let now = stat(&file)?.len();
+                if now == len || rereads == REREADS {
+                    return Err(e.into());
+                }
+                rereads += 1;
+                len = now;
+            }
+        }
     }
-    // SAFETY: the mapping is read-only and private to us; a trace is only
-    // written by the process it records, which appends within blocks it
-    // already backed, so the file never shrinks under the mapping.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| InputError(format!("{}: cannot map: {e}", path.display())))?;
-    // Read front to back once: let the kernel read ahead and drop behind.
-    let _ = map.advise(memmap2::Advice::Sequential);
-    // The trace keeps the mapping: its events are read from it in place.
-    Ok(read_trace_shared(path, std::sync::Arc::new(map))?)
 }
 
 /// What the command line names: files are taken as they are (and must be
 /// readable), directories contribute every trace inside them (unreadable
-/// ones are skipped with a warning, unless none is readable).
+/// ones are skipped with a warning, unless none is readable). A file named
+/// more than once, directly or through its directory, a symlink or a hard
+/// link, is read once.
 pub struct Loaded {
     pub traces: Vec<(PathBuf, Trace)>,
     pub skipped: Vec<String>,
+}
+
+/// The files already taken, by device and inode.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<(u64, u64)>);
+
+impl Seen {
+    /// True the first time `path`'s file is offered (and for a path that
+    /// cannot be looked up, whose reading then says why).
+    fn first_time(&mut self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(path) {
+            Ok(m) => self.0.insert((m.dev(), m.ino())),
+            Err(_) => true,
+        }
+    }
 }
 
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
@@ -107,6 +188,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
     } else {
         paths.to_vec()
     };
+    let mut seen = Seen::default();
     for path in &paths {
         if path.is_dir() {
             let found = traces_in(path)?;
@@ -119,6 +201,10 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
             let mut readable = 0;
             let mut first_error = None;
             for trace_path in found {
+                if !seen.first_time(&trace_path) {
+                    readable += 1;
+                    continue;
+                }
                 match read(&trace_path) {
                     Ok(t) => {
                         readable += 1;
@@ -133,7 +219,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
             if readable == 0 {
                 return Err(InputError(first_error.unwrap_or_default()));
             }
-        } else {
+        } else if seen.first_time(path) {
             let t = read(path)?;
             loaded.traces.push((path.clone(), t));
         }

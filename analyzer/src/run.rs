@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 pub struct Recorded {
     pub dir: PathBuf,
@@ -35,13 +36,55 @@ fn find_shim(explicit: Option<&Path>) -> Result<PathBuf, InputError> {
     })
 }
 
-/// A new `locksuit-run.N` directory in the current directory.
+/// Creates `dir` with mode 0700 (set explicitly, whatever the umask), and
+/// its missing parents as `mkdir -p` would. Returns the directories it
+/// made, innermost first (none: `dir` was there already, and is left as it
+/// is), so a run that never starts can take them back.
+fn create_private_dir(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| !p.exists())
+        .collect();
+    let mut made = Vec::new();
+    for &path in missing.iter().rev() {
+        let mut builder = std::fs::DirBuilder::new();
+        if path == dir {
+            builder.mode(0o700);
+        }
+        match builder.create(path) {
+            Ok(()) => made.push(path.to_path_buf()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "exists and is not a directory",
+        ));
+    }
+    if made.last().is_some_and(|last| last == dir) {
+        // The umask may have taken bits off; set them on what we made
+        // (opened without following a symlink put in its place).
+        let leaf = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(dir)?;
+        leaf.set_permissions(std::fs::Permissions::from_mode(0o700))?;
+    }
+    made.reverse();
+    Ok(made)
+}
+
+/// A new `locksuit-run.N` directory in the current directory, mode 0700.
 fn fresh_dir() -> Result<PathBuf, InputError> {
     for n in 1..10_000 {
         let dir = PathBuf::from(format!("locksuit-run.{n}"));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+        match create_private_dir(&dir) {
+            Ok(made) if made.is_empty() => continue,
+            Ok(_) => return Ok(dir),
             Err(e) => return Err(InputError(format!("{}: cannot create: {e}", dir.display()))),
         }
     }
@@ -50,19 +93,55 @@ fn fresh_dir() -> Result<PathBuf, InputError> {
     ))
 }
 
-extern "C" fn ignore_signal(_: libc::c_int) {}
+/// The recorded command, once started: where signals to us are forwarded.
+static COMMAND_PID: AtomicI32 = AtomicI32::new(0);
+/// A signal that came before the command was started, forwarded once it is.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The signals `locksuit run` passes on to the command instead of dying.
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
 
-/// Lets Ctrl-C reach the command but not stop us before we report. A
-/// handler (unlike SIG_IGN) is reset to the default in the child by exec.
-fn survive_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: installing an async-signal-safe no-op handler.
+extern "C" fn forward_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+    // Sent by the kernel (Ctrl-C, a terminal hangup), the signal went to the
+    // whole foreground process group, the command included: do not double it.
+    if unsafe { (*info).si_code } == libc::SI_KERNEL {
+        return;
+    }
+    match COMMAND_PID.load(Ordering::Acquire) {
+        // SAFETY: kill is async-signal-safe.
+        pid if pid > 0 => unsafe {
+            libc::kill(pid, sig);
+        },
+        _ => PENDING_SIGNAL.store(sig, Ordering::Release),
+    }
+}
+
+/// Keeps us alive until the command ends and we have reported: a signal
+/// from the terminal reaches the command by itself, one sent to us alone
+/// (`kill`, a service manager, `timeout`) is passed on to it. A handler
+/// (unlike SIG_IGN) is reset to the default in the child by exec.
+fn forward_signals() {
+    for sig in FORWARDED {
+        // SAFETY: installing an async-signal-safe handler (atomics and kill).
         unsafe {
-            libc::signal(
-                sig,
-                ignore_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            )
-        };
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = forward_signal
+                as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+                as libc::sighandler_t;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Once the command has ended, signals stop us as usual (e.g. Ctrl-C
+/// during a long report).
+fn stop_forwarding() {
+    COMMAND_PID.store(0, Ordering::Release);
+    for sig in FORWARDED {
+        // SAFETY: restoring the default action.
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }
 
@@ -72,32 +151,62 @@ pub fn record(
     shim: Option<&Path>,
 ) -> Result<Recorded, InputError> {
     let shim = find_shim(shim)?;
-    let dir = match dir {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| InputError("no command given after `--`".into()))?;
+    let (dir, made) = match dir {
         Some(d) => {
-            std::fs::create_dir_all(d)
+            let made = create_private_dir(d)
                 .map_err(|e| InputError(format!("{}: cannot create: {e}", d.display())))?;
-            d.to_path_buf()
+            (d.to_path_buf(), made)
         }
-        None => fresh_dir()?,
+        None => {
+            let dir = fresh_dir()?;
+            (dir.clone(), vec![dir])
+        }
+    };
+    // Directories made for a command that never ran are not left behind.
+    let give_up = |e: InputError| {
+        for made in &made {
+            let _ = std::fs::remove_dir(made);
+        }
+        e
     };
     let abs_dir = dir
         .canonicalize()
-        .map_err(|e| InputError(format!("{}: {e}", dir.display())))?;
+        .map_err(|e| give_up(InputError(format!("{}: {e}", dir.display()))))?;
     let mut preload = OsString::from(shim.as_os_str());
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");
         preload.push(existing);
     }
-    let (program, args) = command
-        .split_first()
-        .ok_or_else(|| InputError("no command given after `--`".into()))?;
-    survive_interrupts();
-    let status = Command::new(program)
+    forward_signals();
+    let mut child = Command::new(program)
         .args(args)
         .env("LD_PRELOAD", preload)
         .env("LOCKSUIT_DIR", &abs_dir)
-        .status()
-        .map_err(|e| InputError(format!("{}: cannot run: {e}", Path::new(program).display())))?;
+        .spawn()
+        .map_err(|e| {
+            stop_forwarding();
+            give_up(InputError(format!(
+                "{}: cannot run: {e}",
+                Path::new(program).display()
+            )))
+        })?;
+    COMMAND_PID.store(i32::try_from(child.id()).unwrap_or(0), Ordering::Release);
+    let early = PENDING_SIGNAL.swap(0, Ordering::AcqRel);
+    if early != 0 {
+        // SAFETY: signalling our own child, which we have not reaped yet.
+        unsafe { libc::kill(child.id() as libc::pid_t, early) };
+    }
+    let waited = child.wait();
+    stop_forwarding();
+    let status = waited.map_err(|e| {
+        InputError(format!(
+            "{}: cannot wait for it: {e}",
+            Path::new(program).display()
+        ))
+    })?;
     let exit_status = match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(sig)) => 128 + sig,

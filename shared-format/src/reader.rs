@@ -7,6 +7,7 @@ use crate::layout::*;
 use core::mem::{offset_of, size_of};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 /// Why a trace cannot be read.
@@ -167,13 +168,21 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
             "trace format version {version} is older than this locksuit reads (version {FORMAT_VERSION})"
         )));
     }
-    let header: FileHeader = read_pod(bytes).ok_or_else(|| {
-        fail(format!(
+    if bytes.len() < size_of::<FileHeader>() {
+        return Err(fail(format!(
             "truncated: {} bytes, shorter than the {}-byte header",
             bytes.len(),
             size_of::<FileHeader>()
-        ))
-    })?;
+        )));
+    }
+    // A live trace's header changes while we read it. `blocks_backed` is
+    // taken first: the writer reserves a block before it backs it, so every
+    // count read after this one (`blocks_reserved`) is at least as large,
+    // and the fence keeps the reads of the blocks after it.
+    let backed_when_read = u32_at(bytes, offset_of!(FileHeader, blocks_backed));
+    fence(Ordering::Acquire);
+    let mut header: FileHeader = read_pod(bytes).ok_or_else(|| fail("truncated header".into()))?;
+    header.blocks_backed = backed_when_read;
     if header.block_size as usize != BLOCK_SIZE
         || header.header_size as usize != size_of::<FileHeader>()
     {
@@ -188,7 +197,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
             header.exe_len
         )));
     }
-    let backed = header.blocks_backed as usize;
+    let mut backed = header.blocks_backed as usize;
     if header.blocks_backed > header.max_blocks
         || header.blocks_backed > header.blocks_reserved.max(1)
     {
@@ -198,12 +207,24 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
         )));
     }
     let expected_len = backed.saturating_mul(BLOCK_SIZE);
+    let mut warnings = Vec::new();
     if bytes.len() < expected_len {
-        return Err(fail(format!(
-            "truncated: the header says {} bytes of blocks were written but the file has {}",
-            expected_len,
-            bytes.len()
-        )));
+        let complete = header.flags & (FLAG_COMPLETE | FLAG_EXEC) != 0;
+        if complete {
+            return Err(fail(format!(
+                "truncated: the header says {} bytes of blocks were written but the file has {}",
+                expected_len,
+                bytes.len()
+            )));
+        }
+        // Not finished: the process is still writing it (it backed more
+        // blocks after the file was mapped), or it died and the file was cut
+        // since. Either way the whole blocks in hand are consistent.
+        let held = bytes.len() / BLOCK_SIZE;
+        warnings.push(format!(
+            "read while the process was still writing it (or after the file was cut): the header counts {backed} blocks, {held} were in the file when read; figures are as of then"
+        ));
+        backed = held;
     }
     let info = HeaderInfo {
         version,
@@ -236,7 +257,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
         conds: Vec::new(),
         events: Events::default(),
         modules: Vec::new(),
-        warnings: Vec::new(),
+        warnings,
     };
 
     // Collect lane blocks, then read each lane in block order.
@@ -244,10 +265,14 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
     let mut event_blocks: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
         let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+        // The writer stores `kind` last (release): read it first, then the
+        // lane and sequence it publishes.
+        let kind = u32_at(block, offset_of!(BlockHeader, kind));
+        fence(Ordering::Acquire);
         let Some(bh) = read_pod::<BlockHeader>(block) else {
             continue;
         };
-        match bh.kind {
+        match kind {
             0 => continue, // reserved, never written (e.g. the disk refused it)
             BLOCK_LANE => lane_blocks.push((bh.lane, bh.seq, index)),
             BLOCK_EVENTS => event_blocks.push((bh.lane, bh.seq, index)),
@@ -300,6 +325,8 @@ fn block_payload<'a>(
 ) -> Option<&'a [u8]> {
     let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
     let used = read_pod::<BlockHeader>(block)?.used as usize;
+    // `used` is stored after the records it counts (release).
+    fence(Ordering::Acquire);
     if used > BLOCK_PAYLOAD {
         warnings.push(format!(
             "block {index}: claims {used} bytes of records, more than a block holds; block skipped"

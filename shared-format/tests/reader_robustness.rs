@@ -258,3 +258,33 @@ fn a_damaged_event_is_counted_and_the_rest_of_its_block_skipped() {
     assert_eq!(times, vec![100]);
     assert_eq!(t.events.for_each_merged(|_| {}), 1, "one damaged block");
 }
+
+/// A trace still being written: the file was mapped before the writer
+/// backed its last blocks (the header counts more than the mapping holds).
+/// It is read up to the whole blocks in hand, with a warning, not refused.
+#[test]
+fn an_unfinished_trace_is_read_up_to_what_the_file_held() {
+    let mut b = sample_trace();
+    let flags_at = std::mem::offset_of!(FileHeader, flags);
+    b[flags_at..flags_at + 4].copy_from_slice(&0u32.to_le_bytes());
+    // Blocks 0..3 in hand (header and both lane blocks, half of the event block).
+    let t = read(&b[..3 * BLOCK_SIZE + BLOCK_SIZE / 2]).expect("an unfinished trace is read");
+    assert!(!t.header.complete());
+    assert_eq!(t.threads.len(), 1);
+    assert_eq!(t.locks.len(), 1);
+    assert_eq!(t.counters.len(), 2, "both lane blocks were in hand");
+    assert_eq!(t.events.iter().count(), 0, "the event block was not");
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("still writing") && w.contains("counts 4 blocks, 3 were")),
+        "{:?}",
+        t.warnings
+    );
+    // With all four blocks in hand there is nothing to warn about.
+    let t = read(&b).expect("whole");
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    assert_eq!(t.events.iter().count(), 3);
+    // Cut inside the header block: still not a trace.
+    assert!(read(&b[..100]).is_err());
+}

@@ -238,3 +238,48 @@ fn damaged_event_block_is_reported() {
         short(&process["warnings"])
     );
 }
+
+/// Issue 10, item 5: a FIFO is refused at once (opening it would wait for a
+/// writer forever), and a device is called what it is, not "an empty file".
+#[test]
+fn non_regular_files_are_refused_at_once() {
+    let dir = fresh_dir("bad_input_fifo");
+    let fifo = dir.join("locksuit.fifo.7.trace");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let started = std::time::Instant::now();
+    let err = assert_rejected(&fifo, "a FIFO");
+    assert!(err.contains("FIFO"), "says what it is: {err}");
+    eprintln!("FIFO refused in {:?}", started.elapsed());
+
+    let err = assert_rejected(Path::new("/dev/zero"), "/dev/zero");
+    assert!(
+        err.contains("character device") && !err.contains("empty"),
+        "{err}"
+    );
+    // A directory's FIFO named like a trace is no trace of it either.
+    assert_rejected(&dir, "a directory holding only a FIFO");
+}
+
+/// Issue 10, item 15: a trace named twice, or named and also found in its
+/// directory, or reached through a symlink, is one process in the report.
+#[test]
+fn a_trace_named_twice_is_read_once() {
+    let (trace, _) = real_trace("twice");
+    let dir = trace.parent().unwrap();
+    let link = fresh_dir("bad_input_twice_link").join("locksuit.tiny.8.trace");
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    let dotted = dir.join(".").join(trace.file_name().unwrap());
+    for paths in [
+        vec![trace.as_path(), trace.as_path()],
+        vec![trace.as_path(), dir],
+        vec![dir, dotted.as_path(), dir],
+        vec![link.as_path(), trace.as_path()],
+    ] {
+        let report = report_json(&paths, None);
+        assert_eq!(processes(&report).len(), 1, "{paths:?}");
+    }
+}

@@ -205,3 +205,265 @@ fn suite_script_keeps_a_failing_status_and_gates_findings() {
     ]);
     assert_eq!(plain.status.code(), Some(0), "{}", describe(&plain));
 }
+
+/// Issue 10, item 15: a usage error is one line saying what is wrong, then
+/// one line saying where to read more (clap's own took five or six).
+#[test]
+fn usage_errors_are_one_line_and_a_hint() {
+    for (args, needle, hint) in [
+        (
+            &["report", "--no-such-option"][..],
+            "--no-such-option",
+            "locksuit report --help",
+        ),
+        (
+            &["report", "--threshold", "1.5"][..],
+            "1.5",
+            "locksuit report --help",
+        ),
+        (
+            &["events", "--format", "xml"][..],
+            "xml",
+            "locksuit events --help",
+        ),
+        (&["run", "--dir", "x"][..], "<CMD>", "locksuit run --help"),
+        (&["bogus"][..], "bogus", "locksuit --help"),
+        (&[][..], "no command", "locksuit --help"),
+    ] {
+        let out = run_locksuit(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{args:?}: two lines:\n{stderr}");
+        assert!(
+            lines[0].starts_with("locksuit: error: ") && lines[0].contains(needle),
+            "{args:?}: {stderr}"
+        );
+        assert!(lines[1].contains(hint), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    }
+}
+
+/// Issue 10, item 15: `events --object` with an id no process has is bad
+/// usage (exit 2, one line naming the trace); a known id is not.
+#[test]
+fn events_with_an_unknown_object_is_bad_usage() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("cli-events-object");
+    assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "tiny");
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let known = id_of(&locks(only_process(&report))[0]).to_string();
+    let trace = trace.to_str().unwrap();
+    let out = run_locksuit(&["events", trace, "--object", "L999"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("L999") && stderr.contains(trace),
+        "{stderr}"
+    );
+    // Unknown among known ones: still an error.
+    let out = run_locksuit(&["events", trace, "--object", &known, "--object", "C77"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("C77"));
+    let out = run_locksuit(&["events", trace, "--object", &known]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}
+
+/// Sends `signal` (a name such as "TERM") to `pid` with kill(1).
+fn send_signal(signal: &str, pid: u32) {
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is as good as gone: it ran to its end.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// `locksuit run -- until_signal`, `signal` sent to locksuit alone once the
+/// command is ready. Returns locksuit's output, the command's pid and the
+/// report written.
+fn run_and_signal(tag: &str, signal: &str) -> (std::process::Output, u32, Value) {
+    use std::io::{BufRead, BufReader, Read};
+    let bin = build_c("until_signal");
+    let dir = fresh_dir(tag);
+    let report = dir.join("report.json");
+    let mut locksuit = Command::new(locksuit_path())
+        .args(["run", "--format", "json", "--dir"])
+        .arg(dir.join("traces"))
+        .arg("--output")
+        .arg(&report)
+        .arg("--")
+        .arg(&bin)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn locksuit run");
+    let mut stdout = BufReader::new(locksuit.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let command_pid: u32 = line
+        .strip_prefix("ready ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("until_signal did not start: {line:?}"));
+    send_signal(signal, locksuit.id());
+    // Its output is small: locksuit cannot block on the pipes meanwhile.
+    let status = locksuit.wait().unwrap();
+    let orphaned = alive(command_pid);
+    if orphaned {
+        send_signal("KILL", command_pid);
+    }
+    // The command shares the pipes: read them once it is gone.
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let mut stderr = Vec::new();
+    let mut stderr_pipe = locksuit.stderr.take().unwrap();
+    stderr_pipe.read_to_end(&mut stderr).unwrap();
+    let out = std::process::Output {
+        status,
+        stdout: format!("{line}{rest}").into_bytes(),
+        stderr,
+    };
+    assert!(
+        !orphaned,
+        "SIG{signal}: locksuit left its command running\n{}",
+        describe(&out)
+    );
+    let json = if report.exists() {
+        read_json(&report)
+    } else {
+        Value::Null
+    };
+    (out, command_pid, json)
+}
+
+/// Issue 10, item 14: SIGTERM or SIGHUP sent to `locksuit run` reaches the
+/// command; locksuit waits for it, reports, and exits with its status.
+/// Before, locksuit died at once and left the command running.
+#[test]
+fn run_forwards_sigterm_and_sighup_to_the_command_then_reports() {
+    // until_signal catches SIGTERM and exits 7 by itself.
+    let (out, _, report) = run_and_signal("cli-sigterm", "TERM");
+    assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
+    assert!(
+        stdout_str(&out).contains("got SIGTERM"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(only_process(&report)["complete"], true);
+    // SIGHUP kills it (default action): 128 + 1, and the trace says so.
+    let (out, _, report) = run_and_signal("cli-sighup", "HUP");
+    assert_eq!(out.status.code(), Some(128 + 1), "{}", describe(&out));
+    assert_eq!(only_process(&report)["complete"], false);
+    // SIGINT sent to locksuit alone (not from a terminal) is passed on too.
+    let (out, _, _) = run_and_signal("cli-sigint", "INT");
+    assert_eq!(out.status.code(), Some(128 + 2), "{}", describe(&out));
+}
+
+/// Runs `locksuit args…` in `cwd` under `umask`.
+fn locksuit_in(cwd: &Path, umask: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(locksuit_path())
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR");
+    run_captured(cmd)
+}
+
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// Issue 10, item 11: the directory `locksuit run` makes (./locksuit-run.N
+/// or a missing --dir) is mode 0700 whatever the umask.
+#[test]
+fn run_directories_are_private() {
+    let bin = build_c("tiny");
+    let bin = bin.to_str().unwrap();
+    let cwd = fresh_dir("cli-private");
+    for umask in ["000", "022", "277"] {
+        let out = locksuit_in(&cwd, umask, &["run", "--output", "r.txt", "--", bin]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let nested = format!("given-{umask}/traces");
+        let out = locksuit_in(
+            &cwd,
+            umask,
+            &["run", "--output", "r.txt", "--dir", &nested, "--", bin],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert_eq!(
+            mode_of(&cwd.join(&nested)),
+            0o700,
+            "--dir under umask {umask}"
+        );
+    }
+    for n in 1..=3 {
+        let made = cwd.join(format!("locksuit-run.{n}"));
+        assert_eq!(mode_of(&made), 0o700, "{}", made.display());
+        assert_eq!(traces_in(&made).len(), 1, "{}", made.display());
+    }
+    // A --dir that exists is used as it is.
+    let existing = cwd.join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    std::fs::set_permissions(
+        &existing,
+        std::os::unix::fs::PermissionsExt::from_mode(0o750),
+    )
+    .unwrap();
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--output", "r.txt", "--dir", "existing", "--", bin],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(mode_of(&existing), 0o750);
+}
+
+/// Issue 10, item 15: a command that cannot be started leaves no empty
+/// run directory behind (one it did not make is kept).
+#[test]
+fn run_of_a_missing_command_leaves_no_directory() {
+    let cwd = fresh_dir("cli-no-leftover");
+    let out = locksuit_in(&cwd, "022", &["run", "--", "/nonexistent/program"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--dir", "new/traces", "--", "/nonexistent/program"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    std::fs::create_dir(cwd.join("kept")).unwrap();
+    let out = locksuit_in(
+        &cwd,
+        "022",
+        &["run", "--dir", "kept", "--", "/nonexistent/program"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let mut left: Vec<String> = std::fs::read_dir(&cwd)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["kept"], "left behind: {left:?}");
+}
