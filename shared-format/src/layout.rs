@@ -62,8 +62,9 @@ pub struct FileHeader {
     pub max_blocks: u32,
     /// Blocks handed out so far (bump counter; header block included).
     pub blocks_reserved: u32,
-    /// One past the highest block that has disk space behind it. A file
-    /// shorter than this was truncated after the fact.
+    /// One past the highest block that has disk space behind it. A
+    /// finished trace shorter than this was truncated after the fact; a
+    /// live one may simply have grown since its reader looked at its size.
     pub blocks_backed: u32,
     pub pid: u32,
     pub ppid: u32,
