@@ -9,7 +9,9 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 3: event blocks of their own, events name their thread, full tracing
 ///    and flight-recorder flags.
 /// 4: counter fields reordered (those every engagement writes first).
-/// 5: module records carry the file's identity (build id, size, mtime).
+/// 5: module records carry the file's identity (build id, size, mtime);
+///    thread records carry the wait in progress; lock records the line
+///    that initialised the lock.
 pub const FORMAT_VERSION: u32 = 5;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
@@ -186,7 +188,32 @@ pub struct ThreadRecord {
     /// picoseconds (0 = no sample; padding, always 0, before it was used).
     pub shim_call_ps: u32,
     pub name: [u8; THREAD_NAME_MAX],
+    /// The wait in progress (`WAIT_*`; 0 = not waiting), written just
+    /// before the thread blocks and cleared when it stops, so a reader of a
+    /// live, hung or killed process's trace sees what each thread is
+    /// blocked on. Written last, cleared first.
+    pub wait_kind: u32,
+    /// The lock, semaphore, condition variable or barrier waited for (its
+    /// id), 0 for a join.
+    pub wait_object: u32,
+    /// The site of the waiting call, 0 if unknown.
+    pub wait_site: u32,
+    /// The tid that held the lock when the wait began (0 = unknown or not a
+    /// lock); for a condition wait, the id of its mutex.
+    pub wait_holder: u32,
+    pub wait_since_ns: u64,
+    /// A join: the `pthread_t` waited for.
+    pub wait_target: u64,
 }
+
+/// `ThreadRecord::wait_kind`: blocked acquiring a lock or semaphore.
+pub const WAIT_LOCK: u32 = 1;
+/// Blocked in a condition wait.
+pub const WAIT_COND: u32 = 2;
+/// Blocked at a barrier.
+pub const WAIT_BARRIER: u32 = 3;
+/// Blocked joining a thread.
+pub const WAIT_JOIN: u32 = 4;
 
 /// `LockRecord` kind (in `RecordHeader::aux` bits 0..8).
 #[repr(u8)]
@@ -258,6 +285,11 @@ pub struct LockRecord {
     pub mutex_type: u32,
     pub address: u64,
     pub created_ns: u64,
+    /// The site that initialised the object (`*_init`), or that first used
+    /// it (a statically initialised one); 0 if unknown. Objects made at one
+    /// line form a family, and name each other across runs.
+    pub origin_site: u32,
+    pub _pad: u32,
 }
 
 /// A synchronisation object was destroyed.
@@ -415,6 +447,10 @@ pub const EVENT_TIMED_OUT: u32 = 5;
 /// An uncontended acquisition at `time` (full tracing only); `seq2`: the
 /// lock's release sequence then.
 pub const EVENT_ACQUIRED: u32 = 6;
+/// An acquisition with an unusual result, at `time`: `other` is the error
+/// number (`EOWNERDEAD`: a robust mutex whose owner died was taken and must
+/// be made consistent; `ENOTRECOVERABLE`: refused, the mutex is unusable).
+pub const EVENT_OUTCOME: u32 = 7;
 
 /// Condition-wait outcomes (`RecordHeader::aux` bits 8..16 of a wait event).
 pub const OUTCOME_NOTIFIED: u32 = 1;
@@ -526,8 +562,8 @@ const _: () = {
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);
-    assert!(size_of::<ThreadRecord>() == 88);
-    assert!(size_of::<LockRecord>() == 40);
+    assert!(size_of::<ThreadRecord>() == 120);
+    assert!(size_of::<LockRecord>() == 48);
     assert!(size_of::<LockDestroyRecord>() == 24);
     assert!(size_of::<SiteRecord>() == 16);
     assert!(size_of::<CounterRecord>() == 96);

@@ -74,11 +74,15 @@ macro_rules! real_pair_or {
     };
 }
 
-/// `*_init`: a new identity for the object once the real call succeeded.
+/// `*_init`: a new identity for the object once the real call succeeded,
+/// made at the calling line (its family). `$shared`: whether the caller asked
+/// for a process-shared object, where the arguments say (`None`: read it
+/// from the object).
 macro_rules! init_hook {
-    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $real:ident, $kind:expr) => {
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C-unwind" fn $name($obj: $oty $(, $arg: $aty)*) -> c_int {
+    ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
+     real: $real:ident, kind: $kind:expr, shared: $shared:expr) => {
+        export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let init = real_or!($real, libc::EINVAL);
             let guard = HookGuard::enter();
             // Calls the real function may make back into us (an interposed
@@ -86,11 +90,26 @@ macro_rules! init_hook {
             // SAFETY: forwarding the caller's arguments unchanged.
             let rc = crate::guard::calling_out(|| unsafe { init($obj $(, $arg)*) });
             if let (Some(g), 0) = (&guard, rc) {
-                recorder::object_initialized(g, $obj as u64, $kind);
+                let shared: Option<bool> = $shared;
+                recorder::object_initialized(g, $obj as u64, $kind, Caller::new(caller, sp), shared);
             }
             rc
         }
     };
+}
+
+/// Whether a mutex attribute object asks for a process-shared mutex (glibc
+/// marks every robust mutex shared inside the object, so the attribute is
+/// the only place that tells).
+fn mutexattr_shared(attr: *const pthread_mutexattr_t) -> Option<bool> {
+    if attr.is_null() {
+        return Some(false);
+    }
+    let mut pshared = 0;
+    // SAFETY: the caller passed `attr` to pthread_mutex_init, which read it
+    // successfully; getpshared only reads it.
+    let rc = unsafe { libc::pthread_mutexattr_getpshared(attr, &mut pshared) };
+    (rc == 0).then_some(pshared == libc::PTHREAD_PROCESS_SHARED)
 }
 
 /// `*_destroy`: the identity ends once the real call succeeded.
@@ -177,7 +196,8 @@ fn mutex_attempt(m: *mut pthread_mutex_t) -> Attempt {
     unsafe { crate::glibc::mutex_attempt(m as u64) }
 }
 
-init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init, ObjectKind::Mutex);
+init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
+    real: mutex_init, kind: ObjectKind::Mutex, shared: mutexattr_shared(attr));
 destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy);
 lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
@@ -193,7 +213,8 @@ unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
 
 // ---------------------------------------------------------------- rwlocks
 
-init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init, ObjectKind::Rwlock);
+init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
+    real: rwlock_init, kind: ObjectKind::Rwlock, shared: None);
 destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy);
 lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true, attempt: Attempt::TryFirst);
@@ -219,7 +240,8 @@ unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
 
 // -------------------------------------------------------------- spinlocks
 
-init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init, ObjectKind::Spin);
+init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
+    real: spin_init, kind: ObjectKind::Spin, shared: Some(pshared == libc::PTHREAD_PROCESS_SHARED));
 destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy);
 lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: Attempt::TryFirst);
@@ -229,7 +251,8 @@ unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock);
 
 // ------------------------------------------------------------- semaphores
 
-init_hook!(sem_init(s: *mut sem_t, pshared: c_int, value: c_uint) => sem_init, ObjectKind::Sem);
+init_hook!(sem_init(s: *mut sem_t, pshared: c_int, value: c_uint) => sem_init_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
+    real: sem_init, kind: ObjectKind::Sem, shared: Some(pshared != 0));
 destroy_hook!(sem_destroy(s: *mut sem_t) => sem_destroy);
 destroy_hook!(sem_close(s: *mut sem_t) => sem_close);
 
@@ -323,7 +346,8 @@ unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize, sp: u
 
 // --------------------------------------------------------------- barriers
 
-init_hook!(pthread_barrier_init(b: *mut pthread_barrier_t, attr: *const pthread_barrierattr_t, count: c_uint) => barrier_init, ObjectKind::Barrier);
+init_hook!(pthread_barrier_init(b: *mut pthread_barrier_t, attr: *const pthread_barrierattr_t, count: c_uint) => barrier_init_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
+    real: barrier_init, kind: ObjectKind::Barrier, shared: None);
 destroy_hook!(pthread_barrier_destroy(b: *mut pthread_barrier_t) => barrier_destroy);
 
 export_with_caller!(pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int => barrier_wait, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
@@ -347,19 +371,17 @@ unsafe extern "C-unwind" fn barrier_wait(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { wait(b) };
     };
-    let started = recorder::now_ns();
+    let started = recorder::barrier_begin(&p);
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = guard.blocking(|| unsafe { wait(b) });
-    if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
-        let waited = recorder::now_ns().saturating_sub(started);
-        recorder::barrier_waited(&p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
-    }
+    recorder::barrier_end(&p, started, rc);
     rc
 }
 
 // ---------------------------------------------------- condition variables
 
-init_hook!(pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t) => cond_init, ObjectKind::Cond);
+init_hook!(pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t) => cond_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
+    real: cond_init, kind: ObjectKind::Cond, shared: None);
 destroy_hook!(pthread_cond_destroy(c: *mut pthread_cond_t) => cond_destroy);
 
 /// Shared body of the three waits: the mutex is handed over for the wait and
@@ -496,15 +518,15 @@ pub unsafe extern "C-unwind" fn pthread_create(
     }
 }
 
-fn join_recorded(join: impl FnOnce() -> c_int) -> c_int {
+fn join_recorded(target: pthread_t, join: impl FnOnce() -> c_int) -> c_int {
     let guard = HookGuard::enter();
-    let started = guard.as_ref().map(|_| recorder::now_ns());
+    let started = guard.as_ref().map(|g| recorder::join_begin(g, target));
     let rc = match &guard {
         Some(g) => g.blocking(join),
         None => join(),
     };
-    if let (Some(g), Some(started), 0) = (&guard, started, rc) {
-        recorder::join_finished(g, recorder::now_ns().saturating_sub(started));
+    if let (Some(g), Some(started)) = (&guard, started) {
+        recorder::join_finished(g, started, rc);
     }
     rc
 }
@@ -513,14 +535,14 @@ fn join_recorded(join: impl FnOnce() -> c_int) -> c_int {
 pub unsafe extern "C-unwind" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
     let join = real_or!(thread_join, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(|| unsafe { join(t, ret) })
+    join_recorded(t, || unsafe { join(t, ret) })
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
     let join = real_or!(thread_tryjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(|| unsafe { join(t, ret) })
+    join_recorded(t, || unsafe { join(t, ret) })
 }
 
 #[unsafe(no_mangle)]
@@ -531,7 +553,7 @@ pub unsafe extern "C-unwind" fn pthread_timedjoin_np(
 ) -> c_int {
     let join = real_or!(thread_timedjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(|| unsafe { join(t, ret, abstime) })
+    join_recorded(t, || unsafe { join(t, ret, abstime) })
 }
 
 #[unsafe(no_mangle)]

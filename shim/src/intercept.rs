@@ -43,14 +43,31 @@ pub fn acquire(
         return acquire_directly(g, p, (hold, deadline), free, block);
     }
     let rc = try_once();
-    if holds(rc) {
+    if rc == 0 {
         recorder::acquired(g, p, How::Uncontended, hold);
         return rc;
     }
-    if rc != libc::EBUSY {
-        return rc;
+    not_taken_at_once(g, p, (hold, deadline), rc, block)
+}
+
+/// The first try did not simply succeed: busy (wait for it), or an
+/// unusual result, which is the real call's too.
+#[cold]
+fn not_taken_at_once(
+    g: &HookGuard,
+    p: &Prepared,
+    (hold, deadline): (Hold, u64),
+    rc: c_int,
+    block: impl FnOnce() -> c_int,
+) -> c_int {
+    if rc == libc::EBUSY {
+        return contended(g, p, (hold, deadline), block);
     }
-    contended(g, p, (hold, deadline), block)
+    if holds(rc) {
+        recorder::acquired(g, p, How::Uncontended, hold);
+    }
+    recorder::unusual_outcome(p, rc);
+    rc
 }
 
 /// No trylock first: a lock word seen free is an uncontended acquisition
@@ -72,7 +89,27 @@ fn acquire_directly(
     if holds(rc) {
         recorder::acquired(g, p, How::Uncontended, hold);
     }
+    recorder::unusual_outcome(p, rc);
     rc
+}
+
+/// Ends a wait that a cancellation unwinds out of (the real call was a
+/// cancellation point): the lock's waiter count and the thread's pending
+/// wait must not outlive it.
+struct AbandonOnUnwind<'a>(Option<&'a Prepared>);
+
+impl AbandonOnUnwind<'_> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbandonOnUnwind<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            recorder::wait_abandoned(p);
+        }
+    }
 }
 
 #[cold]
@@ -83,7 +120,9 @@ fn contended(
     block: impl FnOnce() -> c_int,
 ) -> c_int {
     let waited = recorder::wait_begin(p, deadline);
+    let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
+    unwind.disarm();
     let (wait_ns, now) = recorder::wait_end(p, &waited);
     if holds(rc) {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, hold);
@@ -91,6 +130,7 @@ fn contended(
     } else if rc == libc::ETIMEDOUT {
         recorder::timed_out(p, &waited, now);
     }
+    recorder::unusual_outcome(p, rc);
     rc
 }
 
@@ -107,6 +147,9 @@ pub fn try_acquire(
         recorder::acquired(g, p, How::Uncontended, hold);
     } else if rc == libc::EBUSY {
         recorder::try_failed(p);
+    }
+    if rc != 0 && rc != libc::EBUSY {
+        recorder::unusual_outcome(p, rc);
     }
     rc
 }
@@ -153,7 +196,9 @@ pub fn sem_acquire(
     }
     set_errno(before);
     let waited = recorder::wait_begin(p, deadline);
+    let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
+    unwind.disarm();
     let after = errno();
     let (wait_ns, now) = recorder::wait_end(p, &waited);
     if rc == 0 {

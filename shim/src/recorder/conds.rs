@@ -144,12 +144,28 @@ fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
         released(g, m.addr, HELD_HANDOVER);
     }
     w.cond.waiters.fetch_add(1, Ordering::Relaxed);
-    now_ns()
+    let since_ns = now_ns();
+    if let Some(lane) = current_lane(g) {
+        let pending = PendingWait {
+            kind: WAIT_COND,
+            object: w.cond_id,
+            // SAFETY: the record is in this thread's lane; only this thread writes it.
+            site: unsafe { (*w.record).site_id },
+            holder: w.mutex.as_ref().map_or(0, |m| m.lock_id),
+            since_ns,
+            target: 0,
+        };
+        wait_started(lane, pending);
+    }
+    since_ns
 }
 
 /// After the real wait returned `rc` (the mutex is ours again); returns now.
 fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) -> u64 {
     w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
+    if let Some(lane) = current_lane(g) {
+        wait_ended(lane);
+    }
     let now = now_ns();
     // SAFETY: the record is in this thread's lane; only this thread writes it.
     let record = unsafe { &mut *w.record };

@@ -127,3 +127,11 @@ pub fn notify(
     e.time = now;
     write(lane, e);
 }
+
+/// An acquisition that returned `errno` (EOWNERDEAD, ENOTRECOVERABLE).
+pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now: u64) {
+    let mut e = event(EVENT_OUTCOME, lock_id, site_id);
+    e.other = errno;
+    e.time = now;
+    write(lane, e);
+}

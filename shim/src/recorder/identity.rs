@@ -3,7 +3,7 @@
 //! and the one made when it is destroyed.
 
 use super::lanes::Lane;
-use super::{current_lane, drop_op, now_ns, objects, timed_slow_work};
+use super::{context_of, current_lane, drop_op, now_ns, objects, sites, timed_slow_work, Caller};
 use crate::glibc;
 use crate::guard::HookGuard;
 use locksuit_format::*;
@@ -11,12 +11,12 @@ use locksuit_format::*;
 /// Attributes glibc keeps inside the object (read once, when its identity is
 /// made): (ATTR_* bits, mutex type). The offsets are glibc's public struct
 /// layouts on x86_64 and aarch64, which have not changed since 2.25.
-fn object_attributes(kind: ObjectKind, addr: u64) -> (u32, u32) {
+fn object_attributes(kind: ObjectKind, addr: u64, shared: Option<bool>) -> (u32, u32) {
     // SAFETY: `addr` is a live object of `kind` that the program just
     // passed to an interposed call; each offset lies inside that type.
     let word = |offset: u64| unsafe { glibc::word(addr, offset) };
     let flag = |set: bool, bit: u32| if set { bit } else { 0 };
-    match kind {
+    let (attrs, mutex_type) = match kind {
         ObjectKind::Mutex => {
             // SAFETY: as above, for a mutex.
             let k = unsafe { glibc::mutex_kind(addr) };
@@ -31,13 +31,29 @@ fn object_attributes(kind: ObjectKind, addr: u64) -> (u32, u32) {
         // new_sem.private / pthread_barrier.shared: non-zero when shared.
         ObjectKind::Sem => (flag(word(8) != 0, ATTR_PROCESS_SHARED), u32::MAX),
         ObjectKind::Barrier => (flag(word(12) != 0, ATTR_PROCESS_SHARED), u32::MAX),
-        // A spinlock is a bare int; a cond's flag is not worth reading.
+        // A spinlock is a bare int (its init call says); a cond's flag is
+        // not worth reading.
         ObjectKind::Spin | ObjectKind::Cond => (0, u32::MAX),
-    }
+    };
+    // What the init call asked for is the truth where it is known: glibc
+    // sets the shared bit inside every robust mutex, shared or not.
+    let attrs = match shared {
+        Some(true) => attrs | ATTR_PROCESS_SHARED,
+        Some(false) => attrs & !ATTR_PROCESS_SHARED,
+        None => attrs,
+    };
+    (attrs, mutex_type)
 }
 
-fn write_lock_record(lane: &mut Lane, id: u32, kind: ObjectKind, addr: u64, origin: u32) {
-    let (attrs, mutex_type) = object_attributes(kind, addr);
+/// Appends the identity record; returns where it landed, so a first use
+/// can fill in its site once that is known.
+fn write_lock_record(
+    lane: &mut Lane,
+    (id, kind, addr): (u32, ObjectKind, u64),
+    (origin, origin_site): (u32, u32),
+    shared: Option<bool>,
+) -> Option<*mut LockRecord> {
+    let (attrs, mutex_type) = object_attributes(kind, addr, shared);
     let record = LockRecord {
         hdr: RecordHeader {
             kind: RecordKind::Lock as u16,
@@ -50,32 +66,59 @@ fn write_lock_record(lane: &mut Lane, id: u32, kind: ObjectKind, addr: u64, orig
         mutex_type,
         address: addr,
         created_ns: now_ns(),
+        origin_site,
+        _pad: 0,
     };
-    lane.append(&record, &[]);
+    lane.append(&record, &[])
 }
 
-/// The live identity of the object at `addr`, made on first use.
+/// The live identity of the object at `addr`, made on first use (then
+/// `Found::record` is its new identity record, whose `origin_site` the
+/// caller fills in).
 pub(super) fn object(lane: &mut Lane, addr: u64, kind: ObjectKind) -> Option<objects::Found> {
-    let Some(found) = objects::for_use(addr, kind as u32) else {
+    let Some(mut found) = objects::for_use(addr, kind as u32) else {
         drop_op(Some(lane));
         return None;
     };
     if found.created {
-        timed_slow_work(lane, |lane| {
-            write_lock_record(lane, found.id, kind, addr, ORIGIN_FIRST_USE)
-        });
+        found.record = timed_slow_work(lane, |lane| {
+            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_FIRST_USE, 0), None)
+        })
+        .unwrap_or(core::ptr::null_mut());
     }
     Some(found)
 }
 
-/// `*_init` of an object at `addr`: a new identity even at a reused address.
-pub fn object_initialized(g: &HookGuard, addr: u64, kind: ObjectKind) {
+/// Names the site that first used a new identity (see [`object`]).
+pub(super) fn note_first_use(found: &objects::Found, site_id: u32) {
+    if !found.record.is_null() {
+        // SAFETY: the identity record this thread just appended to its own
+        // lane, in the live mapping.
+        unsafe { (*found.record).origin_site = site_id };
+    }
+}
+
+/// `*_init` of an object at `addr` from `caller`: a new identity even at a
+/// reused address. `shared`: what the call asked for, where known.
+pub fn object_initialized(
+    g: &HookGuard,
+    addr: u64,
+    kind: ObjectKind,
+    caller: Caller,
+    shared: Option<bool>,
+) {
     let Some(lane) = current_lane(g) else {
         drop_op(None);
         return;
     };
+    let site = timed_slow_work(lane, |lane| {
+        let context = context_of(lane, caller, None);
+        sites::site_id(lane, caller, context)
+    });
     match objects::for_init(addr, kind as u32) {
-        Some(found) => write_lock_record(lane, found.id, kind, addr, ORIGIN_INIT),
+        Some(found) => {
+            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_INIT, site), shared);
+        }
         None => drop_op(Some(lane)),
     }
 }
@@ -88,7 +131,9 @@ pub fn object_opened(g: &HookGuard, addr: u64, kind: ObjectKind) {
         return;
     };
     match objects::for_use(addr, kind as u32) {
-        Some(found) if found.created => write_lock_record(lane, found.id, kind, addr, ORIGIN_OPEN),
+        Some(found) if found.created => {
+            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_OPEN, 0), None);
+        }
         Some(_) => {}
         None => drop_op(Some(lane)),
     }

@@ -43,9 +43,10 @@ use identity::object;
 pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use sites::Caller;
 pub use threads::{
-    current_lane, exec_failed, exec_starting, join_finished, process_exit, thread_ended,
-    thread_named,
+    current_lane, exec_failed, exec_starting, join_begin, join_finished, process_exit,
+    thread_ended, thread_named,
 };
+use threads::{wait_ended, wait_started, PendingWait};
 
 /// Counter mode of a condition wait record in the per-lane index.
 const MODE_COND_WAIT: u32 = lanes::FIRST_COND_MODE;
@@ -237,7 +238,7 @@ fn prepare_uncached(
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
     let context = context_of(lane, caller, known_context);
-    let counter = match lane.find_by_lock(found.id, caller.ret, context, mode) {
+    let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
         None => {
             let counter = match lane.find(found.id, caller.ret, context, mode) {
@@ -250,6 +251,10 @@ fn prepare_uncached(
             counter
         }
     };
+    if found.created {
+        // SAFETY: the counter is in this thread's lane, in the live mapping.
+        identity::note_first_use(&found, unsafe { (*counter).site_id });
+    }
     lane.remember(
         addr,
         caller.ret,
@@ -395,6 +400,11 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
         How::Contended { wait_ns, now } => {
             counter.contended += 1;
             counter.wait_ns += wait_ns;
+            if hold == Hold::None {
+                // A blocked semaphore wait: its task switch now, as there
+                // is no release to count it at.
+                counter.task_switches += 1;
+            }
             (HELD_CONTENDED, now)
         }
         How::CondReacquire { now } => {
@@ -416,6 +426,16 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
         0
     };
     p.track_hold(g, flags, since_ns, shim_ns);
+}
+
+/// Records an acquisition's result if it is one a robust mutex gives
+/// (EOWNERDEAD: taken, its owner died; ENOTRECOVERABLE: refused).
+#[inline]
+pub fn unusual_outcome(p: &Prepared, rc: i32) {
+    if rc == libc::EOWNERDEAD || rc == libc::ENOTRECOVERABLE {
+        let site = p.counter().site_id;
+        events::outcome(p.lane(), (p.lock_id, site), rc as u32, now_ns());
+    }
 }
 
 /// A trylock found the lock taken.
@@ -443,18 +463,36 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
 /// About to block on the lock: count ourselves as a waiter, note who holds
 /// it and its release sequence, and start the clock.
 pub fn wait_begin(p: &Prepared, deadline: u64) -> Waiting {
-    p.slot.waiters.fetch_add(1, Ordering::Relaxed);
-    Waiting {
-        seq: p.slot.seq.load(Ordering::Relaxed),
+    let seq = p.slot.seq.load(Ordering::Relaxed);
+    p.slot.begin_wait(seq);
+    let waiting = Waiting {
+        seq,
         owner: p.slot.holder.load(Ordering::Relaxed),
         started: now_ns(),
         deadline,
-    }
+    };
+    let pending = PendingWait {
+        kind: WAIT_LOCK,
+        object: p.lock_id,
+        site: p.counter().site_id,
+        holder: waiting.owner,
+        since_ns: waiting.started,
+        target: 0,
+    };
+    wait_started(p.lane(), pending);
+    waiting
+}
+
+/// A wait a cancellation unwound out of: it no longer waits.
+pub fn wait_abandoned(p: &Prepared) {
+    p.slot.end_wait();
+    wait_ended(p.lane());
 }
 
 /// Done blocking; returns (wait, now).
 pub fn wait_end(p: &Prepared, waited: &Waiting) -> (u64, u64) {
-    p.slot.waiters.fetch_sub(1, Ordering::Relaxed);
+    p.slot.end_wait();
+    wait_ended(p.lane());
     let now = now_ns();
     (now.saturating_sub(waited.started), now)
 }
@@ -485,6 +523,7 @@ fn record_released(g: &HookGuard, addr: u64, extra: u32) {
         return;
     };
     let mut waiters = 0;
+    let mut made_wait = false;
     let mut seq_after = 0;
     // An inner unlock of a recursive mutex releases nothing: the lock stays
     // ours, so its holder, sequence and waiters' view do not change.
@@ -492,15 +531,19 @@ fn record_released(g: &HookGuard, addr: u64, extra: u32) {
     if !entry.slot.is_null() && !still_ours {
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*entry.slot };
-        waiters = slot.waiters.load(Ordering::Relaxed);
+        waiters = slot.waiting();
         if entry.flags & HELD_SHARED != 0 {
             // Readers release concurrently: an atomic bump, holder untouched.
-            seq_after = slot.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            let seq = slot.seq.fetch_add(1, Ordering::Relaxed);
+            made_wait = slot.waited_during(seq);
+            seq_after = seq.wrapping_add(1);
         } else {
             slot.holder.store(0, Ordering::Relaxed);
             // Only the exclusive holder bumps the sequence, so a plain
             // load/store suffices (no locked read-modify-write on the hot path).
-            seq_after = slot.seq.load(Ordering::Relaxed).wrapping_add(1);
+            let seq = slot.seq.load(Ordering::Relaxed);
+            made_wait = slot.waited_during(seq);
+            seq_after = seq.wrapping_add(1);
             slot.seq.store(seq_after, Ordering::Relaxed);
         }
     }
@@ -509,10 +552,14 @@ fn record_released(g: &HookGuard, addr: u64, extra: u32) {
     }
     // SAFETY: counters stay mapped; this thread is their only writer.
     let counter = unsafe { &mut *entry.counter };
-    let contended = waiters > 0 || entry.flags & HELD_CONTENDED != 0;
-    if contended || (entry.flags | extra) & HELD_HANDOVER != 0 {
+    // A task switch, at most one per engagement: it waited itself, a
+    // thread began waiting for it during this hold, or it was handed over
+    // across a condition wait or a signal that found a waiter.
+    let waited = entry.flags & HELD_CONTENDED != 0;
+    if waited || made_wait || (entry.flags | extra) & HELD_HANDOVER != 0 {
         counter.task_switches += 1;
     }
+    let contended = waiters > 0 || waited || made_wait;
     let trace_all = config::events_all();
     if entry.since_ns == 0 && !contended && !trace_all {
         return; // the common case: nothing timed, no clock read
@@ -553,15 +600,39 @@ fn record_released(g: &HookGuard, addr: u64, extra: u32) {
 pub fn posted(p: &Prepared) {
     let counter = p.counter();
     counter.engagements += 1;
-    if p.slot.waiters.load(Ordering::Relaxed) > 0 {
+    if p.slot.waiting() > 0 {
         counter.task_switches += 1;
     }
     p.slot.seq.fetch_add(1, Ordering::Relaxed);
 }
 
+/// About to wait at a barrier; returns when the wait began.
+pub fn barrier_begin(p: &Prepared) -> u64 {
+    let since_ns = now_ns();
+    let pending = PendingWait {
+        kind: WAIT_BARRIER,
+        object: p.lock_id,
+        site: p.counter().site_id,
+        holder: 0,
+        since_ns,
+        target: 0,
+    };
+    wait_started(p.lane(), pending);
+    since_ns
+}
+
+/// A barrier wait begun at `since_ns` returned `rc`.
+pub fn barrier_end(p: &Prepared, since_ns: u64, rc: i32) {
+    wait_ended(p.lane());
+    if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
+        let waited = now_ns().saturating_sub(since_ns);
+        barrier_waited(p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
+    }
+}
+
 /// A barrier wait returned after `wait_ns`; `serial` is the thread that
 /// completed the round (it did not wait for the others).
-pub fn barrier_waited(p: &Prepared, wait_ns: u64, serial: bool) {
+fn barrier_waited(p: &Prepared, wait_ns: u64, serial: bool) {
     let counter = p.counter();
     counter.engagements += 1;
     counter.wait_ns += wait_ns;

@@ -24,7 +24,9 @@ pub struct ObjectSlot {
     /// Mutex: tid of the current exclusive holder, 0 if none.
     /// Cond: id of the mutex passed to the most recent wait.
     pub holder: AtomicU32,
-    /// Threads currently blocked on this object.
+    /// Threads currently blocked on this object. For locks, see
+    /// [`ObjectSlot::begin_wait`]: the low 16 bits count them, the high 16
+    /// mark the hold during which the latest wait began.
     pub waiters: AtomicU32,
     /// Bumped on every release (the per-lock enumerator).
     pub seq: AtomicU32,
@@ -105,11 +107,74 @@ fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
     None
 }
 
+/// Low half of a lock's `waiters`: how many threads are blocked on it.
+const WAITER_COUNT: u32 = 0xffff;
+/// High half: set with the low 15 bits of the release sequence at which
+/// the latest wait began.
+const WAIT_MARK_VALID: u32 = 0x8000;
+
+/// The mark a wait that began at release sequence `seq` leaves.
+#[inline(always)]
+fn wait_mark(seq: u32) -> u32 {
+    WAIT_MARK_VALID | (seq & 0x7fff)
+}
+
 impl ObjectSlot {
     /// The current identity's id (0 if none).
     #[inline]
     pub fn id(&self) -> u32 {
         self.ident.load(Ordering::Acquire) as u32
+    }
+
+    /// A thread starts blocking on this lock while its release sequence is
+    /// `seq`, i.e. during the hold that sequence number belongs to. The
+    /// mark lets that hold's release know its engagement made a thread
+    /// wait: one task switch for that engagement, however many other
+    /// holds the waiter then sits through.
+    #[inline]
+    pub fn begin_wait(&self, seq: u32) {
+        let mut cur = self.waiters.load(Ordering::Relaxed);
+        loop {
+            let count = (cur & WAITER_COUNT).saturating_add(1).min(WAITER_COUNT);
+            let new = wait_mark(seq) << 16 | count;
+            match self
+                .waiters
+                .compare_exchange_weak(cur, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The thread stopped blocking (it got the lock, timed out, or was cancelled).
+    #[inline]
+    pub fn end_wait(&self) {
+        let _ = self
+            .waiters
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                (w & WAITER_COUNT != 0).then(|| w - 1)
+            });
+    }
+
+    /// Threads blocked on the lock now.
+    #[inline]
+    pub fn waiting(&self) -> u32 {
+        self.waiters.load(Ordering::Relaxed) & WAITER_COUNT
+    }
+
+    /// Whether the release of the hold at sequence `seq` finds nothing to
+    /// account for: nobody blocked now, and no wait began during it.
+    #[inline(always)]
+    pub fn quiet_release(&self, seq: u32) -> bool {
+        let w = self.waiters.load(Ordering::Relaxed);
+        w == 0 || (w & WAITER_COUNT == 0 && w >> 16 != wait_mark(seq))
+    }
+
+    /// Whether a wait began during the hold at sequence `seq`.
+    #[inline]
+    pub fn waited_during(&self, seq: u32) -> bool {
+        self.waiters.load(Ordering::Relaxed) >> 16 == wait_mark(seq)
     }
 }
 
@@ -123,6 +188,8 @@ pub struct Found {
     pub id: u32,
     /// A new identity was made; the caller records it.
     pub created: bool,
+    /// The new identity's record, once written (null otherwise).
+    pub record: *mut locksuit_format::LockRecord,
 }
 
 /// The object at `addr` as used now; makes an identity on first use.
@@ -135,6 +202,7 @@ pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
             slot,
             id: current as u32,
             created: false,
+            record: core::ptr::null_mut(),
         });
     }
     let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -148,12 +216,14 @@ pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
             slot,
             id: new,
             created: true,
+            record: core::ptr::null_mut(),
         }),
         // Another thread made the identity first; use theirs.
         Err(theirs) => Some(Found {
             slot,
             id: theirs as u32,
             created: false,
+            record: core::ptr::null_mut(),
         }),
     }
 }
@@ -169,6 +239,7 @@ pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
         slot,
         id: new,
         created: true,
+        record: core::ptr::null_mut(),
     })
 }
 

@@ -62,7 +62,7 @@ fn records_counts_identity_and_exit_without_preload() {
     try_failed(&p);
     // Destroyed and initialised again at the same address: a new lock.
     object_destroyed(&g, lock);
-    object_initialized(&g, lock, ObjectKind::Mutex);
+    object_initialized(&g, lock, ObjectKind::Mutex, from(SITE_A), Some(false));
     engage(&g, lock, SITE_A, How::Uncontended);
     released(&g, lock, 0);
 
@@ -85,9 +85,9 @@ fn records_counts_identity_and_exit_without_preload() {
     // A release that finds a waiter is a task switch, with its event.
     engage(&g, third, SITE_B, How::Uncontended);
     let p = prepare(&g, third, ObjectKind::Mutex, MODE_EXCLUSIVE, from(SITE_B)).unwrap();
-    p.slot.waiters.fetch_add(1, Ordering::Relaxed);
+    p.slot.begin_wait(p.slot.seq.load(Ordering::Relaxed));
     released(&g, third, 0);
-    p.slot.waiters.fetch_sub(1, Ordering::Relaxed);
+    p.slot.end_wait();
 
     process_exit(Some(7));
     drop(g);

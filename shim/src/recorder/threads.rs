@@ -6,6 +6,8 @@ use super::{file, now_ns};
 use crate::guard::{HookGuard, ThreadState};
 use crate::lifecycle;
 use crate::sys;
+use core::ptr::addr_of_mut;
+use core::sync::atomic::{AtomicU32, Ordering};
 use locksuit_format::*;
 
 fn gettid() -> u32 {
@@ -90,11 +92,52 @@ pub fn thread_ended(g: &HookGuard) {
                 if t.name[0] == 0 {
                     read_own_name(&mut t.name);
                 }
+                // A wait a cancellation unwound out of is over too.
+                AtomicU32::from_ptr(addr_of_mut!(t.wait_kind)).store(0, Ordering::Release);
                 t.flags |= THREAD_ENDED;
             }
         }
         s.set_lane(core::ptr::null_mut(), 0);
         lanes::release(lane);
+    }
+}
+
+/// What a thread is about to block on, published in its thread record (see
+/// `ThreadRecord::wait_kind`) so that a reader of the trace sees the waits
+/// in progress of a live, hung or killed process.
+pub struct PendingWait {
+    pub kind: u32,
+    pub object: u32,
+    pub site: u32,
+    pub holder: u32,
+    pub since_ns: u64,
+    pub target: u64,
+}
+
+/// The thread is about to block.
+pub fn wait_started(lane: &Lane, w: PendingWait) {
+    let t = lane.thread;
+    if t.is_null() {
+        return;
+    }
+    // SAFETY: this thread's own record in the live mapping; readers in
+    // other processes see the fields before the kind (Release).
+    unsafe {
+        addr_of_mut!((*t).wait_object).write_volatile(w.object);
+        addr_of_mut!((*t).wait_site).write_volatile(w.site);
+        addr_of_mut!((*t).wait_holder).write_volatile(w.holder);
+        addr_of_mut!((*t).wait_since_ns).write_volatile(w.since_ns);
+        addr_of_mut!((*t).wait_target).write_volatile(w.target);
+        AtomicU32::from_ptr(addr_of_mut!((*t).wait_kind)).store(w.kind, Ordering::Release);
+    }
+}
+
+/// The thread stopped blocking (or ended).
+pub fn wait_ended(lane: &Lane) {
+    let t = lane.thread;
+    if !t.is_null() {
+        // SAFETY: this thread's own record in the live mapping.
+        unsafe { AtomicU32::from_ptr(addr_of_mut!((*t).wait_kind)).store(0, Ordering::Release) };
     }
 }
 
@@ -136,15 +179,32 @@ pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
     }
 }
 
-/// A join returned after waiting `wait_ns`.
-pub fn join_finished(g: &HookGuard, wait_ns: u64) {
+/// About to join the thread `target`; returns when the join began.
+pub fn join_begin(g: &HookGuard, target: u64) -> u64 {
+    let since_ns = now_ns();
     if let Some(lane) = current_lane(g) {
-        if !lane.thread.is_null() {
-            // SAFETY: our own thread record.
-            unsafe {
-                (*lane.thread).joins += 1;
-                (*lane.thread).join_wait_ns += wait_ns;
-            }
+        let wait = PendingWait {
+            kind: WAIT_JOIN,
+            object: 0,
+            site: 0,
+            holder: 0,
+            since_ns,
+            target,
+        };
+        wait_started(lane, wait);
+    }
+    since_ns
+}
+
+/// A join begun at `since_ns` returned `rc`.
+pub fn join_finished(g: &HookGuard, since_ns: u64, rc: i32) {
+    let Some(lane) = current_lane(g) else { return };
+    wait_ended(lane);
+    if rc == 0 && !lane.thread.is_null() {
+        // SAFETY: our own thread record.
+        unsafe {
+            (*lane.thread).joins += 1;
+            (*lane.thread).join_wait_ns += now_ns().saturating_sub(since_ns);
         }
     }
 }

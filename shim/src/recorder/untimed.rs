@@ -44,13 +44,13 @@ pub fn released(g: &HookGuard, addr: u64) -> bool {
     }
     // SAFETY: slots live in the object table for the life of the process.
     let slot = unsafe { &*top.slot };
-    if slot.waiters.load(Ordering::Relaxed) != 0 {
+    let seq = slot.seq.load(Ordering::Relaxed);
+    if !slot.quiet_release(seq) {
         return false; // a task switch, and an event: the full path
     }
     slot.holder.store(0, Ordering::Relaxed);
     // Only the exclusive holder bumps the sequence (see `record_released`).
-    let seq_after = slot.seq.load(Ordering::Relaxed).wrapping_add(1);
-    slot.seq.store(seq_after, Ordering::Relaxed);
+    slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
     held.pop();
     true
 }
