@@ -712,3 +712,168 @@ pub unsafe extern "C-unwind" fn execvpe(
     // SAFETY: forwarding the caller's arguments.
     exec_recorded(|| unsafe { exec(file, argv, envp) })
 }
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn fexecve(
+    fd: c_int,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
+    let exec = real_or!(fexecve, -1);
+    // SAFETY: forwarding the caller's arguments.
+    exec_recorded(|| unsafe { exec(fd, argv, envp) })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    flags: c_int,
+) -> c_int {
+    let exec = real_or!(execveat, -1);
+    // SAFETY: forwarding the caller's arguments.
+    exec_recorded(|| unsafe { exec(dirfd, path, argv, envp, flags) })
+}
+
+// `execl`, `execle` and `execlp` take their arguments as a variadic list,
+// which glibc turns into an argv and passes to its *internal* execve, out
+// of our hooks' sight. Rust cannot define a variadic function, so each is a
+// naked trampoline that spills the argument registers next to the
+// caller's stack arguments and hands both to `exec_list`, which builds the
+// argv the same way and calls the hooked `execve` or `execvp`.
+macro_rules! export_exec_list {
+    ($name:ident, $form:expr) => {
+        #[unsafe(no_mangle)]
+        #[unsafe(naked)]
+        pub unsafe extern "C" fn $name() -> c_int {
+            #[cfg(target_arch = "x86_64")]
+            core::arch::naked_asm!(
+                // 6 argument registers, then the caller's stack arguments
+                // at entry rsp + 8. rsp is 16-aligned after the sub, so the
+                // call keeps the ABI's alignment.
+                "sub rsp, 56",
+                "mov [rsp], rdi",
+                "mov [rsp + 8], rsi",
+                "mov [rsp + 16], rdx",
+                "mov [rsp + 24], rcx",
+                "mov [rsp + 32], r8",
+                "mov [rsp + 40], r9",
+                "mov rdi, rsp",
+                "lea rsi, [rsp + 64]",
+                "mov edx, {form}",
+                "call {handler}",
+                "add rsp, 56",
+                "ret",
+                form = const $form,
+                handler = sym exec_list,
+            );
+            #[cfg(target_arch = "aarch64")]
+            core::arch::naked_asm!(
+                // 8 argument registers, then the caller's stack arguments
+                // at entry sp.
+                "stp x29, x30, [sp, #-80]!",
+                "mov x29, sp",
+                "stp x0, x1, [sp, #16]",
+                "stp x2, x3, [sp, #32]",
+                "stp x4, x5, [sp, #48]",
+                "stp x6, x7, [sp, #64]",
+                "add x0, sp, #16",
+                "add x1, sp, #80",
+                "mov w2, #{form}",
+                "bl {handler}",
+                "ldp x29, x30, [sp], #80",
+                "ret",
+                form = const $form,
+                handler = sym exec_list,
+            );
+        }
+    };
+}
+
+const EXEC_L: u32 = 0;
+const EXEC_LE: u32 = 1;
+const EXEC_LP: u32 = 2;
+
+export_exec_list!(execl, EXEC_L);
+export_exec_list!(execle, EXEC_LE);
+export_exec_list!(execlp, EXEC_LP);
+
+/// Argument registers spilled by the trampolines.
+#[cfg(target_arch = "x86_64")]
+const ARG_REGISTERS: usize = 6;
+#[cfg(target_arch = "aarch64")]
+const ARG_REGISTERS: usize = 8;
+
+/// Most arguments passed on the stack frame of `exec_list`; longer lists
+/// get a buffer of their own.
+const ARGV_ON_STACK: usize = 256;
+
+/// `execl(path, arg0, ..., NULL)`, `execle(path, arg0, ..., NULL, envp)`,
+/// `execlp(file, arg0, ..., NULL)`, with argument `i` in `registers[i]` or
+/// `stack[i - ARG_REGISTERS]`.
+unsafe extern "C-unwind" fn exec_list(
+    registers: *const usize,
+    stack: *const usize,
+    form: u32,
+) -> c_int {
+    // SAFETY: the trampoline spilled ARG_REGISTERS registers at
+    // `registers`, and the caller's further arguments are at `stack`; the
+    // caller passed a NULL-terminated list (and for execle, envp after it).
+    let arg = |i: usize| unsafe {
+        if i < ARG_REGISTERS {
+            *registers.add(i)
+        } else {
+            *stack.add(i - ARG_REGISTERS)
+        }
+    };
+    let path = arg(0) as *const c_char;
+    let mut count = 0;
+    while arg(1 + count) != 0 {
+        count += 1;
+    }
+    let envp = if form == EXEC_LE {
+        arg(2 + count) as *const *const c_char
+    } else {
+        // SAFETY: reading the process's environment pointer, as glibc's execl does.
+        unsafe { environ }
+    };
+    let run = |argv: &mut [*const c_char]| {
+        for (i, slot) in argv.iter_mut().enumerate().take(count) {
+            *slot = arg(1 + i) as *const c_char;
+        }
+        argv[count] = core::ptr::null();
+        // SAFETY: a NULL-terminated argv built from the caller's list.
+        unsafe {
+            if form == EXEC_LP {
+                execvp(path, argv.as_ptr())
+            } else {
+                execve(path, argv.as_ptr(), envp)
+            }
+        }
+    };
+    if count < ARGV_ON_STACK {
+        let mut argv = [core::ptr::null::<c_char>(); ARGV_ON_STACK];
+        return run(&mut argv);
+    }
+    // A longer list: anonymous memory, as no allocator may be used here (a
+    // vfork child), kept if the exec fails only until we return.
+    let len = (count + 1) * core::mem::size_of::<*const c_char>();
+    let Some(buffer) = recorder::map_anonymous::<*const c_char>(len) else {
+        // SAFETY: writing this thread's errno, as the real call would.
+        unsafe { *libc::__errno_location() = libc::E2BIG };
+        return -1;
+    };
+    // SAFETY: `len` bytes of fresh memory for count + 1 pointers.
+    let argv = unsafe { core::slice::from_raw_parts_mut(buffer, count + 1) };
+    let rc = run(argv);
+    let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: unmapping the buffer mapped above, no longer used.
+    unsafe { libc::munmap(buffer.cast(), len) };
+    rc
+}
+
+unsafe extern "C" {
+    static environ: *const *const c_char;
+}

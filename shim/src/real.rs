@@ -87,6 +87,17 @@ pub struct RealFns {
     pub execvpe: Option<
         unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int,
     >,
+    pub fexecve:
+        Option<unsafe extern "C" fn(c_int, *const *const c_char, *const *const c_char) -> c_int>,
+    pub execveat: Option<
+        unsafe extern "C" fn(
+            c_int,
+            *const c_char,
+            *const *const c_char,
+            *const *const c_char,
+            c_int,
+        ) -> c_int,
+    >,
     pub rwlock_init:
         Option<unsafe extern "C" fn(*mut pthread_rwlock_t, *const pthread_rwlockattr_t) -> c_int>,
     pub rwlock_destroy: Option<RwFn>,
@@ -212,6 +223,8 @@ fn resolve_all() -> RealFns {
             execv: next(c"execv"),
             execvp: next(c"execvp"),
             execvpe: next(c"execvpe"),
+            fexecve: next(c"fexecve"),
+            execveat: next(c"execveat"),
             rwlock_init: next(c"pthread_rwlock_init"),
             rwlock_destroy: next(c"pthread_rwlock_destroy"),
             rwlock_rdlock: next(c"pthread_rwlock_rdlock"),
