@@ -454,6 +454,7 @@ pub(crate) mod tests {
             sites: Vec::new(),
             counters: Vec::new(),
             conds: Vec::new(),
+            edges: Vec::new(),
             events: Events::from_records(
                 &events
                     .into_iter()

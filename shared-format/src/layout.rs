@@ -11,7 +11,7 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 4: counter fields reordered (those every engagement writes first).
 /// 5: module records carry the file's identity (build id, size, mtime);
 ///    thread records carry the wait in progress; lock records the line
-///    that initialised the lock.
+///    that initialised the lock; lock-order edges.
 pub const FORMAT_VERSION: u32 = 5;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
@@ -139,6 +139,7 @@ pub enum RecordKind {
     Module = 7,
     ThreadName = 8,
     Event = 9,
+    Edge = 10,
 }
 
 impl RecordKind {
@@ -153,6 +154,7 @@ impl RecordKind {
             7 => Self::Module,
             8 => Self::ThreadName,
             9 => Self::Event,
+            10 => Self::Edge,
             _ => return None,
         })
     }
@@ -358,6 +360,38 @@ pub struct CounterRecord {
     pub hold_samples: u64,
 }
 
+/// `EdgeRecord` flags (in `RecordHeader::aux`): the acquisition was a
+/// trylock (it could not have blocked).
+pub const EDGE_TRY: u32 = 1 << 0;
+/// The lock already held was held shared (an rwlock read lock).
+pub const EDGE_FROM_SHARED: u32 = 1 << 1;
+/// The lock acquired was taken shared.
+pub const EDGE_TO_SHARED: u32 = 1 << 2;
+/// How many other held locks an edge remembers (see `EdgeRecord::gates`).
+pub const EDGE_GATES: usize = 4;
+
+/// Per thread, per (lock held, its site, lock acquired, its site, flags): a
+/// lock-order edge, "acquired `to_lock` while holding `from_lock`". Made
+/// the first time the thread takes it, then updated in place by that thread.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EdgeRecord {
+    pub hdr: RecordHeader,
+    pub from_lock: u32,
+    pub to_lock: u32,
+    /// The site that took `from_lock`, and the site taking `to_lock`.
+    pub from_site: u32,
+    pub to_site: u32,
+    /// How often this thread took the edge.
+    pub count: u64,
+    pub first_ns: u64,
+    /// Locks other than `from_lock` that this thread held every time it
+    /// took the edge (0 = empty; at most [`EDGE_GATES`], innermost first at
+    /// the first time): a cycle whose edges all share one such gate lock
+    /// cannot deadlock.
+    pub gates: [u32; EDGE_GATES],
+}
+
 /// Per thread, per (condition variable, site, mutex): waits and notifies.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -513,6 +547,8 @@ unsafe impl Pod for ThreadRecord {}
 // SAFETY: see above.
 unsafe impl Pod for LockRecord {}
 // SAFETY: see above.
+unsafe impl Pod for EdgeRecord {}
+// SAFETY: see above.
 unsafe impl Pod for LockDestroyRecord {}
 // SAFETY: see above.
 unsafe impl Pod for SiteRecord {}
@@ -564,6 +600,7 @@ const _: () = {
     assert!(size_of::<RecordHeader>() == 8);
     assert!(size_of::<ThreadRecord>() == 120);
     assert!(size_of::<LockRecord>() == 48);
+    assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);
     assert!(size_of::<SiteRecord>() == 16);
     assert!(size_of::<CounterRecord>() == 96);

@@ -94,6 +94,8 @@ pub struct Trace {
     pub counters: Vec<(usize, CounterRecord)>,
     /// (index into `threads`, counter)
     pub conds: Vec<(usize, CondRecord)>,
+    /// (index into `threads`, lock-order edge)
+    pub edges: Vec<(usize, EdgeRecord)>,
     /// The events, read in place (see [`Events`]); each names its thread
     /// by tid.
     pub events: Events,
@@ -255,6 +257,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
         sites: Vec::new(),
         counters: Vec::new(),
         conds: Vec::new(),
+        edges: Vec::new(),
         events: Events::default(),
         modules: Vec::new(),
         warnings,
@@ -452,6 +455,13 @@ fn decode_record(
             };
             let t = thread_or_orphan(trace, current_thread);
             trace.conds.push((t, r));
+        }
+        RecordKind::Edge => {
+            let Some(r) = read_pod::<EdgeRecord>(rec) else {
+                return false;
+            };
+            let t = thread_or_orphan(trace, current_thread);
+            trace.edges.push((t, r));
         }
         // Events live in event blocks of their own since version 3.
         RecordKind::Event => return false,

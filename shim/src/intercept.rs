@@ -144,7 +144,7 @@ pub fn try_acquire(
 ) -> c_int {
     let rc = try_once();
     if holds(rc) {
-        recorder::acquired(g, p, How::Uncontended, hold);
+        recorder::acquired(g, p, How::Tried, hold);
     } else if rc == libc::EBUSY {
         recorder::try_failed(p);
     }

@@ -47,14 +47,16 @@ impl Default for HeldStack {
 }
 
 pub struct HeldStack {
-    entries: [HeldEntry; MAX_HELD],
+    /// One more than tracked: a push onto a full stack lands in the spare
+    /// entry and is not counted, so a push has no branch of its own.
+    entries: [HeldEntry; MAX_HELD + 1],
     len: usize,
 }
 
 impl HeldStack {
     pub const fn new() -> Self {
         HeldStack {
-            entries: [EMPTY; MAX_HELD],
+            entries: [EMPTY; MAX_HELD + 1],
             len: 0,
         }
     }
@@ -74,14 +76,21 @@ impl HeldStack {
                 .eq(other.entries.iter().map(key))
     }
 
-    /// False when the stack is full (the engagement is then not tracked).
-    pub fn push(&mut self, entry: HeldEntry) -> bool {
-        if self.len == MAX_HELD {
-            return false;
-        }
-        self.entries[self.len] = entry;
-        self.len += 1;
-        true
+    /// Returns how many engagements were held before this one; `MAX_HELD`
+    /// means the stack was full and the engagement is not tracked.
+    #[inline(always)]
+    pub fn push(&mut self, entry: HeldEntry) -> usize {
+        let before = self.len;
+        // SAFETY: `len <= MAX_HELD` always (it only grows below MAX_HELD),
+        // and the array has MAX_HELD + 1 entries.
+        unsafe { *self.entries.get_unchecked_mut(before) = entry };
+        self.len = before + usize::from(before < MAX_HELD);
+        before
+    }
+
+    /// The engagements held now, innermost last.
+    pub fn entries(&self) -> &[HeldEntry] {
+        &self.entries[..self.len]
     }
 
     /// Removes and returns the innermost engagement of `addr`.
@@ -168,9 +177,9 @@ mod tests {
     #[test]
     fn takes_innermost_matching_engagement_out_of_order() {
         let mut s = HeldStack::new();
-        assert!(s.push(entry(1)));
-        assert!(s.push(entry(2)));
-        assert!(s.push(entry(1)));
+        assert_eq!(s.push(entry(1)), 0);
+        assert_eq!(s.push(entry(2)), 1);
+        assert_eq!(s.push(entry(1)), 2);
         assert_eq!(s.take(2).map(|e| e.addr), Some(2));
         assert_eq!(s.take(1).map(|e| e.addr), Some(1));
         assert_eq!(s.take(1).map(|e| e.addr), Some(1));
@@ -181,8 +190,10 @@ mod tests {
     fn refuses_beyond_capacity() {
         let mut s = HeldStack::new();
         for i in 0..MAX_HELD as u64 {
-            assert!(s.push(entry(i + 1)));
+            assert_eq!(s.push(entry(i + 1)), i as usize);
         }
-        assert!(!s.push(entry(999)));
+        assert_eq!(s.push(entry(999)), MAX_HELD);
+        assert_eq!(s.entries().len(), MAX_HELD);
+        assert!(!s.holds(999));
     }
 }

@@ -557,6 +557,8 @@ fn record_uses(mode: u32, record: *mut u8) -> u64 {
     unsafe {
         if mode < FIRST_COND_MODE {
             (*record.cast::<CounterRecord>()).engagements
+        } else if mode == super::lock_order::MODE_EDGE {
+            (*record.cast::<EdgeRecord>()).count
         } else {
             let c = &*record.cast::<CondRecord>();
             c.waits

@@ -19,6 +19,7 @@ pub mod held;
 mod identity;
 mod image;
 pub mod lanes;
+mod lock_order;
 pub mod modules;
 pub mod objects;
 pub mod path;
@@ -130,6 +131,8 @@ pub enum Hold {
 #[derive(Clone, Copy)]
 pub enum How {
     Uncontended,
+    /// A successful trylock (uncontended, and it could not have blocked).
+    Tried,
     Contended {
         wait_ns: u64,
         now: u64,
@@ -328,10 +331,24 @@ impl Prepared {
         }
     }
 
-    /// Puts the engagement on the held-lock stack for its release to find.
+    /// Taken while `held_before` engagements were held (see `track_hold`).
+    #[cold]
+    #[inline(never)]
+    fn nested(&self, g: &HookGuard, held_before: usize, tried: bool) {
+        if held_before < held::MAX_HELD {
+            lock_order::nested(g, self, tried);
+        } else {
+            // Nesting deeper than we track: the engagement is counted, its
+            // hold, task switch and lock order are not.
+            drop_op(Some(self.lane()));
+        }
+    }
+
+    /// Puts the engagement on the held-lock stack for its release to find;
+    /// taken while other locks were held, it is a lock-order edge from each.
     #[inline(always)]
-    fn track_hold(&self, g: &HookGuard, flags: u32, since_ns: u64, shim_ns: u64) {
-        let tracked = g.thread().held().push(HeldEntry {
+    fn track_hold(&self, g: &HookGuard, flags: u32, (since_ns, shim_ns): (u64, u64), tried: bool) {
+        let held_before = g.thread().held().push(HeldEntry {
             addr: self.addr,
             lock_id: self.lock_id,
             flags,
@@ -340,10 +357,8 @@ impl Prepared {
             since_ns,
             shim_ns,
         });
-        if !tracked {
-            // Nesting deeper than we track: the engagement is counted, its
-            // hold and task switch are not.
-            drop_op(Some(self.lane()));
+        if held_before != 0 {
+            self.nested(g, held_before, tried);
         }
     }
 }
@@ -369,9 +384,9 @@ pub fn acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let started = g.thread().call_cost().begin();
     // `how` and `hold` are constants at each call site, so this test folds
     // to one flag load on the path almost every acquisition takes.
-    let untimed = matches!(how, How::Uncontended) && config::untimed_uncontended();
+    let untimed = matches!(how, How::Uncontended | How::Tried) && config::untimed_uncontended();
     match hold {
-        Hold::Exclusive if untimed => untimed::acquired_exclusive(g, p),
+        Hold::Exclusive if untimed => untimed::acquired_exclusive(g, p, matches!(how, How::Tried)),
         Hold::None if untimed => untimed::acquired_unheld(p),
         _ => record_acquired(g, p, how, hold),
     }
@@ -389,14 +404,14 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
-        How::Uncontended if config::events_all() => {
+        How::Uncontended | How::Tried if config::events_all() => {
             // Full tracing: every acquisition is an event, and every hold is timed.
             let now = now_ns();
             let seq = p.slot.seq.load(Ordering::Relaxed);
             events::acquired(p.lane(), p.lock_id, counter.site_id, seq, now);
             (0, now)
         }
-        How::Uncontended => (0, sample_start(p.lane())),
+        How::Uncontended | How::Tried => (0, sample_start(p.lane())),
         How::Contended { wait_ns, now } => {
             counter.contended += 1;
             counter.wait_ns += wait_ns;
@@ -425,7 +440,7 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     } else {
         0
     };
-    p.track_hold(g, flags, since_ns, shim_ns);
+    p.track_hold(g, flags, (since_ns, shim_ns), matches!(how, How::Tried));
 }
 
 /// Records an acquisition's result if it is one a robust mutex gives

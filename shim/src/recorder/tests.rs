@@ -46,6 +46,11 @@ fn records_counts_identity_and_exit_without_preload() {
         released(&g, lock, 0);
         released(&g, other, 0);
     }
+    // A trylock of `other` while holding `lock`: an edge that cannot block.
+    engage(&g, lock, SITE_A, How::Uncontended);
+    engage(&g, other, SITE_A, How::Tried);
+    released(&g, other, 0);
+    released(&g, lock, 0);
     // One contended engagement at site B with a known wait.
     engage(
         &g,
@@ -132,7 +137,7 @@ fn records_counts_identity_and_exit_without_preload() {
     let first = counter(at_lock[0].id, SITE_A);
     assert_eq!(
         (first.engagements, first.contended, first.task_switches),
-        (3, 0, 0)
+        (4, 0, 0)
     );
     assert_eq!(
         first.hold_samples, 0,
@@ -162,5 +167,28 @@ fn records_counts_identity_and_exit_without_preload() {
         "an untimed hold stays untimed when it ends with a waiter"
     );
     assert_eq!(trace.threads.len(), 1);
+
+    // Lock order: `other` was taken under `lock`, three times blocking (site
+    // A then B) and once by a trylock (A then A). `third`'s recursive
+    // re-acquisition is no edge.
+    let mut edges: Vec<(u32, u32, u64, u32)> = trace
+        .edges
+        .iter()
+        .map(|(_, e)| (e.from_lock, e.to_lock, e.count, e.hdr.aux))
+        .collect();
+    edges.sort();
+    assert_eq!(
+        edges,
+        vec![
+            (at_lock[0].id, other_lock.id, 1, EDGE_TRY),
+            (at_lock[0].id, other_lock.id, 3, 0)
+        ]
+    );
+    let blocking = trace.edges.iter().find(|(_, e)| e.hdr.aux == 0).unwrap().1;
+    assert_eq!(
+        (blocking.from_site, blocking.to_site),
+        (site_id(SITE_A), site_id(SITE_B))
+    );
+    assert_eq!(blocking.gates, [0; EDGE_GATES], "nothing else was held");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,10 +13,10 @@ use core::sync::atomic::Ordering;
 /// timed: the same counts and held entry, without the branches for the
 /// cases it is not.
 #[inline(always)]
-pub fn acquired_exclusive(g: &HookGuard, p: &Prepared) {
+pub fn acquired_exclusive(g: &HookGuard, p: &Prepared, tried: bool) {
     p.counter().engagements += 1;
     p.take_ownership();
-    p.track_hold(g, 0, 0, 0);
+    p.track_hold(g, 0, (0, 0), tried);
 }
 
 /// [`super::record_acquired`] for an uncontended engagement that holds
