@@ -13,3 +13,4 @@ pub mod run;
 pub mod samples;
 pub mod stream;
 pub mod symbolize;
+pub mod symbols;

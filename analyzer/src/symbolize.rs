@@ -4,6 +4,7 @@
 //! symbol table.
 
 use crate::model::Frame;
+use crate::symbols::SymbolTable;
 use addr2line::Loader;
 use locksuit_format::reader::ModuleInfo;
 use std::collections::{BTreeSet, HashMap};
@@ -35,6 +36,8 @@ pub fn is_system_module(path: &str) -> bool {
 #[derive(Default)]
 pub struct Symbolizer {
     loaders: HashMap<String, Option<Loader>>,
+    /// Function extents per file, for code without DWARF.
+    symbols: HashMap<String, SymbolTable>,
     /// Per (path, recorded identity): why the file is not the one that
     /// ran, or `None` if it is.
     changed: HashMap<(String, Vec<u8>, u64, u64), Option<String>>,
@@ -193,14 +196,19 @@ impl Symbolizer {
             }
         }
         if frames.is_empty() || frames.iter().all(|f| f.function.is_none()) {
-            // No DWARF here. The symbol table is only trusted for the
-            // program's own modules: a stripped system library keeps only
-            // exported symbols, and the nearest one below a static function
-            // is a wrong name.
+            // No DWARF here: a symbol names the address only if its extent
+            // holds it (in a stripped file the nearest symbol below a
+            // static function is another function). System libraries are
+            // left as module+offset: their frames are skipped anyway.
             let name = (!is_system_module(path))
-                .then(|| loader.find_symbol(probe))
-                .flatten()
-                .map(|s| addr2line::demangle_auto(s.into(), None).into_owned());
+                .then(|| {
+                    self.symbols
+                        .entry(path.to_string())
+                        .or_insert_with(|| SymbolTable::load(path))
+                        .lookup(probe)
+                        .map(|s| addr2line::demangle_auto(s.into(), None).into_owned())
+                })
+                .flatten();
             return vec![match name {
                 Some(name) => Frame {
                     function: Some(name),

@@ -1,0 +1,79 @@
+//! A module's function symbols with their extents, for code without DWARF.
+//! An address is named by a symbol only if it lies inside that symbol's
+//! extent: in a stripped binary, the nearest exported symbol below a static
+//! function is another function, and naming the address after it would be
+//! wrong (the report says `module+offset` instead).
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+/// Function symbols of one file, sorted by start address.
+#[derive(Default)]
+pub struct SymbolTable {
+    /// (start, end, name), by start.
+    functions: Vec<(u64, u64, String)>,
+}
+
+impl SymbolTable {
+    /// The function symbols of the ELF file at `path` (the full symbol
+    /// table where the file has one, else the dynamic one); empty if it
+    /// cannot be read.
+    pub fn load(path: &str) -> SymbolTable {
+        let Ok(file) = std::fs::File::open(path) else {
+            return SymbolTable::default();
+        };
+        // SAFETY: a read-only private mapping of a regular file, dropped
+        // before returning; the names are copied out.
+        let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+            return SymbolTable::default();
+        };
+        let Ok(object) = object::File::parse(&*map) else {
+            return SymbolTable::default();
+        };
+        let mut functions: Vec<(u64, u64, String)> = object
+            .symbols()
+            .chain(object.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.size() > 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                Some((s.address(), s.address() + s.size(), name.to_string()))
+            })
+            .collect();
+        functions.sort();
+        functions.dedup_by_key(|f| f.0);
+        SymbolTable { functions }
+    }
+
+    /// The function whose extent holds `address` (a file address).
+    pub fn lookup(&self, address: u64) -> Option<&str> {
+        let at = self.functions.partition_point(|f| f.0 <= address);
+        let (start, end, name) = self.functions.get(at.checked_sub(1)?)?;
+        (*start <= address && address < *end).then_some(name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_past_a_symbols_extent_has_no_name() {
+        let table = SymbolTable {
+            functions: vec![
+                (0x100, 0x120, "exported".into()),
+                (0x200, 0x210, "next".into()),
+            ],
+        };
+        assert_eq!(table.lookup(0x110), Some("exported"));
+        assert_eq!(table.lookup(0x150), None, "past its end: not its code");
+        assert_eq!(table.lookup(0x80), None);
+        assert_eq!(table.lookup(0x20f), Some("next"));
+        assert_eq!(table.lookup(0x210), None);
+    }
+
+    #[test]
+    fn this_test_binary_names_its_own_functions() {
+        let exe = std::env::current_exe().unwrap();
+        let table = SymbolTable::load(exe.to_str().unwrap());
+        assert!(!table.functions.is_empty());
+    }
+}
