@@ -6,6 +6,7 @@ pub mod cli;
 pub mod contention;
 pub mod findings;
 pub mod load;
+pub mod lock_order;
 pub mod mapped;
 pub mod model;
 pub mod render;
