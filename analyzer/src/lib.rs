@@ -15,3 +15,4 @@ pub mod samples;
 pub mod stream;
 pub mod symbolize;
 pub mod symbols;
+pub mod waits;

@@ -206,7 +206,15 @@ pub struct ThreadRecord {
     pub wait_since_ns: u64,
     /// A join: the `pthread_t` waited for.
     pub wait_target: u64,
+    /// While waiting: the locks this thread holds (ids, innermost first,
+    /// 0 = none) and the sites that took them, so a deadlock can be told
+    /// from the trace alone: who holds what, taken where.
+    pub wait_held: [u32; WAIT_HELD],
+    pub wait_held_sites: [u32; WAIT_HELD],
 }
+
+/// How many held locks a waiting thread publishes.
+pub const WAIT_HELD: usize = 4;
 
 /// `ThreadRecord::wait_kind`: blocked acquiring a lock or semaphore.
 pub const WAIT_LOCK: u32 = 1;
@@ -598,7 +606,7 @@ const _: () = {
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);
-    assert!(size_of::<ThreadRecord>() == 120);
+    assert!(size_of::<ThreadRecord>() == 152);
     assert!(size_of::<LockRecord>() == 48);
     assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);

@@ -371,7 +371,7 @@ unsafe extern "C-unwind" fn barrier_wait(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { wait(b) };
     };
-    let started = recorder::barrier_begin(&p);
+    let started = recorder::barrier_begin(&guard, &p);
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = guard.blocking(|| unsafe { wait(b) });
     recorder::barrier_end(&p, started, rc);

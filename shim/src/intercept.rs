@@ -119,7 +119,7 @@ fn contended(
     (hold, deadline): (Hold, u64),
     block: impl FnOnce() -> c_int,
 ) -> c_int {
-    let waited = recorder::wait_begin(p, deadline);
+    let waited = recorder::wait_begin(g, p, deadline);
     let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
     unwind.disarm();
@@ -195,7 +195,7 @@ pub fn sem_acquire(
         return block();
     }
     set_errno(before);
-    let waited = recorder::wait_begin(p, deadline);
+    let waited = recorder::wait_begin(g, p, deadline);
     let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
     unwind.disarm();

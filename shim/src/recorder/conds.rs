@@ -155,7 +155,7 @@ fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
             since_ns,
             target: 0,
         };
-        wait_started(lane, pending);
+        wait_started(lane, pending, g.thread().held().entries());
     }
     since_ns
 }

@@ -477,7 +477,7 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
 
 /// About to block on the lock: count ourselves as a waiter, note who holds
 /// it and its release sequence, and start the clock.
-pub fn wait_begin(p: &Prepared, deadline: u64) -> Waiting {
+pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
     let seq = p.slot.seq.load(Ordering::Relaxed);
     p.slot.begin_wait(seq);
     let waiting = Waiting {
@@ -494,7 +494,7 @@ pub fn wait_begin(p: &Prepared, deadline: u64) -> Waiting {
         since_ns: waiting.started,
         target: 0,
     };
-    wait_started(p.lane(), pending);
+    wait_started(p.lane(), pending, g.thread().held().entries());
     waiting
 }
 
@@ -622,7 +622,7 @@ pub fn posted(p: &Prepared) {
 }
 
 /// About to wait at a barrier; returns when the wait began.
-pub fn barrier_begin(p: &Prepared) -> u64 {
+pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> u64 {
     let since_ns = now_ns();
     let pending = PendingWait {
         kind: WAIT_BARRIER,
@@ -632,7 +632,7 @@ pub fn barrier_begin(p: &Prepared) -> u64 {
         since_ns,
         target: 0,
     };
-    wait_started(p.lane(), pending);
+    wait_started(p.lane(), pending, g.thread().held().entries());
     since_ns
 }
 

@@ -1,6 +1,7 @@
 //! Threads and the process as a whole: registration on first use, names,
 //! joins, exit and exec.
 
+use super::held::HeldEntry;
 use super::lanes::{self, Lane};
 use super::{file, now_ns};
 use crate::guard::{HookGuard, ThreadState};
@@ -114,15 +115,26 @@ pub struct PendingWait {
     pub target: u64,
 }
 
-/// The thread is about to block.
-pub fn wait_started(lane: &Lane, w: PendingWait) {
+/// The thread is about to block, holding `held` (innermost last).
+pub fn wait_started(lane: &Lane, w: PendingWait, held: &[HeldEntry]) {
     let t = lane.thread;
     if t.is_null() {
         return;
     }
+    let mut locks = [0u32; WAIT_HELD];
+    let mut sites = [0u32; WAIT_HELD];
+    for (i, e) in held.iter().rev().take(WAIT_HELD).enumerate() {
+        locks[i] = e.lock_id;
+        if !e.counter.is_null() {
+            // SAFETY: a counter record of this thread's lane.
+            sites[i] = unsafe { (*e.counter).site_id };
+        }
+    }
     // SAFETY: this thread's own record in the live mapping; readers in
     // other processes see the fields before the kind (Release).
     unsafe {
+        addr_of_mut!((*t).wait_held).write_volatile(locks);
+        addr_of_mut!((*t).wait_held_sites).write_volatile(sites);
         addr_of_mut!((*t).wait_object).write_volatile(w.object);
         addr_of_mut!((*t).wait_site).write_volatile(w.site);
         addr_of_mut!((*t).wait_holder).write_volatile(w.holder);
@@ -191,7 +203,7 @@ pub fn join_begin(g: &HookGuard, target: u64) -> u64 {
             since_ns,
             target,
         };
-        wait_started(lane, wait);
+        wait_started(lane, wait, g.thread().held().entries());
     }
     since_ns
 }
