@@ -15,12 +15,12 @@
 //! it arrives, into per-object [`Samples`]. Memory grows with the number
 //! of locks, sites and threads, not with the number of events.
 
-use crate::model::{Blocking, DurationStats, FunctionBlocking, NotifyPair};
+use crate::model::*;
 use crate::samples::{ById, Samples};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::Hash;
 
 /// How many unmatched releases, acquisitions and notifies are held while
@@ -28,30 +28,35 @@ use std::hash::Hash;
 /// this covers clock skew and long preemptions between them.
 pub const JOIN_WINDOW: usize = 1 << 20;
 
+/// Events between two calls of the progress hook (16 MiB of events).
+pub const PROGRESS_EVERY: u64 = 1 << 18;
+
 /// Names for what the events refer to, from the rest of the analysis.
 pub struct Names<'a> {
-    /// Raw lock (or cond) id → report id.
-    pub lock: &'a HashMap<u32, String>,
-    /// Raw site id → report site id.
-    pub site: &'a dyn Fn(u32) -> Option<String>,
-    /// Report site id → function name.
-    pub function: &'a dyn Fn(&str) -> Option<String>,
+    /// Raw lock id → the lock.
+    pub lock: &'a dyn Fn(u32) -> Option<LockId>,
+    /// Raw condition variable id → its index in the report's conds.
+    pub cond: &'a dyn Fn(u32) -> Option<usize>,
+    /// Raw site id → report site.
+    pub site: &'a dyn Fn(u32) -> Option<SiteId>,
+    /// Report site → function name.
+    pub function: &'a dyn Fn(SiteId) -> Option<String>,
 }
 
-/// Everything the events say, keyed by report ids.
+/// The parts of the model the events fill in: the locks', families',
+/// sites' and condition variables' distributions and outcomes.
+pub struct Targets<'a> {
+    pub locks: &'a mut [Lock],
+    pub families: &'a mut [Family],
+    pub sites: &'a mut [Site],
+    pub conds: &'a mut [Cond],
+}
+
+/// What the events say beyond what they fill into the [`Targets`].
 #[derive(Default)]
 pub struct Contention {
     pub blocking: Vec<Blocking>,
     pub blocking_functions: Vec<FunctionBlocking>,
-    pub lock_wait: HashMap<String, DurationStats>,
-    pub lock_hold: HashMap<String, DurationStats>,
-    /// The same with the shim's own time taken out.
-    pub lock_wait_compensated: HashMap<String, DurationStats>,
-    pub lock_hold_compensated: HashMap<String, DurationStats>,
-    pub site_wait: HashMap<String, DurationStats>,
-    pub cond_latency: HashMap<String, DurationStats>,
-    pub cond_outcomes: HashMap<String, [u64; 7]>,
-    pub notifiers: HashMap<String, Vec<NotifyPair>>,
     /// Events whose lock is unknown (a lost creation record).
     pub orphans: u64,
     /// Events read.
@@ -268,11 +273,22 @@ impl Pass {
     }
 }
 
-pub fn analyze(trace: &Trace, names: &Names) -> Contention {
+/// Reads every event once (merged across threads by time) and fills the
+/// targets. `progress` is called every [`PROGRESS_EVERY`] events (the
+/// caller lets go of trace pages already read).
+pub fn analyze(
+    trace: &Trace,
+    names: &Names,
+    targets: Targets,
+    progress: &mut dyn FnMut(),
+) -> Contention {
     let mut pass = Pass::default();
     let mut count = 0u64;
     let damaged_blocks = trace.events.for_each_merged(|e| {
         count += 1;
+        if count.is_multiple_of(PROGRESS_EVERY) {
+            progress();
+        }
         pass.event(e);
     });
     let mut out = Contention {
@@ -285,18 +301,72 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     for list in unmatched {
         pass.settle_all(list, None);
     }
-    finish(pass, names, &mut out);
+    finish(pass, names, targets, &mut out);
     out
 }
 
-/// Names the aggregates and sorts the rows.
-fn finish(pass: Pass, names: &Names, out: &mut Contention) {
-    let lock_name = |raw: u32| names.lock.get(&raw);
-    let mut rows: BTreeMap<(String, u32, u32), (u64, u64)> = BTreeMap::new();
+/// Which of a lock's four distributions.
+#[derive(Clone, Copy)]
+enum Slot {
+    Wait,
+    Hold,
+    WaitCompensated,
+    HoldCompensated,
+}
+
+fn lock_slot(lock: &mut Lock, slot: Slot) -> &mut Durations {
+    match slot {
+        Slot::Wait => &mut lock.wait,
+        Slot::Hold => &mut lock.hold,
+        Slot::WaitCompensated => &mut lock.wait_compensated,
+        Slot::HoldCompensated => &mut lock.hold_compensated,
+    }
+}
+
+fn family_slot(family: &mut Family, slot: Slot) -> &mut Option<DurationStats> {
+    match slot {
+        Slot::Wait => &mut family.wait,
+        Slot::Hold => &mut family.hold,
+        Slot::WaitCompensated => &mut family.wait_compensated,
+        Slot::HoldCompensated => &mut family.hold_compensated,
+    }
+}
+
+/// Each lock's samples into its distribution, and pooled into its
+/// family's when the family has more than one lock (a family of one has
+/// its lock's).
+fn durations(map: ById<Samples>, slot: Slot, names: &Names, targets: &mut Targets) {
+    let mut pooled: FxHashMap<u32, Samples> = FxHashMap::default();
+    for (raw, mut samples) in map.into_entries() {
+        let Some(id) = (names.lock)(raw) else {
+            continue;
+        };
+        let Some(lock) = targets.locks.get_mut(id.index()) else {
+            continue;
+        };
+        let family = lock.family;
+        let stats = samples.stats();
+        match targets.families.get_mut(family.index()) {
+            Some(f) if f.size > 1 => pooled.entry(family.0).or_default().merge(&samples),
+            Some(f) => *family_slot(f, slot) = stats.clone(),
+            None => {}
+        }
+        *lock_slot(lock, slot) = stats.map(Box::new);
+    }
+    for (family, mut samples) in pooled {
+        if let Some(f) = targets.families.get_mut(family as usize) {
+            *family_slot(f, slot) = samples.stats();
+        }
+    }
+}
+
+/// Names the aggregates, fills the targets and sorts the rows.
+fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention) {
+    let mut rows: BTreeMap<(LockId, u32, u32), (u64, u64)> = BTreeMap::new();
     for ((lock, blocker, blocked), (count, wait)) in pass.rows {
-        match lock_name(lock) {
+        match (names.lock)(lock) {
             Some(id) => {
-                let row = rows.entry((id.clone(), blocker, blocked)).or_default();
+                let row = rows.entry((id, blocker, blocked)).or_default();
                 row.0 += count;
                 row.1 = row.1.saturating_add(wait);
             }
@@ -318,7 +388,7 @@ fn finish(pass: Pass, names: &Names, out: &mut Contention) {
     out.blocking
         .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.count.cmp(&a.count)));
 
-    let function_of = |raw: u32| (names.site)(raw).and_then(|s| (names.function)(&s));
+    let function_of = |raw: u32| (names.site)(raw).and_then(names.function);
     let mut by_function: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for ((blocker_site, blocked_site), (count, wait)) in pass.site_pairs {
         if let (Some(blocker), Some(blocked)) =
@@ -343,48 +413,56 @@ fn finish(pass: Pass, names: &Names, out: &mut Contention) {
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
 
-    for (map, into) in [
-        (pass.waits, &mut out.lock_wait),
-        (pass.holds, &mut out.lock_hold),
-        (pass.holds_compensated, &mut out.lock_hold_compensated),
-        (pass.waits_compensated, &mut out.lock_wait_compensated),
-        (pass.cond_latency, &mut out.cond_latency),
-    ] {
-        for (raw, samples) in map.into_entries() {
-            if let (Some(id), Some(s)) = (lock_name(raw), samples.stats()) {
-                into.insert(id.clone(), s);
-            }
-        }
-    }
+    // One map at a time, each dropped before the next is turned into
+    // distributions.
+    durations(pass.waits, Slot::Wait, names, &mut targets);
+    durations(pass.holds, Slot::Hold, names, &mut targets);
+    durations(
+        pass.waits_compensated,
+        Slot::WaitCompensated,
+        names,
+        &mut targets,
+    );
+    durations(
+        pass.holds_compensated,
+        Slot::HoldCompensated,
+        names,
+        &mut targets,
+    );
+
     // Several recorded sites may be one line of the report: pool them first.
-    let mut by_line: BTreeMap<String, Samples> = BTreeMap::new();
+    let mut by_line: BTreeMap<SiteId, Samples> = BTreeMap::new();
     for (site, samples) in pass.site_waits.into_entries() {
         if let Some(id) = (names.site)(site) {
-            by_line.entry(id).or_default().merge(samples);
+            by_line.entry(id).or_default().merge(&samples);
         }
     }
-    for (id, samples) in by_line {
-        if let Some(s) = samples.stats() {
-            out.site_wait.insert(id, s);
+    for (id, mut samples) in by_line {
+        if let Some(site) = targets.sites.get_mut(id.index()) {
+            site.wait = samples.stats();
+        }
+    }
+    for (raw, mut samples) in pass.cond_latency.into_entries() {
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notify_latency = samples.stats();
         }
     }
     for (raw, outcomes) in pass.cond_outcomes.into_entries() {
-        if let Some(id) = lock_name(raw) {
-            out.cond_outcomes.insert(id.clone(), outcomes);
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notified = outcomes[OUTCOME_NOTIFIED as usize];
+            cond.spurious = outcomes[OUTCOME_SPURIOUS as usize];
+            cond.cancelled = outcomes[OUTCOME_CANCELLED as usize];
         }
     }
     let mut pairs: Vec<((u32, u32, u32), u64)> = pass.notify_pairs.into_iter().collect();
     pairs.sort_unstable();
-    for ((cond, notifier_tid, waiter_tid), count) in pairs {
-        if let Some(id) = lock_name(cond) {
-            out.notifiers
-                .entry(id.clone())
-                .or_default()
-                .push(NotifyPair {
-                    notifier_tid,
-                    waiter_tid,
-                    count,
-                });
+    for ((raw, notifier_tid, waiter_tid), count) in pairs {
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notifiers.push(NotifyPair {
+                notifier_tid,
+                waiter_tid,
+                count,
+            });
         }
     }
 }
@@ -469,16 +547,25 @@ pub(crate) mod tests {
     }
 
     fn rows(events: Vec<(usize, EventRecord)>) -> Vec<(u32, u32, u64, u64)> {
-        let locks: HashMap<u32, String> = [(5, "L1".to_string())].into();
-        let site = |raw: u32| Some(format!("S{raw}"));
-        let function = |s: &str| Some(format!("fn_{s}"));
+        let lock = |raw: u32| (raw == 5).then_some(LockId(0));
+        let cond = |_: u32| None;
+        let site = |raw: u32| Some(SiteId(raw));
+        let function = |s: SiteId| Some(format!("fn_{s}"));
         let c = analyze(
             &trace(events),
             &Names {
-                lock: &locks,
+                lock: &lock,
+                cond: &cond,
                 site: &site,
                 function: &function,
             },
+            Targets {
+                locks: &mut [],
+                families: &mut [],
+                sites: &mut [],
+                conds: &mut [],
+            },
+            &mut || {},
         );
         let mut r: Vec<_> = c
             .blocking

@@ -4,8 +4,10 @@
 pub mod analysis;
 pub mod cli;
 pub mod contention;
+pub mod families;
 pub mod findings;
 pub mod load;
+pub mod locks;
 pub mod model;
 pub mod render;
 pub mod run;

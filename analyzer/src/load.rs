@@ -1,8 +1,11 @@
 //! Finding and reading traces named on the command line.
 
 use locksuit_format::{read_trace_shared, Trace, TraceError};
+use memmap2::{Mmap, UncheckedAdvice};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// A user-facing error: one line, naming the file and the problem.
 #[derive(Debug)]
@@ -58,8 +61,66 @@ pub fn default_trace() -> Result<PathBuf, InputError> {
     })
 }
 
+/// A trace read from a file mapping, which it keeps for its events.
+pub struct Mapped {
+    pub trace: Trace,
+    pub pages: Pages,
+}
+
+/// The mapping a trace is read from.
+pub struct Pages(Arc<Mmap>);
+
+impl Pages {
+    /// Lets go of the mapping's pages read so far. The analysis reads a
+    /// trace front to back once, and a trace can be far larger than the
+    /// report's memory; the kernel would drop the pages under memory
+    /// pressure anyway, this keeps them from counting as ours meanwhile.
+    pub fn release(&self) {
+        // SAFETY: the mapping is private and read-only, so no page of it was
+        // ever written: MADV_DONTNEED only unmaps the pages, and any later
+        // access maps them again from the file (the page cache) with the same
+        // contents. Nothing holds on to the pages themselves, only to
+        // addresses inside the mapping, which stays mapped.
+        let _ = unsafe { self.0.unchecked_advise(UncheckedAdvice::DontNeed) };
+    }
+
+    /// Runs `read` while a helper thread lets go of the pages every few
+    /// milliseconds, and once more after it. Reading a trace's records
+    /// touches every block of it (the kernel maps the neighbours of each page
+    /// read along with it), so without this the whole file would count as
+    /// the analyzer's memory until the end of the read.
+    fn while_releasing<T>(&self, read: impl FnOnce() -> T) -> T {
+        let done = AtomicBool::new(false);
+        let result = std::thread::scope(|scope| {
+            let releaser = std::thread::Builder::new()
+                .name("release-pages".into())
+                .stack_size(64 * 1024)
+                .spawn_scoped(scope, || {
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(RELEASE_EVERY);
+                        self.release();
+                    }
+                });
+            // Without the helper (no thread to be had) the read is the same.
+            let result = read();
+            done.store(true, Ordering::Relaxed);
+            if let Ok(releaser) = releaser {
+                // It only sleeps and calls madvise: it cannot panic.
+                let _ = releaser.join();
+            }
+            result
+        });
+        self.release();
+        result
+    }
+}
+
+/// How often pages are let go of while a trace is read: the reader maps
+/// some 2 GB/s, so a few MB stay mapped at a time.
+const RELEASE_EVERY: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Reads one trace file.
-pub fn read(path: &Path) -> Result<Trace, InputError> {
+pub fn read(path: &Path) -> Result<Mapped, InputError> {
     let file = File::open(path).map_err(|e| {
         InputError(match e.kind() {
             std::io::ErrorKind::NotFound => {
@@ -86,22 +147,20 @@ pub fn read(path: &Path) -> Result<Trace, InputError> {
     // Read front to back once: let the kernel read ahead and drop behind.
     let _ = map.advise(memmap2::Advice::Sequential);
     // The trace keeps the mapping: its events are read from it in place.
-    Ok(read_trace_shared(path, std::sync::Arc::new(map))?)
+    let pages = Pages(Arc::new(map));
+    let trace = pages.while_releasing(|| read_trace_shared(path, pages.0.clone()))?;
+    Ok(Mapped { trace, pages })
 }
 
-/// What the command line names: files are taken as they are (and must be
-/// readable), directories contribute every trace inside them (unreadable
-/// ones are skipped with a warning, unless none is readable).
-pub struct Loaded {
-    pub traces: Vec<(PathBuf, Trace)>,
-    pub skipped: Vec<String>,
-}
-
-pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
-    let mut loaded = Loaded {
-        traces: Vec::new(),
-        skipped: Vec::new(),
-    };
+/// What the command line names, one trace at a time (only one is in
+/// memory at once): files are taken as they are (and must be readable),
+/// directories contribute every trace inside them (unreadable ones are
+/// skipped, unless none is readable). Returns what was skipped and why.
+pub fn for_each(
+    paths: &[PathBuf],
+    mut each: impl FnMut(&Path, Mapped),
+) -> Result<Vec<String>, InputError> {
+    let mut skipped = Vec::new();
     let paths = if paths.is_empty() {
         vec![default_trace()?]
     } else {
@@ -122,11 +181,11 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
                 match read(&trace_path) {
                     Ok(t) => {
                         readable += 1;
-                        loaded.traces.push((trace_path, t));
+                        each(&trace_path, t);
                     }
                     Err(e) => {
                         first_error.get_or_insert_with(|| e.0.clone());
-                        loaded.skipped.push(e.0);
+                        skipped.push(e.0);
                     }
                 }
             }
@@ -134,9 +193,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
                 return Err(InputError(first_error.unwrap_or_default()));
             }
         } else {
-            let t = read(path)?;
-            loaded.traces.push((path.clone(), t));
+            each(path, read(path)?);
         }
     }
-    Ok(loaded)
+    Ok(skipped)
 }

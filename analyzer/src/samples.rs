@@ -4,123 +4,172 @@
 //! significant digits (values under 256 ns exact, others within 1 %). Count,
 //! total, average and maximum stay exact whatever the number. A trace of a
 //! hundred million events thus costs at most a histogram per object.
+//!
+//! Most objects of a trace with many locks have a handful of samples, so the
+//! first [`INLINE_SAMPLES`] live inside the value itself (no allocation),
+//! and storage grows with what was recorded, never ahead of it.
 
 use crate::model::DurationStats;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
-/// Samples kept exactly per key (64 KiB).
+/// Samples kept exactly per key (64 KiB at most).
 pub const EXACT_SAMPLES: usize = 8192;
+/// Samples held without a heap allocation.
+pub const INLINE_SAMPLES: usize = 4;
 
-#[derive(Default)]
-pub struct Samples {
+pub enum Samples {
+    /// Every value so far (count, total and maximum follow from them).
+    Exact(SmallVec<[u64; INLINE_SAMPLES]>),
+    /// Past [`EXACT_SAMPLES`].
+    Summary(Box<Summary>),
+}
+
+pub struct Summary {
     count: u64,
     total: u64,
     max: u64,
-    exact: Vec<u64>,
-    histogram: Option<Box<Histogram<u64>>>,
+    histogram: Histogram<u64>,
+}
+
+impl Default for Samples {
+    fn default() -> Self {
+        Samples::Exact(SmallVec::new())
+    }
+}
+
+impl Summary {
+    fn from_exact(values: &[u64]) -> Option<Box<Summary>> {
+        // Two significant digits from 1 ns to 2^50 ns (13 days), about 44 KiB;
+        // longer values are clamped (max_ns keeps the true one). Valid
+        // bounds, so this cannot fail.
+        let histogram = Histogram::<u64>::new_with_bounds(1, 1 << 50, 2).ok()?;
+        let mut s = Box::new(Summary {
+            count: 0,
+            total: 0,
+            max: 0,
+            histogram,
+        });
+        for &v in values {
+            s.record(v);
+        }
+        Some(s)
+    }
+
+    #[inline]
+    fn record(&mut self, value: u64) {
+        self.count += 1;
+        self.total = self.total.saturating_add(value);
+        self.max = self.max.max(value);
+        self.histogram.saturating_record(value);
+    }
 }
 
 impl Samples {
     #[inline]
     pub fn push(&mut self, value: u64) {
-        self.count += 1;
-        self.total = self.total.saturating_add(value);
-        self.max = self.max.max(value);
-        match &mut self.histogram {
-            Some(h) => h.saturating_record(value),
-            None if self.exact.len() < EXACT_SAMPLES => self.exact.push(value),
-            None => {
-                self.switch_to_histogram();
-                if let Some(h) = &mut self.histogram {
-                    h.saturating_record(value);
+        match self {
+            Samples::Summary(s) => s.record(value),
+            Samples::Exact(v) if v.len() < EXACT_SAMPLES => v.push(value),
+            Samples::Exact(v) => {
+                if let Some(mut s) = Summary::from_exact(v) {
+                    s.record(value);
+                    *self = Samples::Summary(s);
                 }
             }
         }
     }
 
-    fn switch_to_histogram(&mut self) {
-        // Two significant digits from 1 ns to 2^50 ns (13 days), about 44 KiB;
-        // longer values are clamped (max_ns keeps the true one). Valid
-        // bounds, so this cannot fail.
-        let Ok(mut h) = Histogram::<u64>::new_with_bounds(1, 1 << 50, 2) else {
-            return;
-        };
-        for &v in &self.exact {
-            h.saturating_record(v);
-        }
-        self.exact = Vec::new();
-        self.histogram = Some(Box::new(h));
-    }
-
-    /// Adds `other`'s samples (several recorded sites can be one line).
-    pub fn merge(&mut self, other: Samples) {
-        self.count += other.count;
-        self.total = self.total.saturating_add(other.total);
-        self.max = self.max.max(other.max);
-        if self.histogram.is_none()
-            && other.histogram.is_none()
-            && self.exact.len() + other.exact.len() <= EXACT_SAMPLES
-        {
-            self.exact.extend(other.exact);
-            return;
-        }
-        if self.histogram.is_none() {
-            self.switch_to_histogram();
-        }
-        if let Some(h) = &mut self.histogram {
-            for v in other.exact {
-                h.saturating_record(v);
-            }
-            if let Some(o) = other.histogram {
-                let _ = h.add(&*o);
-            }
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Samples::Exact(v) => v.is_empty(),
+            Samples::Summary(s) => s.count == 0,
         }
     }
 
-    /// Count, total, average, max, p50 and p99 (nearest rank).
-    pub fn stats(mut self) -> Option<DurationStats> {
-        if self.count == 0 {
-            return None;
-        }
-        let (p50, p99) = match &self.histogram {
-            Some(h) => (
-                h.value_at_quantile(0.50).min(self.max),
-                h.value_at_quantile(0.99).min(self.max),
-            ),
-            None => {
-                self.exact.sort_unstable();
-                let n = self.exact.len();
-                let rank = |p: f64| self.exact[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-                (rank(0.50), rank(0.99))
+    /// Adds `other`'s samples (several recorded sites can be one line; the
+    /// locks of a family are summed up).
+    pub fn merge(&mut self, other: &Samples) {
+        if let (Samples::Exact(mine), Samples::Exact(theirs)) = (&mut *self, other) {
+            if mine.len() + theirs.len() <= EXACT_SAMPLES {
+                mine.extend_from_slice(theirs);
+                return;
             }
+        }
+        if let Samples::Exact(mine) = self {
+            match Summary::from_exact(mine) {
+                Some(s) => *self = Samples::Summary(s),
+                None => return,
+            }
+        }
+        let Samples::Summary(mine) = self else {
+            return;
         };
-        Some(DurationStats {
-            count: self.count,
-            total_ns: self.total,
-            avg_ns: self.total / self.count,
-            max_ns: self.max,
-            p50_ns: p50,
-            p99_ns: p99,
-        })
+        match other {
+            Samples::Exact(theirs) => {
+                for &v in theirs {
+                    mine.record(v);
+                }
+            }
+            Samples::Summary(theirs) => {
+                mine.count += theirs.count;
+                mine.total = mine.total.saturating_add(theirs.total);
+                mine.max = mine.max.max(theirs.max);
+                let _ = mine.histogram.add(&theirs.histogram);
+            }
+        }
+    }
+
+    /// Count, total, average, max, p50 and p99 (nearest rank while exact).
+    /// Sorts the exact values in place.
+    pub fn stats(&mut self) -> Option<DurationStats> {
+        match self {
+            Samples::Exact(v) if v.is_empty() => None,
+            Samples::Exact(v) => {
+                v.sort_unstable();
+                let n = v.len();
+                let rank = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+                Some(DurationStats {
+                    count: n as u64,
+                    total_ns: v.iter().fold(0u64, |t, &x| t.saturating_add(x)),
+                    max_ns: v[n - 1],
+                    p50_ns: rank(0.50),
+                    p99_ns: rank(0.99),
+                })
+            }
+            Samples::Summary(s) if s.count == 0 => None,
+            Samples::Summary(s) => Some(DurationStats {
+                count: s.count,
+                total_ns: s.total,
+                max_ns: s.max,
+                p50_ns: s.histogram.value_at_quantile(0.50).min(s.max),
+                p99_ns: s.histogram.value_at_quantile(0.99).min(s.max),
+            }),
+        }
     }
 }
 
-/// Values keyed by a raw id from the trace: a vector for the small dense
-/// ids the shim hands out, a map for anything else (a damaged trace's ids
-/// must not size a vector).
+/// Values keyed by a raw id from the trace, in the order first seen. Ids
+/// the shim hands out are small and dense, so an id finds its slot through
+/// a vector of slot numbers (4 bytes per id up to the largest seen); ids
+/// beyond [`DENSE_IDS`] (a damaged trace's) go through a map, so they never
+/// size a vector.
 pub struct ById<T> {
-    dense: Vec<Option<T>>,
-    sparse: FxHashMap<u32, T>,
+    slot_of: Vec<u32>,
+    sparse: FxHashMap<u32, u32>,
+    values: Vec<(u32, T)>,
 }
 
-const DENSE_IDS: u32 = 1 << 20;
+const DENSE_IDS: u32 = 1 << 22;
+const NO_SLOT: u32 = u32::MAX;
 
 impl<T> Default for ById<T> {
     fn default() -> Self {
         Self {
-            dense: Vec::new(),
+            slot_of: Vec::new(),
             sparse: FxHashMap::default(),
+            values: Vec::new(),
         }
     }
 }
@@ -128,25 +177,41 @@ impl<T> Default for ById<T> {
 impl<T: Default> ById<T> {
     #[inline]
     pub fn entry(&mut self, id: u32) -> &mut T {
-        if id < DENSE_IDS {
+        let next = self.values.len() as u32;
+        let slot = if id < DENSE_IDS {
             let i = id as usize;
-            if i >= self.dense.len() {
-                self.dense.resize_with(i + 1, || None);
+            if i >= self.slot_of.len() {
+                self.slot_of.resize(i + 1, NO_SLOT);
             }
-            self.dense[i].get_or_insert_with(T::default)
+            if self.slot_of[i] == NO_SLOT {
+                self.slot_of[i] = next;
+            }
+            self.slot_of[i]
         } else {
-            self.sparse.entry(id).or_default()
+            *self.sparse.entry(id).or_insert(next)
+        };
+        if slot == next {
+            self.values.push((id, T::default()));
         }
+        &mut self.values[slot as usize].1
     }
 }
 
 impl<T> ById<T> {
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
     pub fn into_entries(self) -> impl Iterator<Item = (u32, T)> {
-        self.dense
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| (i as u32, v)))
-            .chain(self.sparse)
+        self.values.into_iter()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut T)> {
+        self.values.iter_mut().map(|(id, v)| (*id, v))
     }
 }
 
@@ -162,7 +227,7 @@ mod tests {
         }
         let s = s.stats().unwrap();
         assert_eq!(
-            (s.count, s.total_ns, s.avg_ns, s.max_ns),
+            (s.count, s.total_ns, s.avg_ns(), s.max_ns),
             (100, 5050, 50, 100)
         );
         assert_eq!((s.p50_ns, s.p99_ns), (50, 99));
@@ -193,11 +258,32 @@ mod tests {
             a.push(10);
             b.push(1000 + i);
         }
-        a.merge(b);
+        a.merge(&b);
         let s = a.stats().unwrap();
         assert_eq!(s.count, 2 * EXACT_SAMPLES as u64);
         assert_eq!(s.max_ns, 1000 + EXACT_SAMPLES as u64 - 1);
         assert_eq!(s.p50_ns, 10);
+    }
+
+    #[test]
+    fn a_few_samples_need_no_allocation_and_more_grow_as_recorded() {
+        assert!(std::mem::size_of::<Samples>() <= 48);
+        let mut s = Samples::default();
+        for v in 0..INLINE_SAMPLES as u64 {
+            s.push(v);
+        }
+        let Samples::Exact(v) = &s else {
+            panic!("still exact")
+        };
+        assert!(!v.spilled(), "{INLINE_SAMPLES} samples stay inline");
+        s.push(99);
+        let Samples::Exact(v) = &s else {
+            panic!("still exact")
+        };
+        assert!(
+            v.capacity() < 2 * (INLINE_SAMPLES + 1),
+            "grown as needed, not to {EXACT_SAMPLES}"
+        );
     }
 
     #[test]

@@ -548,15 +548,21 @@ pub fn sites_of_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Findings whose `lock` is `lock_id`.
+/// Findings about the lock `lock_id`: its own (`lock`), or its family's
+/// (`locks` lists every lock a finding covers).
 pub fn findings_for_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
     findings(process)
         .iter()
-        .filter(|f| f["lock"].as_str() == Some(lock_id))
+        .filter(|f| {
+            f["lock"].as_str() == Some(lock_id)
+                || f["locks"]
+                    .as_array()
+                    .is_some_and(|ls| ls.iter().any(|l| l.as_str() == Some(lock_id)))
+        })
         .collect()
 }
 
-/// Findings of the given kind whose `lock` is `lock_id`.
+/// Findings of the given kind about the lock `lock_id`.
 pub fn findings_of_kind_for_lock<'a>(
     process: &'a Value,
     kind: &str,
