@@ -9,6 +9,7 @@ pub mod findings;
 pub mod load;
 pub mod locks;
 pub mod model;
+pub mod oom;
 pub mod render;
 pub mod run;
 pub mod samples;

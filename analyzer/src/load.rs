@@ -178,6 +178,7 @@ pub fn for_each(
             let mut readable = 0;
             let mut first_error = None;
             for trace_path in found {
+                crate::oom::working_on(Some(&trace_path));
                 match read(&trace_path) {
                     Ok(t) => {
                         readable += 1;
@@ -193,8 +194,10 @@ pub fn for_each(
                 return Err(InputError(first_error.unwrap_or_default()));
             }
         } else {
+            crate::oom::working_on(Some(path));
             each(path, read(path)?);
         }
     }
+    crate::oom::working_on(None);
     Ok(skipped)
 }
