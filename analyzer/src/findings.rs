@@ -238,13 +238,13 @@ fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<Lo
             .iter()
             .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
         format!(
-            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {} threads): no other thread ever needed any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
+            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {}): no other thread ever needed any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
             ev.at(first),
             acquisitions,
-            ev.threads(&group)
+            crate::render::count(ev.threads(&group) as u64, "thread", "threads")
         )
     };
     ev.finding(FINDING_UNNECESSARY, group, message)

@@ -119,15 +119,8 @@ fn family_label(f: &Family) -> String {
     if f.size == 1 {
         f.first_lock.to_string()
     } else {
-        format!("{} ({} locks)", f.id, f.size)
-    }
-}
-
-fn family_address(f: &Family) -> String {
-    if f.size == 1 {
-        format!("{:#x}", f.first_address)
-    } else {
-        format!("{:#x}…", f.first_address)
+        // No breakable space: the table keeps the label on one line.
+        format!("{}\u{a0}×{}", f.id, f.size)
     }
 }
 
@@ -214,7 +207,7 @@ fn mutrace_table(out: &mut String, p: &Process, sort: SortKey) {
     };
     let _ = writeln!(
         out,
-        "Locks, mutrace columns (times are hold times; {period}; a family of locks taken at the same lines is one row)\n{t}"
+        "Locks, mutrace columns (times are hold times; {period}; a family of locks taken at the same lines is one row, F<n> ×<locks>)\n{t}"
     );
     more(out, order.len().saturating_sub(TABLE_ROWS), "rows");
     let _ = writeln!(out);
@@ -231,10 +224,10 @@ fn process(out: &mut String, p: &Process, threshold: f64, sort: SortKey, columns
     let _ =
         writeln!(
         out,
-        "   {status}; {} threads, {} locks ({} families), {} sites, {} condition variables, {} events ({}), {} dropped{}; clock {}",
+        "   {status}; {} threads, {} locks ({}), {} sites, {} condition variables, {} events ({}), {} dropped{}; clock {}",
         p.threads.len(),
         p.locks.len(),
-        p.families.len(),
+        super::count(p.families.len() as u64, "family", "families"),
         p.sites.len(),
         p.conds.len(),
         p.events,
@@ -306,7 +299,7 @@ fn locks_table(out: &mut String, p: &Process, sort: SortKey) {
             } else {
                 f.kind.to_string()
             },
-            family_address(f),
+            format!("{:#x}", f.first_address),
             f.acquisitions.to_string(),
             f.contended.to_string(),
             f.owner_changes.to_string(),
@@ -320,7 +313,7 @@ fn locks_table(out: &mut String, p: &Process, sort: SortKey) {
     right_align(&mut t, &[3, 4, 5, 6, 7, 8, 9]);
     let _ = writeln!(
         out,
-        "Locks, largest {sort:?} first (a family of locks of one kind taken at the same lines is one row, its figures summed)\n{t}"
+        "Locks, largest {sort:?} first (a family, locks of one kind taken at the same lines, is one row: F<n> ×<locks>, figures summed, address of its first lock)\n{t}"
     );
     more(out, order.len().saturating_sub(TABLE_ROWS), "rows");
     let _ = writeln!(out);
