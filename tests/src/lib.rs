@@ -240,6 +240,8 @@ pub struct Measured {
 /// Runs `cmd` with its standard output into the file `stdout` and returns
 /// its status and its own peak resident memory, from wait4(2). Killed after
 /// [`CHILD_TIMEOUT`].
+// wait4 reaps the child, which clippy does not see.
+#[allow(clippy::zombie_processes)]
 pub fn run_measured(mut cmd: Command, stdout: &Path) -> Measured {
     use std::os::unix::process::ExitStatusExt;
     let desc = format!("{cmd:?}");
