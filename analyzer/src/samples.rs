@@ -5,23 +5,28 @@
 //! total, average and maximum stay exact whatever the number. A trace of a
 //! hundred million events thus costs at most a histogram per object.
 //!
-//! Most objects of a trace with many locks have a handful of samples, so the
-//! first [`INLINE_SAMPLES`] live inside the value itself (no allocation),
-//! and storage grows with what was recorded, never ahead of it.
+//! A trace of a million locks has a handful of samples for each: the first
+//! [`INLINE_SAMPLES`] live inside the value itself (no allocation), storage
+//! grows with what was recorded, never ahead of it, and durations under
+//! 4.3 s (nearly all) take 4 bytes each, not 8.
 
 use crate::model::DurationStats;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-/// Samples kept exactly per key (64 KiB at most).
+/// Samples kept exactly per key (32 KiB at most, 64 KiB if some are 4.3 s
+/// or longer).
 pub const EXACT_SAMPLES: usize = 8192;
 /// Samples held without a heap allocation.
-pub const INLINE_SAMPLES: usize = 4;
+pub const INLINE_SAMPLES: usize = 8;
 
 pub enum Samples {
-    /// Every value so far (count, total and maximum follow from them).
-    Exact(SmallVec<[u64; INLINE_SAMPLES]>),
+    /// Every value so far, each under 2^32 ns (count, total and maximum
+    /// follow from them).
+    Narrow(SmallVec<[u32; INLINE_SAMPLES]>),
+    /// Every value so far, some of them 2^32 ns or longer.
+    Wide(Vec<u64>),
     /// Past [`EXACT_SAMPLES`].
     Summary(Box<Summary>),
 }
@@ -35,12 +40,12 @@ pub struct Summary {
 
 impl Default for Samples {
     fn default() -> Self {
-        Samples::Exact(SmallVec::new())
+        Samples::Narrow(SmallVec::new())
     }
 }
 
 impl Summary {
-    fn from_exact(values: &[u64]) -> Option<Box<Summary>> {
+    fn of(values: impl Iterator<Item = u64>) -> Option<Box<Summary>> {
         // Two significant digits from 1 ns to 2^50 ns (13 days), about 44 KiB;
         // longer values are clamped (max_ns keeps the true one). Valid
         // bounds, so this cannot fail.
@@ -51,7 +56,7 @@ impl Summary {
             max: 0,
             histogram,
         });
-        for &v in values {
+        for v in values {
             s.record(v);
         }
         Some(s)
@@ -67,13 +72,38 @@ impl Summary {
 }
 
 impl Samples {
+    fn len(&self) -> usize {
+        match self {
+            Samples::Narrow(v) => v.len(),
+            Samples::Wide(v) => v.len(),
+            Samples::Summary(s) => s.count as usize,
+        }
+    }
+
+    /// The exact values (empty for a summary).
+    fn values(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            Samples::Narrow(v) => Box::new(v.iter().map(|&x| u64::from(x))),
+            Samples::Wide(v) => Box::new(v.iter().copied()),
+            Samples::Summary(_) => Box::new(std::iter::empty()),
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, value: u64) {
         match self {
             Samples::Summary(s) => s.record(value),
-            Samples::Exact(v) if v.len() < EXACT_SAMPLES => v.push(value),
-            Samples::Exact(v) => {
-                if let Some(mut s) = Summary::from_exact(v) {
+            Samples::Narrow(v) if v.len() < EXACT_SAMPLES => match u32::try_from(value) {
+                Ok(narrow) => v.push(narrow),
+                Err(_) => {
+                    let mut wide: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+                    wide.push(value);
+                    *self = Samples::Wide(wide);
+                }
+            },
+            Samples::Wide(v) if v.len() < EXACT_SAMPLES => v.push(value),
+            _ => {
+                if let Some(mut s) = Summary::of(self.values()) {
                     s.record(value);
                     *self = Samples::Summary(s);
                 }
@@ -82,41 +112,45 @@ impl Samples {
     }
 
     pub fn is_empty(&self) -> bool {
-        match self {
-            Samples::Exact(v) => v.is_empty(),
-            Samples::Summary(s) => s.count == 0,
-        }
+        self.len() == 0
     }
 
     /// Adds `other`'s samples (several recorded sites can be one line; the
-    /// locks of a family are summed up).
+    /// locks of a family are pooled).
     pub fn merge(&mut self, other: &Samples) {
-        if let (Samples::Exact(mine), Samples::Exact(theirs)) = (&mut *self, other) {
-            if mine.len() + theirs.len() <= EXACT_SAMPLES {
-                mine.extend_from_slice(theirs);
-                return;
-            }
-        }
-        if let Samples::Exact(mine) = self {
-            match Summary::from_exact(mine) {
+        if !matches!(self, Samples::Summary(_)) && self.len() + other.len() > EXACT_SAMPLES {
+            match Summary::of(self.values()) {
                 Some(s) => *self = Samples::Summary(s),
                 None => return,
             }
         }
-        let Samples::Summary(mine) = self else {
-            return;
-        };
-        match other {
-            Samples::Exact(theirs) => {
-                for &v in theirs {
-                    mine.record(v);
-                }
-            }
-            Samples::Summary(theirs) => {
+        match (&mut *self, other) {
+            (Samples::Summary(mine), Samples::Summary(theirs)) => {
                 mine.count += theirs.count;
                 mine.total = mine.total.saturating_add(theirs.total);
                 mine.max = mine.max.max(theirs.max);
                 let _ = mine.histogram.add(&theirs.histogram);
+            }
+            (Samples::Summary(mine), _) => {
+                for v in other.values() {
+                    mine.record(v);
+                }
+            }
+            (_, Samples::Summary(theirs)) => {
+                if let Some(mut s) = Summary::of(self.values()) {
+                    s.count += theirs.count;
+                    s.total = s.total.saturating_add(theirs.total);
+                    s.max = s.max.max(theirs.max);
+                    let _ = s.histogram.add(&theirs.histogram);
+                    *self = Samples::Summary(s);
+                }
+            }
+            (Samples::Narrow(mine), Samples::Narrow(theirs)) => mine.extend_from_slice(theirs),
+            (mine, _) => {
+                // At least one side is wide.
+                let mut wide: Vec<u64> = mine.values().collect();
+                wide.extend(other.values());
+                *mine = Samples::Wide(wide);
             }
         }
     }
@@ -124,20 +158,24 @@ impl Samples {
     /// Count, total, average, max, p50 and p99 (nearest rank while exact).
     /// Sorts the exact values in place.
     pub fn stats(&mut self) -> Option<DurationStats> {
-        match self {
-            Samples::Exact(v) if v.is_empty() => None,
-            Samples::Exact(v) => {
-                v.sort_unstable();
-                let n = v.len();
-                let rank = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-                Some(DurationStats {
-                    count: n as u64,
-                    total_ns: v.iter().fold(0u64, |t, &x| t.saturating_add(x)),
-                    max_ns: v[n - 1],
-                    p50_ns: rank(0.50),
-                    p99_ns: rank(0.99),
-                })
+        fn exact<T: Copy + Ord + Into<u64>>(v: &mut [T]) -> Option<DurationStats> {
+            if v.is_empty() {
+                return None;
             }
+            v.sort_unstable();
+            let n = v.len();
+            let rank = |p: f64| v[((p * n as f64).ceil() as usize).clamp(1, n) - 1].into();
+            Some(DurationStats {
+                count: n as u64,
+                total_ns: v.iter().fold(0u64, |t, &x| t.saturating_add(x.into())),
+                max_ns: v[n - 1].into(),
+                p50_ns: rank(0.50),
+                p99_ns: rank(0.99),
+            })
+        }
+        match self {
+            Samples::Narrow(v) => exact(v),
+            Samples::Wide(v) => exact(v),
             Samples::Summary(s) if s.count == 0 => None,
             Samples::Summary(s) => Some(DurationStats {
                 count: s.count,
@@ -272,18 +310,40 @@ mod tests {
         for v in 0..INLINE_SAMPLES as u64 {
             s.push(v);
         }
-        let Samples::Exact(v) = &s else {
+        let Samples::Narrow(v) = &s else {
             panic!("still exact")
         };
         assert!(!v.spilled(), "{INLINE_SAMPLES} samples stay inline");
         s.push(99);
-        let Samples::Exact(v) = &s else {
+        let Samples::Narrow(v) = &s else {
             panic!("still exact")
         };
         assert!(
             v.capacity() < 2 * (INLINE_SAMPLES + 1),
             "grown as needed, not to {EXACT_SAMPLES}"
         );
+    }
+
+    #[test]
+    fn durations_of_4_3_s_or_more_widen_the_samples_exactly() {
+        let mut s = Samples::default();
+        s.push(10);
+        s.push(5_000_000_000);
+        s.push(20);
+        assert!(matches!(s, Samples::Wide(_)));
+        let mut other = Samples::default();
+        other.push(30);
+        s.merge(&other);
+        let st = s.stats().unwrap();
+        assert_eq!((st.count, st.max_ns, st.p50_ns), (4, 5_000_000_000, 20));
+        assert_eq!(st.total_ns, 5_000_000_060);
+        // Narrow into wide, and wide into narrow.
+        let mut narrow = Samples::default();
+        narrow.push(1);
+        let mut wide = Samples::default();
+        wide.push(u64::from(u32::MAX) + 1);
+        narrow.merge(&wide);
+        assert_eq!(narrow.stats().unwrap().max_ns, u64::from(u32::MAX) + 1);
     }
 
     #[test]
