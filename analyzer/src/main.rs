@@ -3,5 +3,6 @@
 static ALLOCATOR: locksuit::oom::ExitOnOom = locksuit::oom::ExitOnOom;
 
 fn main() {
+    locksuit::oom::map_large_allocations();
     std::process::exit(locksuit::cli::main());
 }

@@ -30,6 +30,25 @@ pub fn working_on(trace: Option<&Path>) {
 /// The system allocator, which exits with status 2 instead of returning null.
 pub struct ExitOnOom;
 
+/// Allocations of this size or more get their own mapping.
+const MMAP_THRESHOLD: i32 = 256 * 1024;
+
+/// Makes glibc give every large allocation its own mapping, always. By
+/// default the threshold rises to the size of the largest mapped block
+/// freed (up to 32 MiB): after the trace's records are let go of, vectors
+/// of up to 32 MiB would then grow inside the heap, each doubling copying
+/// and leaving its old block resident but free; with a mapping each, a
+/// growing vector is moved by mremap(2) and a freed one goes back to the
+/// system at once.
+pub fn map_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a malloc tunable; called before any
+    // thread is started.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
 #[cold]
 fn out_of_memory(size: usize) -> ! {
     // Nothing here allocates: the message is formatted into a buffer on the
