@@ -28,8 +28,8 @@ use std::hash::Hash;
 /// this covers clock skew and long preemptions between them.
 pub const JOIN_WINDOW: usize = 1 << 20;
 
-/// Events between two calls of the progress hook (16 MiB of events).
-pub const PROGRESS_EVERY: u64 = 1 << 18;
+/// Events between two calls of the progress hook (4 MiB of events).
+pub const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// Names for what the events refer to, from the rest of the analysis.
 pub struct Names<'a> {
