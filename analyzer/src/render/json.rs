@@ -6,8 +6,12 @@ use std::io::Write;
 /// Writes the report as it is serialised: a million locks make a JSON text
 /// of hundreds of megabytes, which is never held in memory whole.
 pub fn write(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, report).map_err(std::io::Error::from)?;
-    out.write_all(b"\n")
+    // The serializer writes a few bytes at a time: into a buffer of a
+    // concrete type, not through `dyn Write` each time.
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, out);
+    serde_json::to_writer_pretty(&mut buffered, report).map_err(std::io::Error::from)?;
+    buffered.write_all(b"\n")?;
+    buffered.flush()
 }
 
 /// The report as one string (tests, and tools that want it in memory).
