@@ -141,7 +141,8 @@ fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) -> Lock {
 }
 
 /// Builds every lock from the trace's lock, destroy and counter records,
-/// and takes those records out of `trace` (they are not needed again).
+/// and takes the destroy and counter records out of `trace` (the caller lets
+/// go of the lock records once the condition variables have their addresses).
 /// `site_of` maps a raw site id to its chain index.
 pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built {
     // Locks (not conds), numbered in creation order.
@@ -269,7 +270,6 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
         .iter()
         .fold(orphans, |o, (_, c)| o.saturating_add(c.engagements));
     drop(counters);
-    trace.locks = Vec::new();
     locks.reverse();
     for site in &mut sites {
         site.locks.reverse();
