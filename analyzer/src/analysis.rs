@@ -17,54 +17,8 @@ use crate::stream::StreamFilter;
 use crate::symbolize::{first_own_frame, Symbolizer};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// Totals over counter records, for one lock or one site. Sums saturate: a
-/// damaged trace can hold any value, and a report must still come out.
-#[derive(Default, Clone, Copy)]
-struct Totals {
-    engagements: u64,
-    contended: u64,
-    task_switches: u64,
-    cond_reacquires: u64,
-    try_failures: u64,
-    timeouts: u64,
-    wait_ns: u64,
-    hold_ns: u64,
-    hold_samples: u64,
-    owner_changes: u64,
-}
-
-impl Totals {
-    fn mode_stats(&self) -> ModeStats {
-        ModeStats {
-            acquisitions: self.engagements,
-            contended: self.contended,
-            try_failures: self.try_failures,
-            timeouts: self.timeouts,
-            wait_ns: self.wait_ns,
-            hold_ns: self.hold_ns,
-            hold_samples: self.hold_samples,
-        }
-    }
-
-    fn add(&mut self, c: &CounterRecord) {
-        self.engagements = self.engagements.saturating_add(c.engagements);
-        self.contended = self.contended.saturating_add(c.contended);
-        self.task_switches = self.task_switches.saturating_add(c.task_switches);
-        self.cond_reacquires = self.cond_reacquires.saturating_add(c.cond_reacquires);
-        self.try_failures = self.try_failures.saturating_add(c.try_failures);
-        self.timeouts = self.timeouts.saturating_add(c.timeouts);
-        self.wait_ns = self.wait_ns.saturating_add(c.wait_ns);
-        self.hold_ns = self.hold_ns.saturating_add(c.hold_ns);
-        self.hold_samples = self.hold_samples.saturating_add(c.hold_samples);
-        self.owner_changes = self.owner_changes.saturating_add(c.owner_changes);
-    }
-}
-
-fn is_rwlock(rec: Option<&&LockRecord>) -> bool {
-    rec.is_some_and(|r| r.kind == ObjectKind::Rwlock as u32)
-}
 
 /// What makes two recorded sites one site of the report: the first frame in
 /// the program's own code — its line when known, else its code address.
@@ -124,15 +78,19 @@ pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static s
     }
 }
 
-/// Builds the model of one process.
+/// Builds the model of one process. The trace is consumed: its counter
+/// and lock records are let go of as soon as they are turned into the model
+/// (see `locks.rs`). `progress` is called now and then while the events are
+/// read (the caller lets go of trace pages already read).
 pub fn analyze(
     trace_path: &str,
-    trace: &Trace,
+    mut trace: Trace,
     limits: &Limits,
     streams: &StreamFilter,
     symbolizer: &mut Symbolizer,
+    progress: &mut dyn FnMut(),
 ) -> Process {
-    let header = &trace.header;
+    let header = trace.header.clone();
 
     // Sites: the shim records one per (return address, caller's return
     // address); a site of the report is a line of the program's own code, so
@@ -141,7 +99,7 @@ pub fn analyze(
     // are merged). The first record's chain is kept.
     let exe = header.exe.as_str();
     let mut site_by_line: HashMap<SiteKey, usize> = HashMap::new();
-    let mut site_index_of_raw: HashMap<u32, usize> = HashMap::new();
+    let mut site_index_of_raw: FxHashMap<u32, usize> = FxHashMap::default();
     let mut chains: Vec<Vec<Frame>> = Vec::new();
     for s in &trace.sites {
         if s.frames.is_empty() {
@@ -159,10 +117,13 @@ pub fn analyze(
         });
         site_index_of_raw.insert(s.id, index);
     }
-    // Counters that name an unknown site (0, or a lost record) share one
-    // "unknown" site so their engagements are not lost.
+    let mut warnings = std::mem::take(&mut trace.warnings);
+
+    // Locks, numbered L1.. in creation order; counters that name an unknown
+    // site (0, or a lost record) share one "unknown" site so their
+    // engagements are not lost.
     let mut unknown_site = None;
-    let mut site_of = |raw: u32, chains: &mut Vec<Vec<Frame>>| -> usize {
+    let mut site_of = |raw: u32| -> usize {
         if let Some(&i) = site_index_of_raw.get(&raw) {
             return i;
         }
@@ -171,228 +132,99 @@ pub fn analyze(
             chains.len() - 1
         })
     };
-
-    // Locks (not conds), numbered L1.. in creation order.
-    let mut lock_ids: Vec<u32> = trace
-        .locks
-        .iter()
-        .filter(|l| l.kind != ObjectKind::Cond as u32)
-        .map(|l| l.id)
-        .collect();
-    lock_ids.sort_unstable();
-    lock_ids.dedup();
-    let lock_index: HashMap<u32, usize> = lock_ids
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i))
-        .collect();
-    let lock_record: HashMap<u32, &LockRecord> = trace.locks.iter().map(|l| (l.id, l)).collect();
-    let destroyed: BTreeSet<u32> = trace.destroys.iter().map(|d| d.id).collect();
-
-    let n_locks = lock_ids.len();
-    let mut lock_totals = vec![Totals::default(); n_locks];
-    // [shared, exclusive] for rwlocks; posts for semaphores.
-    let mut lock_modes = vec![[Totals::default(); 2]; n_locks];
-    let mut lock_posts = vec![0u64; n_locks];
-    let mut lock_per_thread: Vec<BTreeMap<u32, u64>> = vec![BTreeMap::new(); n_locks];
-    let mut lock_sites: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n_locks];
-    // (site, lock) -> totals
-    let mut site_lock: BTreeMap<(usize, usize), Totals> = BTreeMap::new();
-    let mut thread_acquisitions: HashMap<usize, u64> = HashMap::new();
-    let mut warnings = trace.warnings.clone();
-    let mut orphans = 0u64;
-    for (thread, c) in &trace.counters {
-        let Some(&li) = lock_index.get(&c.lock_id) else {
-            orphans = orphans.saturating_add(c.engagements);
-            continue;
-        };
-        let si = site_of(c.site_id, &mut chains);
-        let tid = trace.threads[*thread].record.tid;
-        if c.hdr.aux == MODE_POST {
-            lock_posts[li] = lock_posts[li].saturating_add(c.engagements);
-        } else {
-            lock_totals[li].add(c);
-            lock_modes[li][usize::from(c.hdr.aux != MODE_SHARED)].add(c);
-            // Posts engage a semaphore but are not acquisitions.
-            let slot = thread_acquisitions.entry(*thread).or_default();
-            *slot = slot.saturating_add(c.engagements);
-        }
-        let slot = lock_per_thread[li].entry(tid).or_default();
-        *slot = slot.saturating_add(c.engagements);
-        lock_sites[li].insert(si);
-        site_lock.entry((si, li)).or_default().add(c);
-    }
-    if orphans > 0 {
+    let mut built = crate::locks::build(&mut trace, &mut site_of);
+    if built.orphans > 0 {
         warnings.push(format!(
-            "{orphans} engagements refer to locks whose creation record is missing; left out"
+            "{} engagements refer to locks whose creation record is missing; left out",
+            built.orphans
         ));
     }
+    let raw_ids = std::mem::take(&mut built.raw_ids);
+    let lock_of = |raw: u32| raw_ids.binary_search(&raw).ok().map(|i| LockId(i as u32));
+    let mut conds = build_conds(&trace, &lock_of);
+    // Lock records are not needed past this point.
+    trace.locks = Vec::new();
 
-    let ratios: Vec<f64> = lock_per_thread
-        .iter()
-        .map(|m| sharing_ratio(m.values().copied()))
-        .collect();
     // Only lines that engaged a lock are sites of this report (a line that
     // only signals a condition variable is not); they are numbered S1.. in
     // the order they were first recorded.
-    let engaged_sites: BTreeSet<usize> = site_lock.keys().map(|&(s, _)| s).collect();
-    let site_number: HashMap<usize, usize> = engaged_sites
-        .iter()
-        .enumerate()
-        .map(|(n, &s)| (s, n))
-        .collect();
-    let site_label = |i: usize| format!("S{}", site_number.get(&i).map_or(0, |n| n + 1));
-    let lock_label = |i: usize| format!("L{}", i + 1);
-
-    let mut locks: Vec<Lock> = (0..n_locks)
-        .map(|i| {
-            let raw = lock_ids[i];
-            let rec = lock_record.get(&raw);
-            let t = lock_totals[i];
-            Lock {
-                id: lock_label(i),
-                kind: rec
-                    .and_then(|r| ObjectKind::from_u8(r.kind as u8))
-                    .map_or("unknown", |k| k.name()),
-                address: rec.map_or_else(String::new, |r| format!("{:#x}", r.address)),
-                origin: match rec.map(|r| r.origin) {
-                    Some(ORIGIN_INIT) => "init",
-                    Some(ORIGIN_OPEN) => "open",
-                    _ => "first-use",
-                },
-                destroyed: destroyed.contains(&raw),
-                process_shared: rec.is_some_and(|r| r.hdr.aux & ATTR_PROCESS_SHARED != 0),
-                mutex_type: rec.and_then(|r| match r.mutex_type {
-                    0 => Some("normal"),
-                    1 => Some("recursive"),
-                    2 => Some("errorcheck"),
-                    3 => Some("adaptive"),
-                    _ => None,
-                }),
-                robust: rec.is_some_and(|r| r.hdr.aux & ATTR_ROBUST != 0),
-                acquisitions: t.engagements,
-                contended: t.contended,
-                try_failures: t.try_failures,
-                timeouts: t.timeouts,
-                cond_reacquires: t.cond_reacquires,
-                task_switches: t.task_switches,
-                owner_changes: t.owner_changes,
-                threads: lock_per_thread[i].values().filter(|&&n| n > 0).count(),
-                sharing_ratio: ratios[i],
-                wait_ns: t.wait_ns,
-                hold_ns: t.hold_ns,
-                hold_samples: t.hold_samples,
-                engagements_by_thread: lock_per_thread[i]
-                    .iter()
-                    .map(|(&tid, &count)| ThreadCount { tid, count })
-                    .collect(),
-                sites: lock_sites[i].iter().map(|&s| site_label(s)).collect(),
-                read: is_rwlock(rec).then(|| lock_modes[i][0].mode_stats()),
-                write: is_rwlock(rec).then(|| lock_modes[i][1].mode_stats()),
-                posts: lock_posts[i],
-                wait: None,
-                hold: None,
-                wait_compensated: None,
-                hold_compensated: None,
-            }
-        })
-        .collect();
-
-    // Sites: totals, ratio, verdict, symbolized chain.
-    let mut sites: Vec<Site> = Vec::with_capacity(engaged_sites.len());
-    for &si in &engaged_sites {
-        let call_chain = chains[si].clone();
-        let mut totals = Totals::default();
-        let mut weighted = 0.0;
-        let mut site_locks = Vec::new();
-        for (&(s, l), t) in site_lock.range((si, 0)..(si + 1, 0)) {
-            debug_assert_eq!(s, si);
-            totals.engagements = totals.engagements.saturating_add(t.engagements);
-            totals.contended = totals.contended.saturating_add(t.contended);
-            totals.task_switches = totals.task_switches.saturating_add(t.task_switches);
-            totals.wait_ns = totals.wait_ns.saturating_add(t.wait_ns);
-            totals.hold_ns = totals.hold_ns.saturating_add(t.hold_ns);
-            weighted += t.engagements as f64 * ratios[l];
-            site_locks.push(lock_label(l));
-        }
-        let ratio = if totals.engagements == 0 {
+    let site_number = crate::locks::number_sites(&mut built);
+    let mut sites: Vec<Site> = Vec::new();
+    for (chain, totals) in built.sites.iter_mut().enumerate() {
+        let Some(Some(id)) = site_number.get(chain) else {
+            continue;
+        };
+        let call_chain = std::mem::take(&mut chains[chain]);
+        let t = totals.totals;
+        let ratio = if t.engagements == 0 {
             0.0
         } else {
-            weighted / totals.engagements as f64
+            totals.weighted / t.engagements as f64
         };
         let own = call_chain.get(first_own_frame(&call_chain));
         sites.push(Site {
-            id: site_label(si),
+            id: *id,
             function: own.and_then(|f| f.function.clone()),
             file: own.and_then(|f| f.file.clone()),
             line: own.and_then(|f| f.line),
             path: own.and_then(|f| f.path.clone()),
-            locks: site_locks,
-            engagements: totals.engagements,
-            contended: totals.contended,
-            task_switches: totals.task_switches,
-            wait_ns: totals.wait_ns,
-            hold_ns: totals.hold_ns,
+            locks: std::mem::take(&mut totals.locks),
+            engagements: t.engagements,
+            contended: t.contended,
+            task_switches: t.task_switches,
+            wait_ns: t.wait_ns,
+            hold_ns: t.hold_ns,
             wait: None,
             ratio,
-            status: site_status(totals.task_switches, ratio, limits.threshold),
+            status: site_status(t.task_switches, ratio, limits.threshold),
             call_chain,
         });
     }
-
-    let mut conds = build_conds(trace, &lock_index, &lock_record, &lock_label);
+    let mut locks = built.locks;
+    let mut families = crate::families::build(&mut locks);
 
     // The event stream: who blocked whom, and exact wait/hold distributions.
-    let mut event_names: HashMap<u32, String> = lock_ids
+    let cond_ids: Vec<u32> = trace
+        .conds
         .iter()
-        .enumerate()
-        .map(|(i, &raw)| (raw, lock_label(i)))
+        .map(|(_, c)| c.cond_id)
+        .collect::<BTreeSet<u32>>()
+        .into_iter()
         .collect();
-    let cond_ids: BTreeSet<u32> = trace.conds.iter().map(|(_, c)| c.cond_id).collect();
-    for (i, raw) in cond_ids.into_iter().enumerate() {
-        event_names.insert(raw, format!("C{}", i + 1));
-    }
-    let report_site = |raw: u32| -> Option<String> {
+    let cond_of = |raw: u32| cond_ids.binary_search(&raw).ok();
+    let report_site = |raw: u32| -> Option<SiteId> {
         let chain = site_index_of_raw.get(&raw)?;
-        site_number.get(chain).map(|n| format!("S{}", n + 1))
+        site_number.get(*chain).copied().flatten()
     };
-    let function_of = |site: &str| -> Option<String> {
-        sites
-            .iter()
-            .find(|s| s.id == site)
-            .and_then(|s| s.function.clone())
-    };
-    let mut contention = crate::contention::analyze(
-        trace,
+    // Who-blocks-whom by function names sites while the events fill them in.
+    let functions: Vec<Option<String>> = sites.iter().map(|s| s.function.clone()).collect();
+    let function_of = |site: SiteId| functions.get(site.index()).cloned().flatten();
+    let contention = crate::contention::analyze(
+        &trace,
         &crate::contention::Names {
-            lock: &event_names,
+            lock: &lock_of,
+            cond: &cond_of,
             site: &report_site,
             function: &function_of,
         },
+        crate::contention::Targets {
+            locks: &mut locks,
+            families: &mut families,
+            sites: &mut sites,
+            conds: &mut conds,
+        },
+        progress,
     );
-    for lock in &mut locks {
-        lock.wait = contention.lock_wait.get(&lock.id).cloned();
-        lock.hold = contention.lock_hold.get(&lock.id).cloned();
-        lock.wait_compensated = contention.lock_wait_compensated.get(&lock.id).cloned();
-        lock.hold_compensated = contention.lock_hold_compensated.get(&lock.id).cloned();
-    }
-    for site in &mut sites {
-        site.wait = contention.site_wait.get(&site.id).cloned();
-    }
-    for cond in &mut conds {
-        if let Some(o) = contention.cond_outcomes.get(&cond.id) {
-            cond.notified = o[OUTCOME_NOTIFIED as usize];
-            cond.spurious = o[OUTCOME_SPURIOUS as usize];
-            cond.cancelled = o[OUTCOME_CANCELLED as usize];
-        }
-        cond.notify_latency = contention.cond_latency.get(&cond.id).cloned();
-        cond.notifiers = contention.notifiers.remove(&cond.id).unwrap_or_default();
-    }
+    let event_name = |raw: u32| -> Option<String> {
+        lock_of(raw)
+            .map(|l| l.to_string())
+            .or_else(|| cond_of(raw).map(|i| format!("C{}", i + 1)))
+    };
     let streams = crate::stream::build(
-        trace,
+        &trace,
         streams,
-        &|raw| event_names.get(&raw).cloned(),
-        &report_site,
+        &event_name,
+        &|raw| report_site(raw).map(|s| s.to_string()),
         header.start_mono_ns,
     );
     if contention.damaged_blocks > 0 {
@@ -410,10 +242,10 @@ pub fn analyze(
     let duration = (header.end_mono_ns > header.start_mono_ns)
         .then(|| header.end_mono_ns - header.start_mono_ns);
     let findings = crate::findings::build(
-        trace,
+        &trace.threads,
         &locks,
+        &families,
         &sites,
-        &lock_per_thread,
         &contention.blocking,
         limits,
         duration,
@@ -430,7 +262,7 @@ pub fn analyze(
             parent_tid: (t.record.parent_tid != 0).then_some(t.record.parent_tid),
             main: t.record.flags & THREAD_MAIN != 0,
             ended: t.record.flags & THREAD_ENDED != 0,
-            acquisitions: thread_acquisitions.get(&i).copied().unwrap_or(0),
+            acquisitions: built.thread_acquisitions.get(i).copied().unwrap_or(0),
             joins: t.record.joins,
             join_wait_ns: t.record.join_wait_ns,
             shim_call_ns: (t.record.shim_call_ps != 0)
@@ -499,6 +331,7 @@ pub fn analyze(
         events_overwritten,
         threads,
         locks,
+        families,
         sites,
         conds,
         findings,
@@ -509,21 +342,26 @@ pub fn analyze(
     }
 }
 
-fn build_conds(
-    trace: &Trace,
-    lock_index: &HashMap<u32, usize>,
-    lock_record: &HashMap<u32, &LockRecord>,
-    lock_label: &dyn Fn(usize) -> String,
-) -> Vec<Cond> {
+fn build_conds(trace: &Trace, lock_of: &dyn Fn(u32) -> Option<LockId>) -> Vec<Cond> {
+    // Each condition variable's address: from the last record with its id.
+    let mut address: HashMap<u32, Option<u64>> =
+        trace.conds.iter().map(|(_, c)| (c.cond_id, None)).collect();
+    for r in &trace.locks {
+        if let Some(a) = address.get_mut(&r.id) {
+            *a = Some(r.address);
+        }
+    }
     let mut by_cond: BTreeMap<u32, (Cond, BTreeSet<u32>, BTreeSet<usize>)> = BTreeMap::new();
     for (thread, c) in &trace.conds {
         let entry = by_cond.entry(c.cond_id).or_insert_with(|| {
             (
                 Cond {
                     id: String::new(),
-                    address: lock_record
+                    address: address
                         .get(&c.cond_id)
-                        .map_or_else(String::new, |r| format!("{:#x}", r.address)),
+                        .copied()
+                        .flatten()
+                        .map_or_else(String::new, |a| format!("{a:#x}")),
                     waits: 0,
                     timeouts: 0,
                     signals: 0,
@@ -562,10 +400,7 @@ fn build_conds(
         .map(|(i, (mut cond, mutexes, threads))| {
             cond.id = format!("C{}", i + 1);
             cond.threads = threads.len();
-            cond.mutexes = mutexes
-                .iter()
-                .filter_map(|m| lock_index.get(m).map(|&li| lock_label(li)))
-                .collect();
+            cond.mutexes = mutexes.iter().filter_map(|&m| lock_of(m)).collect();
             cond
         })
         .collect()

@@ -199,24 +199,24 @@ fn build_report(
     limits: &Limits,
     streams: &StreamFilter,
 ) -> Result<Report, InputError> {
-    let loaded = load::load(paths)?;
-    for skipped in &loaded.skipped {
+    let mut symbolizer = Symbolizer::default();
+    let mut processes = Vec::new();
+    // One trace at a time: each is read, turned into its model and let go of
+    // before the next is read.
+    let skipped = load::for_each(paths, |path, mapped| {
+        let load::Mapped { trace, pages } = mapped;
+        processes.push(crate::analysis::analyze(
+            &path.display().to_string(),
+            trace,
+            limits,
+            streams,
+            &mut symbolizer,
+            &mut || pages.release(),
+        ));
+    })?;
+    for skipped in &skipped {
         eprintln!("locksuit: warning: skipped {skipped}");
     }
-    let mut symbolizer = Symbolizer::default();
-    let processes = loaded
-        .traces
-        .iter()
-        .map(|(path, trace)| {
-            crate::analysis::analyze(
-                &path.display().to_string(),
-                trace,
-                limits,
-                streams,
-                &mut symbolizer,
-            )
-        })
-        .collect();
     Ok(Report {
         schema: SCHEMA,
         threshold: limits.threshold,
@@ -227,21 +227,41 @@ fn build_report(
 /// Prints the report where the options say; an unwritable output file is
 /// bad usage.
 fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
-    let text = match options.format {
-        Format::Text => render::text::render(report, options.sort, options.columns),
-        Format::Json => render::json::render(report),
-    };
-    write_out(&text, options.output.as_deref())
+    match options.format {
+        Format::Text => {
+            let text = render::text::render(report, options.sort, options.columns);
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(text.as_bytes())
+            })
+        }
+        Format::Json => write_out(options.output.as_deref(), |out| {
+            render::json::write(report, out)
+        }),
+    }
 }
 
-fn write_out(text: &str, output: Option<&std::path::Path>) -> Result<(), InputError> {
+/// Writes through `write` to `output`, or to standard output. A report of a
+/// million locks is written as it is serialised, never built whole in memory.
+fn write_out(
+    output: Option<&std::path::Path>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), InputError> {
+    use std::io::Write;
     match output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| InputError(format!("{}: cannot write the report: {e}", path.display()))),
+        Some(path) => {
+            let cannot = |e: std::io::Error| {
+                InputError(format!("{}: cannot write the report: {e}", path.display()))
+            };
+            let file = std::fs::File::create(path).map_err(cannot)?;
+            let mut out = std::io::BufWriter::new(file);
+            write(&mut out).map_err(cannot)?;
+            out.flush().map_err(cannot)
+        }
         None => {
-            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
             // A closed pipe (e.g. `| head`) is not an error worth a message.
-            let _ = std::io::stdout().write_all(text.as_bytes());
+            let _ = write(&mut out).and_then(|()| out.flush());
             Ok(())
         }
     }
@@ -293,11 +313,15 @@ fn events(args: EventsArgs) -> i32 {
                 silent.join(", ")
             );
         }
-        let text = match args.format {
-            Format::Text => render::streams::render(&report),
-            Format::Json => render::json::render(&report),
-        };
-        write_out(&text, args.output.as_deref())
+        match args.format {
+            Format::Text => {
+                let text = render::streams::render(&report);
+                write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
+            }
+            Format::Json => write_out(args.output.as_deref(), |out| {
+                render::json::write(&report, out)
+            }),
+        }
     });
     match printed {
         Ok(()) => EXIT_OK,
@@ -315,7 +339,8 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         .iter()
         .filter(|id| {
             !report.processes.iter().any(|p| {
-                p.locks.iter().any(|l| &&l.id == id) || p.conds.iter().any(|c| &&c.id == id)
+                p.locks.iter().any(|l| l.id.to_string() == **id)
+                    || p.conds.iter().any(|c| c.id == **id)
             })
         })
         .map(String::as_str)

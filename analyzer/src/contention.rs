@@ -15,12 +15,12 @@
 //! it arrives, into per-object [`Samples`]. Memory grows with the number
 //! of locks, sites and threads, not with the number of events.
 
-use crate::model::{Blocking, DurationStats, FunctionBlocking, NotifyPair};
+use crate::model::*;
 use crate::samples::{ById, Samples};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::Hash;
 
 /// How many unmatched releases, acquisitions and notifies are held while
@@ -28,30 +28,35 @@ use std::hash::Hash;
 /// this covers clock skew and long preemptions between them.
 pub const JOIN_WINDOW: usize = 1 << 20;
 
+/// Events between two calls of the progress hook (4 MiB of events).
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 /// Names for what the events refer to, from the rest of the analysis.
 pub struct Names<'a> {
-    /// Raw lock (or cond) id → report id.
-    pub lock: &'a HashMap<u32, String>,
-    /// Raw site id → report site id.
-    pub site: &'a dyn Fn(u32) -> Option<String>,
-    /// Report site id → function name.
-    pub function: &'a dyn Fn(&str) -> Option<String>,
+    /// Raw lock id → the lock.
+    pub lock: &'a dyn Fn(u32) -> Option<LockId>,
+    /// Raw condition variable id → its index in the report's conds.
+    pub cond: &'a dyn Fn(u32) -> Option<usize>,
+    /// Raw site id → report site.
+    pub site: &'a dyn Fn(u32) -> Option<SiteId>,
+    /// Report site → function name.
+    pub function: &'a dyn Fn(SiteId) -> Option<String>,
 }
 
-/// Everything the events say, keyed by report ids.
+/// The parts of the model the events fill in: the locks', families',
+/// sites' and condition variables' distributions and outcomes.
+pub struct Targets<'a> {
+    pub locks: &'a mut [Lock],
+    pub families: &'a mut [Family],
+    pub sites: &'a mut [Site],
+    pub conds: &'a mut [Cond],
+}
+
+/// What the events say beyond what they fill into the [`Targets`].
 #[derive(Default)]
 pub struct Contention {
     pub blocking: Vec<Blocking>,
     pub blocking_functions: Vec<FunctionBlocking>,
-    pub lock_wait: HashMap<String, DurationStats>,
-    pub lock_hold: HashMap<String, DurationStats>,
-    /// The same with the shim's own time taken out.
-    pub lock_wait_compensated: HashMap<String, DurationStats>,
-    pub lock_hold_compensated: HashMap<String, DurationStats>,
-    pub site_wait: HashMap<String, DurationStats>,
-    pub cond_latency: HashMap<String, DurationStats>,
-    pub cond_outcomes: HashMap<String, [u64; 7]>,
-    pub notifiers: HashMap<String, Vec<NotifyPair>>,
     /// Events whose lock is unknown (a lost creation record).
     pub orphans: u64,
     /// Events read.
@@ -268,11 +273,22 @@ impl Pass {
     }
 }
 
-pub fn analyze(trace: &Trace, names: &Names) -> Contention {
+/// Reads every event once (merged across threads by time) and fills the
+/// targets. `progress` is called every [`PROGRESS_EVERY`] events (the
+/// caller lets go of trace pages already read).
+pub fn analyze(
+    trace: &Trace,
+    names: &Names,
+    targets: Targets,
+    progress: &mut dyn FnMut(),
+) -> Contention {
     let mut pass = Pass::default();
     let mut count = 0u64;
     let damaged_blocks = trace.events.for_each_merged(|e| {
         count += 1;
+        if count.is_multiple_of(PROGRESS_EVERY) {
+            progress();
+        }
         pass.event(e);
     });
     let mut out = Contention {
@@ -285,18 +301,72 @@ pub fn analyze(trace: &Trace, names: &Names) -> Contention {
     for list in unmatched {
         pass.settle_all(list, None);
     }
-    finish(pass, names, &mut out);
+    finish(pass, names, targets, &mut out);
     out
 }
 
-/// Names the aggregates and sorts the rows.
-fn finish(pass: Pass, names: &Names, out: &mut Contention) {
-    let lock_name = |raw: u32| names.lock.get(&raw);
-    let mut rows: BTreeMap<(String, u32, u32), (u64, u64)> = BTreeMap::new();
+/// Which of a lock's four distributions.
+#[derive(Clone, Copy)]
+enum Slot {
+    Wait,
+    Hold,
+    WaitCompensated,
+    HoldCompensated,
+}
+
+fn lock_slot(lock: &mut Lock, slot: Slot) -> &mut Durations {
+    match slot {
+        Slot::Wait => &mut lock.wait,
+        Slot::Hold => &mut lock.hold,
+        Slot::WaitCompensated => &mut lock.wait_compensated,
+        Slot::HoldCompensated => &mut lock.hold_compensated,
+    }
+}
+
+fn family_slot(family: &mut Family, slot: Slot) -> &mut Option<DurationStats> {
+    match slot {
+        Slot::Wait => &mut family.wait,
+        Slot::Hold => &mut family.hold,
+        Slot::WaitCompensated => &mut family.wait_compensated,
+        Slot::HoldCompensated => &mut family.hold_compensated,
+    }
+}
+
+/// Each lock's samples into its distribution, and pooled into its
+/// family's when the family has more than one lock (a family of one has
+/// its lock's).
+fn durations(map: ById<Samples>, slot: Slot, names: &Names, targets: &mut Targets) {
+    let mut pooled: FxHashMap<u32, Samples> = FxHashMap::default();
+    for (raw, mut samples) in map.into_entries() {
+        let Some(id) = (names.lock)(raw) else {
+            continue;
+        };
+        let Some(lock) = targets.locks.get_mut(id.index()) else {
+            continue;
+        };
+        let family = lock.family;
+        let stats = samples.stats();
+        match targets.families.get_mut(family.index()) {
+            Some(f) if f.size > 1 => pooled.entry(family.0).or_default().merge(&samples),
+            Some(f) => *family_slot(f, slot) = stats.clone(),
+            None => {}
+        }
+        *lock_slot(lock, slot) = stats.map(Box::new);
+    }
+    for (family, mut samples) in pooled {
+        if let Some(f) = targets.families.get_mut(family as usize) {
+            *family_slot(f, slot) = samples.stats();
+        }
+    }
+}
+
+/// Names the aggregates, fills the targets and sorts the rows.
+fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention) {
+    let mut rows: BTreeMap<(LockId, u32, u32), (u64, u64)> = BTreeMap::new();
     for ((lock, blocker, blocked), (count, wait)) in pass.rows {
-        match lock_name(lock) {
+        match (names.lock)(lock) {
             Some(id) => {
-                let row = rows.entry((id.clone(), blocker, blocked)).or_default();
+                let row = rows.entry((id, blocker, blocked)).or_default();
                 row.0 += count;
                 row.1 = row.1.saturating_add(wait);
             }
@@ -318,7 +388,7 @@ fn finish(pass: Pass, names: &Names, out: &mut Contention) {
     out.blocking
         .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(b.count.cmp(&a.count)));
 
-    let function_of = |raw: u32| (names.site)(raw).and_then(|s| (names.function)(&s));
+    let function_of = |raw: u32| (names.site)(raw).and_then(names.function);
     let mut by_function: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for ((blocker_site, blocked_site), (count, wait)) in pass.site_pairs {
         if let (Some(blocker), Some(blocked)) =
@@ -343,236 +413,60 @@ fn finish(pass: Pass, names: &Names, out: &mut Contention) {
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
 
-    for (map, into) in [
-        (pass.waits, &mut out.lock_wait),
-        (pass.holds, &mut out.lock_hold),
-        (pass.holds_compensated, &mut out.lock_hold_compensated),
-        (pass.waits_compensated, &mut out.lock_wait_compensated),
-        (pass.cond_latency, &mut out.cond_latency),
-    ] {
-        for (raw, samples) in map.into_entries() {
-            if let (Some(id), Some(s)) = (lock_name(raw), samples.stats()) {
-                into.insert(id.clone(), s);
-            }
-        }
-    }
+    // One map at a time, each dropped before the next is turned into
+    // distributions.
+    durations(pass.waits, Slot::Wait, names, &mut targets);
+    durations(pass.holds, Slot::Hold, names, &mut targets);
+    durations(
+        pass.waits_compensated,
+        Slot::WaitCompensated,
+        names,
+        &mut targets,
+    );
+    durations(
+        pass.holds_compensated,
+        Slot::HoldCompensated,
+        names,
+        &mut targets,
+    );
+
     // Several recorded sites may be one line of the report: pool them first.
-    let mut by_line: BTreeMap<String, Samples> = BTreeMap::new();
+    let mut by_line: BTreeMap<SiteId, Samples> = BTreeMap::new();
     for (site, samples) in pass.site_waits.into_entries() {
         if let Some(id) = (names.site)(site) {
-            by_line.entry(id).or_default().merge(samples);
+            by_line.entry(id).or_default().merge(&samples);
         }
     }
-    for (id, samples) in by_line {
-        if let Some(s) = samples.stats() {
-            out.site_wait.insert(id, s);
+    for (id, mut samples) in by_line {
+        if let Some(site) = targets.sites.get_mut(id.index()) {
+            site.wait = samples.stats();
+        }
+    }
+    for (raw, mut samples) in pass.cond_latency.into_entries() {
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notify_latency = samples.stats();
         }
     }
     for (raw, outcomes) in pass.cond_outcomes.into_entries() {
-        if let Some(id) = lock_name(raw) {
-            out.cond_outcomes.insert(id.clone(), outcomes);
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notified = outcomes[OUTCOME_NOTIFIED as usize];
+            cond.spurious = outcomes[OUTCOME_SPURIOUS as usize];
+            cond.cancelled = outcomes[OUTCOME_CANCELLED as usize];
         }
     }
     let mut pairs: Vec<((u32, u32, u32), u64)> = pass.notify_pairs.into_iter().collect();
     pairs.sort_unstable();
-    for ((cond, notifier_tid, waiter_tid), count) in pairs {
-        if let Some(id) = lock_name(cond) {
-            out.notifiers
-                .entry(id.clone())
-                .or_default()
-                .push(NotifyPair {
-                    notifier_tid,
-                    waiter_tid,
-                    count,
-                });
+    for ((raw, notifier_tid, waiter_tid), count) in pairs {
+        if let Some(cond) = (names.cond)(raw).and_then(|i| targets.conds.get_mut(i)) {
+            cond.notifiers.push(NotifyPair {
+                notifier_tid,
+                waiter_tid,
+                count,
+            });
         }
     }
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use locksuit_format::reader::{HeaderInfo, ThreadInfo};
-
-    fn thread(tid: u32) -> ThreadInfo {
-        ThreadInfo {
-            record: ThreadRecord {
-                tid,
-                ..Default::default()
-            },
-            name: None,
-        }
-    }
-
-    pub(crate) fn ev(
-        kind: u32,
-        lock: u32,
-        site: u32,
-        seq2: u32,
-        other: u32,
-        t: (u64, u64),
-    ) -> EventRecord {
-        EventRecord {
-            hdr: RecordHeader {
-                kind: RecordKind::Event as u16,
-                size: 64,
-                aux: kind,
-            },
-            lock_id: lock,
-            site_id: site,
-            seq2,
-            other,
-            time: t.0,
-            time2: t.1,
-            ..Default::default()
-        }
-    }
-
-    /// Threads 10, 20 and 30 (indexes 0, 1, 2) and these events.
-    pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
-        Trace {
-            header: HeaderInfo {
-                version: FORMAT_VERSION,
-                pid: 1,
-                ppid: 0,
-                flags: FLAG_COMPLETE,
-                exit_code: None,
-                hold_sample_period: 0,
-                start_unix_ns: 0,
-                start_mono_ns: 0,
-                end_mono_ns: 0,
-                dropped_records: 0,
-                dropped_ops: 0,
-                max_blocks: 0,
-                blocks_reserved: 0,
-                tsc_khz: 0,
-                exe: String::new(),
-            },
-            threads: vec![thread(10), thread(20), thread(30)],
-            locks: Vec::new(),
-            destroys: Vec::new(),
-            sites: Vec::new(),
-            counters: Vec::new(),
-            conds: Vec::new(),
-            edges: Vec::new(),
-            events: Events::from_records(
-                &events
-                    .into_iter()
-                    .map(|(thread, mut e)| {
-                        e.tid = 10 * (thread as u32 + 1);
-                        e
-                    })
-                    .collect::<Vec<_>>(),
-            ),
-            modules: Vec::new(),
-            warnings: Vec::new(),
-        }
-    }
-
-    fn rows(events: Vec<(usize, EventRecord)>) -> Vec<(u32, u32, u64, u64)> {
-        let locks: HashMap<u32, String> = [(5, "L1".to_string())].into();
-        let site = |raw: u32| Some(format!("S{raw}"));
-        let function = |s: &str| Some(format!("fn_{s}"));
-        let c = analyze(
-            &trace(events),
-            &Names {
-                lock: &locks,
-                site: &site,
-                function: &function,
-            },
-        );
-        let mut r: Vec<_> = c
-            .blocking
-            .iter()
-            .map(|b| (b.blocker_tid, b.blocked_tid, b.count, b.wait_ns))
-            .collect();
-        r.sort();
-        r
-    }
-
-    /// Thread 10 holds lock 5; thread 20 asks and waits 200; 10's release
-    /// leaves sequence 1 and 20 gets the lock seeing 1. Then 30 waits 50 for
-    /// 20, whose release leaves 2. No owner was seen on asking, so only the
-    /// sequences say who let whom in.
-    fn scenario() -> Vec<(usize, EventRecord)> {
-        vec![
-            (0, ev(EVENT_RELEASED, 5, 1, 1, 1, (300, 0))),
-            (1, ev(EVENT_BLOCKED, 5, 2, 1, 0, (100, 300))),
-            (1, ev(EVENT_RELEASED, 5, 2, 2, 1, (400, 300))),
-            (2, ev(EVENT_BLOCKED, 5, 3, 2, 0, (350, 400))),
-        ]
-    }
-
-    #[test]
-    fn blockers_come_from_sequences_not_emission_order() {
-        let expected = vec![(10, 20, 1, 200), (20, 30, 1, 50)];
-        assert_eq!(rows(scenario()), expected);
-        // Emitted in the opposite order: a thread's release written after the
-        // next holder's acquisition.
-        let mut reversed = scenario();
-        reversed.reverse();
-        assert_eq!(rows(reversed), expected);
-        // Every rotation gives the same answer.
-        for k in 1..4 {
-            let mut rotated = scenario();
-            rotated.rotate_left(k);
-            assert_eq!(rows(rotated), expected, "rotation {k}");
-        }
-    }
-
-    #[test]
-    fn clock_skew_between_threads_does_not_change_who_blocked_whom() {
-        // Thread 10's clock runs 1 s ahead of the others: its release seems
-        // to happen long after the acquisition it enabled.
-        let mut skewed = scenario();
-        skewed[0].1.time += 1_000_000_000;
-        assert_eq!(rows(skewed), vec![(10, 20, 1, 200), (20, 30, 1, 50)]);
-    }
-
-    #[test]
-    fn the_owner_seen_on_asking_wins_over_the_release_match() {
-        // Thread 30 asked while 10 held it (seen on asking), but 20 barged in
-        // and handed it over: the wait is 10's doing.
-        let events = vec![
-            (0, ev(EVENT_RELEASED, 5, 1, 1, 1, (300, 0))),
-            (2, ev(EVENT_BLOCKED, 5, 3, 2, 10, (100, 400))),
-            (1, ev(EVENT_RELEASED, 5, 2, 2, 1, (400, 0))),
-        ];
-        assert_eq!(rows(events), vec![(10, 30, 1, 300)]);
-    }
-
-    #[test]
-    fn the_join_window_holds_at_most_its_limit_and_hands_back_the_oldest() {
-        let mut w: Window<u32, u32> = Window::with_limit(4);
-        let evicted: Vec<Option<u32>> = (0..10).map(|k| w.insert(k, k * 10)).collect();
-        assert_eq!(
-            evicted,
-            vec![
-                None,
-                None,
-                None,
-                None,
-                Some(0),
-                Some(10),
-                Some(20),
-                Some(30),
-                Some(40),
-                Some(50)
-            ]
-        );
-        assert_eq!(w.map.len(), 4);
-        // A matched entry leaves at once; its place in the queue just falls out.
-        assert_eq!(w.take(&9), Some(90));
-        assert_eq!(w.insert(10, 100), Some(60));
-        assert_eq!(w.map.len(), 3);
-        assert!(w.order.len() <= 4);
-        // A key taken and inserted again is not pushed out by its old place.
-        let mut w: Window<u32, u32> = Window::with_limit(2);
-        assert_eq!(w.insert(1, 10), None);
-        let again = w.take(&1).unwrap() + 1;
-        assert_eq!(w.insert(1, again), None);
-        assert_eq!(w.insert(2, 20), None, "1's old place falls out, not 1");
-        assert_eq!(w.get(&1), Some(&11));
-        assert_eq!(w.insert(3, 30), Some(11), "now 1 is the oldest");
-    }
-}
+#[path = "contention_tests.rs"]
+pub(crate) mod tests;

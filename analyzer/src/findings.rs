@@ -1,12 +1,19 @@
 //! Findings: what a person should look at, each with the evidence and one
 //! sentence to act on. The limits are report-time settings (CLI options), so
 //! one trace can be judged under any of them.
+//!
+//! The rules about single locks are applied to every lock; where one holds
+//! for several locks of a family (see `families.rs`), they make one finding
+//! that lists them, not one finding per lock: a grid of 300,000 cell locks
+//! each taken by one thread is one thing to fix.
 
+use crate::families::lock_list;
 use crate::model::*;
 use crate::render::duration;
 use crate::symbolize::first_own_frame;
-use locksuit_format::reader::{ThreadInfo, Trace};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use locksuit_format::reader::ThreadInfo;
+use rustc_hash::FxHashMap;
+use std::collections::HashMap;
 
 /// Report-time limits, each with its CLI option and default.
 #[derive(Clone, Debug)]
@@ -49,6 +56,8 @@ const HIGH_CONTENTION_MIN_WAIT_NS: u64 = 1_000_000;
 const RARELY_CONTENDED: f64 = 0.001;
 /// Acquisitions a lock needs before its contention share means anything.
 const MIN_ACQUISITIONS: u64 = 100;
+/// Lock ids a message names before "and N more" (JSON `locks` has them all).
+const NAMED_IN_MESSAGE: usize = 5;
 
 fn share(lock: &Lock) -> f64 {
     if lock.acquisitions == 0 {
@@ -58,119 +67,321 @@ fn share(lock: &Lock) -> f64 {
     }
 }
 
-fn contention_findings(
-    findings: &mut Vec<Finding>,
-    locks: &[Lock],
-    sites: &[Site],
-    blocking: &[Blocking],
-    limits: &Limits,
+fn kind_plural(kind: LockKind) -> &'static str {
+    match kind {
+        LockKind::Mutex => "mutexes",
+        LockKind::Rwlock => "rwlocks",
+        LockKind::Spin => "spinlocks",
+        LockKind::Sem => "semaphores",
+        LockKind::Barrier => "barriers",
+        LockKind::Unknown => "locks",
+    }
+}
+
+/// "L1, L2" or, past a few, "40 locks (L1, L2, L3, L4, L5 and 35 more)".
+fn locks_phrase(locks: &[LockId]) -> String {
+    if locks.len() <= NAMED_IN_MESSAGE {
+        lock_list(locks, NAMED_IN_MESSAGE)
+    } else {
+        format!(
+            "{} locks ({})",
+            locks.len(),
+            lock_list(locks, NAMED_IN_MESSAGE)
+        )
+    }
+}
+
+/// What the findings are drawn from.
+struct Evidence<'a> {
+    locks: &'a [Lock],
+    families: &'a [Family],
+    sites: &'a [Site],
+    /// Per lock, the thread that made others wait longest on it.
+    top_blocker: FxHashMap<LockId, (u64, u32)>,
+    limits: &'a Limits,
     duration_ns: Option<u64>,
-) {
-    let site_by_id: HashMap<&str, &Site> = sites.iter().map(|s| (s.id.as_str(), s)).collect();
-    let lock_by_id: HashMap<&str, &Lock> = locks.iter().map(|l| (l.id.as_str(), l)).collect();
-    let at = |lock: &Lock| {
-        lock.sites
+}
+
+impl Evidence<'_> {
+    fn lock(&self, id: LockId) -> &Lock {
+        &self.locks[id.index()]
+    }
+
+    /// Where a lock is taken: its first line, and how many others.
+    fn at(&self, lock: &Lock) -> String {
+        let first = lock
+            .sites
             .first()
-            .and_then(|s| site_by_id.get(s.as_str()))
-            .map_or_else(|| "an unknown line".to_string(), |s| where_of(s))
-    };
-    for lock in locks {
-        // long-hold: some thread waited this long at a stretch, so the
-        // holder held it at least that long while another thread waited.
-        let longest_wait = lock.wait.as_ref().map_or(0, |w| w.max_ns);
-        let longest_hold = lock.hold.as_ref().map_or(0, |h| h.max_ns);
-        let longest = longest_wait.max(longest_hold);
-        if longest >= limits.long_hold_ns {
-            let blocker = blocking
-                .iter()
-                .filter(|b| b.lock == lock.id)
-                .max_by_key(|b| b.wait_ns)
-                .map(|b| format!(" (mostly by thread {})", b.blocker_tid))
-                .unwrap_or_default();
-            findings.push(Finding {
-                kind: FINDING_LONG_HOLD,
-                lock: Some(lock.id.clone()),
-                sites: lock.sites.clone(),
-                message: format!(
-                    "{} {} (taken at {}) was held for at least {} at a stretch while another thread waited{}: shorten the critical section or move slow work out of it.",
-                    lock.kind, lock.id, at(lock), duration(longest), blocker
-                ),
-                engagements: lock.acquisitions,
-                wait_ns: lock.wait_ns,
-            });
-        }
-        // high-contention: many acquisitions had to wait, and it cost time.
-        if lock.acquisitions >= MIN_ACQUISITIONS
-            && share(lock) >= limits.contention_share
-            && lock.wait_ns >= HIGH_CONTENTION_MIN_WAIT_NS
-        {
-            findings.push(Finding {
-                kind: FINDING_HIGH_CONTENTION,
-                lock: Some(lock.id.clone()),
-                sites: lock.sites.clone(),
-                message: format!(
-                    "{} {} (taken at {}): {:.0}% of its {} acquisitions had to wait, {} in all: split the lock or the data it guards.",
-                    lock.kind,
-                    lock.id,
-                    at(lock),
-                    share(lock) * 100.0,
-                    lock.acquisitions,
-                    duration(lock.wait_ns)
-                ),
-                engagements: lock.acquisitions,
-                wait_ns: lock.wait_ns,
-            });
-        }
-        // over-synchronization: taken very often by several threads, almost
-        // never contended: the lock operations themselves are the cost.
-        if let Some(ns) = duration_ns.filter(|&ns| ns > 0) {
-            let per_sec = lock.acquisitions as f64 * 1e9 / ns as f64;
-            if lock.threads >= 2
-                && share(lock) < RARELY_CONTENDED
-                && per_sec >= limits.over_sync_per_sec
-            {
-                findings.push(Finding {
-                    kind: FINDING_OVER_SYNC,
-                    lock: Some(lock.id.clone()),
-                    sites: lock.sites.clone(),
-                    message: format!(
-                        "{} {} (taken at {}) was acquired {:.0} times a second by {} threads and almost never contended: batch the work under one acquisition, or use per-thread data or atomics.",
-                        lock.kind, lock.id, at(lock), per_sec, lock.threads
-                    ),
-                    engagements: lock.acquisitions,
-                    wait_ns: lock.wait_ns,
-                });
-            }
+            .and_then(|s| self.sites.get(s.index()))
+            .map_or_else(|| "an unknown line".to_string(), where_of);
+        match lock.sites.len() {
+            0 | 1 => first,
+            2 => format!("{first} and one other line"),
+            n => format!("{first} and {} other lines", n - 1),
         }
     }
-    // asymmetric-contention: locks engaged at one line (one family) with
-    // very different contention: a hot stripe, a skewed hash.
-    for site in sites {
-        let family: Vec<&Lock> = site
-            .locks
-            .iter()
-            .filter_map(|id| lock_by_id.get(id.as_str()).copied())
-            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS)
-            .collect();
-        if family.len() < 2 {
-            continue;
-        }
-        let (hot, cold) = family.iter().fold((family[0], family[0]), |(hi, lo), &l| {
+
+    /// One finding about `group` (locks of one family, ascending), with the
+    /// message for one lock or for several.
+    fn finding(&self, kind: &'static str, group: Vec<LockId>, message: String) -> Finding {
+        let first = self.lock(group[0]);
+        let (engagements, wait_ns) = group.iter().fold((0u64, 0u64), |(e, w), &id| {
+            let l = self.lock(id);
             (
-                if share(l) > share(hi) { l } else { hi },
-                if share(l) < share(lo) { l } else { lo },
+                e.saturating_add(l.acquisitions),
+                w.saturating_add(l.wait_ns),
             )
         });
+        Finding {
+            kind,
+            lock: Some(first.id),
+            sites: first.sites.to_vec(),
+            message,
+            engagements,
+            wait_ns,
+            locks: group,
+            family: Some(first.family),
+            family_size: self.families.get(first.family.index()).map(|f| f.size),
+        }
+    }
+
+    /// Distinct threads that engaged the locks of `group`.
+    fn threads(&self, group: &[LockId]) -> usize {
+        let mut tids: Vec<u32> = group
+            .iter()
+            .flat_map(|&id| self.lock(id).engagements_by_thread.iter())
+            .filter(|t| t.count > 0)
+            .map(|t| t.tid)
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        tids.len()
+    }
+
+    fn blocker(&self, id: LockId) -> String {
+        self.top_blocker
+            .get(&id)
+            .map(|(_, tid)| format!(" (mostly by thread {tid})"))
+            .unwrap_or_default()
+    }
+
+    fn longest(&self, lock: &Lock) -> u64 {
+        // Some thread waited this long at a stretch, so the holder held it at
+        // least that long while another thread waited.
+        let wait = lock.wait.as_ref().map_or(0, |w| w.max_ns);
+        let hold = lock.hold.as_ref().map_or(0, |h| h.max_ns);
+        wait.max(hold)
+    }
+
+    fn per_sec(&self, lock: &Lock) -> Option<f64> {
+        let ns = self.duration_ns.filter(|&ns| ns > 0)?;
+        Some(lock.acquisitions as f64 * 1e9 / ns as f64)
+    }
+
+    fn is_long_hold(&self, lock: &Lock) -> bool {
+        self.longest(lock) >= self.limits.long_hold_ns
+    }
+
+    fn is_high_contention(&self, lock: &Lock) -> bool {
+        lock.acquisitions >= MIN_ACQUISITIONS
+            && share(lock) >= self.limits.contention_share
+            && lock.wait_ns >= HIGH_CONTENTION_MIN_WAIT_NS
+    }
+
+    fn is_over_sync(&self, lock: &Lock) -> bool {
+        self.per_sec(lock).is_some_and(|rate| {
+            lock.threads >= 2
+                && share(lock) < RARELY_CONTENDED
+                && rate >= self.limits.over_sync_per_sec
+        })
+    }
+}
+
+/// A process-shared lock's other users are in other processes' traces.
+fn is_unnecessary(lock: &Lock) -> bool {
+    lock.acquisitions.saturating_add(lock.posts) > 0 && lock.threads == 1 && !lock.process_shared
+}
+
+/// The locks `applies` holds for, grouped by family; each group ascending,
+/// the groups in the order of their first lock.
+fn by_family(locks: &[Lock], applies: impl Fn(&Lock) -> bool) -> Vec<Vec<LockId>> {
+    let mut index: FxHashMap<FamilyId, usize> = FxHashMap::default();
+    let mut groups: Vec<Vec<LockId>> = Vec::new();
+    for lock in locks.iter().filter(|l| applies(l)) {
+        let next = groups.len();
+        let g = *index.entry(lock.family).or_insert(next);
+        if g == next {
+            groups.push(Vec::new());
+        }
+        groups[g].push(lock.id);
+    }
+    groups
+}
+
+fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let message = if group.len() == 1 {
+        let tid = first
+            .engagements_by_thread
+            .iter()
+            .find(|t| t.count > 0)
+            .map_or(0, |t| t.tid);
+        let who = threads
+            .get(&tid)
+            .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
+        format!(
+            "{} {} at {:#x} was taken {} times, all by {}, at {}: no other thread ever needed it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
+            first.kind, first.id, first.address, first.acquisitions, who, ev.at(first)
+        )
+    } else {
+        let acquisitions: u64 = group
+            .iter()
+            .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
+        format!(
+            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {}): no other thread ever needed any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            acquisitions,
+            crate::render::count(ev.threads(&group) as u64, "thread", "threads")
+        )
+    };
+    ev.finding(FINDING_UNNECESSARY, group, message)
+}
+
+fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let message = if group.len() == 1 {
+        format!(
+            "{} {} (taken at {}) was held for at least {} at a stretch while another thread waited{}: shorten the critical section or move slow work out of it.",
+            first.kind,
+            first.id,
+            ev.at(first),
+            duration(ev.longest(first)),
+            ev.blocker(first.id)
+        )
+    } else {
+        let longest = group
+            .iter()
+            .map(|&id| ev.lock(id))
+            .max_by_key(|l| ev.longest(l))
+            .unwrap_or(first);
+        let shortest = group
+            .iter()
+            .map(|&id| ev.longest(ev.lock(id)))
+            .min()
+            .unwrap_or(0);
+        format!(
+            "{} {} of one family, {}, taken at {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}: shorten the critical sections or move slow work out of them.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            duration(shortest),
+            longest.id,
+            duration(ev.longest(longest)),
+            ev.blocker(longest.id)
+        )
+    };
+    ev.finding(FINDING_LONG_HOLD, group, message)
+}
+
+fn high_contention(ev: &Evidence, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let (acquisitions, contended, wait) =
+        group.iter().fold((0u64, 0u64, 0u64), |(a, c, w), &id| {
+            let l = ev.lock(id);
+            (
+                a.saturating_add(l.acquisitions),
+                c.saturating_add(l.contended),
+                w.saturating_add(l.wait_ns),
+            )
+        });
+    let percent = contended as f64 * 100.0 / acquisitions.max(1) as f64;
+    let message = if group.len() == 1 {
+        format!(
+            "{} {} (taken at {}): {:.0}% of its {} acquisitions had to wait, {} in all: split the lock or the data it guards.",
+            first.kind, first.id, ev.at(first), percent, acquisitions, duration(wait)
+        )
+    } else {
+        format!(
+            "{} {} of one family, {}, taken at {}: {:.0}% of their {} acquisitions had to wait, {} in all: split the locks or the data they guard.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            percent,
+            acquisitions,
+            duration(wait)
+        )
+    };
+    ev.finding(FINDING_HIGH_CONTENTION, group, message)
+}
+
+fn over_sync(ev: &Evidence, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let rate: f64 = group.iter().filter_map(|&id| ev.per_sec(ev.lock(id))).sum();
+    let message = if group.len() == 1 {
+        format!(
+            "{} {} (taken at {}) was acquired {:.0} times a second by {} threads and almost never contended: batch the work under one acquisition, or use per-thread data or atomics.",
+            first.kind, first.id, ev.at(first), rate, first.threads
+        )
+    } else {
+        format!(
+            "{} {} of one family, {}, taken at {}, were acquired {:.0} times a second in all by {} threads and almost never contended: batch the work under fewer acquisitions, or use per-thread data or atomics.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            rate,
+            ev.threads(&group)
+        )
+    };
+    ev.finding(FINDING_OVER_SYNC, group, message)
+}
+
+fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
+    for group in by_family(ev.locks, |l| ev.is_long_hold(l)) {
+        findings.push(long_hold(ev, group));
+    }
+    for group in by_family(ev.locks, |l| ev.is_high_contention(l)) {
+        findings.push(high_contention(ev, group));
+    }
+    for group in by_family(ev.locks, |l| ev.is_over_sync(l)) {
+        findings.push(over_sync(ev, group));
+    }
+    // asymmetric-contention: locks engaged at one line with very different
+    // contention: a hot stripe, a skewed hash.
+    for site in ev.sites {
+        let at_line: Vec<&Lock> = site
+            .locks
+            .iter()
+            .filter_map(|id| ev.locks.get(id.index()))
+            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS)
+            .collect();
+        if at_line.len() < 2 {
+            continue;
+        }
+        let (hot, cold) = at_line
+            .iter()
+            .fold((at_line[0], at_line[0]), |(hi, lo), &l| {
+                (
+                    if share(l) > share(hi) { l } else { hi },
+                    if share(l) < share(lo) { l } else { lo },
+                )
+            });
         let hot_share = share(hot);
-        if hot_share >= limits.contention_share / 2.0 && hot_share >= limits.asymmetry * share(cold)
+        if hot_share >= ev.limits.contention_share / 2.0
+            && hot_share >= ev.limits.asymmetry * share(cold)
         {
             findings.push(Finding {
                 kind: FINDING_ASYMMETRIC,
-                lock: Some(hot.id.clone()),
-                sites: vec![site.id.clone()],
+                lock: Some(hot.id),
+                sites: vec![site.id],
                 message: format!(
                     "the {} locks taken at {} contend unevenly: {} waited on {:.1}% of its acquisitions, {} on {:.1}%: rebalance what maps to which lock.",
-                    family.len(),
+                    at_line.len(),
                     where_of(site),
                     hot.id,
                     hot_share * 100.0,
@@ -179,6 +390,9 @@ fn contention_findings(
                 ),
                 engagements: hot.acquisitions,
                 wait_ns: hot.wait_ns,
+                locks: vec![hot.id],
+                family: Some(hot.family),
+                family_size: ev.families.get(hot.family.index()).map(|f| f.size),
             });
         }
     }
@@ -208,53 +422,38 @@ fn where_of(site: &Site) -> String {
 
 /// Every finding for one process, ranked by wait time, then engagements.
 pub fn build(
-    trace: &Trace,
+    threads: &[ThreadInfo],
     locks: &[Lock],
+    families: &[Family],
     sites: &[Site],
-    lock_per_thread: &[BTreeMap<u32, u64>],
     blocking: &[Blocking],
     limits: &Limits,
     duration_ns: Option<u64>,
 ) -> Vec<Finding> {
     let threshold = limits.threshold;
-    let site_by_id: HashMap<&str, &Site> = sites.iter().map(|s| (s.id.as_str(), s)).collect();
     let thread_by_tid: HashMap<u32, &ThreadInfo> =
-        trace.threads.iter().map(|t| (t.record.tid, t)).collect();
-    let mut findings = Vec::new();
-    for (i, lock) in locks.iter().enumerate() {
-        // A process-shared lock's other users are in other processes' traces.
-        if lock.acquisitions.saturating_add(lock.posts) == 0
-            || lock.threads != 1
-            || lock.process_shared
-        {
-            continue;
+        threads.iter().map(|t| (t.record.tid, t)).collect();
+    let mut top_blocker: FxHashMap<LockId, (u64, u32)> = FxHashMap::default();
+    for b in blocking {
+        let top = top_blocker
+            .entry(b.lock)
+            .or_insert((b.wait_ns, b.blocker_tid));
+        if b.wait_ns >= top.0 {
+            *top = (b.wait_ns, b.blocker_tid);
         }
-        let tid = lock_per_thread[i].keys().next().copied().unwrap_or(0);
-        let who = thread_by_tid
-            .get(&tid)
-            .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
-        let at = lock
-            .sites
-            .first()
-            .and_then(|s| site_by_id.get(s.as_str()))
-            .map_or_else(|| "an unknown line".to_string(), |s| where_of(s));
-        findings.push(Finding {
-            kind: FINDING_UNNECESSARY,
-            lock: Some(lock.id.clone()),
-            sites: lock.sites.clone(),
-            message: format!(
-                "{} {} at {} was taken {} times, all by {}, at {}: no other thread ever needed it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
-                lock.kind, lock.id, lock.address, lock.acquisitions, who, at
-            ),
-            engagements: lock.acquisitions,
-            wait_ns: lock.wait_ns,
-        });
     }
-    let process_shared: HashSet<&str> = locks
-        .iter()
-        .filter(|l| l.process_shared)
-        .map(|l| l.id.as_str())
-        .collect();
+    let ev = Evidence {
+        locks,
+        families,
+        sites,
+        top_blocker,
+        limits,
+        duration_ns,
+    };
+    let mut findings = Vec::new();
+    for group in by_family(locks, is_unnecessary) {
+        findings.push(unnecessary(&ev, &thread_by_tid, group));
+    }
     for site in sites {
         if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
             continue;
@@ -264,18 +463,18 @@ pub fn build(
         if site
             .locks
             .iter()
-            .all(|l| process_shared.contains(l.as_str()))
+            .all(|l| locks.get(l.index()).is_some_and(|l| l.process_shared))
         {
             continue;
         }
         findings.push(Finding {
             kind: FINDING_UNSUITABLE,
             lock: None,
-            sites: vec![site.id.clone()],
+            sites: vec![site.id],
             message: format!(
                 "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and {} task switches: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
                 where_of(site),
-                site.locks.join(", "),
+                locks_phrase(&site.locks),
                 site.engagements,
                 site.ratio,
                 threshold,
@@ -283,9 +482,12 @@ pub fn build(
             ),
             engagements: site.engagements,
             wait_ns: site.wait_ns,
+            locks: Vec::new(),
+            family: None,
+            family_size: None,
         });
     }
-    contention_findings(&mut findings, locks, sites, blocking, limits, duration_ns);
+    contention_findings(&mut findings, &ev);
     findings.sort_by(|a, b| {
         b.wait_ns
             .cmp(&a.wait_ns)
@@ -296,144 +498,5 @@ pub fn build(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lock(
-        id: &str,
-        acquisitions: u64,
-        contended: u64,
-        wait_ns: u64,
-        threads: usize,
-        site: &str,
-    ) -> Lock {
-        Lock {
-            id: id.into(),
-            kind: "mutex",
-            address: "0x1".into(),
-            origin: "init",
-            destroyed: false,
-            process_shared: false,
-            mutex_type: Some("normal"),
-            robust: false,
-            acquisitions,
-            contended,
-            try_failures: 0,
-            timeouts: 0,
-            cond_reacquires: 0,
-            task_switches: contended,
-            owner_changes: 0,
-            threads,
-            sharing_ratio: 0.5,
-            wait_ns,
-            hold_ns: 0,
-            hold_samples: 0,
-            engagements_by_thread: Vec::new(),
-            sites: vec![site.into()],
-            wait: None,
-            hold: None,
-            wait_compensated: None,
-            hold_compensated: None,
-            read: None,
-            write: None,
-            posts: 0,
-        }
-    }
-
-    fn site(id: &str, locks: &[&str]) -> Site {
-        Site {
-            id: id.into(),
-            function: Some("work".into()),
-            file: Some("w.c".into()),
-            line: Some(7),
-            path: None,
-            locks: locks.iter().map(|l| l.to_string()).collect(),
-            engagements: 1000,
-            contended: 0,
-            task_switches: 0,
-            wait_ns: 0,
-            hold_ns: 0,
-            wait: None,
-            ratio: 0.5,
-            status: STATUS_SUITABLE,
-            call_chain: Vec::new(),
-        }
-    }
-
-    fn kinds(
-        locks: &[Lock],
-        sites: &[Site],
-        duration_ns: Option<u64>,
-    ) -> Vec<(&'static str, Option<String>)> {
-        let mut f = Vec::new();
-        contention_findings(&mut f, locks, sites, &[], &Limits::default(), duration_ns);
-        f.into_iter().map(|f| (f.kind, f.lock)).collect()
-    }
-
-    #[test]
-    fn high_contention_needs_the_share_and_real_waiting() {
-        let busy = lock("L1", 1000, 200, 5_000_000, 4, "S1");
-        assert_eq!(
-            kinds(&[busy], &[], None),
-            vec![(FINDING_HIGH_CONTENTION, Some("L1".into()))]
-        );
-        // The same share with almost no waiting is not worth a finding.
-        let cheap = lock("L1", 1000, 200, 10_000, 4, "S1");
-        assert!(kinds(&[cheap], &[], None).is_empty());
-        // Nor a low share with much waiting.
-        let rare = lock("L1", 1000, 20, 50_000_000, 4, "S1");
-        assert!(kinds(&[rare], &[], None).is_empty());
-    }
-
-    #[test]
-    fn long_hold_comes_from_the_longest_wait_or_timed_hold() {
-        let mut l = lock("L1", 10, 1, 20_000_000, 2, "S1");
-        l.wait = Some(DurationStats {
-            count: 1,
-            total_ns: 20_000_000,
-            avg_ns: 20_000_000,
-            max_ns: 20_000_000,
-            p50_ns: 20_000_000,
-            p99_ns: 20_000_000,
-        });
-        assert_eq!(
-            kinds(std::slice::from_ref(&l), &[], None),
-            vec![(FINDING_LONG_HOLD, Some("L1".into()))]
-        );
-        l.wait.as_mut().unwrap().max_ns = 9_000_000;
-        assert!(kinds(&[l], &[], None).is_empty(), "below 10 ms");
-    }
-
-    #[test]
-    fn over_synchronization_is_frequent_shared_and_uncontended() {
-        // 1,000,000 acquisitions in 1 s by 4 threads, none contended.
-        let hot = lock("L1", 1_000_000, 0, 0, 4, "S1");
-        let second = Some(1_000_000_000);
-        assert_eq!(
-            kinds(std::slice::from_ref(&hot), &[], second),
-            vec![(FINDING_OVER_SYNC, Some("L1".into()))]
-        );
-        // Over 100 s it is only 10,000 a second.
-        assert!(kinds(&[hot], &[], Some(100_000_000_000)).is_empty());
-        // One thread: that is an unnecessary lock, reported as such elsewhere.
-        let alone = lock("L1", 1_000_000, 0, 0, 1, "S1");
-        assert!(kinds(&[alone], &[], second).is_empty());
-    }
-
-    #[test]
-    fn asymmetric_contention_compares_the_locks_of_one_line() {
-        let hot = lock("L1", 1000, 100, 0, 4, "S1");
-        let cold = lock("L2", 1000, 2, 0, 4, "S1");
-        let even = lock("L3", 1000, 90, 0, 4, "S1");
-        let line = site("S1", &["L1", "L2"]);
-        assert_eq!(
-            kinds(&[hot.clone(), cold], std::slice::from_ref(&line), None),
-            vec![(FINDING_ASYMMETRIC, Some("L1".into()))]
-        );
-        let line = site("S1", &["L1", "L3"]);
-        assert!(
-            kinds(&[hot, even], &[line], None).is_empty(),
-            "10% vs 9% is even"
-        );
-    }
-}
+#[path = "findings_tests.rs"]
+mod tests;

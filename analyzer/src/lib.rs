@@ -4,11 +4,14 @@
 pub mod analysis;
 pub mod cli;
 pub mod contention;
+pub mod families;
 pub mod findings;
 pub mod load;
 pub mod lock_order;
+pub mod locks;
 pub mod mapped;
 pub mod model;
+pub mod oom;
 pub mod render;
 pub mod run;
 pub mod samples;

@@ -50,6 +50,19 @@ impl WatchedMap {
     pub fn advise(&self, advice: memmap2::Advice) -> std::io::Result<()> {
         self.map.advise(advice)
     }
+
+    /// Lets go of the pages read so far (see `load::Pages::release`).
+    pub fn release(&self) {
+        // SAFETY: the mapping is private and read-only, so no page of it was
+        // ever written: MADV_DONTNEED only unmaps the pages, and any later
+        // access maps them again from the file (the page cache) with the
+        // same contents. Nothing holds on to the pages themselves, only to
+        // addresses inside the mapping, which stays mapped.
+        let _ = unsafe {
+            self.map
+                .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+        };
+    }
 }
 
 impl Drop for WatchedMap {

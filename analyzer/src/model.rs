@@ -2,9 +2,49 @@
 //! Text and JSON both render from it; the JSON is this model serialised
 //! (schema `locksuit.report/1`, see `docs/report-schema.md`).
 
+use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
+use smallvec::SmallVec;
+use std::fmt;
 
 pub const SCHEMA: &str = "locksuit.report/1";
+
+/// Report ids are numbers inside the model (a million locks must not mean a
+/// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
+macro_rules! report_id {
+    ($name:ident, $prefix:literal, $what:literal) => {
+        #[doc = concat!($what, ": printed as `", $prefix, "` and its index + 1.")]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($prefix, "{}"), u64::from(self.0) + 1)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+report_id!(LockId, "L", "A lock of the report");
+report_id!(SiteId, "S", "A site (line) of the report");
+report_id!(FamilyId, "F", "A family of locks");
+
+/// Addresses print as lowercase hex strings, `"0x7ffd1234"`.
+fn hex<S: Serializer>(address: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&format_args!("{address:#x}"))
+}
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -46,6 +86,9 @@ pub struct Process {
     pub events_overwritten: bool,
     pub threads: Vec<Thread>,
     pub locks: Vec<Lock>,
+    /// Locks of one kind engaged at exactly the same lines, summed up (see
+    /// `families.rs`); the text report shows them as one row.
+    pub families: Vec<Family>,
     pub sites: Vec<Site>,
     pub conds: Vec<Cond>,
     pub findings: Vec<Finding>,
@@ -106,20 +149,43 @@ pub struct StreamEvent {
     pub outcome: Option<&'static str>,
 }
 
-/// Durations of one kind (waits or holds), from the recorded events.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Durations of one kind (waits or holds), from the recorded events. The
+/// average is worked out when printed.
+#[derive(Debug, Clone, Default)]
 pub struct DurationStats {
     pub count: u64,
     pub total_ns: u64,
-    pub avg_ns: u64,
     pub max_ns: u64,
     pub p50_ns: u64,
     pub p99_ns: u64,
 }
 
+impl DurationStats {
+    pub fn avg_ns(&self) -> u64 {
+        self.total_ns.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+impl Serialize for DurationStats {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("DurationStats", 6)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("total_ns", &self.total_ns)?;
+        st.serialize_field("avg_ns", &self.avg_ns())?;
+        st.serialize_field("max_ns", &self.max_ns)?;
+        st.serialize_field("p50_ns", &self.p50_ns)?;
+        st.serialize_field("p99_ns", &self.p99_ns)?;
+        st.end()
+    }
+}
+
+/// A lock's distributions from the events; boxed in [`Lock`], where most
+/// locks have none.
+pub type Durations = Option<Box<DurationStats>>;
+
 #[derive(Debug, Serialize)]
 pub struct Blocking {
-    pub lock: String,
+    pub lock: LockId,
     pub blocker_tid: u32,
     pub blocked_tid: u32,
     pub count: u64,
@@ -158,26 +224,76 @@ pub struct Thread {
     pub shim_call_ns: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct ThreadCount {
     pub tid: u32,
     pub count: u64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    Mutex,
+    Rwlock,
+    Spin,
+    Sem,
+    Barrier,
+    Unknown,
+}
+
+impl LockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Mutex => "mutex",
+            LockKind::Rwlock => "rwlock",
+            LockKind::Spin => "spin",
+            LockKind::Sem => "sem",
+            LockKind::Barrier => "barrier",
+            LockKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    Init,
+    FirstUse,
+    Open,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MutexType {
+    Normal,
+    Recursive,
+    Errorcheck,
+    Adaptive,
+}
+
+/// One lock. Kept small (no per-lock strings, threads and sites inline):
+/// a report can hold a million of them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Lock {
-    pub id: String,
-    pub kind: &'static str,
-    pub address: String,
-    /// "init" (explicit `*_init`) or "first-use" (static initialiser, or
-    /// initialised before the shim loaded).
-    pub origin: &'static str,
+    pub id: LockId,
+    pub kind: LockKind,
+    #[serde(serialize_with = "hex")]
+    pub address: u64,
+    /// "init" (explicit `*_init`), "first-use" (static initialiser, or
+    /// initialised before the shim loaded) or "open" (`sem_open`).
+    pub origin: Origin,
     pub destroyed: bool,
     /// `PTHREAD_PROCESS_SHARED`: other processes may engage it too, each
     /// recorded in its own trace.
     pub process_shared: bool,
     /// Mutexes: "normal", "recursive", "errorcheck" or "adaptive".
-    pub mutex_type: Option<&'static str>,
+    pub mutex_type: Option<MutexType>,
     pub robust: bool,
     /// Successful acquisitions, trylocks and condition-wait re-acquisitions included.
     pub acquisitions: u64,
@@ -190,7 +306,7 @@ pub struct Lock {
     /// Exclusive acquisitions by another thread than the previous owner.
     pub owner_changes: u64,
     /// Distinct threads that engaged it.
-    pub threads: usize,
+    pub threads: u32,
     /// Share of engagements made by threads other than the one that engaged it most.
     pub sharing_ratio: f64,
     pub wait_ns: u64,
@@ -199,23 +315,60 @@ pub struct Lock {
     /// Engagements whose hold time was measured: every contended one, plus
     /// one in `hold_sample_period` of the others.
     pub hold_samples: u64,
-    pub engagements_by_thread: Vec<ThreadCount>,
-    pub sites: Vec<String>,
+    /// By thread id.
+    pub engagements_by_thread: SmallVec<[ThreadCount; 1]>,
+    /// In report order.
+    pub sites: SmallVec<[SiteId; 4]>,
     /// Contended waits (every one is recorded as an event), exact percentiles.
-    pub wait: Option<DurationStats>,
+    pub wait: Durations,
     /// Timed holds that ended with threads waiting (or began contended).
-    pub hold: Option<DurationStats>,
+    pub hold: Durations,
     /// `wait` (contended acquisitions only) and `hold` with the shim's own
     /// slow-path time (first-sight unwinding, trace growth) that fell inside
     /// them taken out: overhead compensation. The raw figures stay above.
-    pub wait_compensated: Option<DurationStats>,
-    pub hold_compensated: Option<DurationStats>,
+    pub wait_compensated: Durations,
+    pub hold_compensated: Durations,
     /// rwlocks only: read (shared) and write (exclusive) engagements apart.
-    pub read: Option<ModeStats>,
-    pub write: Option<ModeStats>,
+    pub read: Option<Box<ModeStats>>,
+    pub write: Option<Box<ModeStats>>,
     /// Semaphores only: `sem_post` calls (not acquisitions, but engagements
     /// of the posting thread for the sharing ratio).
     pub posts: u64,
+    /// The family it belongs to (see [`Family`]).
+    pub family: FamilyId,
+}
+
+/// Locks of one kind engaged at exactly the same lines (see
+/// `families::family_key`): a million cells of a grid, each with its own
+/// mutex, are one family. Figures are summed over its locks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Family {
+    pub id: FamilyId,
+    pub kind: LockKind,
+    /// How many locks, and the first of them (lowest id).
+    pub size: u64,
+    pub first_lock: LockId,
+    #[serde(serialize_with = "hex")]
+    pub first_address: u64,
+    pub sites: Vec<SiteId>,
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub owner_changes: u64,
+    pub task_switches: u64,
+    pub wait_ns: u64,
+    pub hold_ns: u64,
+    pub hold_samples: u64,
+    /// Distinct threads that engaged any of its locks.
+    pub threads: u32,
+    /// Engagement-weighted sharing ratio of its locks.
+    pub sharing_ratio: f64,
+    /// Some of its locks are process-shared.
+    pub process_shared: bool,
+    /// Its locks' distributions pooled.
+    pub wait: Option<DurationStats>,
+    pub hold: Option<DurationStats>,
+    pub wait_compensated: Option<DurationStats>,
+    pub hold_compensated: Option<DurationStats>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -244,12 +397,12 @@ pub struct Frame {
 
 #[derive(Debug, Serialize)]
 pub struct Site {
-    pub id: String,
+    pub id: SiteId,
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
     pub path: Option<String>,
-    pub locks: Vec<String>,
+    pub locks: Vec<LockId>,
     pub engagements: u64,
     pub contended: u64,
     pub task_switches: u64,
@@ -276,7 +429,7 @@ pub struct Cond {
     pub wait_ns: u64,
     pub threads: usize,
     /// Mutexes passed to its waits.
-    pub mutexes: Vec<String>,
+    pub mutexes: Vec<LockId>,
     /// Wait outcomes from the events: woken by a notify, woken with no
     /// notify since the wait began, cancelled.
     pub notified: u64,
@@ -291,12 +444,20 @@ pub struct Cond {
 #[derive(Debug, Serialize)]
 pub struct Finding {
     pub kind: &'static str,
-    pub lock: Option<String>,
-    pub sites: Vec<String>,
+    /// The lock, or the first of `locks`; null for a finding about a site.
+    pub lock: Option<LockId>,
+    pub sites: Vec<SiteId>,
     pub message: String,
     /// What ranks it: engagements paid for, and time threads waited.
     pub engagements: u64,
     pub wait_ns: u64,
+    /// Every lock it covers: the same finding for several locks of one
+    /// family is one finding. Empty for a finding about a site.
+    pub locks: Vec<LockId>,
+    /// The family of those locks and how many locks it has (`locks` may be
+    /// fewer: those the finding applies to).
+    pub family: Option<FamilyId>,
+    pub family_size: Option<u64>,
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";

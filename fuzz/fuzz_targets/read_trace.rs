@@ -20,10 +20,11 @@ fuzz_target!(|data: &[u8]| {
     // Streams too: they walk every event of every object.
     let process = analyze(
         "fuzz.trace",
-        &trace,
+        trace,
         &Limits::default(),
         &StreamFilter::All,
         &mut symbolizer,
+        &mut || {},
     );
     let report = Report {
         schema: SCHEMA,

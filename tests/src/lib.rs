@@ -227,6 +227,61 @@ pub fn run_captured(mut cmd: Command) -> Output {
     }
 }
 
+/// What [`run_measured`] saw.
+pub struct Measured {
+    pub status: std::process::ExitStatus,
+    /// Standard output, written to a file (it can be hundreds of MB).
+    pub stdout: PathBuf,
+    pub stderr: String,
+    /// The child's peak resident memory (ru_maxrss), in KiB.
+    pub max_rss_kb: u64,
+}
+
+/// Runs `cmd` with its standard output into the file `stdout` and returns
+/// its status and its own peak resident memory, from wait4(2). Killed after
+/// [`CHILD_TIMEOUT`].
+// wait4 reaps the child, which clippy does not see.
+#[allow(clippy::zombie_processes)]
+pub fn run_measured(mut cmd: Command, stdout: &Path) -> Measured {
+    use std::os::unix::process::ExitStatusExt;
+    let desc = format!("{cmd:?}");
+    let err_path = stdout.with_extension("stderr");
+    let out = fs::File::create(stdout).expect("create the stdout file");
+    let err = fs::File::create(&err_path).expect("create the stderr file");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {desc}: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our child, not yet reaped (only this loop
+        // waits for it); `status` and `usage` are valid for writing.
+        let done = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(done >= 0, "wait4 for {desc} failed");
+        if done == pid {
+            break (status, usage);
+        }
+        if start.elapsed() > CHILD_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{desc} did not finish within {CHILD_TIMEOUT:?}; killed it");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Measured {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.to_path_buf(),
+        stderr: fs::read_to_string(&err_path).unwrap_or_default(),
+        max_rss_kb: usage.ru_maxrss as u64,
+    }
+}
+
 /// Runs `bin args…` with `LD_PRELOAD=<abs shim>` and `LOCKSUIT_DIR=<dir>`.
 pub fn run_under_shim<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S], dir: &Path) -> Output {
     run_under_shim_env(bin, args, dir, &[])
@@ -548,15 +603,21 @@ pub fn sites_of_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// Findings whose `lock` is `lock_id`.
+/// Findings about the lock `lock_id`: its own (`lock`), or its family's
+/// (`locks` lists every lock a finding covers).
 pub fn findings_for_lock<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
     findings(process)
         .iter()
-        .filter(|f| f["lock"].as_str() == Some(lock_id))
+        .filter(|f| {
+            f["lock"].as_str() == Some(lock_id)
+                || f["locks"]
+                    .as_array()
+                    .is_some_and(|ls| ls.iter().any(|l| l.as_str() == Some(lock_id)))
+        })
         .collect()
 }
 
-/// Findings of the given kind whose `lock` is `lock_id`.
+/// Findings of the given kind about the lock `lock_id`.
 pub fn findings_of_kind_for_lock<'a>(
     process: &'a Value,
     kind: &str,

@@ -22,7 +22,8 @@ fn sample_program() {
     let report = report_json(&[&trace], None);
     let p = only_process(&report);
 
-    // The four per-worker locks are the unnecessary ones.
+    // The four per-worker locks are the unnecessary ones. They are one
+    // family (mutexes taken at the same line), so one finding lists them.
     let line = line_in(&src, "check(pthread_mutex_lock(&w->own_lock)");
     let unnecessary: Vec<&Value> = findings(p)
         .iter()
@@ -30,10 +31,27 @@ fn sample_program() {
         .collect();
     assert_eq!(
         unnecessary.len(),
-        4,
-        "one unnecessary-lock finding per worker: {}",
+        1,
+        "one unnecessary-lock finding for the workers' locks: {}",
         short(&p["findings"])
     );
+    let listed = arr(unnecessary[0], "locks");
+    assert_eq!(
+        listed.len(),
+        4,
+        "one lock per worker: {}",
+        short(unnecessary[0])
+    );
+    assert_eq!(u64_of(unnecessary[0], "family_size"), 4);
+    assert_eq!(
+        unnecessary[0]["lock"], listed[0],
+        "`lock` is the first of them"
+    );
+    for id in listed {
+        let lock = lock_by_id(p, id.as_str().expect("lock ids are strings"));
+        assert_eq!(u64_of(lock, "threads"), 1, "{}", short(lock));
+        assert_eq!(u64_of(lock, "acquisitions"), 20_000, "{}", short(lock));
+    }
     for f in &unnecessary {
         let sites = finding_sites(p, f);
         assert!(

@@ -19,6 +19,11 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
+/// "1 thread", "4 threads".
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

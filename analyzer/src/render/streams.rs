@@ -25,13 +25,13 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "   warning: {w}");
         }
         // Where each site is, worked out once: streams run to millions of events.
-        let places: HashMap<&str, String> = p
+        let places: HashMap<String, String> = p
             .sites
             .iter()
             .map(|site| {
-                let place =
-                    super::text::where_short(&site.function, &site.file, site.line, &site.id);
-                (site.id.as_str(), place)
+                let id = site.id.to_string();
+                let place = super::text::where_short(&site.function, &site.file, site.line, &id);
+                (id, place)
             })
             .collect();
         for s in &p.streams {
@@ -42,9 +42,14 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn object(out: &mut String, p: &Process, s: &ObjectStream, places: &HashMap<&str, String>) {
-    let what = if let Some(l) = p.locks.iter().find(|l| l.id == s.object) {
-        format!("{} {} at {}", l.kind, l.id, l.address)
+fn object(out: &mut String, p: &Process, s: &ObjectStream, places: &HashMap<String, String>) {
+    let lock = s
+        .object
+        .strip_prefix('L')
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| p.locks.get(n.checked_sub(1)?));
+    let what = if let Some(l) = lock {
+        format!("{} {} at {:#x}", l.kind, l.id, l.address)
     } else if let Some(c) = p.conds.iter().find(|c| c.id == s.object) {
         format!("condition variable {} at {}", c.id, c.address)
     } else {

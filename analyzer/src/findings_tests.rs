@@ -1,0 +1,209 @@
+//! Unit tests of `findings.rs`.
+
+use super::*;
+
+/// "L3" → LockId(2), "S1" → SiteId(0).
+fn number(id: &str) -> u32 {
+    id[1..].parse::<u32>().unwrap() - 1
+}
+
+fn lock(
+    id: &str,
+    acquisitions: u64,
+    contended: u64,
+    wait_ns: u64,
+    threads: u32,
+    site: &str,
+) -> Lock {
+    Lock {
+        id: LockId(number(id)),
+        kind: LockKind::Mutex,
+        address: 0x1,
+        origin: Origin::Init,
+        destroyed: false,
+        process_shared: false,
+        mutex_type: Some(MutexType::Normal),
+        robust: false,
+        acquisitions,
+        contended,
+        try_failures: 0,
+        timeouts: 0,
+        cond_reacquires: 0,
+        task_switches: contended,
+        owner_changes: 0,
+        threads,
+        sharing_ratio: 0.5,
+        wait_ns,
+        hold_ns: 0,
+        hold_samples: 0,
+        engagements_by_thread: (0..threads)
+            .map(|t| ThreadCount {
+                tid: 100 + t,
+                count: acquisitions / u64::from(threads),
+            })
+            .collect(),
+        sites: [SiteId(number(site))].into_iter().collect(),
+        wait: None,
+        hold: None,
+        wait_compensated: None,
+        hold_compensated: None,
+        read: None,
+        write: None,
+        posts: 0,
+        family: FamilyId(0),
+    }
+}
+
+fn site(id: &str, locks: &[&str]) -> Site {
+    Site {
+        id: SiteId(number(id)),
+        function: Some("work".into()),
+        file: Some("w.c".into()),
+        line: Some(7),
+        path: None,
+        locks: locks.iter().map(|l| LockId(number(l))).collect(),
+        engagements: 1000,
+        contended: 0,
+        task_switches: 0,
+        wait_ns: 0,
+        hold_ns: 0,
+        wait: None,
+        ratio: 0.5,
+        status: STATUS_SUITABLE,
+        call_chain: Vec::new(),
+    }
+}
+
+fn kinds(
+    locks: &[Lock],
+    sites: &[Site],
+    duration_ns: Option<u64>,
+) -> Vec<(&'static str, Option<String>)> {
+    let mut locks = locks.to_vec();
+    let families = crate::families::build(&mut locks);
+    let ev = Evidence {
+        locks: &locks,
+        families: &families,
+        sites,
+        top_blocker: FxHashMap::default(),
+        limits: &Limits::default(),
+        duration_ns,
+    };
+    let mut f = Vec::new();
+    contention_findings(&mut f, &ev);
+    f.into_iter()
+        .map(|f| (f.kind, f.lock.map(|l| l.to_string())))
+        .collect()
+}
+
+#[test]
+fn high_contention_needs_the_share_and_real_waiting() {
+    let busy = lock("L1", 1000, 200, 5_000_000, 4, "S1");
+    assert_eq!(
+        kinds(&[busy], &[], None),
+        vec![(FINDING_HIGH_CONTENTION, Some("L1".into()))]
+    );
+    // The same share with almost no waiting is not worth a finding.
+    let cheap = lock("L1", 1000, 200, 10_000, 4, "S1");
+    assert!(kinds(&[cheap], &[], None).is_empty());
+    // Nor a low share with much waiting.
+    let rare = lock("L1", 1000, 20, 50_000_000, 4, "S1");
+    assert!(kinds(&[rare], &[], None).is_empty());
+}
+
+#[test]
+fn long_hold_comes_from_the_longest_wait_or_timed_hold() {
+    let mut l = lock("L1", 10, 1, 20_000_000, 2, "S1");
+    l.wait = Some(Box::new(DurationStats {
+        count: 1,
+        total_ns: 20_000_000,
+        max_ns: 20_000_000,
+        p50_ns: 20_000_000,
+        p99_ns: 20_000_000,
+    }));
+    assert_eq!(
+        kinds(std::slice::from_ref(&l), &[], None),
+        vec![(FINDING_LONG_HOLD, Some("L1".into()))]
+    );
+    l.wait.as_mut().unwrap().max_ns = 9_000_000;
+    assert!(kinds(&[l], &[], None).is_empty(), "below 10 ms");
+}
+
+#[test]
+fn over_synchronization_is_frequent_shared_and_uncontended() {
+    // 1,000,000 acquisitions in 1 s by 4 threads, none contended.
+    let hot = lock("L1", 1_000_000, 0, 0, 4, "S1");
+    let second = Some(1_000_000_000);
+    assert_eq!(
+        kinds(std::slice::from_ref(&hot), &[], second),
+        vec![(FINDING_OVER_SYNC, Some("L1".into()))]
+    );
+    // Over 100 s it is only 10,000 a second.
+    assert!(kinds(&[hot], &[], Some(100_000_000_000)).is_empty());
+    // One thread: that is an unnecessary lock, reported as such elsewhere.
+    let alone = lock("L1", 1_000_000, 0, 0, 1, "S1");
+    assert!(kinds(&[alone], &[], second).is_empty());
+}
+
+#[test]
+fn asymmetric_contention_compares_the_locks_of_one_line() {
+    let hot = lock("L1", 1000, 100, 0, 4, "S1");
+    let cold = lock("L2", 1000, 2, 0, 4, "S1");
+    let even = lock("L2", 1000, 90, 0, 4, "S1");
+    let line = site("S1", &["L1", "L2"]);
+    assert_eq!(
+        kinds(&[hot.clone(), cold], std::slice::from_ref(&line), None),
+        vec![(FINDING_ASYMMETRIC, Some("L1".into()))]
+    );
+    let line = site("S1", &["L1", "L2"]);
+    assert!(
+        kinds(&[hot, even], &[line], None).is_empty(),
+        "10% vs 9% is even"
+    );
+}
+
+#[test]
+fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
+    // L1..L3: one family (same kind, same line), each engaged by one
+    // thread; L4: the same at another line, a family of its own.
+    let mut locks: Vec<Lock> = (1..=3)
+        .map(|i| lock(&format!("L{i}"), 10, 0, 0, 1, "S1"))
+        .collect();
+    locks.push(lock("L4", 10, 0, 0, 1, "S2"));
+    let families = crate::families::build(&mut locks);
+    let sites = [site("S1", &["L1", "L2", "L3"]), site("S2", &["L4"])];
+    let found = build(
+        &[],
+        &locks,
+        &families,
+        &sites,
+        &[],
+        &Limits::default(),
+        None,
+    );
+    let unnecessary: Vec<&Finding> = found
+        .iter()
+        .filter(|f| f.kind == FINDING_UNNECESSARY)
+        .collect();
+    assert_eq!(unnecessary.len(), 2, "{unnecessary:?}");
+    let family = unnecessary.iter().find(|f| f.locks.len() == 3).unwrap();
+    assert_eq!(family.lock, Some(LockId(0)));
+    assert_eq!(family.locks, vec![LockId(0), LockId(1), LockId(2)]);
+    assert_eq!((family.family_size, family.engagements), (Some(3), 30));
+    assert!(
+        family
+            .message
+            .starts_with("3 mutexes of one family, L1, L2, L3,"),
+        "{}",
+        family.message
+    );
+    let single = unnecessary.iter().find(|f| f.locks.len() == 1).unwrap();
+    assert_eq!(single.lock, Some(LockId(3)));
+    assert!(
+        single
+            .message
+            .starts_with("mutex L4 at 0x1 was taken 10 times"),
+        "{}",
+        single.message
+    );
+}
