@@ -313,6 +313,8 @@ pub fn analyze(
         },
         exit_code: header.exit_code,
         fork_child: header.flags & FLAG_FORK_CHILD != 0,
+        start_unix_ns: header.start_unix_ns,
+        start_mono_ns: header.start_mono_ns,
         duration_ns: duration,
         dropped_events,
         hold_sample_period: header.hold_sample_period,

@@ -65,6 +65,11 @@ pub struct Process {
     pub ended_by: &'static str,
     pub exit_code: Option<i32>,
     pub fork_child: bool,
+    /// When the shim started in this process: wall clock (ns since 1970)
+    /// and CLOCK_MONOTONIC, to show absolute times (timed calls' deadlines)
+    /// relative to the start.
+    pub start_unix_ns: u64,
+    pub start_mono_ns: u64,
     pub duration_ns: Option<u64>,
     /// Operations and records the shim could not record.
     pub dropped_events: u64,
