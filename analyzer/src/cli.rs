@@ -1,9 +1,10 @@
 //! Command line: `locksuit report` and `locksuit run`.
 
 use crate::findings::Limits;
-use crate::load::{self, InputError};
+use crate::load::{self, InputError, Selection};
 use crate::model::{Report, SCHEMA};
 use crate::render;
+use crate::render::layout::Destination;
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -64,9 +65,11 @@ enum Command {
     /// Report on recorded traces.
     ///
     /// PATH is a trace file or a directory (every locksuit.*.trace in it). With no PATH,
-    /// the newest trace in $LOCKSUIT_DIR, or else in the current directory. A file named
-    /// twice (or also through its directory) is read once. A trace whose program is still
-    /// running is read as far as it was written.
+    /// the newest trace in $LOCKSUIT_DIR (or else the current directory) that recorded any
+    /// lock activity, named on stderr; with --exe or --pid, every matching trace there. A
+    /// file named twice (or also through its directory) is read once. A trace whose program
+    /// is still running is read as far as it was written. Processes that recorded no lock
+    /// activity (a shell, `env`) share one line at the end of a text report.
     Report(ReportArgs),
     /// Record a command and all its children, then report on every process.
     ///
@@ -87,6 +90,16 @@ enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
+    /// Readable tables, as wide as --width.
+    Text,
+    /// Schema locksuit.report/1 (docs/report-schema.md).
+    Json,
+    /// One screen: processes recorded, findings by kind, processes with findings.
+    Summary,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EventsFormat {
     Text,
     Json,
 }
@@ -96,9 +109,31 @@ struct ReportOptions {
     /// Sharing ratio below which a line's locking is reported as unsuitable, in [0, 1].
     #[arg(long, default_value = "0.3", value_parser = parse_threshold, value_name = "R")]
     threshold: f64,
-    /// Output format; json follows schema locksuit.report/1.
+    /// Output format; json follows schema locksuit.report/1; summary is one screen for
+    /// many processes.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Text: no line longer than N columns (default: $COLUMNS, else the terminal, else 100
+    /// when written to a pipe or a file).
+    #[arg(long, value_name = "N", value_parser = render::layout::parse_width)]
+    width: Option<usize>,
+    /// List only the N highest-ranked findings of each process (text: 20 unless given;
+    /// json: all unless given).
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Only processes of this executable (its file name or full path; repeatable).
+    #[arg(long = "exe", value_name = "NAME")]
+    exes: Vec<String>,
+    /// Only the process with this pid (repeatable).
+    #[arg(long = "pid", value_name = "N")]
+    pids: Vec<u32>,
+    /// Exit with status 1 if any process has a finding (`run`: unless the command itself
+    /// failed, whose status wins).
+    #[arg(long)]
+    fail_on_findings: bool,
+    /// After the report, print the one-screen summary (as --format summary) on stderr.
+    #[arg(long)]
+    summary: bool,
     /// long-hold: a hold this long (ms) at a stretch while a thread waited.
     #[arg(long, default_value = "10", value_name = "MS")]
     long_hold_ms: u64,
@@ -129,9 +164,6 @@ struct ReportArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     options: ReportOptions,
-    /// Exit with status 1 if any process has a finding.
-    #[arg(long)]
-    fail_on_findings: bool,
 }
 
 #[derive(Args)]
@@ -144,7 +176,10 @@ struct EventsArgs {
     objects: Vec<String>,
     /// Output format; json is the report schema with a `streams` field per process.
     #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+    format: EventsFormat,
+    /// Text: no line longer than N columns (default: as for `report`).
+    #[arg(long, value_name = "N", value_parser = render::layout::parse_width)]
+    width: Option<usize>,
     /// Write to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -183,6 +218,22 @@ fn parse_share(s: &str) -> Result<f64, String> {
 }
 
 impl ReportOptions {
+    fn selection(&self) -> Selection {
+        Selection {
+            exes: self.exes.clone(),
+            pids: self.pids.clone(),
+        }
+    }
+
+    fn width(&self) -> usize {
+        let to = if self.output.is_some() {
+            Destination::File
+        } else {
+            Destination::Stdout
+        };
+        render::layout::resolve(self.width, to)
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             threshold: self.threshold,
@@ -196,6 +247,7 @@ impl ReportOptions {
 
 fn build_report(
     paths: &[PathBuf],
+    selection: &Selection,
     limits: &Limits,
     streams: &StreamFilter,
 ) -> Result<Report, InputError> {
@@ -203,16 +255,24 @@ fn build_report(
     let mut processes = Vec::new();
     // One trace at a time: each is read, turned into its model and let go of
     // before the next is read.
-    let skipped = load::for_each(paths, |path, mapped| {
-        let load::Mapped { trace, pages } = mapped;
+    let skipped = load::for_each(paths, selection, |path, mapped| {
+        let load::Mapped {
+            trace,
+            pages,
+            progress,
+        } = mapped;
         processes.push(crate::analysis::analyze(
             &path.display().to_string(),
             trace,
             limits,
             streams,
             &mut symbolizer,
-            &mut || pages.release(),
+            &mut || {
+                pages.release();
+                progress.events_read(crate::contention::PROGRESS_EVERY);
+            },
         ));
+        progress.finish();
     })?;
     for skipped in &skipped {
         eprintln!("locksuit: warning: skipped {skipped}");
@@ -224,19 +284,68 @@ fn build_report(
     })
 }
 
-/// Prints the report where the options say; an unwritable output file is
-/// bad usage.
-fn print(report: &Report, options: &ReportOptions) -> Result<(), InputError> {
+/// Prints the report where the options say (and the summary on stderr if
+/// asked for); an unwritable output file is bad usage. Returns whether
+/// `--fail-on-findings` fails: some process has a finding, whatever
+/// `--top` shows.
+fn print(mut report: Report, options: &ReportOptions) -> Result<bool, InputError> {
+    let findings = report.processes.iter().any(|p| !p.findings.is_empty());
+    let width = options.width();
+    let summary = || render::summary::render(&report, options.fail_on_findings, width);
+    if options.summary && !matches!(options.format, Format::Summary) {
+        // Worked out before --top trims the JSON: it counts every finding.
+        let summary = render::summary::render(
+            &report,
+            options.fail_on_findings,
+            render::layout::resolve(options.width, Destination::Stderr),
+        );
+        let printed = print_format(&mut report, options, width);
+        eprint!("\n{summary}");
+        printed?;
+    } else if matches!(options.format, Format::Summary) {
+        let text = summary();
+        write_out(options.output.as_deref(), |out| {
+            out.write_all(text.as_bytes())
+        })?;
+        if options.summary {
+            eprint!("{text}");
+        }
+    } else {
+        print_format(&mut report, options, width)?;
+    }
+    Ok(options.fail_on_findings && findings)
+}
+
+fn print_format(
+    report: &mut Report,
+    options: &ReportOptions,
+    width: usize,
+) -> Result<(), InputError> {
     match options.format {
-        Format::Text => {
-            let text = render::text::render(report, options.sort, options.columns);
+        Format::Text | Format::Summary => {
+            let text = render::text::render(
+                report,
+                &render::text::TextOptions {
+                    sort: options.sort,
+                    columns: options.columns,
+                    width,
+                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                },
+            );
             write_out(options.output.as_deref(), |out| {
                 out.write_all(text.as_bytes())
             })
         }
-        Format::Json => write_out(options.output.as_deref(), |out| {
-            render::json::write(report, out)
-        }),
+        Format::Json => {
+            if let Some(top) = options.top {
+                for p in &mut report.processes {
+                    p.findings.truncate(top);
+                }
+            }
+            write_out(options.output.as_deref(), |out| {
+                render::json::write(report, out)
+            })
+        }
     }
 }
 
@@ -268,19 +377,16 @@ fn write_out(
 }
 
 fn report(args: ReportArgs) -> i32 {
-    match build_report(&args.paths, &args.options.limits(), &StreamFilter::Off) {
-        Ok(report) => {
-            if let Err(e) = print(&report, &args.options) {
-                eprintln!("locksuit: {e}");
-                return EXIT_USAGE;
-            }
-            let findings = report.processes.iter().any(|p| !p.findings.is_empty());
-            if args.fail_on_findings && findings {
-                EXIT_GATE
-            } else {
-                EXIT_OK
-            }
-        }
+    let options = &args.options;
+    let built = build_report(
+        &args.paths,
+        &options.selection(),
+        &options.limits(),
+        &StreamFilter::Off,
+    );
+    match built.and_then(|report| print(report, options)) {
+        Ok(true) => EXIT_GATE,
+        Ok(false) => EXIT_OK,
         Err(e) => {
             eprintln!("locksuit: {e}");
             EXIT_USAGE
@@ -294,7 +400,8 @@ fn events(args: EventsArgs) -> i32 {
     } else {
         StreamFilter::Only(args.objects.clone())
     };
-    let printed = build_report(&args.paths, &Limits::default(), &filter).and_then(|report| {
+    let selection = Selection::default();
+    let printed = build_report(&args.paths, &selection, &Limits::default(), &filter).and_then(|mut report| {
         check_objects(&report, &args.objects)?;
         let silent: Vec<&str> = args
             .objects
@@ -313,12 +420,19 @@ fn events(args: EventsArgs) -> i32 {
                 silent.join(", ")
             );
         }
+        render::streams::relate_deadlines(&mut report);
         match args.format {
-            Format::Text => {
-                let text = render::streams::render(&report);
+            EventsFormat::Text => {
+                let to = if args.output.is_some() {
+                    Destination::File
+                } else {
+                    Destination::Stdout
+                };
+                let width = render::layout::resolve(args.width, to);
+                let text = render::streams::render(&report, width);
                 write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
             }
-            Format::Json => write_out(args.output.as_deref(), |out| {
+            EventsFormat::Json => write_out(args.output.as_deref(), |out| {
                 render::json::write(&report, out)
             }),
         }
@@ -367,17 +481,27 @@ fn run(args: RunArgs) -> i32 {
                 return EXIT_USAGE;
             }
         };
+    let options = &args.options;
     let printed = build_report(
         std::slice::from_ref(&recorded.dir),
-        &args.options.limits(),
+        &options.selection(),
+        &options.limits(),
         &StreamFilter::Off,
     )
-    .and_then(|report| print(&report, &args.options));
-    if let Err(e) = printed {
-        eprintln!("locksuit: no report: {e}");
-    }
+    .and_then(|report| print(report, options));
+    let gate_failed = match printed {
+        Ok(failed) => failed,
+        Err(e) => {
+            eprintln!("locksuit: no report: {e}");
+            false
+        }
+    };
     eprintln!("locksuit: traces kept in {}", recorded.dir.display());
-    recorded.exit_status
+    // The command's own failure wins; then the gate.
+    match recorded.exit_status {
+        EXIT_OK if gate_failed => EXIT_GATE,
+        status => status,
+    }
 }
 
 /// Entry point; returns the process exit status.

@@ -12,6 +12,7 @@ pub mod locks;
 pub mod mapped;
 pub mod model;
 pub mod oom;
+pub mod progress;
 pub mod render;
 pub mod run;
 pub mod samples;

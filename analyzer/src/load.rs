@@ -43,23 +43,74 @@ pub fn traces_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(found)
 }
 
-/// The newest trace in `$LOCKSUIT_DIR`, or else in the current directory.
-pub fn default_trace() -> Result<PathBuf, InputError> {
-    let dir = std::env::var_os("LOCKSUIT_DIR")
+/// Where `report` and `events` look when no PATH is given:
+/// `$LOCKSUIT_DIR`, or else the current directory.
+fn default_dir() -> PathBuf {
+    std::env::var_os("LOCKSUIT_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let newest = traces_in(&dir)?
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The traces in `dir`, newest first (by modification time, then name).
+fn newest_first(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let mut dated: Vec<(std::time::SystemTime, PathBuf)> = traces_in(dir)?
         .into_iter()
         .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
-        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)))
-        .map(|(_, p)| p);
-    newest.ok_or_else(|| {
-        InputError(format!(
+        .collect();
+    dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    if dated.is_empty() {
+        return Err(InputError(format!(
             "{}: no locksuit traces (locksuit.*.trace) here; record one with `locksuit run -- CMD` or name a trace",
             dir.display()
-        ))
-    })
+        )));
+    }
+    Ok(dated.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Whether a trace recorded any lock activity: a lock, a condition
+/// variable or an engagement. A shell or `env` started along the way
+/// records none.
+pub fn has_lock_activity(trace: &Trace) -> bool {
+    !trace.locks.is_empty() || !trace.conds.is_empty() || !trace.counters.is_empty()
+}
+
+/// "sample (pid 12)"
+fn process_name(trace: &Trace) -> String {
+    format!(
+        "{} (pid {})",
+        crate::symbolize::basename(&trace.header.exe),
+        trace.header.pid
+    )
+}
+
+/// Which processes to report: `--exe` and `--pid` (any of the names, and
+/// any of the pids; both when both are given). Empty: every one.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub exes: Vec<String>,
+    pub pids: Vec<u32>,
+}
+
+impl Selection {
+    pub fn is_empty(&self) -> bool {
+        self.exes.is_empty() && self.pids.is_empty()
+    }
+
+    /// An executable matches by its full path or by its file name.
+    fn matches(&self, trace: &Trace) -> bool {
+        let header = &trace.header;
+        let exe = header.exe.trim_end_matches(" (deleted)");
+        let name = crate::symbolize::basename(exe);
+        (self.pids.is_empty() || self.pids.contains(&header.pid))
+            && (self.exes.is_empty() || self.exes.iter().any(|e| e == exe || e == name))
+    }
+
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self.exes.iter().map(|e| format!("--exe {e}")).collect();
+        parts.extend(self.pids.iter().map(|p| format!("--pid {p}")));
+        parts.join(" ")
+    }
 }
 
 /// What a path that is not a regular file is, for the message refusing it.
@@ -100,6 +151,8 @@ const REREADS: usize = 3;
 pub struct Mapped {
     pub trace: Trace,
     pub pages: Pages,
+    /// Progress on stderr for a large trace, until the caller is done with it.
+    pub progress: crate::progress::Progress,
 }
 
 /// The mapping a trace is read from.
@@ -179,6 +232,7 @@ pub fn read(path: &Path) -> Result<Mapped, InputError> {
     refuse_unless_regular(path, &meta.file_type())?;
     let mut len = meta.len();
     let mut rereads = 0;
+    let progress = crate::progress::Progress::for_trace(path, len);
     loop {
         if len == 0 {
             return Err(InputError(format!(
@@ -195,7 +249,13 @@ pub fn read(path: &Path) -> Result<Mapped, InputError> {
         // The trace keeps the mapping: its events are read from it in place.
         let pages = Pages(Arc::new(map));
         match pages.while_releasing(|| read_trace_shared(path, pages.0.clone())) {
-            Ok(trace) => return Ok(Mapped { trace, pages }),
+            Ok(trace) => {
+                return Ok(Mapped {
+                    trace,
+                    pages,
+                    progress,
+                })
+            }
             Err(e) => {
                 // A finished trace that looked cut may just have grown after
                 // it was mapped (threads still writing while the process
@@ -227,59 +287,176 @@ impl Seen {
     }
 }
 
+/// Walks what the command line names, handing each selected trace on.
+struct Walk<'a, F: FnMut(&Path, Mapped)> {
+    selection: &'a Selection,
+    each: F,
+    seen: Seen,
+    /// Traces that could not be read, and why.
+    skipped: Vec<String>,
+    /// Processes read but not selected, by name.
+    unselected: Vec<String>,
+    /// Processes handed on.
+    taken: usize,
+}
+
+impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
+    /// Hands `mapped` on if the selection takes it.
+    fn offer(&mut self, path: &Path, mapped: Mapped) {
+        if self.selection.matches(&mapped.trace) {
+            self.taken += 1;
+            (self.each)(path, mapped);
+        } else {
+            self.unselected.push(process_name(&mapped.trace));
+        }
+    }
+
+    /// A file named on the command line: it must be readable.
+    fn file(&mut self, path: &Path) -> Result<(), InputError> {
+        if self.seen.first_time(path) {
+            crate::oom::working_on(Some(path));
+            let mapped = read(path)?;
+            self.offer(path, mapped);
+        }
+        Ok(())
+    }
+
+    /// Every trace in a directory; unreadable ones are skipped, unless
+    /// none is readable.
+    fn directory(&mut self, dir: &Path, found: Vec<PathBuf>) -> Result<(), InputError> {
+        if found.is_empty() {
+            return Err(InputError(format!(
+                "{}: no locksuit traces (locksuit.*.trace) in this directory",
+                dir.display()
+            )));
+        }
+        let mut readable = 0;
+        let mut first_error = None;
+        for trace_path in found {
+            if !self.seen.first_time(&trace_path) {
+                readable += 1;
+                continue;
+            }
+            crate::oom::working_on(Some(&trace_path));
+            match read(&trace_path) {
+                Ok(t) => {
+                    readable += 1;
+                    self.offer(&trace_path, t);
+                }
+                Err(e) => {
+                    first_error.get_or_insert_with(|| e.0.clone());
+                    self.skipped.push(e.0);
+                }
+            }
+        }
+        if readable == 0 {
+            return Err(InputError(first_error.unwrap_or_default()));
+        }
+        Ok(())
+    }
+
+    /// No PATH and no selection: the newest trace in the default directory
+    /// that recorded any lock activity (or the newest of all, if none did),
+    /// said on stderr, with the newer ones that recorded nothing.
+    fn newest_active(&mut self, dir: &Path) -> Result<(), InputError> {
+        let candidates = newest_first(dir)?;
+        let total = candidates.len();
+        let mut idle: Vec<String> = Vec::new();
+        let mut newest_idle: Option<(PathBuf, Mapped)> = None;
+        let mut first_error = None;
+        for path in candidates {
+            crate::oom::working_on(Some(&path));
+            let mapped = match read(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    first_error.get_or_insert_with(|| e.0.clone());
+                    self.skipped.push(e.0);
+                    continue;
+                }
+            };
+            if !has_lock_activity(&mapped.trace) {
+                idle.push(process_name(&mapped.trace));
+                newest_idle.get_or_insert((path, mapped));
+                continue;
+            }
+            let newer = if idle.is_empty() {
+                String::new()
+            } else {
+                format!("; {} newer recorded none: {}", idle.len(), idle.join(", "))
+            };
+            eprintln!(
+                "locksuit: reporting on {}, the newest trace in {} with lock activity{newer}",
+                path.display(),
+                dir.display()
+            );
+            (self.each)(&path, mapped);
+            return Ok(());
+        }
+        let Some((newest, mapped)) = newest_idle else {
+            return Err(InputError(first_error.unwrap_or_default()));
+        };
+        eprintln!(
+            "locksuit: none of the {total} traces in {} recorded lock activity; reporting on the newest, {}",
+            dir.display(),
+            newest.display()
+        );
+        (self.each)(&newest, mapped);
+        Ok(())
+    }
+}
+
 /// What the command line names, one trace at a time (only one is in
 /// memory at once): files are taken as they are (and must be readable),
 /// directories contribute every trace inside them (unreadable ones are
 /// skipped, unless none is readable). A file named more than once,
 /// directly or through its directory, a symlink or a hard link, is read
-/// once. Returns what was skipped and why.
+/// once. With no PATH, the default directory (see [`default_dir`]): the
+/// newest trace there with lock activity, or, with a selection, every trace
+/// there. Only the processes `selection` takes are handed on; if it takes
+/// none, that is an error naming the processes there were. Returns what was
+/// skipped and why.
 pub fn for_each(
     paths: &[PathBuf],
-    mut each: impl FnMut(&Path, Mapped),
+    selection: &Selection,
+    each: impl FnMut(&Path, Mapped),
 ) -> Result<Vec<String>, InputError> {
-    let mut skipped = Vec::new();
-    let paths = if paths.is_empty() {
-        vec![default_trace()?]
-    } else {
-        paths.to_vec()
+    let mut walk = Walk {
+        selection,
+        each,
+        seen: Seen::default(),
+        skipped: Vec::new(),
+        unselected: Vec::new(),
+        taken: 0,
     };
-    let mut seen = Seen::default();
-    for path in &paths {
+    if paths.is_empty() {
+        let dir = default_dir();
+        if selection.is_empty() {
+            walk.newest_active(&dir)?;
+        } else {
+            let found = newest_first(&dir)?;
+            walk.directory(&dir, found)?;
+        }
+    }
+    for path in paths {
         if path.is_dir() {
             let found = traces_in(path)?;
-            if found.is_empty() {
-                return Err(InputError(format!(
-                    "{}: no locksuit traces (locksuit.*.trace) in this directory",
-                    path.display()
-                )));
-            }
-            let mut readable = 0;
-            let mut first_error = None;
-            for trace_path in found {
-                if !seen.first_time(&trace_path) {
-                    readable += 1;
-                    continue;
-                }
-                crate::oom::working_on(Some(&trace_path));
-                match read(&trace_path) {
-                    Ok(t) => {
-                        readable += 1;
-                        each(&trace_path, t);
-                    }
-                    Err(e) => {
-                        first_error.get_or_insert_with(|| e.0.clone());
-                        skipped.push(e.0);
-                    }
-                }
-            }
-            if readable == 0 {
-                return Err(InputError(first_error.unwrap_or_default()));
-            }
-        } else if seen.first_time(path) {
-            crate::oom::working_on(Some(path));
-            each(path, read(path)?);
+            walk.directory(path, found)?;
+        } else {
+            walk.file(path)?;
         }
     }
     crate::oom::working_on(None);
-    Ok(skipped)
+    if !selection.is_empty() && walk.taken == 0 {
+        let mut recorded = walk.unselected.clone();
+        recorded.sort();
+        recorded.dedup();
+        let shown = recorded.len().min(8);
+        let more = if recorded.len() > shown { ", …" } else { "" };
+        return Err(InputError(format!(
+            "no recorded process matches {} (recorded: {}{more})",
+            selection.describe(),
+            recorded[..shown].join(", ")
+        )));
+    }
+    Ok(walk.skipped)
 }

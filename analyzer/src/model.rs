@@ -149,6 +149,11 @@ pub struct StreamEvent {
     /// Timed calls: the absolute deadline, in ns of the clock the caller named.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_ns: Option<u64>,
+    /// The same deadline relative to the process's start on that clock
+    /// (negative: before it), on the scale of `time_ns`; filled in for
+    /// rendering (see `render::streams::relate_deadlines`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_since_start_ns: Option<i64>,
     /// waited: notified, timed-out, spurious, owner-died, error or cancelled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<&'static str>,

@@ -2,7 +2,10 @@
 //! computes anything the model does not already hold.
 
 pub mod json;
+pub mod layout;
 pub mod streams;
+pub mod summary;
+pub mod tables;
 pub mod text;
 
 /// Nanoseconds as a short human duration.

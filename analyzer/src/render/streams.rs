@@ -1,28 +1,81 @@
 //! Text for `locksuit events`: each object's stream, one line per event, in
 //! the order the model holds them (causal, by sequence number). Plain
 //! columns rather than a table widget: streams run to millions of lines.
+//! A line longer than the width continues under its "where" column.
 
 use super::duration;
+use super::layout::{glued, width_of, wrap, wrap_paths};
 use crate::model::*;
 use std::collections::HashMap;
 use std::fmt::Write;
 
-pub fn render(report: &Report) -> String {
+/// Deadlines above this many nanoseconds are wall-clock time (ns since
+/// 1970, the REALTIME clock of timedlock and friends); below, monotonic
+/// time (clocklock with CLOCK_MONOTONIC, ns since boot). 1e17 ns is three
+/// years: no machine's monotonic clock gets there, and no wall clock has
+/// been below it since 1973.
+const WALL_CLOCK_FROM_NS: u64 = 100_000_000_000_000_000;
+
+/// The deadline `deadline_ns` relative to the process's start on its own
+/// clock, on the scale of the events' `time_ns` (negative: before the start).
+pub fn deadline_since_start(p: &Process, deadline_ns: u64) -> i64 {
+    let start = if deadline_ns >= WALL_CLOCK_FROM_NS {
+        p.start_unix_ns
+    } else {
+        p.start_mono_ns
+    };
+    let since = i128::from(deadline_ns) - i128::from(start);
+    since.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// Fills in `deadline_since_start_ns` of every event that has a deadline.
+pub fn relate_deadlines(report: &mut Report) {
+    for p in &mut report.processes {
+        let mut streams = std::mem::take(&mut p.streams);
+        for e in streams.iter_mut().flat_map(|s| s.events.iter_mut()) {
+            e.deadline_since_start_ns = e.deadline_ns.map(|d| deadline_since_start(p, d));
+        }
+        p.streams = streams;
+    }
+}
+
+/// A signed duration: "30.00 ms", "-15.00 µs".
+fn signed_duration(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", duration(ns.unsigned_abs()))
+    } else {
+        duration(ns as u64)
+    }
+}
+
+pub fn render(report: &Report, width: usize) -> String {
     let mut out = String::new();
     for p in &report.processes {
-        let _ = writeln!(out, "== {} (pid {}) — {}", p.exe, p.pid, p.trace);
-        let _ = writeln!(
-            out,
-            "   {} events ({}); times are from the process's start",
-            p.events,
-            if p.events_mode == "all" {
-                "every operation"
-            } else {
-                "contended operations only: record with LOCKSUIT_EVENTS=all for every one"
-            }
+        let pid = glued(&format!("(pid {})", p.pid));
+        out.push_str(&wrap_paths(
+            &format!("{} {pid}", p.exe),
+            width,
+            "== ",
+            "   ",
+        ));
+        out.push_str(&wrap_paths(
+            &format!("trace {}", p.trace),
+            width,
+            "   ",
+            "     ",
+        ));
+        let mode = if p.events_mode == "all" {
+            "every operation"
+        } else {
+            "contended operations only: record with LOCKSUIT_EVENTS=all for every one"
+        };
+        let about = format!(
+            "{} events ({mode}); times and deadlines are from the process's start",
+            p.events
         );
+        out.push_str(&wrap(&about, width, "   ", "   "));
         for w in &p.warnings {
-            let _ = writeln!(out, "   warning: {w}");
+            out.push_str(&wrap(&format!("warning: {w}"), width, "   ", "     "));
         }
         // Where each site is, worked out once: streams run to millions of events.
         let places: HashMap<String, String> = p
@@ -35,14 +88,23 @@ pub fn render(report: &Report) -> String {
             })
             .collect();
         for s in &p.streams {
-            object(&mut out, p, s, &places);
+            object(&mut out, p, s, &places, width);
         }
         let _ = writeln!(out);
     }
     out
 }
 
-fn object(out: &mut String, p: &Process, s: &ObjectStream, places: &HashMap<String, String>) {
+/// Columns before "where": seq, time, tid, event.
+const PREFIX: usize = 8 + 2 + 12 + 2 + 8 + 2 + 10 + 1;
+
+fn object(
+    out: &mut String,
+    p: &Process,
+    s: &ObjectStream,
+    places: &HashMap<String, String>,
+    width: usize,
+) {
     let lock = s
         .object
         .strip_prefix('L')
@@ -55,35 +117,45 @@ fn object(out: &mut String, p: &Process, s: &ObjectStream, places: &HashMap<Stri
     } else {
         s.object.clone()
     };
-    let _ = writeln!(
-        out,
-        "\n{what}: {} events, ordered by its sequence number",
+    out.push('\n');
+    let title = format!(
+        "{what}: {} events, ordered by its sequence number",
         s.events.len()
     );
+    out.push_str(&wrap(&title, width, "", ""));
+    // "where" takes what the width leaves, at least a site's name.
+    let place_width = width.saturating_sub(PREFIX + 24).clamp(16, 34);
     let _ = writeln!(
         out,
-        "{:>8}  {:>12}  {:>8}  {:<10} {:<34} detail",
+        "{:>8}  {:>12}  {:>8}  {:<10} {:<place_width$} detail",
         "seq", "time", "tid", "event", "where"
     );
+    let hang = " ".repeat(PREFIX + 2);
     for e in &s.events {
         let place = match e.site.as_deref() {
             Some(id) => places.get(id).map_or(id, String::as_str),
             None => "?",
         };
-        let _ = writeln!(
-            out,
-            "{:>8}  {:>12}  {:>8}  {:<10} {:<34} {}",
+        let head = format!(
+            "{:>8}  {:>12}  {:>8}  {:<10} ",
             e.seq,
             duration(e.time_ns),
             e.tid,
-            e.kind,
-            place,
-            detail(e)
+            e.kind
         );
+        let tail = format!("{place:<place_width$} {}", detail(p, e));
+        if width_of(&head) + width_of(tail.trim_end()) <= width {
+            out.push_str(&head);
+            out.push_str(tail.trim_end());
+            out.push('\n');
+        } else {
+            // Too long: the same line wrapped, continuing under "where".
+            out.push_str(&wrap(tail.trim(), width, &head, &hang));
+        }
     }
 }
 
-fn detail(e: &StreamEvent) -> String {
+fn detail(p: &Process, e: &StreamEvent) -> String {
     let mut parts = Vec::new();
     if let Some(t) = e.owner_tid {
         parts.push(format!("held by {t}"));
@@ -106,7 +178,16 @@ fn detail(e: &StreamEvent) -> String {
         parts.push(o.to_string());
     }
     if let Some(d) = e.deadline_ns {
-        parts.push(format!("deadline {d} ns"));
+        let since = e
+            .deadline_since_start_ns
+            .unwrap_or_else(|| deadline_since_start(p, d));
+        let from_event = since.saturating_sub(i64::try_from(e.time_ns).unwrap_or(i64::MAX));
+        let when = if from_event >= 0 {
+            format!("{} after this", duration(from_event as u64))
+        } else {
+            format!("{} before this", duration(from_event.unsigned_abs()))
+        };
+        parts.push(format!("deadline at {} ({when})", signed_duration(since)));
     }
     parts.join("; ")
 }

@@ -1,0 +1,525 @@
+//! Fitting text to a width: the width itself (`--width`, `$COLUMNS`, the
+//! terminal, or a stable default when piped), prose wrapped at spaces, and
+//! tables that give up their least important columns, then their grid,
+//! rather than split an id, an address or a header word.
+//!
+//! Nothing here knows what a report says; `text.rs` decides what goes in.
+
+use comfy_table::{
+    presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width as ColumnWidth,
+};
+use std::io::IsTerminal;
+use unicode_width::UnicodeWidthStr;
+
+/// The width of text written to a pipe or a file when neither `--width`
+/// nor `$COLUMNS` says otherwise: the same on every machine, so reports
+/// compare with `diff`.
+pub const PIPED_WIDTH: usize = 100;
+/// The narrowest width accepted: below it a table row of ids and numbers
+/// cannot be read at all.
+pub const MIN_WIDTH: usize = 40;
+/// The widest width accepted (`--width`, `$COLUMNS`).
+pub const MAX_WIDTH: usize = 1000;
+
+/// Where text is going, for the width it gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    Stderr,
+    /// A file named by `--output`: never a terminal.
+    File,
+}
+
+/// The width to render for: `--width`, else `$COLUMNS`, else the terminal's
+/// (when the text goes to one), else [`PIPED_WIDTH`]. A terminal or
+/// `$COLUMNS` outside [`MIN_WIDTH`, `MAX_WIDTH`] is brought inside.
+pub fn resolve(explicit: Option<usize>, to: Destination) -> usize {
+    if let Some(width) = explicit {
+        return width;
+    }
+    let from_env = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&w| w > 0);
+    let from_tty = || match to {
+        Destination::Stdout => terminal_width(&std::io::stdout()),
+        Destination::Stderr => terminal_width(&std::io::stderr()),
+        Destination::File => None,
+    };
+    from_env
+        .or_else(from_tty)
+        .map_or(PIPED_WIDTH, |w| w.clamp(MIN_WIDTH, MAX_WIDTH))
+}
+
+fn terminal_width(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> Option<usize> {
+    if !stream.is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(stream).map(|(w, _)| usize::from(w.0))
+}
+
+/// `--width N`: a whole number in [`MIN_WIDTH`, `MAX_WIDTH`].
+pub fn parse_width(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of columns, e.g. 80"))?;
+    if (MIN_WIDTH..=MAX_WIDTH).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{n} columns is outside [{MIN_WIDTH}, {MAX_WIDTH}]; a report needs at least {MIN_WIDTH}"
+        ))
+    }
+}
+
+/// Joins the words of one phrase so that wrapping never separates them; see
+/// [`wrap_phrases`]. A private-use character, turned back into a space once
+/// the lines are made.
+const GLUE: char = '\u{E000}';
+
+/// A phrase that wrapping keeps on one line ("6 locks (3 families)").
+pub fn glued(phrase: &str) -> String {
+    phrase.replace(' ', &GLUE.to_string())
+}
+
+/// Display width of `s` in columns.
+pub fn width_of(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `text` wrapped at spaces to `width` columns, the first line starting
+/// with `first`, the others with `rest`. A word is split only when it is
+/// wider than a whole line; hyphens are not break points (finding kinds
+/// and statuses have them). Ends with a newline.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let options = textwrap::Options::new(width)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .break_words(true);
+    let mut out = String::new();
+    for line in textwrap::wrap(text, &options) {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push('\n');
+    }
+    out.replace(GLUE, " ")
+}
+
+/// Words of a line that may also break after a `/`: a path wraps at its
+/// directories, not inside a name.
+fn words_and_directories(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    let mut rest = line;
+    Box::new(std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        // Up to and including the first slash, or the first run of spaces.
+        let end = match rest.find(['/', ' ']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => i + 1,
+            Some(i) => i + rest[i..].find(|c| c != ' ').unwrap_or(rest.len() - i),
+            None => rest.len(),
+        };
+        let (word, tail) = rest.split_at(end);
+        rest = tail;
+        Some(textwrap::core::Word::from(word))
+    }))
+}
+
+/// Like [`wrap`], for text with paths in it: lines may also break after a
+/// `/`. Phrases glued with [`glued`] stay whole.
+pub fn wrap_paths(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let options = textwrap::Options::new(width)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .word_separator(textwrap::WordSeparator::Custom(words_and_directories))
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .break_words(true);
+    let mut out = String::new();
+    for line in textwrap::wrap(text, &options) {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.replace(GLUE, " ")
+}
+
+/// Phrases joined by `separator`, each kept whole on one line where it fits.
+pub fn wrap_phrases(phrases: &[String], separator: &str, width: usize, indent: &str) -> String {
+    let glued: Vec<String> = phrases.iter().map(|p| glued(p)).collect();
+    wrap(&glued.join(separator), width, indent, indent)
+}
+
+/// How a column's cells may be broken across lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cells {
+    /// Never (numbers, durations, addresses, statuses): the column is as
+    /// wide as its widest line.
+    Whole,
+    /// At spaces: each space-separated word (an id, a function name, a
+    /// file:line) stays whole.
+    Words,
+}
+
+/// One column of a [`Grid`].
+pub struct Column {
+    header: &'static str,
+    right: bool,
+    cells: Cells,
+    /// 0: always shown. Otherwise, when the table does not fit, the column
+    /// with the highest number is left out first (the rightmost of equals).
+    drop_rank: u8,
+}
+
+/// A left-aligned column of whole cells, shown at any width.
+pub fn key(header: &'static str) -> Column {
+    Column {
+        header,
+        right: false,
+        cells: Cells::Words,
+        drop_rank: 0,
+    }
+}
+
+/// A right-aligned column of figures, never broken.
+pub fn figure(header: &'static str, drop_rank: u8) -> Column {
+    Column {
+        header,
+        right: true,
+        cells: Cells::Whole,
+        drop_rank,
+    }
+}
+
+/// A left-aligned column of text, broken between words if need be.
+pub fn words(header: &'static str, drop_rank: u8) -> Column {
+    Column {
+        header,
+        right: false,
+        cells: Cells::Words,
+        drop_rank,
+    }
+}
+
+/// A left-aligned column of cells that are never broken.
+pub fn whole(header: &'static str, drop_rank: u8) -> Column {
+    Column {
+        header,
+        right: false,
+        cells: Cells::Whole,
+        drop_rank,
+    }
+}
+
+/// A table that fits a width: a grid when its most important columns fit
+/// (less important ones are left out, and said so), else one block per
+/// row, its first cell on a line of its own.
+pub struct Grid {
+    columns: Vec<Column>,
+    rows: Vec<Vec<String>>,
+}
+
+/// What a column costs beyond its content: a space of padding and the
+/// separator before the next column (or, for the last, a space of padding).
+const PADDING: usize = 2;
+/// The two side borders.
+const BORDERS: usize = 2;
+
+impl Grid {
+    pub fn new(columns: Vec<Column>) -> Self {
+        Grid {
+            columns,
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        self.rows.push(cells);
+    }
+
+    /// The narrowest column `c` can be without breaking what must stay whole.
+    fn least_width(&self, c: usize) -> usize {
+        let column = &self.columns[c];
+        let header = column.header.split(' ').map(width_of).max().unwrap_or(0);
+        let cells = self.rows.iter().map(|row| {
+            let lines = row[c].lines();
+            match column.cells {
+                Cells::Whole => lines.map(width_of).max().unwrap_or(0),
+                Cells::Words => lines
+                    .flat_map(|l| l.split(' '))
+                    .map(width_of)
+                    .max()
+                    .unwrap_or(0),
+            }
+        });
+        cells.fold(header, usize::max).max(1)
+    }
+
+    /// Renders the grid for `width` columns, ending with a newline.
+    pub fn render(&self, width: usize) -> String {
+        let least: Vec<usize> = (0..self.columns.len())
+            .map(|c| self.least_width(c))
+            .collect();
+        let needed = |shown: &[bool]| {
+            BORDERS
+                + (0..least.len())
+                    .filter(|&c| shown[c])
+                    .map(|c| least[c] + PADDING)
+                    .sum::<usize>()
+        };
+        let mut shown = vec![true; self.columns.len()];
+        let full = needed(&shown);
+        while needed(&shown) > width {
+            let next = (0..self.columns.len())
+                .filter(|&c| shown[c] && self.columns[c].drop_rank > 0)
+                .max_by_key(|&c| (self.columns[c].drop_rank, c));
+            match next {
+                Some(c) => shown[c] = false,
+                None => return self.blocks(width),
+            }
+        }
+        let widths = self.share_out(&least, &shown, width.saturating_sub(needed(&shown)));
+        let table = self.table(&widths, &shown, width);
+        if table.lines().any(|l| width_of(l) > width) {
+            // The arrangement did not keep to the width after all.
+            return self.blocks(width);
+        }
+        let mut out = table;
+        out.push('\n');
+        let left_out: Vec<&str> = (0..self.columns.len())
+            .filter(|&c| !shown[c])
+            .map(|c| self.columns[c].header)
+            .collect();
+        if !left_out.is_empty() {
+            let note = format!(
+                "(left out at this width: {}; --width {full} shows them)",
+                left_out.join(", ")
+            );
+            out.push_str(&wrap(&note, width, "   ", "   "));
+        }
+        out
+    }
+
+    /// How wide each cell of column `c` (the header too) is on one line.
+    fn cell_widths(&self, c: usize) -> Vec<usize> {
+        let cells = self
+            .rows
+            .iter()
+            .map(|row| row[c].lines().map(width_of).max().unwrap_or(0));
+        std::iter::once(width_of(self.columns[c].header))
+            .chain(cells)
+            .collect()
+    }
+
+    /// Each shown column's width: at least `least`, with `spare` columns
+    /// more given out where they spare the most cells a broken line: each
+    /// step widens the one column that unbreaks the most cells per column
+    /// it takes.
+    fn share_out(&self, least: &[usize], shown: &[bool], mut spare: usize) -> Vec<usize> {
+        let mut widths = least.to_vec();
+        let cells: Vec<Vec<usize>> = (0..least.len())
+            .map(|c| {
+                if shown[c] {
+                    self.cell_widths(c)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        loop {
+            // (cells unbroken per column taken, columns taken, column)
+            let mut best: Option<(f64, usize, usize)> = None;
+            for (c, widths_here) in cells.iter().enumerate() {
+                let now = widths[c];
+                let broken_at = |w: usize| widths_here.iter().filter(|&&x| x > w).count();
+                for &target in widths_here.iter().filter(|&&w| w > now && w - now <= spare) {
+                    let gain = broken_at(now) - broken_at(target);
+                    let rate = gain as f64 / (target - now) as f64;
+                    if best
+                        .is_none_or(|(r, cost, _)| rate > r || (rate == r && target - now < cost))
+                    {
+                        best = Some((rate, target - now, c));
+                    }
+                }
+            }
+            match best {
+                Some((_, cost, c)) => {
+                    widths[c] += cost;
+                    spare -= cost;
+                }
+                None => return widths,
+            }
+        }
+    }
+
+    fn table(&self, widths: &[usize], shown: &[bool], width: usize) -> String {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_BORDERS_ONLY)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(width).unwrap_or(u16::MAX))
+            .set_header(self.columns.iter().map(|c| c.header).collect::<Vec<_>>());
+        for row in &self.rows {
+            t.add_row(row.clone());
+        }
+        // Columns are set apart by the preset's blank separator and one
+        // space of padding on their left; the last one has one on its
+        // right, before the border too: two columns per column in all.
+        let last_shown = shown.iter().rposition(|&s| s);
+        for (c, column) in self.columns.iter().enumerate() {
+            let Some(col) = t.column_mut(c) else { continue };
+            if column.right {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+            let padding = if Some(c) == last_shown {
+                (1, 1)
+            } else {
+                (1, 0)
+            };
+            col.set_padding(padding);
+            let constraint = if shown[c] {
+                let width = widths[c] + usize::from(padding.0 + padding.1);
+                let width = u16::try_from(width).unwrap_or(u16::MAX);
+                ColumnConstraint::Absolute(ColumnWidth::Fixed(width))
+            } else {
+                ColumnConstraint::Hidden
+            };
+            col.set_constraint(constraint);
+        }
+        t.to_string()
+    }
+
+    /// One block per row: its first cell on a line of its own, then the
+    /// other cells as "header value" pairs, wrapped, each pair whole.
+    fn blocks(&self, width: usize) -> String {
+        let mut out = String::new();
+        for row in &self.rows {
+            // The label indented if it fits so, flush left if only that way.
+            let label = row[0].replace('\n', " ");
+            let indent = if width_of(&label) + 3 <= width {
+                "   "
+            } else {
+                ""
+            };
+            out.push_str(&wrap(&label, width, indent, indent));
+            let pairs: Vec<String> = self
+                .columns
+                .iter()
+                .zip(row)
+                .skip(1)
+                .filter(|(_, cell)| !cell.is_empty())
+                .map(|(column, cell)| format!("{} {}", column.header, cell.replace('\n', " ")))
+                .collect();
+            out.push_str(&wrap_phrases(&pairs, "   ", width, "       "));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn longest(text: &str) -> usize {
+        text.lines().map(width_of).max().unwrap_or(0)
+    }
+
+    fn sample_grid(label: &str) -> Grid {
+        let mut g = Grid::new(vec![
+            key("lock"),
+            whole("address", 3),
+            figure("acquired", 0),
+            figure("contended", 0),
+            words("sites", 2),
+            figure("hold (timed)", 1),
+        ]);
+        g.row(vec![
+            label.to_string(),
+            "0x55ccb4dfe140".into(),
+            "80000".into(),
+            "10037".into(),
+            "S1 S2 S5".into(),
+            "2.61 ms (10037)".into(),
+        ]);
+        g
+    }
+
+    #[test]
+    fn wide_enough_shows_every_column_unbroken() {
+        let text = sample_grid("L3").render(100);
+        assert!(longest(&text) <= 100, "{text}");
+        for whole in ["0x55ccb4dfe140", "contended", "2.61 ms (10037)", "S1 S2 S5"] {
+            assert!(text.contains(whole), "{whole} in\n{text}");
+        }
+        assert!(!text.contains("left out"), "{text}");
+    }
+
+    #[test]
+    fn narrow_leaves_out_columns_by_rank_and_says_so() {
+        let text = sample_grid("L3").render(50);
+        assert!(longest(&text) <= 50, "{text}");
+        assert!(!text.contains("0x55ccb4dfe140"), "{text}");
+        assert!(text.contains("left out at this width: address"), "{text}");
+        assert!(
+            text.contains("80000") && text.contains("contended"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_long_id_is_never_split() {
+        let id = "count_own_item@sample.c:53#2";
+        let text = sample_grid(id).render(60);
+        assert!(longest(&text) <= 60, "{text}");
+        assert!(text.contains(id), "{text}");
+        // Too long for any grid: the row becomes a block, the id whole.
+        let id = "a_very_long_function_name_in_a_namespace@some_file.cc:1234";
+        let text = sample_grid(id).render(60);
+        assert!(longest(&text) <= 60, "{text}");
+        assert!(text.contains(id), "{text}");
+        assert!(text.contains("acquired 80000"), "{text}");
+    }
+
+    #[test]
+    fn prose_wraps_at_spaces_and_keeps_phrases() {
+        let text = wrap_phrases(
+            &[
+                "exited normally".into(),
+                "345600 locks (2 families)".into(),
+                "4147200 events (every operation)".into(),
+            ],
+            ", ",
+            40,
+            "   ",
+        );
+        assert!(longest(&text) <= 40, "{text}");
+        assert!(text.contains("345600 locks (2 families)"), "{text}");
+        assert!(text.contains("4147200 events (every operation)"), "{text}");
+        let text = wrap_paths(
+            &format!("/a/rather/long/path/to/the/program {}", glued("(pid 1234)")),
+            24,
+            "== ",
+            "   ",
+        );
+        assert_eq!(
+            text,
+            "== /a/rather/long/path/\n   to/the/program\n   (pid 1234)\n"
+        );
+        let text = wrap(
+            "[unnecessary-lock] four-word-hyphenated-thing here",
+            20,
+            "",
+            "  ",
+        );
+        assert!(text.contains("[unnecessary-lock]"), "{text}");
+    }
+
+    #[test]
+    fn widths_come_from_the_option_then_columns() {
+        assert_eq!(resolve(Some(77), Destination::Stdout), 77);
+        assert!(parse_width("39").is_err());
+        assert!(parse_width("wide").is_err());
+        assert_eq!(parse_width("80"), Ok(80));
+    }
+}

@@ -1,0 +1,442 @@
+//! The text report's tables: locks, sites, who blocks whom, waits,
+//! condition variables, threads. Each says which columns matter most (see
+//! `layout::Grid`): at 80 columns the rest are left out, and the table
+//! says so.
+
+use super::duration;
+use super::layout::{figure, key, whole, words, wrap, Grid};
+use super::text::{where_short, Columns, SortKey, TextOptions};
+use crate::model::*;
+
+/// Rows a table shows, largest first, before "… and N more".
+pub const TABLE_ROWS: usize = 20;
+
+/// A table under its title, then the line saying what it left out.
+fn section(out: &mut String, title: &str, grid: &Grid, hidden: usize, what: &str, width: usize) {
+    out.push_str(&wrap(title, width, "", ""));
+    out.push_str(&grid.render(width));
+    more(out, hidden, what, width);
+    out.push('\n');
+}
+
+/// The line under a table or list that left rows out.
+pub fn more(out: &mut String, hidden: usize, what: &str, width: usize) {
+    if hidden > 0 {
+        let line = format!("… and {hidden} more {what} (--format json lists every one)");
+        out.push_str(&wrap(&line, width, "   ", "   "));
+    }
+}
+
+/// Ids in one cell: separated by spaces, so a narrow column breaks the
+/// list between ids; one per line if an id has a space of its own (a C++
+/// name), so that no id is ever broken.
+pub fn id_list(ids: &[String]) -> String {
+    let separator = if ids.iter().any(|id| id.contains(' ')) {
+        "\n"
+    } else {
+        " "
+    };
+    ids.join(separator)
+}
+
+/// A few lock ids, or how many and the first ones.
+fn lock_ids(locks: &[LockId]) -> String {
+    if locks.len() <= 4 {
+        id_list(&locks.iter().map(|l| l.to_string()).collect::<Vec<_>>())
+    } else {
+        let first = id_list(&[locks[0].to_string(), locks[1].to_string()]);
+        format!("{} locks ({first} …)", locks.len())
+    }
+}
+
+fn site_ids(sites: &[SiteId]) -> String {
+    id_list(&sites.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+/// A family's name in a table: its lock when it has one, else its id and
+/// size, kept together by a no-break space.
+fn family_label(f: &Family) -> String {
+    if f.size == 1 {
+        f.first_lock.to_string()
+    } else {
+        format!("{}\u{a0}×{}", f.id, f.size)
+    }
+}
+
+fn family_key(f: &Family, key: SortKey) -> u64 {
+    match key {
+        SortKey::Wait => f.wait_ns,
+        SortKey::Hold => f.hold_ns,
+        SortKey::Acquisitions => f.acquisitions,
+        SortKey::Contended => f.contended,
+        SortKey::Changes => f.owner_changes,
+        SortKey::P99 => f.wait.as_ref().map_or(0, |w| w.p99_ns),
+        SortKey::Max => f.wait.as_ref().map_or(0, |w| w.max_ns),
+        SortKey::Threads => u64::from(f.threads),
+    }
+}
+
+fn site_key(s: &Site, key: SortKey) -> u64 {
+    match key {
+        SortKey::Wait => s.wait_ns,
+        SortKey::Hold => s.hold_ns,
+        SortKey::Acquisitions | SortKey::Changes | SortKey::Threads => s.engagements,
+        SortKey::Contended => s.contended,
+        SortKey::P99 => s.wait.as_ref().map_or(0, |w| w.p99_ns),
+        SortKey::Max => s.wait.as_ref().map_or(0, |w| w.max_ns),
+    }
+}
+
+/// The families (each the row of one lock, or of many), largest first.
+fn ranked_families(p: &Process, sort: SortKey) -> Vec<&Family> {
+    let mut order: Vec<&Family> = p.families.iter().collect();
+    order.sort_by(|a, b| {
+        family_key(b, sort)
+            .cmp(&family_key(a, sort))
+            .then(b.acquisitions.cmp(&a.acquisitions))
+            .then(a.id.cmp(&b.id))
+    });
+    order
+}
+
+/// Every table of one process, in reading order.
+pub fn all(out: &mut String, p: &Process, o: &TextOptions) {
+    if !p.locks.is_empty() {
+        match o.columns {
+            Columns::Mutrace => mutrace_table(out, p, o),
+            Columns::Locksuit => locks_table(out, p, o),
+        }
+    }
+    sites_table(out, p, o);
+    blocking_tables(out, p, o.width);
+    waits_table(out, p, o.width);
+    conds_table(out, p, o.width);
+    threads_table(out, p, o.width);
+}
+
+fn mutrace_table(out: &mut String, p: &Process, o: &TextOptions) {
+    let order = ranked_families(p, o.sort);
+    let mut grid = Grid::new(vec![
+        key("Mutex #"),
+        figure("Locked", 0),
+        figure("Changed", 0),
+        figure("Cont.", 0),
+        figure("tot.Time[ms]", 0),
+        figure("avg.Time[ms]", 2),
+        figure("max.Time[ms]", 1),
+        whole("Flags", 3),
+    ]);
+    let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+    for f in order.iter().take(TABLE_ROWS) {
+        let avg = f.hold_ns.checked_div(f.hold_samples).unwrap_or(0);
+        let max = f.hold.as_ref().map_or(0, |h| h.max_ns);
+        let flag = match f.kind {
+            LockKind::Mutex => "M",
+            LockKind::Rwlock => "W",
+            LockKind::Spin => "S",
+            LockKind::Sem => "s",
+            LockKind::Barrier => "B",
+            LockKind::Unknown => "?",
+        };
+        grid.row(vec![
+            family_label(f),
+            f.acquisitions.to_string(),
+            f.owner_changes.to_string(),
+            f.contended.to_string(),
+            ms(f.hold_ns),
+            ms(avg),
+            ms(max),
+            format!("{flag}{}", if f.process_shared { "p" } else { "" }),
+        ]);
+    }
+    let period = match p.hold_sample_period {
+        0 => "only contended holds are timed".to_string(),
+        n => format!("contended holds and 1 in {n} others are timed"),
+    };
+    let title = format!(
+        "Locks, mutrace columns (times are hold times; {period}; a family of locks taken \
+         at the same lines is one row, F<n> ×<locks>)"
+    );
+    let hidden = order.len().saturating_sub(TABLE_ROWS);
+    section(out, &title, &grid, hidden, "rows", o.width);
+}
+
+fn locks_table(out: &mut String, p: &Process, o: &TextOptions) {
+    let order = ranked_families(p, o.sort);
+    let mut grid = Grid::new(vec![
+        key("lock"),
+        words("kind", 7),
+        whole("address", 10),
+        figure("acquired", 0),
+        figure("contended", 0),
+        figure("changes", 9),
+        figure("threads", 3),
+        figure("sharing", 4),
+        figure("wait", 0),
+        whole("hold (timed)", 8),
+        words("sites", 6),
+    ]);
+    for f in order.iter().take(TABLE_ROWS) {
+        grid.row(vec![
+            family_label(f),
+            if f.process_shared {
+                format!("{} (shared)", f.kind)
+            } else {
+                f.kind.to_string()
+            },
+            format!("{:#x}", f.first_address),
+            f.acquisitions.to_string(),
+            f.contended.to_string(),
+            f.owner_changes.to_string(),
+            f.threads.to_string(),
+            format!("{:.2}", f.sharing_ratio),
+            duration(f.wait_ns),
+            format!("{} ({})", duration(f.hold_ns), f.hold_samples),
+            site_ids(&f.sites),
+        ]);
+    }
+    let title = format!(
+        "Locks, largest {:?} first (a family, locks of one kind taken at the same lines, is one \
+         row: F<n> ×<locks>, figures summed, address of its first lock)",
+        o.sort
+    );
+    let hidden = order.len().saturating_sub(TABLE_ROWS);
+    section(out, &title, &grid, hidden, "rows", o.width);
+}
+
+fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
+    if p.sites.is_empty() {
+        return;
+    }
+    let mut order: Vec<&Site> = p.sites.iter().collect();
+    order.sort_by(|a, b| {
+        site_key(b, o.sort)
+            .cmp(&site_key(a, o.sort))
+            .then(b.engagements.cmp(&a.engagements))
+    });
+    let mut grid = Grid::new(vec![
+        key("site"),
+        words("where", 0),
+        figure("engaged", 0),
+        figure("task switches", 3),
+        figure("wait", 0),
+        figure("ratio", 2),
+        whole("status", 4),
+        words("locks", 5),
+    ]);
+    for s in order.iter().take(TABLE_ROWS) {
+        let own = s
+            .call_chain
+            .get(crate::symbolize::first_own_frame(&s.call_chain));
+        let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
+        grid.row(vec![
+            s.id.to_string(),
+            where_short(&s.function, &s.file, s.line, fallback),
+            s.engagements.to_string(),
+            s.task_switches.to_string(),
+            duration(s.wait_ns),
+            format!("{:.2}", s.ratio),
+            s.status.to_string(),
+            lock_ids(&s.locks),
+        ]);
+    }
+    let title = format!(
+        "Sites (lines that engage locks), largest {:?} first",
+        o.sort
+    );
+    let hidden = order.len().saturating_sub(TABLE_ROWS);
+    section(out, &title, &grid, hidden, "sites", o.width);
+}
+
+fn blocking_tables(out: &mut String, p: &Process, width: usize) {
+    if p.blocking.is_empty() {
+        return;
+    }
+    let name = |tid: u32| {
+        let thread = p.threads.iter().find(|t| t.tid == tid);
+        match thread.and_then(|t| t.name.as_deref()) {
+            Some(n) => format!("{tid} ({n})"),
+            None => tid.to_string(),
+        }
+    };
+    let mut grid = Grid::new(vec![
+        key("blocker"),
+        words("blocked", 0),
+        words("lock", 0),
+        figure("times", 1),
+        figure("waited", 0),
+    ]);
+    for b in p.blocking.iter().take(TABLE_ROWS) {
+        grid.row(vec![
+            name(b.blocker_tid),
+            name(b.blocked_tid),
+            b.lock.to_string(),
+            b.count.to_string(),
+            duration(b.wait_ns),
+        ]);
+    }
+    let title = "Who blocks whom (the blocker held the lock while the blocked thread waited)";
+    let hidden = p.blocking.len().saturating_sub(TABLE_ROWS);
+    section(out, title, &grid, hidden, "rows", width);
+    if !p.blocking_functions.is_empty() {
+        let mut grid = Grid::new(vec![
+            key("blocking function"),
+            words("blocked function", 0),
+            figure("times", 1),
+            figure("waited", 0),
+        ]);
+        for f in p.blocking_functions.iter().take(TABLE_ROWS) {
+            grid.row(vec![
+                f.blocker_function.clone(),
+                f.blocked_function.clone(),
+                f.count.to_string(),
+                duration(f.wait_ns),
+            ]);
+        }
+        let hidden = p.blocking_functions.len().saturating_sub(TABLE_ROWS);
+        section(
+            out,
+            "Which functions block which",
+            &grid,
+            hidden,
+            "rows",
+            width,
+        );
+    }
+}
+
+fn waits_table(out: &mut String, p: &Process, width: usize) {
+    let mut waited: Vec<&Family> = p.families.iter().filter(|f| f.wait.is_some()).collect();
+    if waited.is_empty() {
+        return;
+    }
+    waited.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.id.cmp(&b.id)));
+    let mut grid = Grid::new(vec![
+        key("lock"),
+        figure("waits", 0),
+        figure("avg", 3),
+        figure("avg compensated", 6),
+        figure("p50", 4),
+        figure("p99", 0),
+        figure("max", 0),
+        figure("holds timed", 7),
+        figure("hold avg", 2),
+        figure("hold avg compensated", 8),
+        figure("hold max", 1),
+    ]);
+    for f in waited.iter().take(TABLE_ROWS) {
+        let w = f.wait.clone().unwrap_or_default();
+        let wc = f.wait_compensated.clone().unwrap_or_default();
+        let h = f.hold.clone().unwrap_or_default();
+        let hc = f.hold_compensated.clone().unwrap_or_default();
+        grid.row(vec![
+            family_label(f),
+            w.count.to_string(),
+            duration(w.avg_ns()),
+            duration(wc.avg_ns()),
+            duration(w.p50_ns),
+            duration(w.p99_ns),
+            duration(w.max_ns),
+            h.count.to_string(),
+            duration(h.avg_ns()),
+            duration(hc.avg_ns()),
+            duration(h.max_ns),
+        ]);
+    }
+    let costs: Vec<f64> = p.threads.iter().filter_map(|t| t.shim_call_ns).collect();
+    let per_call = if costs.is_empty() {
+        String::new()
+    } else {
+        let least = costs.iter().cloned().fold(f64::MAX, f64::min);
+        let most = costs.iter().cloned().fold(0.0, f64::max);
+        format!(", {least:.1}–{most:.1} ns per call, sampled per thread")
+    };
+    let title = format!(
+        "Contended waits and holds (every contended wait is recorded; figures are raw, except \
+         \"compensated\", which takes out the shim's own time: its slow paths as timed, its \
+         fast-path calls at their sampled cost{per_call}; a family's figures are pooled)"
+    );
+    let hidden = waited.len().saturating_sub(TABLE_ROWS);
+    section(out, &title, &grid, hidden, "rows", width);
+}
+
+fn conds_table(out: &mut String, p: &Process, width: usize) {
+    if p.conds.is_empty() {
+        return;
+    }
+    let mut grid = Grid::new(vec![
+        key("cond"),
+        whole("address", 9),
+        figure("waits", 0),
+        figure("notified", 3),
+        figure("timeouts", 2),
+        figure("spurious", 4),
+        figure("signals", 5),
+        figure("broadcasts", 6),
+        figure("found waiters", 7),
+        figure("wait", 0),
+        figure("wake p50", 8),
+        figure("wake p99", 1),
+        words("mutexes", 2),
+    ]);
+    for c in p.conds.iter().take(TABLE_ROWS) {
+        let latency = c.notify_latency.clone().unwrap_or_default();
+        grid.row(vec![
+            c.id.clone(),
+            c.address.clone(),
+            c.waits.to_string(),
+            c.notified.to_string(),
+            c.timeouts.to_string(),
+            c.spurious.to_string(),
+            c.signals.to_string(),
+            c.broadcasts.to_string(),
+            c.notifies_with_waiters.to_string(),
+            duration(c.wait_ns),
+            duration(latency.p50_ns),
+            duration(latency.p99_ns),
+            lock_ids(&c.mutexes),
+        ]);
+    }
+    let hidden = p.conds.len().saturating_sub(TABLE_ROWS);
+    section(
+        out,
+        "Condition variables",
+        &grid,
+        hidden,
+        "condition variables",
+        width,
+    );
+}
+
+fn threads_table(out: &mut String, p: &Process, width: usize) {
+    let mut shown: Vec<usize> = (0..p.threads.len()).collect();
+    let title = if shown.len() > TABLE_ROWS {
+        // Too many to list: the busiest, in the order they were recorded.
+        shown.sort_by(|&a, &b| p.threads[b].acquisitions.cmp(&p.threads[a].acquisitions));
+        shown.truncate(TABLE_ROWS);
+        shown.sort_unstable();
+        format!("Threads, the {TABLE_ROWS} with the most acquisitions")
+    } else {
+        "Threads".to_string()
+    };
+    let mut grid = Grid::new(vec![
+        key("tid"),
+        words("name", 1),
+        figure("parent", 2),
+        figure("acquisitions", 0),
+        figure("joins", 3),
+        figure("join wait", 3),
+    ]);
+    for th in shown.iter().map(|&i| &p.threads[i]) {
+        grid.row(vec![
+            format!("{}{}", th.tid, if th.main { " (main)" } else { "" }),
+            th.name.clone().unwrap_or_default(),
+            th.parent_tid.map(|t| t.to_string()).unwrap_or_default(),
+            th.acquisitions.to_string(),
+            th.joins.to_string(),
+            duration(th.join_wait_ns),
+        ]);
+    }
+    let hidden = p.threads.len().saturating_sub(shown.len());
+    section(out, &title, &grid, hidden, "threads", width);
+}
