@@ -382,7 +382,7 @@ impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
             let newer = if idle.is_empty() {
                 String::new()
             } else {
-                format!("; {} newer recorded none: {}", idle.len(), idle.join(", "))
+                format!("; newer traces that recorded none: {}", idle.join(", "))
             };
             eprintln!(
                 "locksuit: reporting on {}, the newest trace in {} with lock activity{newer}",

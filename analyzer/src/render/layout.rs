@@ -82,6 +82,12 @@ pub fn glued(phrase: &str) -> String {
     phrase.replace(' ', &GLUE.to_string())
 }
 
+/// `text` with glued phrases as plain text again, for a line that needed
+/// no wrapping.
+pub fn unglued(text: &str) -> String {
+    text.replace(GLUE, " ")
+}
+
 /// Display width of `s` in columns.
 pub fn width_of(s: &str) -> usize {
     UnicodeWidthStr::width(s)

@@ -4,7 +4,7 @@
 //! A line longer than the width continues under its "where" column.
 
 use super::duration;
-use super::layout::{glued, width_of, wrap, wrap_paths};
+use super::layout::{glued, unglued, width_of, wrap, wrap_paths};
 use crate::model::*;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -42,10 +42,15 @@ pub fn relate_deadlines(report: &mut Report) {
 /// A signed duration: "30.00 ms", "-15.00 µs".
 fn signed_duration(ns: i64) -> String {
     if ns < 0 {
-        format!("-{}", duration(ns.unsigned_abs()))
+        format!("-{}", span(ns.unsigned_abs()))
     } else {
-        duration(ns as u64)
+        span(ns as u64)
     }
+}
+
+/// A duration that wrapping keeps on one line.
+fn span(ns: u64) -> String {
+    glued(&duration(ns))
 }
 
 pub fn render(report: &Report, width: usize) -> String {
@@ -130,7 +135,7 @@ fn object(
         "{:>8}  {:>12}  {:>8}  {:<10} {:<place_width$} detail",
         "seq", "time", "tid", "event", "where"
     );
-    let hang = " ".repeat(PREFIX + 2);
+    let hang = " ".repeat(PREFIX);
     for e in &s.events {
         let place = match e.site.as_deref() {
             Some(id) => places.get(id).map_or(id, String::as_str),
@@ -143,14 +148,18 @@ fn object(
             e.tid,
             e.kind
         );
-        let tail = format!("{place:<place_width$} {}", detail(p, e));
+        let detail = detail(p, e);
+        let tail = format!("{place:<place_width$} {detail}");
         if width_of(&head) + width_of(tail.trim_end()) <= width {
             out.push_str(&head);
-            out.push_str(tail.trim_end());
+            out.push_str(&unglued(tail.trim_end()));
             out.push('\n');
         } else {
-            // Too long: the same line wrapped, continuing under "where".
-            out.push_str(&wrap(tail.trim(), width, &head, &hang));
+            // Too long: the detail goes on lines of its own, under "where".
+            out.push_str(&wrap(place, width, &head, &hang));
+            if !detail.is_empty() {
+                out.push_str(&wrap(&detail, width, &hang, &hang));
+            }
         }
     }
 }
@@ -161,10 +170,10 @@ fn detail(p: &Process, e: &StreamEvent) -> String {
         parts.push(format!("held by {t}"));
     }
     if let Some(ns) = e.wait_ns {
-        parts.push(format!("waited {}", duration(ns)));
+        parts.push(format!("waited {}", span(ns)));
     }
     if let Some(ns) = e.hold_ns {
-        parts.push(format!("held {}", duration(ns)));
+        parts.push(format!("held {}", span(ns)));
     }
     if let Some(n) = e.waiters {
         parts.push(format!("{n} waiting"));
@@ -183,9 +192,9 @@ fn detail(p: &Process, e: &StreamEvent) -> String {
             .unwrap_or_else(|| deadline_since_start(p, d));
         let from_event = since.saturating_sub(i64::try_from(e.time_ns).unwrap_or(i64::MAX));
         let when = if from_event >= 0 {
-            format!("{} after this", duration(from_event as u64))
+            format!("{} after this", span(from_event as u64))
         } else {
-            format!("{} before this", duration(from_event.unsigned_abs()))
+            format!("{} before this", span(from_event.unsigned_abs()))
         };
         parts.push(format!("deadline at {} ({when})", signed_duration(since)));
     }

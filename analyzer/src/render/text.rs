@@ -124,8 +124,13 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
         .collect();
     let head = format!(
         "{}{} recorded no lock activity:",
-        count(idle.len() as u64, "process", "processes"),
-        if others { " more" } else { "" },
+        idle.len(),
+        match (idle.len(), others) {
+            (1, false) => " process",
+            (1, true) => " more process",
+            (_, false) => " processes",
+            (_, true) => " more processes",
+        }
     );
     let mut phrases = vec![head];
     let last = groups.len().saturating_sub(1);
