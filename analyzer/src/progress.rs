@@ -25,7 +25,8 @@ impl Progress {
         if len < LARGE_TRACE_BYTES || !std::io::stderr().is_terminal() {
             return Progress(None);
         }
-        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        // Drawn only once it says what it is.
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -33,6 +34,7 @@ impl Progress {
         let name = path.file_name().unwrap_or(path.as_os_str());
         bar.set_prefix(name.to_string_lossy().into_owned());
         bar.set_message("reading records");
+        bar.set_draw_target(ProgressDrawTarget::stderr());
         bar.enable_steady_tick(Duration::from_millis(100));
         Progress(Some(bar))
     }

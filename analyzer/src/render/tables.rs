@@ -39,18 +39,22 @@ pub fn id_list(ids: &[String]) -> String {
     ids.join(separator)
 }
 
-/// A few lock ids, or how many and the first ones.
-fn lock_ids(locks: &[LockId]) -> String {
-    if locks.len() <= 4 {
-        id_list(&locks.iter().map(|l| l.to_string()).collect::<Vec<_>>())
+/// A few ids, or how many and the first ones.
+fn few_ids<T: ToString>(ids: &[T], what: &str) -> String {
+    if ids.len() <= 4 {
+        id_list(&ids.iter().map(T::to_string).collect::<Vec<_>>())
     } else {
-        let first = id_list(&[locks[0].to_string(), locks[1].to_string()]);
-        format!("{} locks ({first} …)", locks.len())
+        let first = id_list(&[ids[0].to_string(), ids[1].to_string()]);
+        format!("{} {what} ({first} …)", ids.len())
     }
 }
 
+fn lock_ids(locks: &[LockId]) -> String {
+    few_ids(locks, "locks")
+}
+
 fn site_ids(sites: &[SiteId]) -> String {
-    id_list(&sites.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    few_ids(sites, "sites")
 }
 
 /// A family's name in a table: its lock when it has one, else its id and
