@@ -149,11 +149,14 @@ fn suite_script_records_every_process_and_combines_the_report() {
     let bin = build_c("fork");
     let dir = fresh_dir("cli-script");
     let traces = dir.join("traces");
+    let report = dir.join("report.json");
     let out = run_script(&[
         "--format",
         "json",
         "--dir",
         traces.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
         "--",
         bin.to_str().unwrap(),
     ]);
@@ -163,11 +166,91 @@ fn suite_script_records_every_process_and_combines_the_report() {
         2,
         "parent and child both recorded"
     );
-    let stdout = stdout_str(&out);
-    // The program's own lines come first, the combined report after them.
-    let json_start = stdout.find("{\n").expect("a JSON report on stdout");
-    let report: Value = serde_json::from_str(&stdout[json_start..]).expect("JSON");
-    assert_eq!(processes(&report).len(), 2);
+    assert_eq!(processes(&read_json(&report)).len(), 2);
+}
+
+/// Issue 11: the script's report never mixes with the suite's own output
+/// (stderr, or --report FILE), every report option reaches `locksuit
+/// report`, and it ends with a one-screen summary: processes recorded,
+/// findings by kind, which processes fail the gate.
+#[test]
+fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
+    let tiny = build_c("tiny");
+    let dir = fresh_dir("cli-script-summary");
+    let suite = format!("{} && env > /dev/null", tiny.display());
+    let out = run_script(&[
+        "--width",
+        "80",
+        "--top",
+        "1",
+        "--fail-on-findings",
+        "--dir",
+        dir.join("a").to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        &suite,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(
+        stdout_str(&out),
+        "counter 400\n",
+        "stdout is the suite's alone: {}",
+        describe(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // The text report, at the width asked for, one finding listed.
+    assert!(stderr.contains("  1. ["), "{stderr}");
+    assert!(!stderr.contains("  2. ["), "--top 1: {stderr}");
+    assert!(stderr.contains("more findings"), "{stderr}");
+    for line in stderr
+        .lines()
+        .filter(|l| !l.starts_with("run-under-shim.sh:"))
+    {
+        assert!(line.chars().count() <= 80, "--width 80: {line}");
+    }
+    // The summary comes last.
+    let summary = &stderr[stderr.find("locksuit summary").expect("a summary")..];
+    assert!(
+        summary.contains("3 processes recorded, 1 with lock activity"),
+        "{summary}"
+    );
+    assert!(summary.contains("Findings by kind"), "{summary}");
+    assert!(summary.contains("unnecessary-lock"), "{summary}");
+    assert!(
+        summary.contains("Failed the gate (--fail-on-findings): 1")
+            && summary.contains("tiny (pid"),
+        "{summary}"
+    );
+    assert!(summary.lines().count() < 25, "one screen: {summary}");
+
+    // --report FILE: the report there, the summary still on stderr.
+    let report = dir.join("report.txt");
+    let out = run_script(&[
+        "--report",
+        report.to_str().unwrap(),
+        "--dir",
+        dir.join("b").to_str().unwrap(),
+        "--",
+        tiny.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(stdout_str(&out), "counter 400\n");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("[unnecessary-lock]"), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("[unnecessary-lock]"), "{stderr}");
+    assert!(
+        stderr.contains("Processes with findings (these fail --fail-on-findings): 1"),
+        "{stderr}"
+    );
+
+    // A report option locksuit refuses stops the script before the suite runs.
+    let marker = dir.join("ran");
+    let touch = format!("touch {}", marker.display());
+    let out = run_script(&["--widht", "80", "--", "/bin/sh", "-c", &touch]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(!marker.exists(), "the suite did not run");
 }
 
 #[test]
