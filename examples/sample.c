@@ -1,7 +1,7 @@
 /* sample.c - a small program for trying out locksuit.
  *
- *   cc -g -O0 -fno-omit-frame-pointer -pthread -o sample examples/sample.c
- *   locksuit run -- ./sample
+ *   cc -g -O1 -pthread examples/sample.c -o target/sample
+ *   target/release/locksuit run -- target/sample
  *
  * Four worker threads each:
  *   - count their own items under a mutex that no other thread ever touches
