@@ -289,31 +289,22 @@ fn build_report(
 /// `--fail-on-findings` fails: some process has a finding, whatever
 /// `--top` shows.
 fn print(mut report: Report, options: &ReportOptions) -> Result<bool, InputError> {
-    let findings = report.processes.iter().any(|p| !p.findings.is_empty());
-    let width = options.width();
-    let summary = || render::summary::render(&report, options.fail_on_findings, width);
-    if options.summary && !matches!(options.format, Format::Summary) {
-        // Worked out before --top trims the JSON: it counts every finding.
-        let summary = render::summary::render(
-            &report,
-            options.fail_on_findings,
-            render::layout::resolve(options.width, Destination::Stderr),
-        );
-        let printed = print_format(&mut report, options, width);
-        eprint!("\n{summary}");
-        printed?;
-    } else if matches!(options.format, Format::Summary) {
-        let text = summary();
-        write_out(options.output.as_deref(), |out| {
-            out.write_all(text.as_bytes())
-        })?;
-        if options.summary {
-            eprint!("{text}");
-        }
-    } else {
-        print_format(&mut report, options, width)?;
+    let gate_fails =
+        options.fail_on_findings && report.processes.iter().any(|p| !p.findings.is_empty());
+    // Worked out before --top trims the JSON's findings: it counts them all.
+    let summary_on_stderr = options.summary.then(|| {
+        let width = render::layout::resolve(options.width, Destination::Stderr);
+        render::summary::render(&report, options.fail_on_findings, width)
+    });
+    let printed = print_format(&mut report, options, options.width());
+    if let Some(summary) = summary_on_stderr {
+        // Set apart from a JSON report on the same terminal; text ends
+        // with a blank line of its own.
+        let json_above = matches!(options.format, Format::Json) && options.output.is_none();
+        eprint!("{}{summary}", if json_above { "\n" } else { "" });
     }
-    Ok(options.fail_on_findings && findings)
+    printed?;
+    Ok(gate_fails)
 }
 
 fn print_format(
@@ -322,7 +313,13 @@ fn print_format(
     width: usize,
 ) -> Result<(), InputError> {
     match options.format {
-        Format::Text | Format::Summary => {
+        Format::Summary => {
+            let text = render::summary::render(report, options.fail_on_findings, width);
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(text.as_bytes())
+            })
+        }
+        Format::Text => {
             let text = render::text::render(
                 report,
                 &render::text::TextOptions {

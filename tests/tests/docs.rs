@@ -25,10 +25,7 @@ fn sample_build_command(text: &str, what: &str) -> Vec<String> {
 fn readme_and_the_sample_agree_on_how_to_build_it() {
     let root = workspace_root();
     let readme = sample_build_command(&read(&root.join("README.md")), "README.md");
-    let header = sample_build_command(
-        &read(&root.join("examples/sample.c")),
-        "examples/sample.c",
-    );
+    let header = sample_build_command(&read(&root.join("examples/sample.c")), "examples/sample.c");
     assert_eq!(readme, header, "README.md and examples/sample.c's header");
     assert!(readme.contains(&"-O1".to_string()), "{readme:?}");
 }
@@ -115,5 +112,8 @@ fn relative_links_in_the_documents_resolve() {
             checked += 1;
         }
     }
-    assert!(checked >= 5, "the documents link to each other: {checked} links");
+    assert!(
+        checked >= 5,
+        "the documents link to each other: {checked} links"
+    );
 }

@@ -218,12 +218,66 @@ pub fn whole(header: &'static str, drop_rank: u8) -> Column {
     }
 }
 
+/// One cell of a [`Grid`]: its text, and, where its column's kind does not
+/// say it, the pieces of it that must stay whole (ids, which may have
+/// spaces of their own).
+pub struct Cell {
+    text: String,
+    units: Option<Vec<String>>,
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Cell { text, units: None }
+    }
+}
+
+impl Cell {
+    /// Lines each kept whole (ids with spaces of their own, one a line).
+    pub fn lines(text: String) -> Self {
+        let units = text.lines().map(str::to_string).collect();
+        Cell {
+            text,
+            units: Some(units),
+        }
+    }
+
+    /// One id, kept whole.
+    pub fn id(id: String) -> Self {
+        Cell {
+            text: id.clone(),
+            units: Some(vec![id]),
+        }
+    }
+
+    /// The narrowest this cell can be in a column of kind `cells`.
+    fn least(&self, cells: Cells) -> usize {
+        let widest =
+            |pieces: &mut dyn Iterator<Item = &str>| pieces.map(width_of).max().unwrap_or(0);
+        match (&self.units, cells) {
+            (Some(units), _) => widest(&mut units.iter().map(String::as_str)),
+            (None, Cells::Whole) => widest(&mut self.text.lines()),
+            (None, Cells::Words) => widest(&mut self.text.lines().flat_map(|l| l.split(' '))),
+        }
+    }
+
+    /// The cell for a block, on one line: pieces that must stay whole are
+    /// glued.
+    fn glued(&self, cells: Cells) -> String {
+        match (&self.units, cells) {
+            (Some(units), _) => units.iter().map(|u| glued(u)).collect::<Vec<_>>().join(" "),
+            (None, Cells::Whole) => self.text.lines().map(glued).collect::<Vec<_>>().join(" "),
+            (None, Cells::Words) => self.text.replace('\n', " "),
+        }
+    }
+}
+
 /// A table that fits a width: a grid when its most important columns fit
 /// (less important ones are left out, and said so), else one block per
 /// row, its first cell on a line of its own.
 pub struct Grid {
     columns: Vec<Column>,
-    rows: Vec<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
 }
 
 /// What a column costs beyond its content: a space of padding and the
@@ -240,7 +294,7 @@ impl Grid {
         }
     }
 
-    pub fn row(&mut self, cells: Vec<String>) {
+    pub fn row(&mut self, cells: Vec<Cell>) {
         debug_assert_eq!(cells.len(), self.columns.len());
         self.rows.push(cells);
     }
@@ -249,17 +303,7 @@ impl Grid {
     fn least_width(&self, c: usize) -> usize {
         let column = &self.columns[c];
         let header = column.header.split(' ').map(width_of).max().unwrap_or(0);
-        let cells = self.rows.iter().map(|row| {
-            let lines = row[c].lines();
-            match column.cells {
-                Cells::Whole => lines.map(width_of).max().unwrap_or(0),
-                Cells::Words => lines
-                    .flat_map(|l| l.split(' '))
-                    .map(width_of)
-                    .max()
-                    .unwrap_or(0),
-            }
-        });
+        let cells = self.rows.iter().map(|row| row[c].least(column.cells));
         cells.fold(header, usize::max).max(1)
     }
 
@@ -313,7 +357,7 @@ impl Grid {
         let cells = self
             .rows
             .iter()
-            .map(|row| row[c].lines().map(width_of).max().unwrap_or(0));
+            .map(|row| row[c].text.lines().map(width_of).max().unwrap_or(0));
         std::iter::once(width_of(self.columns[c].header))
             .chain(cells)
             .collect()
@@ -367,7 +411,7 @@ impl Grid {
             .set_width(u16::try_from(width).unwrap_or(u16::MAX))
             .set_header(self.columns.iter().map(|c| c.header).collect::<Vec<_>>());
         for row in &self.rows {
-            t.add_row(row.clone());
+            t.add_row(row.iter().map(|c| c.text.as_str()).collect::<Vec<_>>());
         }
         // Columns are set apart by the preset's blank separator and one
         // space of padding on their left; the last one has one on its
@@ -399,25 +443,42 @@ impl Grid {
     /// One block per row: its first cell on a line of its own, then the
     /// other cells as "header value" pairs, wrapped, each pair whole.
     fn blocks(&self, width: usize) -> String {
+        const INDENT: &str = "       ";
+        let room = width.saturating_sub(INDENT.len());
         let mut out = String::new();
         for row in &self.rows {
             // The label indented if it fits so, flush left if only that way.
-            let label = row[0].replace('\n', " ");
+            let label = glued(&row[0].text.replace('\n', " "));
             let indent = if width_of(&label) + 3 <= width {
                 "   "
             } else {
                 ""
             };
             out.push_str(&wrap(&label, width, indent, indent));
-            let pairs: Vec<String> = self
-                .columns
-                .iter()
-                .zip(row)
-                .skip(1)
-                .filter(|(_, cell)| !cell.is_empty())
-                .map(|(column, cell)| format!("{} {}", column.header, cell.replace('\n', " ")))
-                .collect();
-            out.push_str(&wrap_phrases(&pairs, "   ", width, "       "));
+            let mut text = String::new();
+            for (column, cell) in self.columns.iter().zip(row).skip(1) {
+                if cell.text.is_empty() {
+                    continue;
+                }
+                let units = cell.glued(column.cells);
+                let header = glued(column.header);
+                // The header with its value if they fit a line together,
+                // else with its first unit if that fits, else apart.
+                let first = units.split(' ').next().unwrap_or("");
+                let together = |value: &str| width_of(&header) + 1 + width_of(value) <= room;
+                let pair = if together(&units) {
+                    glued(&format!("{header} {units}"))
+                } else if together(first) {
+                    format!("{header}{GLUE}{units}")
+                } else {
+                    format!("{header} {units}")
+                };
+                if !text.is_empty() {
+                    text.push_str("   ");
+                }
+                text.push_str(&pair);
+            }
+            out.push_str(&wrap(&text, width, INDENT, INDENT));
         }
         out
     }
@@ -441,12 +502,12 @@ mod tests {
             figure("hold (timed)", 1),
         ]);
         g.row(vec![
-            label.to_string(),
-            "0x55ccb4dfe140".into(),
-            "80000".into(),
-            "10037".into(),
-            "S1 S2 S5".into(),
-            "2.61 ms (10037)".into(),
+            Cell::id(label.to_string()),
+            "0x55ccb4dfe140".to_string().into(),
+            "80000".to_string().into(),
+            "10037".to_string().into(),
+            "S1 S2 S5".to_string().into(),
+            "2.61 ms (10037)".to_string().into(),
         ]);
         g
     }
@@ -485,6 +546,27 @@ mod tests {
         assert!(longest(&text) <= 60, "{text}");
         assert!(text.contains(id), "{text}");
         assert!(text.contains("acquired 80000"), "{text}");
+    }
+
+    #[test]
+    fn an_id_with_spaces_is_never_broken() {
+        let id = "std::map<int, int>::lock@m.cc:12";
+        let mut g = Grid::new(vec![key("lock"), figure("acquired", 0), words("sites", 1)]);
+        g.row(vec![
+            Cell::id(id.to_string()),
+            "5".to_string().into(),
+            Cell::lines(format!("{id}\nother@x.cc:1")),
+        ]);
+        for width in [40, 50, 60, 100] {
+            let text = g.render(width);
+            assert!(longest(&text) <= width, "{width}:\n{text}");
+            let starts: Vec<&str> = text.lines().filter(|l| l.contains("std::map<")).collect();
+            assert!(!starts.is_empty(), "{width}:\n{text}");
+            assert!(
+                starts.iter().all(|l| l.contains(id)),
+                "{width}: the id whole wherever it is:\n{text}"
+            );
+        }
     }
 
     #[test]

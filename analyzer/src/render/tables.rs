@@ -4,7 +4,7 @@
 //! says so.
 
 use super::duration;
-use super::layout::{figure, key, whole, words, wrap, Grid};
+use super::layout::{figure, key, whole, words, wrap, Cell, Grid};
 use super::text::{where_short, Columns, SortKey, TextOptions};
 use crate::model::*;
 
@@ -27,33 +27,30 @@ pub fn more(out: &mut String, hidden: usize, what: &str, width: usize) {
     }
 }
 
-/// Ids in one cell: separated by spaces, so a narrow column breaks the
-/// list between ids; one per line if an id has a space of its own (a C++
-/// name), so that no id is ever broken.
-pub fn id_list(ids: &[String]) -> String {
-    let separator = if ids.iter().any(|id| id.contains(' ')) {
-        "\n"
+/// A few ids, or how many and the first ones; each id kept whole. Ids go
+/// one a line if one of them has a space of its own (a C++ name).
+fn few_ids<T: ToString>(ids: &[T], what: &str) -> Cell {
+    let shown: Vec<String> = ids.iter().take(4).map(T::to_string).collect();
+    let spaced = shown.iter().any(|id| id.contains(' '));
+    let separator = if spaced { "\n" } else { " " };
+    let text = if ids.len() > 4 {
+        let first = shown[..2].join(separator);
+        format!("{} {what}{separator}({first}{separator}…)", ids.len())
     } else {
-        " "
+        shown.join(separator)
     };
-    ids.join(separator)
-}
-
-/// A few ids, or how many and the first ones.
-fn few_ids<T: ToString>(ids: &[T], what: &str) -> String {
-    if ids.len() <= 4 {
-        id_list(&ids.iter().map(T::to_string).collect::<Vec<_>>())
+    if spaced {
+        Cell::lines(text)
     } else {
-        let first = id_list(&[ids[0].to_string(), ids[1].to_string()]);
-        format!("{} {what} ({first} …)", ids.len())
+        Cell::from(text)
     }
 }
 
-fn lock_ids(locks: &[LockId]) -> String {
+fn lock_ids(locks: &[LockId]) -> Cell {
     few_ids(locks, "locks")
 }
 
-fn site_ids(sites: &[SiteId]) -> String {
+fn site_ids(sites: &[SiteId]) -> Cell {
     few_ids(sites, "sites")
 }
 
@@ -143,14 +140,14 @@ fn mutrace_table(out: &mut String, p: &Process, o: &TextOptions) {
             LockKind::Unknown => "?",
         };
         grid.row(vec![
-            family_label(f),
-            f.acquisitions.to_string(),
-            f.owner_changes.to_string(),
-            f.contended.to_string(),
-            ms(f.hold_ns),
-            ms(avg),
-            ms(max),
-            format!("{flag}{}", if f.process_shared { "p" } else { "" }),
+            Cell::id(family_label(f)),
+            f.acquisitions.to_string().into(),
+            f.owner_changes.to_string().into(),
+            f.contended.to_string().into(),
+            ms(f.hold_ns).into(),
+            ms(avg).into(),
+            ms(max).into(),
+            format!("{flag}{}", if f.process_shared { "p" } else { "" }).into(),
         ]);
     }
     let period = match p.hold_sample_period {
@@ -182,20 +179,21 @@ fn locks_table(out: &mut String, p: &Process, o: &TextOptions) {
     ]);
     for f in order.iter().take(TABLE_ROWS) {
         grid.row(vec![
-            family_label(f),
+            Cell::id(family_label(f)),
             if f.process_shared {
                 format!("{} (shared)", f.kind)
             } else {
                 f.kind.to_string()
-            },
-            format!("{:#x}", f.first_address),
-            f.acquisitions.to_string(),
-            f.contended.to_string(),
-            f.owner_changes.to_string(),
-            f.threads.to_string(),
-            format!("{:.2}", f.sharing_ratio),
-            duration(f.wait_ns),
-            format!("{} ({})", duration(f.hold_ns), f.hold_samples),
+            }
+            .into(),
+            format!("{:#x}", f.first_address).into(),
+            f.acquisitions.to_string().into(),
+            f.contended.to_string().into(),
+            f.owner_changes.to_string().into(),
+            f.threads.to_string().into(),
+            format!("{:.2}", f.sharing_ratio).into(),
+            duration(f.wait_ns).into(),
+            format!("{} ({})", duration(f.hold_ns), f.hold_samples).into(),
             site_ids(&f.sites),
         ]);
     }
@@ -234,13 +232,13 @@ fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
             .get(crate::symbolize::first_own_frame(&s.call_chain));
         let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
         grid.row(vec![
-            s.id.to_string(),
-            where_short(&s.function, &s.file, s.line, fallback),
-            s.engagements.to_string(),
-            s.task_switches.to_string(),
-            duration(s.wait_ns),
-            format!("{:.2}", s.ratio),
-            s.status.to_string(),
+            Cell::id(s.id.to_string()),
+            where_short(&s.function, &s.file, s.line, fallback).into(),
+            s.engagements.to_string().into(),
+            s.task_switches.to_string().into(),
+            duration(s.wait_ns).into(),
+            format!("{:.2}", s.ratio).into(),
+            s.status.to_string().into(),
             lock_ids(&s.locks),
         ]);
     }
@@ -272,11 +270,11 @@ fn blocking_tables(out: &mut String, p: &Process, width: usize) {
     ]);
     for b in p.blocking.iter().take(TABLE_ROWS) {
         grid.row(vec![
-            name(b.blocker_tid),
-            name(b.blocked_tid),
-            b.lock.to_string(),
-            b.count.to_string(),
-            duration(b.wait_ns),
+            name(b.blocker_tid).into(),
+            name(b.blocked_tid).into(),
+            Cell::id(b.lock.to_string()),
+            b.count.to_string().into(),
+            duration(b.wait_ns).into(),
         ]);
     }
     let title = "Who blocks whom (the blocker held the lock while the blocked thread waited)";
@@ -291,10 +289,10 @@ fn blocking_tables(out: &mut String, p: &Process, width: usize) {
         ]);
         for f in p.blocking_functions.iter().take(TABLE_ROWS) {
             grid.row(vec![
-                f.blocker_function.clone(),
-                f.blocked_function.clone(),
-                f.count.to_string(),
-                duration(f.wait_ns),
+                f.blocker_function.clone().into(),
+                f.blocked_function.clone().into(),
+                f.count.to_string().into(),
+                duration(f.wait_ns).into(),
             ]);
         }
         let hidden = p.blocking_functions.len().saturating_sub(TABLE_ROWS);
@@ -334,17 +332,17 @@ fn waits_table(out: &mut String, p: &Process, width: usize) {
         let h = f.hold.clone().unwrap_or_default();
         let hc = f.hold_compensated.clone().unwrap_or_default();
         grid.row(vec![
-            family_label(f),
-            w.count.to_string(),
-            duration(w.avg_ns()),
-            duration(wc.avg_ns()),
-            duration(w.p50_ns),
-            duration(w.p99_ns),
-            duration(w.max_ns),
-            h.count.to_string(),
-            duration(h.avg_ns()),
-            duration(hc.avg_ns()),
-            duration(h.max_ns),
+            Cell::id(family_label(f)),
+            w.count.to_string().into(),
+            duration(w.avg_ns()).into(),
+            duration(wc.avg_ns()).into(),
+            duration(w.p50_ns).into(),
+            duration(w.p99_ns).into(),
+            duration(w.max_ns).into(),
+            h.count.to_string().into(),
+            duration(h.avg_ns()).into(),
+            duration(hc.avg_ns()).into(),
+            duration(h.max_ns).into(),
         ]);
     }
     let costs: Vec<f64> = p.threads.iter().filter_map(|t| t.shim_call_ns).collect();
@@ -386,18 +384,18 @@ fn conds_table(out: &mut String, p: &Process, width: usize) {
     for c in p.conds.iter().take(TABLE_ROWS) {
         let latency = c.notify_latency.clone().unwrap_or_default();
         grid.row(vec![
-            c.id.clone(),
-            c.address.clone(),
-            c.waits.to_string(),
-            c.notified.to_string(),
-            c.timeouts.to_string(),
-            c.spurious.to_string(),
-            c.signals.to_string(),
-            c.broadcasts.to_string(),
-            c.notifies_with_waiters.to_string(),
-            duration(c.wait_ns),
-            duration(latency.p50_ns),
-            duration(latency.p99_ns),
+            Cell::id(c.id.clone()),
+            c.address.clone().into(),
+            c.waits.to_string().into(),
+            c.notified.to_string().into(),
+            c.timeouts.to_string().into(),
+            c.spurious.to_string().into(),
+            c.signals.to_string().into(),
+            c.broadcasts.to_string().into(),
+            c.notifies_with_waiters.to_string().into(),
+            duration(c.wait_ns).into(),
+            duration(latency.p50_ns).into(),
+            duration(latency.p99_ns).into(),
             lock_ids(&c.mutexes),
         ]);
     }
@@ -433,12 +431,15 @@ fn threads_table(out: &mut String, p: &Process, width: usize) {
     ]);
     for th in shown.iter().map(|&i| &p.threads[i]) {
         grid.row(vec![
-            format!("{}{}", th.tid, if th.main { " (main)" } else { "" }),
-            th.name.clone().unwrap_or_default(),
-            th.parent_tid.map(|t| t.to_string()).unwrap_or_default(),
-            th.acquisitions.to_string(),
-            th.joins.to_string(),
-            duration(th.join_wait_ns),
+            format!("{}{}", th.tid, if th.main { " (main)" } else { "" }).into(),
+            th.name.clone().unwrap_or_default().into(),
+            th.parent_tid
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+                .into(),
+            th.acquisitions.to_string().into(),
+            th.joins.to_string().into(),
+            duration(th.join_wait_ns).into(),
         ]);
     }
     let hidden = p.threads.len().saturating_sub(shown.len());

@@ -223,7 +223,7 @@ fn findings(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     let hang = " ".repeat(numbers + 3);
     for (i, f) in p.findings.iter().take(o.top).enumerate() {
         let number = format!(" {:>numbers$}. ", i + 1);
-        let text = format!("[{}] {}", f.kind, f.message);
+        let text = ids_glued(&format!("[{}] {}", f.kind, f.message), f, p);
         out.push_str(&wrap(&text, o.width, &number, &hang));
         if let Some(site) = f.sites.first().and_then(|id| p.sites.get(id.index())) {
             let at = format!("{hang}  at ");
@@ -242,6 +242,31 @@ fn findings(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         out.push_str(&wrap(&line, o.width, "   ", "   "));
     }
     out.push('\n');
+}
+
+/// `text` with the ids of the finding's locks and sites (and of its sites'
+/// locks) that have spaces in them (C++ names) kept whole. Messages name a
+/// few ids at most, the first ones: the rest of a family of thousands is
+/// not looked at.
+fn ids_glued(text: &str, f: &Finding, p: &Process) -> String {
+    const NAMED: usize = 8;
+    let sites = f.sites.iter().take(NAMED);
+    let site_locks = sites
+        .clone()
+        .filter_map(|s| p.sites.get(s.index()))
+        .flat_map(|s| s.locks.iter().take(NAMED));
+    let ids = f
+        .locks
+        .iter()
+        .take(NAMED)
+        .chain(site_locks)
+        .map(ToString::to_string)
+        .chain(sites.map(ToString::to_string));
+    let mut text = text.to_string();
+    for id in ids.filter(|id| id.contains(' ')) {
+        text = text.replace(&id, &glued(&id));
+    }
+    text
 }
 
 /// The frames under a finding: from the first in the program's own code,
