@@ -370,8 +370,10 @@ fn deadlines_print_relative_to_the_process_start() {
         }
     }
     assert_eq!(seen, (3, 1), "three wall-clock deadlines and one monotonic");
+    let narrow = text_report(&["events", dir, "--width", "40"], None);
+    assert_fits(&narrow, 40, "events at 40");
     let text = text_report(&["events", dir, "--width", "80"], None);
-    assert_fits(&text, 80, "events");
+    assert_fits(&text, 80, "events at 80");
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     for since in expected_text {
         let shown = format!("deadline at {}", human(since as u64));

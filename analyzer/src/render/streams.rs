@@ -100,8 +100,9 @@ pub fn render(report: &Report, width: usize) -> String {
     out
 }
 
-/// Columns before "where": seq, time, tid, event.
-const PREFIX: usize = 8 + 2 + 12 + 2 + 8 + 2 + 10 + 1;
+/// Columns before "where": seq, time ("999.99 ms"), tid (up to 4194304),
+/// event ("timed-out"): the narrowest width (40) holds them.
+const PREFIX: usize = 8 + 2 + 9 + 2 + 7 + 2 + 9 + 1;
 
 fn object(
     out: &mut String,
@@ -128,21 +129,24 @@ fn object(
         s.events.len()
     );
     out.push_str(&wrap(&title, width, "", ""));
-    // "where" takes what the width leaves, at least a site's name.
+    // "where" takes what the width leaves, at least a site's name. Below
+    // that, "where" and the detail go on lines of their own.
     let place_width = width.saturating_sub(PREFIX + 24).clamp(16, 34);
-    let _ = writeln!(
-        out,
-        "{:>8}  {:>12}  {:>8}  {:<10} {:<place_width$} detail",
-        "seq", "time", "tid", "event", "where"
-    );
-    let hang = " ".repeat(PREFIX);
+    let narrow = width < PREFIX + place_width + 8;
+    let hang = " ".repeat(if narrow { 10 } else { PREFIX });
+    let columns = format!("{:>8}  {:>9}  {:>7}  {:<9}", "seq", "time", "tid", "event");
+    if narrow {
+        let _ = writeln!(out, "{}\n{hang}where; detail", columns.trim_end());
+    } else {
+        let _ = writeln!(out, "{columns} {:<place_width$} detail", "where");
+    }
     for e in &s.events {
         let place = match e.site.as_deref() {
             Some(id) => places.get(id).map_or(id, String::as_str),
             None => "?",
         };
         let head = format!(
-            "{:>8}  {:>12}  {:>8}  {:<10} ",
+            "{:>8}  {:>9}  {:>7}  {:<9} ",
             e.seq,
             duration(e.time_ns),
             e.tid,
@@ -154,6 +158,16 @@ fn object(
             out.push_str(&head);
             out.push_str(&unglued(tail.trim_end()));
             out.push('\n');
+        } else if narrow {
+            // Where and what on lines of their own.
+            out.push_str(head.trim_end());
+            out.push('\n');
+            let rest = if detail.is_empty() {
+                place.to_string()
+            } else {
+                format!("{place}; {detail}")
+            };
+            out.push_str(&wrap(&rest, width, &hang, &hang));
         } else {
             // Too long: the detail goes on lines of its own, under "where".
             out.push_str(&wrap(place, width, &head, &hang));
