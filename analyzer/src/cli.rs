@@ -111,6 +111,9 @@ struct ReportOptions {
     /// asymmetric-contention: how many times more contended the hottest lock of one line is.
     #[arg(long, default_value = "10", value_name = "X")]
     asymmetry: f64,
+    /// starvation: one wait that sat through this many acquisitions by other threads.
+    #[arg(long, default_value = "10", value_name = "N")]
+    starvation: u32,
     /// Text tables: order locks and sites by this column (largest first).
     #[arg(long, value_enum, default_value = "wait")]
     sort: crate::render::text::SortKey,
@@ -190,6 +193,7 @@ impl ReportOptions {
             contention_share: self.contention_share,
             over_sync_per_sec: self.over_sync_per_sec,
             asymmetry: self.asymmetry,
+            starvation: self.starvation,
         }
     }
 }
@@ -339,8 +343,10 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         .iter()
         .filter(|id| {
             !report.processes.iter().any(|p| {
-                p.locks.iter().any(|l| l.id.to_string() == **id)
-                    || p.conds.iter().any(|c| c.id == **id)
+                crate::names::with(&p.names, || {
+                    p.locks.iter().any(|l| l.id.to_string() == **id)
+                        || p.conds.iter().any(|c| c.id == **id)
+                })
             })
         })
         .map(String::as_str)
@@ -353,7 +359,7 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         all => format!("none of the {} traces", all.len()),
     };
     Err(InputError(format!(
-        "{traces}: no lock or condition variable {} (ids are as in the report: L1, C1, …)",
+        "{traces}: no lock or condition variable {} (ids are as in the report, e.g. &total_lock or worker@main.c:40#2)",
         unknown.join(", ")
     )))
 }

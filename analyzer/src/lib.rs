@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod contention;
+pub mod deadlocks;
 pub mod families;
 pub mod findings;
 pub mod load;
@@ -11,6 +12,7 @@ pub mod lock_order;
 pub mod locks;
 pub mod mapped;
 pub mod model;
+pub mod names;
 pub mod oom;
 pub mod render;
 pub mod run;

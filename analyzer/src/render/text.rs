@@ -148,7 +148,9 @@ fn site_ids(sites: &[SiteId]) -> String {
 pub fn render(report: &Report, sort: SortKey, columns: Columns) -> String {
     let mut out = String::new();
     for p in &report.processes {
-        process(&mut out, p, report.threshold, sort, columns);
+        crate::names::with(&p.names, || {
+            process(&mut out, p, report.threshold, sort, columns)
+        });
     }
     out
 }

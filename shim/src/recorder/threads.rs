@@ -3,6 +3,7 @@
 
 use super::held::HeldEntry;
 use super::lanes::{self, Lane};
+use super::sites::Caller;
 use super::{file, now_ns};
 use crate::guard::{HookGuard, ThreadState};
 use crate::lifecycle;
@@ -191,14 +192,21 @@ pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
     }
 }
 
-/// About to join the thread `target`; returns when the join began.
-pub fn join_begin(g: &HookGuard, target: u64) -> u64 {
+/// About to join the thread `target` from `caller`; returns when the
+/// join began.
+pub fn join_begin(g: &HookGuard, target: u64, caller: Caller) -> u64 {
     let since_ns = now_ns();
     if let Some(lane) = current_lane(g) {
+        // The joining line, so a hang in a join can name it (first sight of
+        // a line unwinds once, like any other site).
+        let site = super::timed_slow_work(lane, |lane| {
+            let context = super::context_of(lane, caller, None);
+            super::sites::site_id(lane, caller, context)
+        });
         let wait = PendingWait {
             kind: WAIT_JOIN,
             object: 0,
-            site: 0,
+            site,
             holder: 0,
             since_ns,
             target,
