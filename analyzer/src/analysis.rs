@@ -370,7 +370,12 @@ pub fn analyze(
             thread_name: &|tid| thread_names.get(&tid).cloned(),
         };
         let blocked = crate::deadlocks::blocked(&waits, &ids, header.start_mono_ns, end_ns);
-        let stuck = crate::waits::stuck(&trace);
+        let mut stuck = crate::waits::stuck(&trace);
+        if running && unrecorded_threads(&trace, header.pid) {
+            // A thread the trace does not know (it never called a hooked
+            // function yet) may be running and wake the others.
+            stuck.retain(|s| !matches!(s, crate::waits::Stuck::NoRunnableThread(_)));
+        }
         findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
         findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
         // Deadlocks first (they stop the program), then as ranked.
@@ -527,6 +532,23 @@ fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
         e.trim_end_matches(" (deleted)") == recorded
     });
     same_start && same_program
+}
+
+/// Whether the live process `pid` has threads its trace does not record.
+fn unrecorded_threads(trace: &Trace, pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let recorded: BTreeSet<u32> = trace
+        .threads
+        .iter()
+        .filter(|t| t.record.flags & THREAD_ENDED == 0)
+        .map(|t| t.record.tid)
+        .collect();
+    tasks
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .any(|tid| !recorded.contains(&tid))
 }
 
 /// A line's name: `function@file:line`, or `module+0xoffset` without

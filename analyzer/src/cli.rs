@@ -96,7 +96,7 @@ struct ReportOptions {
     /// Sharing ratio below which a line's locking is reported as unsuitable, in [0, 1].
     #[arg(long, default_value = "0.3", value_parser = parse_threshold, value_name = "R")]
     threshold: f64,
-    /// Output format; json follows schema locksuit.report/1.
+    /// Output format; json follows schema locksuit.report/2.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// long-hold: a hold this long (ms) at a stretch while a thread waited.

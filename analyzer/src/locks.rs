@@ -209,6 +209,9 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
             }
             if c.hdr.aux == MODE_POST {
                 lock.posts = lock.posts.saturating_add(c.engagements);
+                // A post that found a waiter switched threads: the lock's
+                // switches are the sum of its sites'.
+                totals.task_switches = totals.task_switches.saturating_add(c.task_switches);
             } else {
                 totals.add(&c);
                 modes[usize::from(c.hdr.aux != MODE_SHARED)].add(&c);

@@ -1,13 +1,13 @@
 //! The report model: everything a report shows, built once from the traces.
 //! Text and JSON both render from it; the JSON is this model serialised
-//! (schema `locksuit.report/1`, see `docs/report-schema.md`).
+//! (schema `locksuit.report/2`, see `docs/report-schema.md`).
 
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use smallvec::SmallVec;
 use std::fmt;
 
-pub const SCHEMA: &str = "locksuit.report/1";
+pub const SCHEMA: &str = "locksuit.report/2";
 
 /// Report ids are numbers inside the model (a million locks must not mean a
 /// million strings) and strings in the JSON: `L3`, `S7`, `F2`.

@@ -518,11 +518,15 @@ pub unsafe extern "C-unwind" fn pthread_create(
     }
 }
 
-fn join_recorded(target: pthread_t, caller: Caller, join: impl FnOnce() -> c_int) -> c_int {
+fn join_recorded(
+    (target, deadline): (pthread_t, u64),
+    caller: Caller,
+    join: impl FnOnce() -> c_int,
+) -> c_int {
     let guard = HookGuard::enter();
     let started = guard
         .as_ref()
-        .map(|g| recorder::join_begin(g, target, caller));
+        .map(|g| recorder::join_begin(g, target, caller, deadline));
     let rc = match &guard {
         Some(g) => g.blocking(join),
         None => join(),
@@ -542,7 +546,7 @@ unsafe extern "C-unwind" fn join_handler(
 ) -> c_int {
     let join = real_or!(thread_join, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, Caller::new(caller, sp), || unsafe { join(t, ret) })
+    join_recorded((t, 0), Caller::new(caller, sp), || unsafe { join(t, ret) })
 }
 
 export_with_caller!(pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int => tryjoin_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"));
@@ -554,7 +558,8 @@ unsafe extern "C-unwind" fn tryjoin_handler(
 ) -> c_int {
     let join = real_or!(thread_tryjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, Caller::new(caller, sp), || unsafe { join(t, ret) })
+    // Never blocks: a deadline of "now" keeps it out of any deadlock.
+    join_recorded((t, 1), Caller::new(caller, sp), || unsafe { join(t, ret) })
 }
 
 export_with_caller!(pthread_timedjoin_np(t: pthread_t, ret: *mut *mut c_void, abstime: *const timespec) -> c_int => timedjoin_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"));
@@ -567,9 +572,11 @@ unsafe extern "C-unwind" fn timedjoin_handler(
 ) -> c_int {
     let join = real_or!(thread_timedjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, Caller::new(caller, sp), || unsafe {
-        join(t, ret, abstime)
-    })
+    join_recorded(
+        (t, deadline_ns(abstime).max(1)),
+        Caller::new(caller, sp),
+        || unsafe { join(t, ret, abstime) },
+    )
 }
 
 #[unsafe(no_mangle)]
