@@ -21,3 +21,4 @@ pub mod stream;
 pub mod symbolize;
 pub mod symbols;
 pub mod waits;
+pub mod watch;
