@@ -2,7 +2,11 @@
  * mutex; T threads (argv[1]) sweep their band of the grid STEPS times
  * (argv[2]), and for each cell lock it and its right-hand neighbour in turn
  * to exchange a little "mass". Many fine-grained locks, rare contention at
- * band edges. Prints nanoseconds per lock operation. */
+ * band edges. Prints nanoseconds per lock operation.
+ *
+ *   cells [THREADS] [STEPS] [held]   with "held", each thread holds a lock
+ *                                    of its own through its sweep: every
+ *                                    cell lock is a nested acquisition. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +18,14 @@ static pthread_mutex_t cell_lock[CELLS];
 static double mass[CELLS];
 static int threads;
 static long steps;
+static int held;
+static pthread_mutex_t band_lock[64];
 
 static void *sweep(void *arg) {
     long band = (long)arg;
     long from = band * (CELLS / threads), to = from + CELLS / threads;
+    if (held)
+        pthread_mutex_lock(&band_lock[band]);
     for (long s = 0; s < steps; s++) {
         for (long c = from; c < to; c++) {
             long right = (c + 1) % CELLS;
@@ -30,14 +38,19 @@ static void *sweep(void *arg) {
             pthread_mutex_unlock(&cell_lock[right]);
         }
     }
+    if (held)
+        pthread_mutex_unlock(&band_lock[band]);
     return NULL;
 }
 
 int main(int argc, char **argv) {
     threads = argc > 1 ? atoi(argv[1]) : 2;
     steps = argc > 2 ? atol(argv[2]) : 20;
+    held = argc > 3;
     if (threads < 1 || threads > 64)
         return 2;
+    for (int i = 0; i < 64; i++)
+        pthread_mutex_init(&band_lock[i], NULL);
     for (int c = 0; c < CELLS; c++) {
         pthread_mutex_init(&cell_lock[c], NULL);
         mass[c] = 1.0;

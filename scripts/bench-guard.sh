@@ -8,6 +8,8 @@
 #
 #   scripts/bench-guard.sh            check against the baseline
 #   scripts/bench-guard.sh --print    only print the measured figures
+#   scripts/bench-guard.sh --held     print them, and the same with another
+#                                     lock held all along (nested pairs)
 #
 # Exit codes: 0 within the limit (or valgrind missing: said on stderr),
 # 1 the overhead regressed, 2 setup error.
@@ -25,25 +27,31 @@ ${CC:-cc} -O2 -pthread -o "$out/uncontended" "$root/bench/uncontended.c"
 work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-guard.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# instructions PRELOAD PAIRS: total instructions executed by the program.
+# instructions PRELOAD PAIRS [held]: total instructions executed by the program.
 instructions() {
   local preload=$1 pairs=$2 file=$work/cg.$RANDOM
   LD_PRELOAD=$preload LOCKSUIT_DIR=$work valgrind --tool=callgrind --callgrind-out-file="$file" \
-    "$out/uncontended" "$pairs" >/dev/null 2>"$work/valgrind.log" \
+    "$out/uncontended" "$pairs" ${3:-} >/dev/null 2>"$work/valgrind.log" \
     || { echo "bench-guard.sh: valgrind failed:" >&2; cat "$work/valgrind.log" >&2; exit 2; }
   awk '/^(summary|totals):/ {print $2; exit}' "$file"
 }
 # Per pair: the difference between two run lengths cancels start-up costs.
 per_pair() {
   local a b
-  a=$(instructions "$1" 200000)
-  b=$(instructions "$1" 400000)
+  a=$(instructions "$1" 200000 ${2:-})
+  b=$(instructions "$1" 400000 ${2:-})
   echo $(((b - a) / 200000))
 }
 plain=$(per_pair "")
 shimmed=$(per_pair "$shim")
 ratio=$(awk -v p="$plain" -v s="$shimmed" 'BEGIN { printf "%.2f", s / p }')
 echo "uncontended pair: $plain instructions plain, $shimmed with the shim (ratio $ratio)"
+if [ "${1:-}" = --held ]; then
+  plain_held=$(per_pair "" held)
+  shimmed_held=$(per_pair "$shim" held)
+  echo "with another lock held: $plain_held instructions plain, $shimmed_held with the shim"
+  exit 0
+fi
 [ "${1:-}" = --print ] && exit 0
 baseline=$(awk '/^ratio / {print $2}' "$root/bench/guard-baseline")
 if awk -v r="$ratio" -v b="$baseline" 'BEGIN { exit !(r > 2 * b) }'; then

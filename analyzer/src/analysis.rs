@@ -55,18 +55,23 @@ fn site_key(chain: &[Frame]) -> SiteKey {
     }
 }
 
-/// Sharing ratio from per-thread engagement counts.
+/// Sharing ratio from per-thread engagement counts: the share of
+/// engagements made by threads other than the top one, normalised by the
+/// most that share can be for that many threads (1 - 1/N), so a lock its N
+/// threads engage evenly is 1.0 for any N, and a lock of one thread is 0.
 pub fn sharing_ratio(per_thread: impl IntoIterator<Item = u64>) -> f64 {
-    let (mut total, mut top) = (0u64, 0u64);
-    for n in per_thread {
+    let (mut total, mut top, mut threads) = (0u64, 0u64, 0u64);
+    for n in per_thread.into_iter().filter(|&n| n > 0) {
         total = total.saturating_add(n);
         top = top.max(n);
+        threads += 1;
     }
-    if total == 0 {
-        0.0
-    } else {
-        (total - top) as f64 / total as f64
+    if threads < 2 {
+        return 0.0;
     }
+    let others = (total - top) as f64 / total as f64;
+    let most = 1.0 - 1.0 / threads as f64;
+    (others / most).min(1.0)
 }
 
 /// Verdict for a site.
@@ -101,6 +106,7 @@ pub fn analyze(
     let mut site_by_line: HashMap<SiteKey, usize> = HashMap::new();
     let mut site_index_of_raw: FxHashMap<u32, usize> = FxHashMap::default();
     let mut chains: Vec<Vec<Frame>> = Vec::new();
+    let mut caller_of_raw: FxHashMap<u32, String> = FxHashMap::default();
     for s in &trace.sites {
         if s.frames.is_empty() {
             continue;
@@ -110,6 +116,11 @@ pub fn analyze(
             .iter()
             .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, s.module_epoch))
             .collect();
+        // Merged lines keep one chain; the caller of each recorded path
+        // is kept apart, for messages about a helper's callers.
+        if let Some(caller) = line_caller(&chain) {
+            caller_of_raw.insert(s.id, caller);
+        }
         let key = site_key(&chain);
         let index = *site_by_line.entry(key).or_insert_with(|| {
             chains.push(chain);
@@ -132,6 +143,9 @@ pub fn analyze(
             chains.len() - 1
         })
     };
+    // The lock-order graph needs the counter records (who write-locks an
+    // rwlock), which building the locks consumes.
+    let lock_order = crate::lock_order::analyze(&trace);
     let mut built = crate::locks::build(&mut trace, &mut site_of);
     if built.orphans > 0 {
         warnings.push(format!(
@@ -141,7 +155,20 @@ pub fn analyze(
     }
     let raw_ids = std::mem::take(&mut built.raw_ids);
     let lock_of = |raw: u32| raw_ids.binary_search(&raw).ok().map(|i| LockId(i as u32));
-    let mut conds = build_conds(&trace, &lock_of);
+    // Every line's name (engaged or not: lines that only made locks too).
+    let line_names: Vec<String> = chains.iter().map(|c| line_name(c)).collect();
+    let mut conds = build_conds(&trace, &lock_of, &mut |raw, address| {
+        object_name(
+            symbolizer,
+            (&trace.modules, exe),
+            (address, LockKind::Unknown),
+            raw.map(|r| {
+                site_index_of_raw
+                    .get(&r)
+                    .map_or("unknown", |&c| &line_names[c])
+            }),
+        )
+    });
     // Lock records are not needed past this point.
     trace.locks = Vec::new();
 
@@ -164,6 +191,7 @@ pub fn analyze(
         let own = call_chain.get(first_own_frame(&call_chain));
         sites.push(Site {
             id: *id,
+            name: line_names[chain].clone(),
             function: own.and_then(|f| f.function.clone()),
             file: own.and_then(|f| f.file.clone()),
             line: own.and_then(|f| f.line),
@@ -181,7 +209,62 @@ pub fn analyze(
         });
     }
     let mut locks = built.locks;
+    // Waits in progress as the trace ends: a thread waiting for a lock asked
+    // for it (so it is not unnecessary), and may be part of a deadlock.
+    let waits = crate::waits::pending(&trace);
+    for w in waits.iter().filter(|w| w.kind == WAIT_LOCK) {
+        if let Some(lock) = lock_of(w.object).and_then(|id| locks.get_mut(id.index())) {
+            lock.waiting_at_end += 1;
+            let known = lock
+                .engagements_by_thread
+                .iter()
+                .any(|t| t.tid == w.tid && (t.asked || t.count > 0));
+            if !known {
+                lock.askers += 1;
+            }
+        }
+    }
+    // Stable names: a lock in a variable by the variable, any other by the
+    // line that made it (see names.rs).
+    let mut bases: Vec<(String, bool)> = Vec::with_capacity(locks.len());
+    for lock in &mut locks {
+        match symbolizer.variable(&trace.modules, exe, lock.address) {
+            Some((name, offset, size)) => {
+                lock.in_variable = true;
+                bases.push((
+                    crate::names::variable_name(&name, offset, size, lock.kind),
+                    false,
+                ));
+            }
+            None => {
+                let line = line_names
+                    .get(lock.origin_chain as usize)
+                    .or_else(|| {
+                        let first = lock.sites.first()?;
+                        sites.get(first.index()).map(|s| &s.name)
+                    })
+                    .cloned()
+                    .unwrap_or_else(|| "lock".to_string());
+                bases.push((line, true));
+            }
+        }
+    }
     let mut families = crate::families::build(&mut locks);
+    let mut names = crate::names::Builder::new();
+    names.sites(sites.iter().map(|s| s.name.clone()));
+    let family_names: Vec<String> = families
+        .iter()
+        .map(|f| {
+            let first = &locks[f.first_lock.index()];
+            match line_names.get(first.origin_chain as usize) {
+                Some(line) if !first.in_variable => line.clone(),
+                _ => bases[f.first_lock.index()].0.clone(),
+            }
+        })
+        .collect();
+    names.locks(bases);
+    names.families(family_names);
+    let names = names.finish();
 
     // The event stream: who blocked whom, and exact wait/hold distributions.
     let cond_ids: Vec<u32> = trace
@@ -216,17 +299,21 @@ pub fn analyze(
         progress,
     );
     let event_name = |raw: u32| -> Option<String> {
-        lock_of(raw)
-            .map(|l| l.to_string())
-            .or_else(|| cond_of(raw).map(|i| format!("C{}", i + 1)))
+        lock_of(raw).map(|l| l.to_string()).or_else(|| {
+            cond_of(raw)
+                .and_then(|i| conds.get(i))
+                .map(|c| c.id.clone())
+        })
     };
-    let streams = crate::stream::build(
-        &trace,
-        streams,
-        &event_name,
-        &|raw| report_site(raw).map(|s| s.to_string()),
-        header.start_mono_ns,
-    );
+    let streams = crate::names::with(&names, || {
+        crate::stream::build(
+            &trace,
+            streams,
+            &event_name,
+            &|raw| report_site(raw).map(|s| s.to_string()),
+            header.start_mono_ns,
+        )
+    });
     if contention.damaged_blocks > 0 {
         warnings.push(format!(
             "event blocks with a damaged record: {}; the rest of each was skipped",
@@ -241,15 +328,76 @@ pub fn analyze(
     }
     let duration = (header.end_mono_ns > header.start_mono_ns)
         .then(|| header.end_mono_ns - header.start_mono_ns);
-    let findings = crate::findings::build(
-        &trace.threads,
-        &locks,
-        &families,
-        &sites,
-        &contention.blocking,
-        limits,
-        duration,
-    );
+    let running = !header.complete() && still_running(&header);
+    // Where waits are measured to: the end of the trace, or now.
+    let end_ns = if header.end_mono_ns > header.start_mono_ns {
+        header.end_mono_ns
+    } else if running {
+        crate::run::monotonic_now_ns()
+    } else {
+        0
+    };
+    let (findings, blocked) = crate::names::with(&names, || {
+        let mut findings = crate::findings::build(
+            &trace.threads,
+            (&locks, &families, &sites),
+            &contention,
+            limits,
+            duration,
+        );
+        let thread_names: HashMap<u32, String> = trace
+            .threads
+            .iter()
+            .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
+            .collect();
+        let ids = crate::deadlocks::Ids {
+            lock: &lock_of,
+            cond: &|raw| {
+                cond_of(raw)
+                    .and_then(|i| conds.get(i))
+                    .map(|c| c.id.clone())
+            },
+            site: &report_site,
+            line: &|raw| {
+                let Some(&chain) = site_index_of_raw.get(&raw) else {
+                    return "an unknown line".to_string();
+                };
+                match (&line_names[chain], caller_of_raw.get(&raw)) {
+                    (line, Some(caller)) => format!("{line} (called from {caller})"),
+                    (line, None) => line.clone(),
+                }
+            },
+            thread_name: &|tid| thread_names.get(&tid).cloned(),
+        };
+        let blocked = crate::deadlocks::blocked(&waits, &ids, header.start_mono_ns, end_ns);
+        let mut stuck = crate::waits::stuck(&trace);
+        if running && unrecorded_threads(&trace, header.pid) {
+            // A thread the trace does not know (it never called a hooked
+            // function yet) may be running and wake the others.
+            stuck.retain(|s| !matches!(s, crate::waits::Stuck::NoRunnableThread(_)));
+        }
+        findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
+        findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
+        // Deadlocks first (they stop the program), then as ranked.
+        findings.sort_by_key(|f| match f.kind {
+            crate::deadlocks::FINDING_DEADLOCK => 0,
+            crate::deadlocks::FINDING_POTENTIAL_DEADLOCK => 1,
+            _ => 2,
+        });
+        (findings, blocked)
+    });
+    if lock_order.gated > 0 {
+        warnings.push(format!(
+            "{} lock-order cycles were left out: every edge of each was taken while holding one common lock, so they cannot deadlock",
+            lock_order.gated
+        ));
+    }
+    if lock_order.truncated {
+        warnings.push(
+            "the lock-order graph has more cycles than are listed (at most 32 per group of locks, of at most 8 locks each)"
+                .into(),
+        );
+    }
 
     let threads = trace
         .threads
@@ -273,7 +421,12 @@ pub fn analyze(
 
     let complete = header.complete();
     let dropped_events = header.dropped_records.saturating_add(header.dropped_ops);
-    if !complete {
+    if running {
+        warnings.push(
+            "the process is still running; the figures are as of now, and its trace will grow"
+                .into(),
+        );
+    } else if !complete {
         warnings.push(
             "the process did not exit normally (crash or kill); the figures are as of its death"
                 .into(),
@@ -308,6 +461,8 @@ pub fn analyze(
             "exec"
         } else if header.flags & FLAG_COMPLETE != 0 {
             "exit"
+        } else if running {
+            "running"
         } else {
             "died"
         },
@@ -339,18 +494,125 @@ pub fn analyze(
         findings,
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
+        blocked,
         warnings,
         streams,
+        names,
     }
 }
 
-fn build_conds(trace: &Trace, lock_of: &dyn Fn(u32) -> Option<LockId>) -> Vec<Cond> {
-    // Each condition variable's address: from the last record with its id.
+/// Whether the process that wrote an unfinished trace is alive: its pid
+/// runs the same program and started when the trace did (a pid may have
+/// been reused since).
+fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", header.pid)) else {
+        return false;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses;
+    // the start time is field 22, in clock ticks since boot.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return false;
+    };
+    let Some(start_ticks) = rest
+        .split_whitespace()
+        .nth(19)
+        .and_then(|f| f.parse::<u64>().ok())
+    else {
+        return false;
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let started_ns = start_ticks.saturating_mul(1_000_000_000 / hz);
+    // The shim starts as the program loads: within seconds of exec.
+    let same_start = started_ns.abs_diff(header.start_mono_ns) < 10_000_000_000;
+    let exe = std::fs::read_link(format!("/proc/{}/exe", header.pid)).ok();
+    let recorded = header.exe.trim_end_matches(" (deleted)");
+    let same_program = exe.is_some_and(|e| {
+        let e = e.to_string_lossy();
+        e.trim_end_matches(" (deleted)") == recorded
+    });
+    same_start && same_program
+}
+
+/// Whether the live process `pid` has threads its trace does not record.
+fn unrecorded_threads(trace: &Trace, pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let recorded: BTreeSet<u32> = trace
+        .threads
+        .iter()
+        .filter(|t| t.record.flags & THREAD_ENDED == 0)
+        .map(|t| t.record.tid)
+        .collect();
+    tasks
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .any(|tid| !recorded.contains(&tid))
+}
+
+/// A line's name: `function@file:line`, or `module+0xoffset` without
+/// symbols (see names.rs).
+fn line_name(chain: &[Frame]) -> String {
+    let Some(own) = chain.get(first_own_frame(chain)) else {
+        return "unknown".to_string();
+    };
+    match (&own.function, &own.file, own.line) {
+        (Some(f), Some(file), Some(line)) => format!("{f}@{file}:{line}"),
+        (Some(f), _, _) => f.clone(),
+        _ => own.offset.clone().unwrap_or_else(|| own.address.clone()),
+    }
+}
+
+/// The function that called a line's function, when that is the
+/// program's own code too (a helper's caller).
+fn line_caller(chain: &[Frame]) -> Option<String> {
+    let first = first_own_frame(chain);
+    let own = chain.get(first)?;
+    chain[first + 1..]
+        .iter()
+        .filter(|f| {
+            f.module
+                .as_deref()
+                .is_some_and(|m| !crate::symbolize::is_system_module(m))
+        })
+        .find_map(|f| {
+            f.function
+                .clone()
+                .filter(|name| Some(name) != own.function.as_ref())
+        })
+}
+
+/// A condition variable's (or any object's) name: its variable, else the
+/// line that made it.
+fn object_name(
+    symbolizer: &mut Symbolizer,
+    (modules, exe): (&[locksuit_format::reader::ModuleInfo], &str),
+    (address, kind): (u64, LockKind),
+    made_at: Option<&str>,
+) -> String {
+    match symbolizer.variable(modules, exe, address) {
+        Some((name, offset, size)) => crate::names::variable_name(&name, offset, size, kind),
+        None => made_at.unwrap_or("cond").to_string(),
+    }
+}
+
+fn build_conds(
+    trace: &Trace,
+    lock_of: &dyn Fn(u32) -> Option<LockId>,
+    name_of: &mut dyn FnMut(Option<u32>, u64) -> String,
+) -> Vec<Cond> {
+    // Each condition variable's address and the line that made it: from
+    // the last record with its id.
     let mut address: HashMap<u32, Option<u64>> =
         trace.conds.iter().map(|(_, c)| (c.cond_id, None)).collect();
+    let mut made_at: HashMap<u32, u32> = HashMap::new();
     for r in &trace.locks {
         if let Some(a) = address.get_mut(&r.id) {
             *a = Some(r.address);
+            if r.origin_site != 0 {
+                made_at.insert(r.id, r.origin_site);
+            }
         }
     }
     let mut by_cond: BTreeMap<u32, (Cond, BTreeSet<u32>, BTreeSet<usize>)> = BTreeMap::new();
@@ -396,11 +658,16 @@ fn build_conds(trace: &Trace, lock_of: &dyn Fn(u32) -> Option<LockId>) -> Vec<Co
         }
         entry.2.insert(*thread);
     }
+    let mut taken: HashMap<String, u32> = HashMap::new();
     by_cond
-        .into_values()
-        .enumerate()
-        .map(|(i, (mut cond, mutexes, threads))| {
-            cond.id = format!("C{}", i + 1);
+        .into_iter()
+        .map(|(raw, (mut cond, mutexes, threads))| {
+            let at = address.get(&raw).copied().flatten().unwrap_or(0);
+            let name = name_of(made_at.get(&raw).copied(), at);
+            // Names are unique: a second cond made at one line is `#2`.
+            let n = taken.entry(name.clone()).or_default();
+            *n += 1;
+            cond.id = if *n == 1 { name } else { format!("{name}#{n}") };
             cond.threads = threads.len();
             cond.mutexes = mutexes.iter().filter_map(|&m| lock_of(m)).collect();
             cond
@@ -415,8 +682,14 @@ mod tests {
     #[test]
     fn sharing_ratio_matches_the_definition() {
         assert_eq!(sharing_ratio([100]), 0.0);
-        assert_eq!(sharing_ratio([25, 25, 25, 25]), 0.75);
-        assert_eq!(sharing_ratio([90, 10]), 0.1);
+        assert_eq!(sharing_ratio([25, 25, 25, 25]), 1.0, "even: 1.0 for any N");
+        assert_eq!(sharing_ratio([50, 50]), 1.0);
+        assert!((sharing_ratio([90, 10]) - 0.2).abs() < 1e-9);
+        assert_eq!(
+            sharing_ratio([100, 0, 0]),
+            0.0,
+            "threads that engaged nothing"
+        );
         assert_eq!(sharing_ratio([]), 0.0);
     }
 

@@ -92,7 +92,7 @@ enum Command {
 enum Format {
     /// Readable tables, as wide as --width.
     Text,
-    /// Schema locksuit.report/1 (docs/report-schema.md).
+    /// Schema locksuit.report/2 (docs/report-schema.md).
     Json,
     /// One screen: processes recorded, findings by kind, processes with findings.
     Summary,
@@ -109,7 +109,7 @@ struct ReportOptions {
     /// Sharing ratio below which a line's locking is reported as unsuitable, in [0, 1].
     #[arg(long, default_value = "0.3", value_parser = parse_threshold, value_name = "R")]
     threshold: f64,
-    /// Output format; json follows schema locksuit.report/1; summary is one screen for
+    /// Output format; json follows schema locksuit.report/2; summary is one screen for
     /// many processes.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -146,6 +146,9 @@ struct ReportOptions {
     /// asymmetric-contention: how many times more contended the hottest lock of one line is.
     #[arg(long, default_value = "10", value_name = "X")]
     asymmetry: f64,
+    /// starvation: one wait that sat through this many acquisitions by other threads.
+    #[arg(long, default_value = "10", value_name = "N")]
+    starvation: u32,
     /// Text tables: order locks and sites by this column (largest first).
     #[arg(long, value_enum, default_value = "wait")]
     sort: crate::render::text::SortKey,
@@ -241,6 +244,7 @@ impl ReportOptions {
             contention_share: self.contention_share,
             over_sync_per_sec: self.over_sync_per_sec,
             asymmetry: self.asymmetry,
+            starvation: self.starvation,
         }
     }
 }
@@ -450,8 +454,10 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         .iter()
         .filter(|id| {
             !report.processes.iter().any(|p| {
-                p.locks.iter().any(|l| l.id.to_string() == **id)
-                    || p.conds.iter().any(|c| c.id == **id)
+                crate::names::with(&p.names, || {
+                    p.locks.iter().any(|l| l.id.to_string() == **id)
+                        || p.conds.iter().any(|c| c.id == **id)
+                })
             })
         })
         .map(String::as_str)
@@ -464,7 +470,7 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         all => format!("none of the {} traces", all.len()),
     };
     Err(InputError(format!(
-        "{traces}: no lock or condition variable {} (ids are as in the report: L1, C1, …)",
+        "{traces}: no lock or condition variable {} (ids are as in the report, e.g. &total_lock or worker@main.c:40#2)",
         unknown.join(", ")
     )))
 }

@@ -63,7 +63,42 @@ pub struct Contention {
     pub events: u64,
     /// Event blocks whose records were damaged (the rest of each skipped).
     pub damaged_blocks: u64,
+    /// Per lock, its longest single timed hold that ended with a thread
+    /// waiting (or began contended), and where it was taken.
+    pub longest_holds: Vec<LongHold>,
+    /// Per lock, its wait that sat through the most other acquisitions.
+    pub starved: Vec<Starved>,
 }
+
+/// A lock's longest measured hold that made a thread wait.
+#[derive(Clone, Copy, Debug)]
+pub struct LongHold {
+    pub lock: LockId,
+    pub hold_ns: u64,
+    pub tid: u32,
+    /// The line that took the lock for that hold.
+    pub site: Option<SiteId>,
+    /// Not timed itself: a thread waited this long for it, for it alone.
+    pub at_least: bool,
+}
+
+/// One wait for a lock during which other threads took it many times.
+#[derive(Clone, Copy, Debug)]
+pub struct Starved {
+    pub lock: LockId,
+    /// Acquisitions by others (releases of the lock) while it waited.
+    pub passed_over: u32,
+    pub wait_ns: u64,
+    pub tid: u32,
+    pub site: Option<SiteId>,
+    /// It gave up (a timed call) instead of getting the lock.
+    pub timed_out: bool,
+}
+
+/// (hold, tid, raw site, only a lower bound)
+type HoldAt = (u64, u32, u32, bool);
+/// (releases passed over, wait, tid, raw site, timed out)
+type StarvedAt = (u32, u64, u32, u32, bool);
 
 #[derive(Clone, Copy)]
 struct Blocked {
@@ -72,6 +107,8 @@ struct Blocked {
     site: u32,
     owner: u32,
     wait: u64,
+    /// Releases while it waited (1: it waited for one hold only).
+    passed: u32,
 }
 
 /// A release that may have let a waiter in: (tid, site, shim time in the hold).
@@ -153,6 +190,10 @@ struct Pass {
     cond_outcomes: ById<[u64; 7]>,
     cond_latency: ById<Samples>,
     notify_pairs: FxHashMap<(u32, u32, u32), u64>,
+    longest_hold: FxHashMap<u32, HoldAt>,
+    starved: FxHashMap<u32, StarvedAt>,
+    /// [EOWNERDEAD, ENOTRECOVERABLE] results per lock.
+    outcomes: FxHashMap<u32, [u64; 2]>,
 }
 
 impl Pass {
@@ -162,6 +203,15 @@ impl Pass {
                 let wait = e.time2.saturating_sub(e.time);
                 self.waits.entry(e.lock_id).push(wait);
                 self.site_waits.entry(e.site_id).push(wait);
+                // Releases while it waited: each let another thread in.
+                let passed = e.seq2.wrapping_sub(e.seq);
+                if passed < u32::MAX / 2 {
+                    let timed_out = kind == EVENT_TIMED_OUT;
+                    let worst = self.starved.entry(e.lock_id).or_default();
+                    if passed > worst.0 {
+                        *worst = (passed, wait, e.tid, e.site_id, timed_out);
+                    }
+                }
                 if kind == EVENT_BLOCKED {
                     let b = Blocked {
                         tid: e.tid,
@@ -169,6 +219,7 @@ impl Pass {
                         site: e.site_id,
                         owner: e.other,
                         wait,
+                        passed,
                     };
                     let key = (e.lock_id, e.seq2);
                     match self.releases.take(&key) {
@@ -187,6 +238,11 @@ impl Pass {
                 if e.time2 != 0 {
                     let hold = e.time.saturating_sub(e.time2);
                     self.holds.entry(e.lock_id).push(hold);
+                    // A hold that made a thread wait: threads were waiting
+                    // at its release.
+                    if e.other > 0 {
+                        self.long_hold(e.lock_id, (hold, e.tid, e.site_id), false);
+                    }
                     // `deadline` carries the shim's time inside the hold.
                     self.holds_compensated
                         .entry(e.lock_id)
@@ -211,7 +267,25 @@ impl Pass {
             EVENT_NOTIFY => {
                 let _ = self.notifies.insert((e.lock_id, e.seq2), (e.time, e.tid));
             }
+            EVENT_OUTCOME => {
+                let counts = self.outcomes.entry(e.lock_id).or_default();
+                match e.other as i32 {
+                    libc::EOWNERDEAD => counts[0] += 1,
+                    libc::ENOTRECOVERABLE => counts[1] += 1,
+                    _ => {}
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// A hold of `lock` that made a thread wait: measured, or (`at_least`)
+    /// bounded below by a wait that ended at the first release after it
+    /// began, which waited for that one hold only.
+    fn long_hold(&mut self, lock: u32, (hold, tid, site): (u64, u32, u32), at_least: bool) {
+        let longest = self.longest_hold.entry(lock).or_default();
+        if hold > longest.0 {
+            *longest = (hold, tid, site, at_least);
         }
     }
 
@@ -234,6 +308,9 @@ impl Pass {
             (0, Some((tid, _, _))) => tid,
             (owner, _) => owner,
         };
+        if let Some((tid, site, _)) = release.filter(|_| b.passed == 1) {
+            self.long_hold(b.lock, (b.wait, tid, site), true);
+        }
         if blocker == 0 || blocker == b.tid {
             return; // unknown, or a semaphore the thread itself will post
         }
@@ -412,6 +489,40 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
         .collect();
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
+
+    for (raw, (hold_ns, tid, site, at_least)) in pass.longest_hold {
+        if let Some(lock) = (names.lock)(raw) {
+            out.longest_holds.push(LongHold {
+                lock,
+                hold_ns,
+                tid,
+                site: (names.site)(site),
+                at_least,
+            });
+        }
+    }
+    out.longest_holds.sort_by_key(|h| h.lock);
+    for (raw, (passed_over, wait_ns, tid, site, timed_out)) in pass.starved {
+        if let Some(lock) = (names.lock)(raw) {
+            out.starved.push(Starved {
+                lock,
+                passed_over,
+                wait_ns,
+                tid,
+                site: (names.site)(site),
+                timed_out,
+            });
+        }
+    }
+    out.starved.sort_by_key(|s| s.lock);
+    for (raw, [owner_died, not_recoverable]) in pass.outcomes {
+        if let Some(lock) = (names.lock)(raw).and_then(|id| targets.locks.get_mut(id.index())) {
+            lock.outcomes = Some(Box::new(Outcomes {
+                owner_died,
+                not_recoverable,
+            }));
+        }
+    }
 
     // One map at a time, each dropped before the next is turned into
     // distributions.

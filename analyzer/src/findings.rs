@@ -7,6 +7,7 @@
 //! that lists them, not one finding per lock: a grid of 300,000 cell locks
 //! each taken by one thread is one thing to fix.
 
+use crate::contention::{Contention, LongHold, Starved};
 use crate::families::lock_list;
 use crate::model::*;
 use crate::render::duration;
@@ -31,6 +32,9 @@ pub struct Limits {
     /// `--asymmetry`: ratio between the most and the least contended locks
     /// engaged at one line that makes their contention asymmetric.
     pub asymmetry: f64,
+    /// `--starvation`: how many acquisitions by other threads one wait may
+    /// sit through before the waiting thread counts as starved.
+    pub starvation: u32,
 }
 
 impl Default for Limits {
@@ -41,6 +45,7 @@ impl Default for Limits {
             contention_share: 0.10,
             over_sync_per_sec: 100_000.0,
             asymmetry: 10.0,
+            starvation: 10,
         }
     }
 }
@@ -49,6 +54,7 @@ pub const FINDING_LONG_HOLD: &str = "long-hold";
 pub const FINDING_HIGH_CONTENTION: &str = "high-contention";
 pub const FINDING_ASYMMETRIC: &str = "asymmetric-contention";
 pub const FINDING_OVER_SYNC: &str = "over-synchronization";
+pub const FINDING_STARVATION: &str = "starvation";
 
 /// Minimum total waiting for `high-contention`.
 const HIGH_CONTENTION_MIN_WAIT_NS: u64 = 1_000_000;
@@ -96,8 +102,9 @@ struct Evidence<'a> {
     locks: &'a [Lock],
     families: &'a [Family],
     sites: &'a [Site],
-    /// Per lock, the thread that made others wait longest on it.
-    top_blocker: FxHashMap<LockId, (u64, u32)>,
+    starved: &'a [Starved],
+    /// Per lock, its longest measured hold that made a thread wait.
+    long_holds: FxHashMap<LockId, LongHold>,
     limits: &'a Limits,
     duration_ns: Option<u64>,
 }
@@ -142,6 +149,7 @@ impl Evidence<'_> {
             locks: group,
             family: Some(first.family),
             family_size: self.families.get(first.family.index()).map(|f| f.size),
+            cycle: Vec::new(),
         }
     }
 
@@ -158,19 +166,22 @@ impl Evidence<'_> {
         tids.len()
     }
 
-    fn blocker(&self, id: LockId) -> String {
-        self.top_blocker
-            .get(&id)
-            .map(|(_, tid)| format!(" (mostly by thread {tid})"))
-            .unwrap_or_default()
+    /// The longest single hold measured that made a thread wait (a wait
+    /// is no hold: under an unfair lock one wait spans many short holds).
+    fn longest(&self, lock: &Lock) -> u64 {
+        self.long_holds.get(&lock.id).map_or(0, |h| h.hold_ns)
     }
 
-    fn longest(&self, lock: &Lock) -> u64 {
-        // Some thread waited this long at a stretch, so the holder held it at
-        // least that long while another thread waited.
-        let wait = lock.wait.as_ref().map_or(0, |w| w.max_ns);
-        let hold = lock.hold.as_ref().map_or(0, |h| h.max_ns);
-        wait.max(hold)
+    /// "by thread 12 at f (a.c:3)": who held the longest hold, and where.
+    fn holder(&self, lock: &Lock) -> String {
+        let Some(h) = self.long_holds.get(&lock.id) else {
+            return String::new();
+        };
+        let at = h
+            .site
+            .and_then(|s| self.sites.get(s.index()))
+            .map_or_else(|| "an unknown line".to_string(), where_of);
+        format!(" by thread {} at {at}", h.tid)
     }
 
     fn per_sec(&self, lock: &Lock) -> Option<f64> {
@@ -197,9 +208,16 @@ impl Evidence<'_> {
     }
 }
 
-/// A process-shared lock's other users are in other processes' traces.
+/// Every thread that asked for a lock (engaged it, waited or timed out,
+/// failed a trylock, or still waits) needed it: a lock is unnecessary only
+/// if exactly one thread ever asked. A process-shared lock's other users are
+/// in other processes' traces.
 fn is_unnecessary(lock: &Lock) -> bool {
-    lock.acquisitions.saturating_add(lock.posts) > 0 && lock.threads == 1 && !lock.process_shared
+    lock.acquisitions.saturating_add(lock.posts) > 0
+        && lock.askers == 1
+        && lock.threads == 1
+        && lock.waiting_at_end == 0
+        && !lock.process_shared
 }
 
 /// The locks `applies` holds for, grouped by family; each group ascending,
@@ -230,7 +248,7 @@ fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<Lo
             .get(&tid)
             .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
         format!(
-            "{} {} at {:#x} was taken {} times, all by {}, at {}: no other thread ever needed it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
+            "{} {} at {:#x} was taken {} times, all by {}, at {}: no other thread ever asked for it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
             first.kind, first.id, first.address, first.acquisitions, who, ev.at(first)
         )
     } else {
@@ -238,7 +256,7 @@ fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<Lo
             .iter()
             .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
         format!(
-            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {}): no other thread ever needed any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
+            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {}): no other thread ever asked for any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
@@ -254,12 +272,16 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
     let first = ev.lock(group[0]);
     let message = if group.len() == 1 {
         format!(
-            "{} {} (taken at {}) was held for at least {} at a stretch while another thread waited{}: shorten the critical section or move slow work out of it.",
+            "{} {} was held for {}{} at a stretch{} while another thread waited: shorten the critical section or move slow work out of it.",
             first.kind,
             first.id,
-            ev.at(first),
+            if ev.long_holds.get(&first.id).is_some_and(|h| h.at_least) {
+                "at least "
+            } else {
+                ""
+            },
             duration(ev.longest(first)),
-            ev.blocker(first.id)
+            ev.holder(first)
         )
     } else {
         let longest = group
@@ -273,18 +295,45 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             .min()
             .unwrap_or(0);
         format!(
-            "{} {} of one family, {}, taken at {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}: shorten the critical sections or move slow work out of them.",
+            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}: shorten the critical sections or move slow work out of them.",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
-            ev.at(first),
             duration(shortest),
             longest.id,
             duration(ev.longest(longest)),
-            ev.blocker(longest.id)
+            ev.holder(longest)
         )
     };
-    ev.finding(FINDING_LONG_HOLD, group, message)
+    let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
+    // The holder's line, not the lock's first (which may be a waiter's).
+    if let Some(site) = ev.long_holds.get(&first.id).and_then(|h| h.site) {
+        finding.sites = vec![site];
+    }
+    finding
+}
+
+/// One wait that sat through many acquisitions by other threads.
+fn starvation(ev: &Evidence, s: &Starved) -> Finding {
+    let lock = ev.lock(s.lock);
+    let at = s
+        .site
+        .and_then(|site| ev.sites.get(site.index()))
+        .map_or_else(|| "an unknown line".to_string(), where_of);
+    let message = format!(
+        "thread {} waited {} for {} {} at {} while other threads took it {} times{}: the lock is unfair to it; shorten the others' critical sections or hand the lock over in turn (a queue or ticket lock).",
+        s.tid,
+        duration(s.wait_ns),
+        lock.kind,
+        lock.id,
+        at,
+        s.passed_over,
+        if s.timed_out { " (then gave up)" } else { "" }
+    );
+    let mut finding = ev.finding(FINDING_STARVATION, vec![lock.id], message);
+    finding.sites = s.site.into_iter().collect();
+    finding.wait_ns = s.wait_ns;
+    finding
 }
 
 fn high_contention(ev: &Evidence, group: Vec<LockId>) -> Finding {
@@ -351,6 +400,11 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
     for group in by_family(ev.locks, |l| ev.is_over_sync(l)) {
         findings.push(over_sync(ev, group));
     }
+    for s in ev.starved {
+        if s.passed_over >= ev.limits.starvation {
+            findings.push(starvation(ev, s));
+        }
+    }
     // asymmetric-contention: locks engaged at one line with very different
     // contention: a hot stripe, a skewed hash.
     for site in ev.sites {
@@ -393,6 +447,7 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
                 locks: vec![hot.id],
                 family: Some(hot.family),
                 family_size: ev.families.get(hot.family.index()).map(|f| f.size),
+                cycle: Vec::new(),
             });
         }
     }
@@ -423,30 +478,24 @@ fn where_of(site: &Site) -> String {
 /// Every finding for one process, ranked by wait time, then engagements.
 pub fn build(
     threads: &[ThreadInfo],
-    locks: &[Lock],
-    families: &[Family],
-    sites: &[Site],
-    blocking: &[Blocking],
+    (locks, families, sites): (&[Lock], &[Family], &[Site]),
+    contention: &Contention,
     limits: &Limits,
     duration_ns: Option<u64>,
 ) -> Vec<Finding> {
     let threshold = limits.threshold;
     let thread_by_tid: HashMap<u32, &ThreadInfo> =
         threads.iter().map(|t| (t.record.tid, t)).collect();
-    let mut top_blocker: FxHashMap<LockId, (u64, u32)> = FxHashMap::default();
-    for b in blocking {
-        let top = top_blocker
-            .entry(b.lock)
-            .or_insert((b.wait_ns, b.blocker_tid));
-        if b.wait_ns >= top.0 {
-            *top = (b.wait_ns, b.blocker_tid);
-        }
-    }
     let ev = Evidence {
         locks,
         families,
         sites,
-        top_blocker,
+        starved: &contention.starved,
+        long_holds: contention
+            .longest_holds
+            .iter()
+            .map(|h| (h.lock, *h))
+            .collect(),
         limits,
         duration_ns,
     };
@@ -471,20 +520,34 @@ pub fn build(
             kind: FINDING_UNSUITABLE,
             lock: None,
             sites: vec![site.id],
-            message: format!(
-                "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and {} task switches: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
-                where_of(site),
-                locks_phrase(&site.locks),
-                site.engagements,
-                site.ratio,
-                threshold,
-                site.task_switches
-            ),
+            message: if site.task_switches == 0 {
+                format!(
+                    "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and no task switch: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
+                    where_of(site),
+                    locks_phrase(&site.locks),
+                    site.engagements,
+                    site.ratio,
+                    threshold
+                )
+            } else {
+                // It made threads wait or waited: it does guard something
+                // shared, just mostly used by one thread.
+                format!(
+                    "{} engaged {} {} times, mostly from one thread (sharing ratio {:.2}, below the threshold {:.2}), and {} of those engagements switched threads: the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
+                    where_of(site),
+                    locks_phrase(&site.locks),
+                    site.engagements,
+                    site.ratio,
+                    threshold,
+                    site.task_switches
+                )
+            },
             engagements: site.engagements,
             wait_ns: site.wait_ns,
             locks: Vec::new(),
             family: None,
             family_size: None,
+            cycle: Vec::new(),
         });
     }
     contention_findings(&mut findings, &ev);

@@ -32,6 +32,8 @@ fn lock(
         task_switches: contended,
         owner_changes: 0,
         threads,
+        askers: threads,
+        waiting_at_end: 0,
         sharing_ratio: 0.5,
         wait_ns,
         hold_ns: 0,
@@ -40,6 +42,7 @@ fn lock(
             .map(|t| ThreadCount {
                 tid: 100 + t,
                 count: acquisitions / u64::from(threads),
+                asked: true,
             })
             .collect(),
         sites: [SiteId(number(site))].into_iter().collect(),
@@ -50,13 +53,17 @@ fn lock(
         read: None,
         write: None,
         posts: 0,
+        outcomes: None,
         family: FamilyId(0),
+        origin_chain: u32::MAX,
+        in_variable: false,
     }
 }
 
 fn site(id: &str, locks: &[&str]) -> Site {
     Site {
         id: SiteId(number(id)),
+        name: "work@w.c:7".into(),
         function: Some("work".into()),
         file: Some("w.c".into()),
         line: Some(7),
@@ -79,13 +86,27 @@ fn kinds(
     sites: &[Site],
     duration_ns: Option<u64>,
 ) -> Vec<(&'static str, Option<String>)> {
+    kinds_with(locks, sites, duration_ns, &Contention::default())
+}
+
+fn kinds_with(
+    locks: &[Lock],
+    sites: &[Site],
+    duration_ns: Option<u64>,
+    contention: &Contention,
+) -> Vec<(&'static str, Option<String>)> {
     let mut locks = locks.to_vec();
     let families = crate::families::build(&mut locks);
     let ev = Evidence {
         locks: &locks,
         families: &families,
         sites,
-        top_blocker: FxHashMap::default(),
+        starved: &contention.starved,
+        long_holds: contention
+            .longest_holds
+            .iter()
+            .map(|h| (h.lock, *h))
+            .collect(),
         limits: &Limits::default(),
         duration_ns,
     };
@@ -112,7 +133,9 @@ fn high_contention_needs_the_share_and_real_waiting() {
 }
 
 #[test]
-fn long_hold_comes_from_the_longest_wait_or_timed_hold() {
+fn long_hold_is_a_measured_hold_never_a_wait() {
+    // A thread waited 20 ms, but no single hold was that long (an unfair
+    // lock passed it over): no long-hold.
     let mut l = lock("L1", 10, 1, 20_000_000, 2, "S1");
     l.wait = Some(Box::new(DurationStats {
         count: 1,
@@ -121,12 +144,84 @@ fn long_hold_comes_from_the_longest_wait_or_timed_hold() {
         p50_ns: 20_000_000,
         p99_ns: 20_000_000,
     }));
+    assert!(kinds(std::slice::from_ref(&l), &[], None).is_empty());
+    // One hold of 20 ms that made a thread wait is one.
+    let held = |hold_ns| Contention {
+        longest_holds: vec![crate::contention::LongHold {
+            lock: LockId(0),
+            hold_ns,
+            tid: 7,
+            site: Some(SiteId(0)),
+            at_least: false,
+        }],
+        ..Contention::default()
+    };
     assert_eq!(
-        kinds(std::slice::from_ref(&l), &[], None),
+        kinds_with(std::slice::from_ref(&l), &[], None, &held(20_000_000)),
         vec![(FINDING_LONG_HOLD, Some("L1".into()))]
     );
-    l.wait.as_mut().unwrap().max_ns = 9_000_000;
-    assert!(kinds(&[l], &[], None).is_empty(), "below 10 ms");
+    assert!(
+        kinds_with(&[l], &[], None, &held(9_000_000)).is_empty(),
+        "below 10 ms"
+    );
+}
+
+#[test]
+fn one_wait_passed_over_many_times_is_starvation() {
+    let l = lock("L1", 100, 1, 5_000_000, 2, "S1");
+    let starved = |passed_over| Contention {
+        starved: vec![crate::contention::Starved {
+            lock: LockId(0),
+            passed_over,
+            wait_ns: 5_000_000,
+            tid: 9,
+            site: Some(SiteId(0)),
+            timed_out: false,
+        }],
+        ..Contention::default()
+    };
+    assert_eq!(
+        kinds_with(std::slice::from_ref(&l), &[], None, &starved(59)),
+        vec![(FINDING_STARVATION, Some("L1".into()))]
+    );
+    assert!(kinds_with(&[l], &[], None, &starved(3)).is_empty());
+}
+
+#[test]
+fn a_lock_another_thread_asked_for_is_not_unnecessary() {
+    // Engaged by one thread, but another failed a trylock and timed out on it.
+    let mut l = lock("L1", 10, 0, 0, 1, "S1");
+    l.askers = 2;
+    let sites = [site("S1", &["L1"])];
+    let mut locks = vec![l.clone()];
+    let families = crate::families::build(&mut locks);
+    let found = build(
+        &[],
+        (&locks, &families, &sites),
+        &Contention::default(),
+        &Limits::default(),
+        None,
+    );
+    assert!(
+        found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
+        "{found:?}"
+    );
+    // And a thread still waiting for it at the end needed it too.
+    l.askers = 1;
+    l.waiting_at_end = 1;
+    let mut locks = vec![l];
+    let families = crate::families::build(&mut locks);
+    let found = build(
+        &[],
+        (&locks, &families, &sites),
+        &Contention::default(),
+        &Limits::default(),
+        None,
+    );
+    assert!(
+        found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -174,10 +269,8 @@ fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
     let sites = [site("S1", &["L1", "L2", "L3"]), site("S2", &["L4"])];
     let found = build(
         &[],
-        &locks,
-        &families,
-        &sites,
-        &[],
+        (&locks, &families, &sites),
+        &Contention::default(),
         &Limits::default(),
         None,
     );

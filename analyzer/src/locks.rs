@@ -123,6 +123,8 @@ fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) -> Lock {
         task_switches: 0,
         owner_changes: 0,
         threads: 0,
+        askers: 0,
+        waiting_at_end: 0,
         sharing_ratio: 0.0,
         wait_ns: 0,
         hold_ns: 0,
@@ -136,7 +138,10 @@ fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) -> Lock {
         read: None,
         write: None,
         posts: 0,
+        outcomes: None,
         family: FamilyId(0),
+        origin_chain: u32::MAX,
+        in_variable: false,
     }
 }
 
@@ -184,6 +189,9 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
         let raw = raw_ids[index];
         let rec = trace.locks.get(record_of[index] as usize);
         let mut lock = new_lock(index, rec, destroyed[index]);
+        if let Some(origin) = rec.map(|r| r.origin_site).filter(|&s| s != 0) {
+            lock.origin_chain = site_of(origin) as u32;
+        }
         let mut totals = Totals::default();
         // [shared, exclusive] for rwlocks.
         let mut modes = [Totals::default(); 2];
@@ -201,6 +209,9 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
             }
             if c.hdr.aux == MODE_POST {
                 lock.posts = lock.posts.saturating_add(c.engagements);
+                // A post that found a waiter switched threads: the lock's
+                // switches are the sum of its sites'.
+                totals.task_switches = totals.task_switches.saturating_add(c.task_switches);
             } else {
                 totals.add(&c);
                 modes[usize::from(c.hdr.aux != MODE_SHARED)].add(&c);
@@ -210,14 +221,22 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
                 }
             }
             let tid = tid_of.get(thread).copied().unwrap_or(0);
+            // It asked for the lock if it got it, waited, timed out or
+            // failed a trylock (a post asks for nothing).
+            let asked = c.hdr.aux != MODE_POST
+                && (c.engagements > 0 || c.contended > 0 || c.timeouts > 0 || c.try_failures > 0);
             let by_thread = &mut lock.engagements_by_thread;
             match by_thread.binary_search_by_key(&tid, |t| t.tid) {
-                Ok(i) => by_thread[i].count = by_thread[i].count.saturating_add(c.engagements),
+                Ok(i) => {
+                    by_thread[i].count = by_thread[i].count.saturating_add(c.engagements);
+                    by_thread[i].asked |= asked;
+                }
                 Err(i) => by_thread.insert(
                     i,
                     ThreadCount {
                         tid,
                         count: c.engagements,
+                        asked,
                     },
                 ),
             }
@@ -253,6 +272,11 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
             .engagements_by_thread
             .iter()
             .filter(|t| t.count > 0)
+            .count() as u32;
+        lock.askers = lock
+            .engagements_by_thread
+            .iter()
+            .filter(|t| t.asked || t.count > 0)
             .count() as u32;
         lock.sharing_ratio = sharing_ratio(lock.engagements_by_thread.iter().map(|t| t.count));
         at_lines.sort_unstable();

@@ -1,25 +1,29 @@
 //! The report model: everything a report shows, built once from the traces.
 //! Text and JSON both render from it; the JSON is this model serialised
-//! (schema `locksuit.report/1`, see `docs/report-schema.md`).
+//! (schema `locksuit.report/2`, see `docs/report-schema.md`).
 
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use smallvec::SmallVec;
 use std::fmt;
 
-pub const SCHEMA: &str = "locksuit.report/1";
+pub const SCHEMA: &str = "locksuit.report/2";
 
 /// Report ids are numbers inside the model (a million locks must not mean a
 /// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
 macro_rules! report_id {
-    ($name:ident, $prefix:literal, $what:literal) => {
-        #[doc = concat!($what, ": printed as `", $prefix, "` and its index + 1.")]
+    ($name:ident, $prefix:literal, $what:literal, $named:path) => {
+        #[doc = concat!($what, ": printed by its stable name while its process's names are")]
+        #[doc = concat!("current (see `names.rs`), else as `", $prefix, "` and its index + 1.")]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub u32);
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($prefix, "{}"), u64::from(self.0) + 1)
+                match $named(*self, f) {
+                    Some(written) => written,
+                    None => write!(f, concat!($prefix, "{}"), u64::from(self.0) + 1),
+                }
             }
         }
 
@@ -37,9 +41,24 @@ macro_rules! report_id {
     };
 }
 
-report_id!(LockId, "L", "A lock of the report");
-report_id!(SiteId, "S", "A site (line) of the report");
-report_id!(FamilyId, "F", "A family of locks");
+report_id!(
+    LockId,
+    "L",
+    "A lock of the report",
+    crate::names::write_lock
+);
+report_id!(
+    SiteId,
+    "S",
+    "A site (line) of the report",
+    crate::names::write_site
+);
+report_id!(
+    FamilyId,
+    "F",
+    "A family of locks",
+    crate::names::write_family
+);
 
 /// Addresses print as lowercase hex strings, `"0x7ffd1234"`.
 fn hex<S: Serializer>(address: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -50,7 +69,18 @@ fn hex<S: Serializer>(address: &u64, s: S) -> Result<S::Ok, S::Error> {
 pub struct Report {
     pub schema: &'static str,
     pub threshold: f64,
+    #[serde(serialize_with = "named_processes")]
     pub processes: Vec<Process>,
+}
+
+/// Each process is written with its own names current (see `names.rs`).
+fn named_processes<S: Serializer>(processes: &[Process], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(processes.len()))?;
+    for p in processes {
+        crate::names::with(&p.names, || seq.serialize_element(p))?;
+    }
+    seq.end()
 }
 
 #[derive(Debug, Serialize)]
@@ -102,11 +132,18 @@ pub struct Process {
     pub blocking: Vec<Blocking>,
     /// The same, by the functions the two threads were in.
     pub blocking_functions: Vec<FunctionBlocking>,
+    /// Threads blocked when the trace ended (the process hung, was killed,
+    /// or is still running): what each waits for, since when, and what it
+    /// holds meanwhile.
+    pub blocked: Vec<BlockedThread>,
     /// Problems found in the trace itself.
     pub warnings: Vec<String>,
     /// `locksuit events` only: each object's events in causal order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<ObjectStream>,
+    /// The stable names its ids print as (see `names.rs`).
+    #[serde(skip)]
+    pub names: crate::names::Names,
 }
 
 /// One lock's or condition variable's events, ordered by its sequence
@@ -237,7 +274,11 @@ pub struct Thread {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ThreadCount {
     pub tid: u32,
+    /// Engagements by this thread.
     pub count: u64,
+    /// The thread asked for the lock at all: engaged it, waited for it,
+    /// timed out or failed a trylock on it (or is waiting for it now).
+    pub asked: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -317,7 +358,16 @@ pub struct Lock {
     pub owner_changes: u64,
     /// Distinct threads that engaged it.
     pub threads: u32,
-    /// Share of engagements made by threads other than the one that engaged it most.
+    /// Distinct threads that asked for it: engaged it, waited or timed out,
+    /// failed a trylock, or are waiting for it as the trace ends. Each of
+    /// them needed it, so a lock is unnecessary only if this is 1.
+    pub askers: u32,
+    /// Threads still waiting for it when the trace ended (see `blocked`).
+    pub waiting_at_end: u32,
+    /// How evenly its threads engaged it: the share of engagements made by
+    /// threads other than the top one, over the most that share can be
+    /// for that many threads (1 - 1/N). 1.0 for a lock its threads engage
+    /// evenly, whatever their number; 0 for one thread.
     pub sharing_ratio: f64,
     pub wait_ns: u64,
     /// Sum of the hold times that were measured (see `hold_samples`).
@@ -344,8 +394,19 @@ pub struct Lock {
     /// Semaphores only: `sem_post` calls (not acquisitions, but engagements
     /// of the posting thread for the sharing ratio).
     pub posts: u64,
+    /// Robust mutexes: acquisitions that returned EOWNERDEAD (taken, the
+    /// previous owner died holding it) and ENOTRECOVERABLE (refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Box<Outcomes>>,
     /// The family it belongs to (see [`Family`]).
     pub family: FamilyId,
+    /// The line that made it (initialised it, or first used it), as an
+    /// index of the analysis's call chains; `u32::MAX` if unknown.
+    #[serde(skip)]
+    pub origin_chain: u32,
+    /// It lives in a global or static variable (and is named by it).
+    #[serde(skip)]
+    pub in_variable: bool,
 }
 
 /// Locks of one kind engaged at exactly the same lines (see
@@ -382,6 +443,12 @@ pub struct Family {
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+pub struct Outcomes {
+    pub owner_died: u64,
+    pub not_recoverable: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ModeStats {
     pub acquisitions: u64,
     pub contended: u64,
@@ -408,6 +475,9 @@ pub struct Frame {
 #[derive(Debug, Serialize)]
 pub struct Site {
     pub id: SiteId,
+    /// Its stable name (what `id` prints as): `function@file:line`.
+    #[serde(skip)]
+    pub name: String,
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
@@ -451,6 +521,53 @@ pub struct Cond {
     pub notifiers: Vec<NotifyPair>,
 }
 
+/// A thread blocked as the trace ends.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedThread {
+    pub tid: u32,
+    pub thread_name: Option<String>,
+    /// "lock" (a lock or semaphore), "cond", "barrier" or "join".
+    pub waits_in: &'static str,
+    /// The lock, semaphore, condition variable or barrier waited for (its
+    /// report id); null for a join.
+    pub object: Option<String>,
+    pub site: Option<SiteId>,
+    /// When the wait began, from the process's start.
+    pub since_ns: u64,
+    /// How long it had waited when the trace ended (or now, for a running
+    /// process), when known.
+    pub waited_ns: Option<u64>,
+    /// A lock: the thread holding it when the wait began.
+    pub holder_tid: Option<u32>,
+    /// A join: the thread joined.
+    pub joins_tid: Option<u32>,
+    /// The locks it holds meanwhile, and where it took them.
+    pub holds: Vec<HeldLock>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldLock {
+    pub lock: Option<LockId>,
+    pub site: Option<SiteId>,
+}
+
+/// One thread's part in a deadlock, or one edge of a potential one: it
+/// holds `holds` (taken at `holds_site`) and waits for, or went on to
+/// take, `waits_for` (at `waits_site`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CycleStep {
+    pub tid: u32,
+    pub thread_name: Option<String>,
+    pub holds: Option<LockId>,
+    pub holds_site: Option<SiteId>,
+    /// A lock's id, or for a join the thread joined ("thread 123").
+    pub waits_for: Option<String>,
+    pub waits_site: Option<SiteId>,
+    /// Potential deadlocks: how often this edge was taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Finding {
     pub kind: &'static str,
@@ -468,6 +585,10 @@ pub struct Finding {
     /// fewer: those the finding applies to).
     pub family: Option<FamilyId>,
     pub family_size: Option<u64>,
+    /// `deadlock` and `potential-deadlock`: each thread's (or edge's) part,
+    /// in cycle order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cycle: Vec<CycleStep>,
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";

@@ -106,6 +106,32 @@ impl Symbolizer {
         }
     }
 
+    /// The variable holding `address` (a lock in a global or static): its
+    /// name, the offset into it and its size, if a recorded module's symbols
+    /// say so.
+    pub fn variable(
+        &mut self,
+        modules: &[ModuleInfo],
+        exe: &str,
+        address: u64,
+    ) -> Option<(String, u64, u64)> {
+        let module = module_at(modules, address, u32::MAX)?;
+        let path = if module.path.is_empty() {
+            exe
+        } else {
+            module.path.as_str()
+        };
+        if !self.unchanged(path, module) {
+            return None;
+        }
+        let table = self
+            .symbols
+            .entry(path.to_string())
+            .or_insert_with(|| SymbolTable::load(path));
+        let (name, offset, size) = table.lookup_data(address.wrapping_sub(module.bias))?;
+        Some((demangle(name), offset, size))
+    }
+
     /// Warnings for the module files found changed since the last call.
     pub fn take_changed(&mut self) -> Vec<String> {
         std::mem::take(&mut self.changed_seen).into_iter().collect()
@@ -206,7 +232,7 @@ impl Symbolizer {
                         .entry(path.to_string())
                         .or_insert_with(|| SymbolTable::load(path))
                         .lookup(probe)
-                        .map(|s| addr2line::demangle_auto(s.into(), None).into_owned())
+                        .map(demangle)
                 })
                 .flatten();
             return vec![match name {
@@ -219,6 +245,16 @@ impl Symbolizer {
             }];
         }
         frames
+    }
+}
+
+/// A symbol's name as written in the source. Only mangled names are
+/// demangled: a C variable `a` is no Itanium type code ("signed char").
+fn demangle(name: &str) -> String {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(name.into(), None).into_owned()
+    } else {
+        name.to_string()
     }
 }
 

@@ -6,11 +6,13 @@
 
 use object::{Object, ObjectSymbol, SymbolKind};
 
-/// Function symbols of one file, sorted by start address.
+/// Function and data symbols of one file, each sorted by start address.
 #[derive(Default)]
 pub struct SymbolTable {
     /// (start, end, name), by start.
     functions: Vec<(u64, u64, String)>,
+    /// Variables (globals and statics), for naming the locks in them.
+    data: Vec<(u64, u64, String)>,
 }
 
 impl SymbolTable {
@@ -29,26 +31,42 @@ impl SymbolTable {
         let Ok(object) = object::File::parse(&*map) else {
             return SymbolTable::default();
         };
-        let mut functions: Vec<(u64, u64, String)> = object
-            .symbols()
-            .chain(object.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition() && s.size() > 0)
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                Some((s.address(), s.address() + s.size(), name.to_string()))
-            })
-            .collect();
-        functions.sort();
-        functions.dedup_by_key(|f| f.0);
-        SymbolTable { functions }
+        let of_kind = |kind: SymbolKind| {
+            let mut found: Vec<(u64, u64, String)> = object
+                .symbols()
+                .chain(object.dynamic_symbols())
+                .filter(|s| s.kind() == kind && s.is_definition() && s.size() > 0)
+                .filter_map(|s| {
+                    let name = s.name().ok()?;
+                    Some((s.address(), s.address() + s.size(), name.to_string()))
+                })
+                .collect();
+            found.sort();
+            found.dedup_by_key(|f| f.0);
+            found
+        };
+        SymbolTable {
+            functions: of_kind(SymbolKind::Text),
+            data: of_kind(SymbolKind::Data),
+        }
     }
 
     /// The function whose extent holds `address` (a file address).
     pub fn lookup(&self, address: u64) -> Option<&str> {
-        let at = self.functions.partition_point(|f| f.0 <= address);
-        let (start, end, name) = self.functions.get(at.checked_sub(1)?)?;
-        (*start <= address && address < *end).then_some(name.as_str())
+        within(&self.functions, address).map(|(name, _, _)| name)
     }
+
+    /// The variable whose extent holds `address`: its name, the offset
+    /// into it and its size.
+    pub fn lookup_data(&self, address: u64) -> Option<(&str, u64, u64)> {
+        within(&self.data, address)
+    }
+}
+
+fn within(table: &[(u64, u64, String)], address: u64) -> Option<(&str, u64, u64)> {
+    let at = table.partition_point(|f| f.0 <= address);
+    let (start, end, name) = table.get(at.checked_sub(1)?)?;
+    (*start <= address && address < *end).then(|| (name.as_str(), address - start, end - start))
 }
 
 #[cfg(test)]
@@ -62,7 +80,10 @@ mod tests {
                 (0x100, 0x120, "exported".into()),
                 (0x200, 0x210, "next".into()),
             ],
+            data: vec![(0x300, 0x328, "table".into())],
         };
+        assert_eq!(table.lookup_data(0x310), Some(("table", 0x10, 0x28)));
+        assert_eq!(table.lookup_data(0x328), None);
         assert_eq!(table.lookup(0x110), Some("exported"));
         assert_eq!(table.lookup(0x150), None, "past its end: not its code");
         assert_eq!(table.lookup(0x80), None);

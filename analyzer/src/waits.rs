@@ -30,6 +30,8 @@ pub struct Wait {
     pub joins: Option<u32>,
     /// Locks held meanwhile, innermost first, with the sites that took them.
     pub holds: Vec<(u32, u32)>,
+    /// A timed wait's deadline (0 = untimed): it ends by itself.
+    pub deadline: u64,
 }
 
 impl Wait {
@@ -86,14 +88,19 @@ pub fn pending(trace: &Trace) -> Vec<Wait> {
                     .filter(|(l, _)| **l != 0)
                     .map(|(l, s)| (*l, s))
                     .collect(),
+                deadline: r.wait_deadline,
             }
         })
         .collect()
 }
 
-/// The threads that can never run again, from the waits in progress.
+/// The threads that can never run again, from the waits in progress. A
+/// timed wait ends by itself: it is no part of a deadlock (and a thread in
+/// one is not stuck).
 pub fn stuck(trace: &Trace) -> Vec<Stuck> {
-    let waits = pending(trace);
+    let all = pending(trace);
+    let timed = all.iter().any(|w| w.deadline != 0);
+    let waits: Vec<Wait> = all.into_iter().filter(|w| w.deadline == 0).collect();
     let alive: BTreeSet<u32> = trace
         .threads
         .iter()
@@ -169,6 +176,7 @@ pub fn stuck(trace: &Trace) -> Vec<Stuck> {
     // Nobody left to wake anyone: every live thread waits, none of them
     // already explained above.
     if !waits.is_empty()
+        && !timed
         && waits.len() == alive.len()
         && waits.iter().all(|w| !in_cycle.contains(&w.tid))
     {

@@ -206,6 +206,9 @@ pub struct ThreadRecord {
     pub wait_since_ns: u64,
     /// A join: the `pthread_t` waited for.
     pub wait_target: u64,
+    /// A timed wait's deadline (ns on the clock the caller named; 0 =
+    /// untimed): a timed wait ends by itself, so it is never a deadlock.
+    pub wait_deadline: u64,
     /// While waiting: the locks this thread holds (ids, innermost first,
     /// 0 = none) and the sites that took them, so a deadlock can be told
     /// from the trace alone: who holds what, taken where.
@@ -606,7 +609,7 @@ const _: () = {
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);
-    assert!(size_of::<ThreadRecord>() == 152);
+    assert!(size_of::<ThreadRecord>() == 160);
     assert!(size_of::<LockRecord>() == 48);
     assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);

@@ -518,9 +518,15 @@ pub unsafe extern "C-unwind" fn pthread_create(
     }
 }
 
-fn join_recorded(target: pthread_t, join: impl FnOnce() -> c_int) -> c_int {
+fn join_recorded(
+    (target, deadline): (pthread_t, u64),
+    caller: Caller,
+    join: impl FnOnce() -> c_int,
+) -> c_int {
     let guard = HookGuard::enter();
-    let started = guard.as_ref().map(|g| recorder::join_begin(g, target));
+    let started = guard
+        .as_ref()
+        .map(|g| recorder::join_begin(g, target, caller, deadline));
     let rc = match &guard {
         Some(g) => g.blocking(join),
         None => join(),
@@ -531,29 +537,46 @@ fn join_recorded(target: pthread_t, join: impl FnOnce() -> c_int) -> c_int {
     rc
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C-unwind" fn pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+export_with_caller!(pthread_join(t: pthread_t, ret: *mut *mut c_void) -> c_int => join_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"));
+unsafe extern "C-unwind" fn join_handler(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    caller: usize,
+    sp: usize,
+) -> c_int {
     let join = real_or!(thread_join, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, || unsafe { join(t, ret) })
+    join_recorded((t, 0), Caller::new(caller, sp), || unsafe { join(t, ret) })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C-unwind" fn pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int {
+export_with_caller!(pthread_tryjoin_np(t: pthread_t, ret: *mut *mut c_void) -> c_int => tryjoin_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"));
+unsafe extern "C-unwind" fn tryjoin_handler(
+    t: pthread_t,
+    ret: *mut *mut c_void,
+    caller: usize,
+    sp: usize,
+) -> c_int {
     let join = real_or!(thread_tryjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, || unsafe { join(t, ret) })
+    // Never blocks: a deadline of "now" keeps it out of any deadlock.
+    join_recorded((t, 1), Caller::new(caller, sp), || unsafe { join(t, ret) })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C-unwind" fn pthread_timedjoin_np(
+export_with_caller!(pthread_timedjoin_np(t: pthread_t, ret: *mut *mut c_void, abstime: *const timespec) -> c_int => timedjoin_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"));
+unsafe extern "C-unwind" fn timedjoin_handler(
     t: pthread_t,
     ret: *mut *mut c_void,
     abstime: *const timespec,
+    caller: usize,
+    sp: usize,
 ) -> c_int {
     let join = real_or!(thread_timedjoin_np, libc::EINVAL);
     // SAFETY: forwarding the caller's arguments.
-    join_recorded(t, || unsafe { join(t, ret, abstime) })
+    join_recorded(
+        (t, deadline_ns(abstime).max(1)),
+        Caller::new(caller, sp),
+        || unsafe { join(t, ret, abstime) },
+    )
 }
 
 #[unsafe(no_mangle)]

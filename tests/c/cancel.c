@@ -79,22 +79,6 @@ static void *holder(void *arg)
     return NULL; /* still holding held_lock */
 }
 
-/* True once thread `tid` is blocked in the futex system call. */
-static int in_futex_wait(int tid)
-{
-    char path[64], buf[128];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int ok = fgets(buf, sizeof buf, f) != NULL;
-    fclose(f);
-    if (!ok)
-        return 0;
-    long nr = strtol(buf, NULL, 10);
-    return nr == SYS_futex;
-}
-
 int main(void)
 {
     printf("pid %d\n", (int)getpid());

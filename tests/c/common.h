@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline void die_rc(const char *what, int rc, int line)
 {
@@ -41,6 +43,28 @@ static inline void sleep_ms(long ms)
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* True once thread `tid` of this process is blocked in the futex system
+ * call (a lock, semaphore or condition wait that really blocked). */
+static inline int in_futex_wait(int tid)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return 0;
+    return strtol(buf, NULL, 10) == SYS_futex;
+}
+
+/* This thread's kernel id. */
+static inline int gettid_now(void)
+{
+    return (int)syscall(SYS_gettid);
 }
 
 #endif

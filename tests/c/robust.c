@@ -9,7 +9,8 @@
  * consistent instead and works on. The same for a robust error-checking
  * mutex `e`. An alarm ends a program that hangs.
  *
- * Output: one "<call> <rc>" line per call, in order. */
+ * Output: one "<call> <rc>" line per call, in order; on stderr the
+ * addresses of m, e and r. */
 #include "common.h"
 
 #include <unistd.h>
@@ -78,6 +79,7 @@ static void not_recoverable(const char *name, pthread_mutex_t *mutex)
 int main(void)
 {
     alarm(20);
+    fprintf(stderr, "m %p\ne %p\nr %p\n", (void *)&m, (void *)&e, (void *)&r);
     make_robust(&m, PTHREAD_MUTEX_NORMAL);
     make_robust(&e, PTHREAD_MUTEX_ERRORCHECK);
     make_robust(&r, PTHREAD_MUTEX_NORMAL);

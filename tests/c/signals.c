@@ -77,19 +77,6 @@ static void install(int sig, void (*fn)(int))
     }
 }
 
-/* True once thread `tid` is blocked in the futex system call. */
-static int in_futex_wait(int tid)
-{
-    char path[64], buf[128];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int ok = fgets(buf, sizeof buf, f) != NULL;
-    fclose(f);
-    return ok && strtol(buf, NULL, 10) == SYS_futex;
-}
-
 static void wait_until_main_blocked(void)
 {
     while (!in_futex_wait(main_tid))

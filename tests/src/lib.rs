@@ -365,7 +365,7 @@ pub fn report_json(paths: &[&Path], threshold: Option<f64>) -> Value {
     });
     assert_eq!(
         v["schema"].as_str(),
-        Some("locksuit.report/1"),
+        Some("locksuit.report/2"),
         "unexpected schema in report: {}",
         v["schema"]
     );

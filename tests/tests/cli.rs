@@ -33,7 +33,7 @@ fn run_keeps_the_program_output_and_status_and_reports_json() {
         "the program's stdout is untouched"
     );
     let json = read_json(&report);
-    assert_eq!(json["schema"], "locksuit.report/1");
+    assert_eq!(json["schema"], "locksuit.report/2");
     let p = only_process(&json);
     assert_eq!(p["complete"], true);
     let total: u64 = locks(p).iter().map(|l| u64_of(l, "acquisitions")).sum();

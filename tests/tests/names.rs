@@ -44,3 +44,48 @@ fn a_stripped_static_function_is_not_named_after_its_neighbour() {
         }
     }
 }
+
+/// Two runs of the same program give the same lock, site and family names
+/// (by variable, or by the line that made a lock; sites by function, file
+/// and line), and the names say so.
+#[test]
+fn names_are_the_same_in_every_run() {
+    let bin = build_c_source(&workspace_root().join("examples/sample.c"), "sample-names");
+    let ids = |p: &Value, field: &str| -> Vec<String> {
+        let mut v: Vec<String> = arr(p, field)
+            .iter()
+            .map(|x| str_of(x, "id").to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut runs = Vec::new();
+    for run in 0..2 {
+        let dir = fresh_dir(&format!("names_stable_{run}"));
+        assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "sample");
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report).clone();
+        runs.push((ids(&p, "locks"), ids(&p, "sites"), ids(&p, "families")));
+    }
+    assert_eq!(runs[0], runs[1], "the same names in both runs");
+    let (locks, sites, families) = &runs[0];
+    assert!(locks.contains(&"&total_lock".to_string()), "{locks:?}");
+    assert!(
+        locks
+            .iter()
+            .filter(|l| l.starts_with("main@sample.c:"))
+            .count()
+            == 4,
+        "the four worker locks, made at one line, numbered: {locks:?}"
+    );
+    assert!(
+        sites
+            .iter()
+            .any(|s| s.starts_with("add_to_total@sample.c:")),
+        "{sites:?}"
+    );
+    assert!(
+        families.iter().any(|f| f.starts_with("main@sample.c:")),
+        "{families:?}"
+    );
+}

@@ -6,7 +6,7 @@
 use super::duration;
 use super::layout::{glued, unglued, width_of, wrap, wrap_paths};
 use crate::model::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// Deadlines above this many nanoseconds are wall-clock time (ns since
@@ -56,48 +56,61 @@ fn span(ns: u64) -> String {
 pub fn render(report: &Report, width: usize) -> String {
     let mut out = String::new();
     for p in &report.processes {
-        let pid = glued(&format!("(pid {})", p.pid));
-        out.push_str(&wrap_paths(
-            &format!("{} {pid}", p.exe),
-            width,
-            "== ",
-            "   ",
-        ));
-        out.push_str(&wrap_paths(
-            &format!("trace {}", p.trace),
-            width,
-            "   ",
-            "     ",
-        ));
-        let mode = if p.events_mode == "all" {
-            "every operation"
-        } else {
-            "contended operations only: record with LOCKSUIT_EVENTS=all for every one"
-        };
-        let about = format!(
-            "{} events ({mode}); times and deadlines are from the process's start",
-            p.events
-        );
-        out.push_str(&wrap(&about, width, "   ", "   "));
-        for w in &p.warnings {
-            out.push_str(&wrap(&format!("warning: {w}"), width, "   ", "     "));
-        }
-        // Where each site is, worked out once: streams run to millions of events.
-        let places: HashMap<String, String> = p
-            .sites
-            .iter()
-            .map(|site| {
-                let id = site.id.to_string();
-                let place = super::text::where_short(&site.function, &site.file, site.line, &id);
-                (id, place)
-            })
-            .collect();
-        for s in &p.streams {
-            object(&mut out, p, s, &places, width);
-        }
-        let _ = writeln!(out);
+        // Ids print by the process's own names (see `names.rs`).
+        crate::names::with(&p.names, || process(&mut out, p, width));
     }
     out
+}
+
+fn process(out: &mut String, p: &Process, width: usize) {
+    let pid = glued(&format!("(pid {})", p.pid));
+    out.push_str(&wrap_paths(
+        &format!("{} {pid}", p.exe),
+        width,
+        "== ",
+        "   ",
+    ));
+    out.push_str(&wrap_paths(
+        &format!("trace {}", p.trace),
+        width,
+        "   ",
+        "     ",
+    ));
+    let mode = if p.events_mode == "all" {
+        "every operation"
+    } else {
+        "contended operations only: record with LOCKSUIT_EVENTS=all for every one"
+    };
+    let about = format!(
+        "{} events ({mode}); times and deadlines are from the process's start",
+        p.events
+    );
+    out.push_str(&wrap(&about, width, "   ", "   "));
+    for w in &p.warnings {
+        out.push_str(&wrap(&format!("warning: {w}"), width, "   ", "     "));
+    }
+    // Where each site is, worked out once: streams run to millions of events.
+    let places: HashMap<String, String> = p
+        .sites
+        .iter()
+        .map(|site| {
+            let id = site.id.to_string();
+            let place = super::text::where_short(&site.function, &site.file, site.line, &id);
+            (id, place)
+        })
+        .collect();
+    // The locks whose streams are shown, by name.
+    let shown: HashSet<&str> = p.streams.iter().map(|s| s.object.as_str()).collect();
+    let locks: HashMap<String, &Lock> = p
+        .locks
+        .iter()
+        .map(|l| (l.id.to_string(), l))
+        .filter(|(name, _)| shown.contains(name.as_str()))
+        .collect();
+    for s in &p.streams {
+        object(out, p, s, &places, &locks, width);
+    }
+    let _ = writeln!(out);
 }
 
 /// Columns before "where": seq, time ("999.99 ms"), tid (up to 4194304),
@@ -109,14 +122,10 @@ fn object(
     p: &Process,
     s: &ObjectStream,
     places: &HashMap<String, String>,
+    locks: &HashMap<String, &Lock>,
     width: usize,
 ) {
-    let lock = s
-        .object
-        .strip_prefix('L')
-        .and_then(|n| n.parse::<usize>().ok())
-        .and_then(|n| p.locks.get(n.checked_sub(1)?));
-    let what = if let Some(l) = lock {
+    let what = if let Some(l) = locks.get(&s.object) {
         format!("{} {} at {:#x}", l.kind, l.id, l.address)
     } else if let Some(c) = p.conds.iter().find(|c| c.id == s.object) {
         format!("condition variable {} at {}", c.id, c.address)

@@ -91,7 +91,8 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
     let (idle, active): (Vec<&Process>, Vec<&Process>) =
         report.processes.iter().partition(|p| is_idle(p));
     for p in &active {
-        process(&mut out, p, report.threshold, o);
+        // Ids print by the process's own names (see `names.rs`).
+        crate::names::with(&p.names, || process(&mut out, p, report.threshold, o));
     }
     if !idle.is_empty() {
         out.push_str(&idle_line(&idle, !active.is_empty(), o.width));

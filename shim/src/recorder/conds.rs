@@ -83,7 +83,7 @@ pub struct CondWaitInFlight<'g> {
 impl<'g> CondWaitInFlight<'g> {
     pub fn begin(guard: &'g HookGuard, wait: CondWait, deadline: u64) -> Self {
         let seq = wait.cond.seq.load(Ordering::Relaxed);
-        let started = cond_wait_begin(guard, &wait);
+        let started = cond_wait_begin(guard, &wait, deadline);
         CondWaitInFlight {
             guard,
             wait,
@@ -137,8 +137,9 @@ impl Drop for CondWaitInFlight<'_> {
     }
 }
 
-/// Just before the real wait: the mutex is handed over.
-fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
+/// Just before the real wait (until `deadline`, 0 if untimed): the mutex
+/// is handed over.
+fn cond_wait_begin(g: &HookGuard, w: &CondWait, deadline: u64) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id, Ordering::Relaxed);
         released(g, m.addr, HELD_HANDOVER);
@@ -154,6 +155,7 @@ fn cond_wait_begin(g: &HookGuard, w: &CondWait) -> u64 {
             holder: w.mutex.as_ref().map_or(0, |m| m.lock_id),
             since_ns,
             target: 0,
+            deadline,
         };
         wait_started(lane, pending, g.thread().held().entries());
     }

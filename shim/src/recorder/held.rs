@@ -51,13 +51,32 @@ pub struct HeldStack {
     /// entry and is not counted, so a push has no branch of its own.
     entries: [HeldEntry; MAX_HELD + 1],
     len: usize,
+    /// Per position, the last lock-order edge taken from the lock held
+    /// there (see `lock_order.rs`): a loop taking the same inner lock under
+    /// the same outer one finds its edge record without a lookup. Written
+    /// only on nested acquisitions, never by a push; a stale entry (its
+    /// key no longer matches) is just a miss.
+    pub edge_memo: [EdgeMemo; MAX_HELD],
 }
+
+/// A remembered edge: its key and its record.
+#[derive(Clone, Copy)]
+pub struct EdgeMemo {
+    pub key: [u32; 5],
+    pub record: *mut locksuit_format::EdgeRecord,
+}
+
+const NO_EDGE: EdgeMemo = EdgeMemo {
+    key: [0; 5],
+    record: core::ptr::null_mut(),
+};
 
 impl HeldStack {
     pub const fn new() -> Self {
         HeldStack {
             entries: [EMPTY; MAX_HELD + 1],
             len: 0,
+            edge_memo: [NO_EDGE; MAX_HELD],
         }
     }
 
@@ -154,6 +173,7 @@ impl HeldStack {
             e.counter = core::ptr::null_mut();
             e.slot = core::ptr::null();
         }
+        self.edge_memo = [NO_EDGE; MAX_HELD];
     }
 }
 

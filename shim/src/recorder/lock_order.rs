@@ -6,7 +6,7 @@
 //! Only nested acquisitions come here: an acquisition with nothing held
 //! costs one test of the held-lock count it already has in hand.
 
-use super::held::{HeldEntry, HELD_SHARED};
+use super::held::{EdgeMemo, HeldEntry, HELD_SHARED};
 use super::lanes::{Lane, FIRST_COND_MODE};
 use super::{now_ns, timed_slow_work, Prepared};
 use crate::guard::HookGuard;
@@ -21,18 +21,22 @@ pub const MODE_EDGE: u32 = FIRST_COND_MODE + 2;
 #[inline(never)]
 pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
     let held = g.thread().held();
-    let entries = held.entries();
-    let Some((new, below)) = entries.split_last() else {
+    let depth = held.entries().len();
+    let Some(new) = held.entries().last().copied() else {
         return;
     };
     // Re-acquiring a lock this thread already holds (a recursive mutex)
     // cannot block: no edge.
-    if below.iter().any(|e| e.addr == new.addr) {
+    if held.entries()[..depth - 1]
+        .iter()
+        .any(|e| e.addr == new.addr)
+    {
         return;
     }
     let to_site = p.counter().site_id;
     let lane = p.lane();
-    for (at, from) in below.iter().enumerate().rev() {
+    for at in (0..depth - 1).rev() {
+        let from = held.entries()[at];
         if from.lock_id == 0 {
             continue;
         }
@@ -43,7 +47,14 @@ pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
         if new.flags & HELD_SHARED != 0 {
             flags |= EDGE_TO_SHARED;
         }
-        let from_site = site_of(from);
+        let key = Key {
+            from_lock: from.lock_id,
+            from_site: site_of(&from),
+            to_lock: new.lock_id,
+            to_site,
+            flags,
+        };
+        let below = &held.entries()[..depth - 1];
         let others = || {
             below
                 .iter()
@@ -52,28 +63,38 @@ pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
                 .filter(move |&(i, e)| i != at && e.lock_id != 0 && e.addr != from.addr)
                 .map(|(_, e)| e.lock_id)
         };
-        let key = Key {
-            from_lock: from.lock_id,
-            from_site,
-            to_lock: new.lock_id,
-            to_site,
-            flags,
+        let memo = held.edge_memo[at];
+        let record = if memo.key == key.words() && !memo.record.is_null() {
+            Some(memo.record)
+        } else {
+            lane.find(key.to_lock, key.ret(), key.context(), MODE_EDGE)
+                .map(|r| r.cast::<EdgeRecord>())
         };
-        match lane.find(key.to_lock, key.ret(), key.context(), MODE_EDGE) {
+        let record = match record {
             Some(record) => {
                 // SAFETY: an edge record this thread appended to its own
                 // lane (the index keys edge records by MODE_EDGE).
-                let record = unsafe { &mut *record.cast::<EdgeRecord>() };
-                record.count += 1;
+                let edge = unsafe { &mut *record };
+                edge.count += 1;
                 // Gates: only the locks held every time.
-                for gate in record.gates.iter_mut() {
-                    if *gate != 0 && !others().any(|id| id == *gate) {
-                        *gate = 0;
+                if edge.gates != [0; EDGE_GATES] {
+                    for gate in edge.gates.iter_mut() {
+                        if *gate != 0 && !others().any(|id| id == *gate) {
+                            *gate = 0;
+                        }
                     }
                 }
+                record
             }
-            None => timed_slow_work(lane, |lane| new_edge(lane, &key, others())),
-        }
+            None => match timed_slow_work(lane, |lane| new_edge(lane, &key, others())) {
+                Some(record) => record,
+                None => continue,
+            },
+        };
+        held.edge_memo[at] = EdgeMemo {
+            key: key.words(),
+            record,
+        };
     }
 }
 
@@ -95,6 +116,16 @@ struct Key {
 }
 
 impl Key {
+    fn words(&self) -> [u32; 5] {
+        [
+            self.from_lock,
+            self.from_site,
+            self.to_lock,
+            self.to_site,
+            self.flags,
+        ]
+    }
+
     /// The index's "return address" and "context" fields, reused as the
     /// rest of the key (the lock id field holds `to_lock`).
     fn ret(&self) -> u64 {
@@ -106,7 +137,11 @@ impl Key {
     }
 }
 
-fn new_edge(lane: &mut Lane, key: &Key, others: impl Iterator<Item = u32>) {
+fn new_edge(
+    lane: &mut Lane,
+    key: &Key,
+    others: impl Iterator<Item = u32>,
+) -> Option<*mut EdgeRecord> {
     let mut gates = [0u32; EDGE_GATES];
     for (slot, id) in gates.iter_mut().zip(others) {
         *slot = id;
@@ -126,7 +161,7 @@ fn new_edge(lane: &mut Lane, key: &Key, others: impl Iterator<Item = u32>) {
         gates,
     };
     // A full trace drops it (counted by `append`).
-    if let Some(p) = lane.append(&record, &[]) {
-        lane.insert(key.to_lock, key.ret(), key.context(), MODE_EDGE, p.cast());
-    }
+    let p = lane.append(&record, &[])?;
+    lane.insert(key.to_lock, key.ret(), key.context(), MODE_EDGE, p.cast());
+    Some(p)
 }

@@ -493,6 +493,7 @@ pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
         holder: waiting.owner,
         since_ns: waiting.started,
         target: 0,
+        deadline,
     };
     wait_started(p.lane(), pending, g.thread().held().entries());
     waiting
@@ -631,6 +632,7 @@ pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> u64 {
         holder: 0,
         since_ns,
         target: 0,
+        deadline: 0,
     };
     wait_started(p.lane(), pending, g.thread().held().entries());
     since_ns

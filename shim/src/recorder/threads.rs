@@ -3,6 +3,7 @@
 
 use super::held::HeldEntry;
 use super::lanes::{self, Lane};
+use super::sites::Caller;
 use super::{file, now_ns};
 use crate::guard::{HookGuard, ThreadState};
 use crate::lifecycle;
@@ -113,6 +114,8 @@ pub struct PendingWait {
     pub holder: u32,
     pub since_ns: u64,
     pub target: u64,
+    /// A timed wait's deadline, 0 if untimed.
+    pub deadline: u64,
 }
 
 /// The thread is about to block, holding `held` (innermost last).
@@ -140,6 +143,7 @@ pub fn wait_started(lane: &Lane, w: PendingWait, held: &[HeldEntry]) {
         addr_of_mut!((*t).wait_holder).write_volatile(w.holder);
         addr_of_mut!((*t).wait_since_ns).write_volatile(w.since_ns);
         addr_of_mut!((*t).wait_target).write_volatile(w.target);
+        addr_of_mut!((*t).wait_deadline).write_volatile(w.deadline);
         AtomicU32::from_ptr(addr_of_mut!((*t).wait_kind)).store(w.kind, Ordering::Release);
     }
 }
@@ -191,17 +195,25 @@ pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
     }
 }
 
-/// About to join the thread `target`; returns when the join began.
-pub fn join_begin(g: &HookGuard, target: u64) -> u64 {
+/// About to join the thread `target` from `caller` (until `deadline`, 0
+/// if untimed); returns when the join began.
+pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> u64 {
     let since_ns = now_ns();
     if let Some(lane) = current_lane(g) {
+        // The joining line, so a hang in a join can name it (first sight of
+        // a line unwinds once, like any other site).
+        let site = super::timed_slow_work(lane, |lane| {
+            let context = super::context_of(lane, caller, None);
+            super::sites::site_id(lane, caller, context)
+        });
         let wait = PendingWait {
             kind: WAIT_JOIN,
             object: 0,
-            site: 0,
+            site,
             holder: 0,
             since_ns,
             target,
+            deadline,
         };
         wait_started(lane, wait, g.thread().held().entries());
     }

@@ -1,0 +1,238 @@
+//! Deadlocks: lock-order inversions that could deadlock (from the
+//! lock-order graph), and programs that really hang, explained from the
+//! waits in progress their traces hold (while they hang, and after they
+//! were killed).
+
+use locksuit_tests::*;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn kinds<'a>(p: &'a Value, kind: &str) -> Vec<&'a Value> {
+    findings(p)
+        .iter()
+        .filter(|f| f["kind"].as_str() == Some(kind))
+        .collect()
+}
+
+/// `lock_order MODE` under the shim: its process in the JSON report.
+fn lock_order(mode: &str) -> Value {
+    let bin = build_c("lock_order");
+    let dir = fresh_dir(&format!("lock_order_{mode}"));
+    let out = run_under_shim(&bin, &[mode], &dir);
+    assert_success(&out, mode);
+    let report = report_json(&[&only_trace(&dir)], None);
+    only_process(&report).clone()
+}
+
+#[test]
+fn lock_order_inversions_are_potential_deadlocks_and_nothing_else_is() {
+    // (mode, potential deadlocks, edges in the cycle)
+    let expected: &[(&str, usize, usize)] = &[
+        ("abba", 1, 2),
+        ("gated", 0, 0),
+        ("three", 1, 3),
+        ("buckets", 0, 0),
+        ("buckets-reversed", 1, 2),
+        ("trylock", 0, 0),
+        ("read-read", 0, 0),
+        ("read-read-written", 1, 2),
+        ("recursive", 0, 0),
+    ];
+    for &(mode, count, edges) in expected {
+        let p = lock_order(mode);
+        let found = kinds(&p, "potential-deadlock");
+        assert_eq!(
+            found.len(),
+            count,
+            "{mode}: potential deadlocks: {}",
+            short(&p["findings"])
+        );
+        if let Some(f) = found.first() {
+            let cycle = arr(f, "cycle");
+            assert_eq!(cycle.len(), edges, "{mode}: {}", short(f));
+            for step in cycle {
+                assert!(
+                    step["tid"].as_u64().is_some_and(|t| t > 0),
+                    "{}",
+                    short(step)
+                );
+                assert!(step["holds"].is_string() && step["waits_for"].is_string());
+                assert!(step["count"].as_u64().is_some_and(|n| n >= 1));
+            }
+        }
+        match mode {
+            "abba" => {
+                let message = str_of(found[0], "message");
+                assert!(
+                    message.contains("take_ab") && message.contains("take_ba"),
+                    "both functions are named: {message}"
+                );
+            }
+            "gated" => {
+                let warned = arr(&p, "warnings")
+                    .iter()
+                    .any(|w| w.as_str().is_some_and(|w| w.contains("left out")));
+                assert!(
+                    warned,
+                    "the suppressed cycle is counted: {}",
+                    short(&p["warnings"])
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Starts `deadlock MODE` under the shim into `dir`.
+fn start_hang(mode: &str, dir: &std::path::Path) -> Child {
+    Command::new(build_c("deadlock"))
+        .arg(mode)
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the hanging program")
+}
+
+/// Reports on `dir` until `done` says so (or 30 s pass).
+fn report_until(dir: &std::path::Path, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let out = run_locksuit(&[
+            "report".as_ref(),
+            dir.as_os_str(),
+            "--format".as_ref(),
+            "json".as_ref(),
+        ]);
+        if out.status.success() {
+            let report: Value = serde_json::from_str(&stdout_str(&out)).unwrap();
+            if done(&report) {
+                return report;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no such report within 30 s: {}",
+            stdout_str(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn the_deadlock(p: &Value) -> Option<&Value> {
+    kinds(p, "deadlock").into_iter().next()
+}
+
+/// A program hung in each well-known way is explained while it hangs (it
+/// reads as running) and after it is killed (as died), and none of its
+/// locks is called unnecessary.
+#[test]
+fn a_hung_program_is_explained_while_it_hangs_and_after() {
+    for mode in ["abba", "self", "abandoned", "lost-wakeup"] {
+        let dir = fresh_dir(&format!("deadlock_{mode}"));
+        let mut child = start_hang(mode, &dir);
+        let live = report_until(&dir, |r| {
+            processes(r)
+                .first()
+                .is_some_and(|p| the_deadlock(p).is_some())
+        });
+        let p = only_process(&live);
+        assert_eq!(
+            p["ended_by"].as_str(),
+            Some("running"),
+            "{mode}: {}",
+            short(p)
+        );
+        assert!(
+            !arr(p, "blocked").is_empty(),
+            "{mode}: blocked threads listed"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        assert_eq!(p["ended_by"].as_str(), Some("died"), "{mode}");
+        let deadlock =
+            the_deadlock(p).unwrap_or_else(|| panic!("{mode}: {}", short(&p["findings"])));
+        assert_eq!(
+            findings(p)[0]["kind"].as_str(),
+            Some("deadlock"),
+            "{mode}: a deadlock ranks first"
+        );
+        assert!(
+            kinds(p, "unnecessary-lock").iter().all(|f| !arr(f, "locks")
+                .iter()
+                .any(|l| arr(deadlock, "locks").contains(l))),
+            "{mode}: a deadlocked lock is never unnecessary: {}",
+            short(&p["findings"])
+        );
+        let cycle = arr(deadlock, "cycle");
+        let line = |step: &Value, field: &str| {
+            step[field]
+                .as_str()
+                .map(|id| site_by_id(p, id)["line"].as_u64())
+                .unwrap_or(None)
+        };
+        match mode {
+            "abba" => {
+                assert_eq!(cycle.len(), 2, "{}", short(deadlock));
+                let waits: Vec<Option<u64>> = cycle.iter().map(|s| line(s, "waits_site")).collect();
+                let holds: Vec<Option<u64>> = cycle.iter().map(|s| line(s, "holds_site")).collect();
+                for (marker, lines) in [
+                    ("@ab-second", &waits),
+                    ("@ba-second", &waits),
+                    ("@ab-first", &holds),
+                    ("@ba-first", &holds),
+                ] {
+                    assert!(
+                        lines.contains(&Some(line_of("deadlock.c", marker))),
+                        "{marker}: {}",
+                        short(deadlock)
+                    );
+                }
+                assert_ne!(cycle[0]["tid"], cycle[1]["tid"]);
+            }
+            "self" => {
+                assert_eq!(cycle.len(), 1);
+                assert_eq!(
+                    line(&cycle[0], "waits_site"),
+                    Some(line_of("deadlock.c", "@self-relock"))
+                );
+                assert_eq!(cycle[0]["holds"], cycle[0]["waits_for"]);
+            }
+            "abandoned" => {
+                assert!(
+                    str_of(deadlock, "message").contains("exited"),
+                    "{}",
+                    short(deadlock)
+                );
+                assert_eq!(
+                    line(&cycle[0], "waits_site"),
+                    Some(line_of("deadlock.c", "@abandoned-wait"))
+                );
+            }
+            "lost-wakeup" => {
+                assert!(
+                    str_of(deadlock, "message").starts_with("no runnable thread"),
+                    "{}",
+                    short(deadlock)
+                );
+                let lines: Vec<Option<u64>> = cycle.iter().map(|s| line(s, "waits_site")).collect();
+                assert!(
+                    lines.contains(&Some(line_of("deadlock.c", "@lost-wait"))),
+                    "{lines:?}"
+                );
+            }
+            _ => unreachable!(),
+        }
+        // Every blocked thread says what it waits for and since when.
+        for b in arr(p, "blocked") {
+            assert!(b["tid"].as_u64().is_some());
+            assert!(b["waits_in"].is_string());
+            assert!(b["since_ns"].as_u64().is_some());
+        }
+    }
+}
