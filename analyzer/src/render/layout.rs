@@ -319,7 +319,12 @@ impl Grid {
                     .map(|c| least[c] + PADDING)
                     .sum::<usize>()
         };
-        let mut shown = vec![true; self.columns.len()];
+        // A column no row has anything in is not shown (nor said to be
+        // left out).
+        let empty: Vec<bool> = (0..self.columns.len())
+            .map(|c| !self.rows.is_empty() && self.rows.iter().all(|r| r[c].text.is_empty()))
+            .collect();
+        let mut shown: Vec<bool> = empty.iter().map(|e| !e).collect();
         let full = needed(&shown);
         while needed(&shown) > width {
             let next = (0..self.columns.len())
@@ -328,6 +333,18 @@ impl Grid {
             match next {
                 Some(c) => shown[c] = false,
                 None => return self.blocks(width),
+            }
+        }
+        // A narrow column left out on the way may fit again after a wide
+        // one went: the more important first.
+        let mut dropped: Vec<usize> = (0..self.columns.len())
+            .filter(|&c| !shown[c] && !empty[c])
+            .collect();
+        dropped.sort_by_key(|&c| (self.columns[c].drop_rank, c));
+        for c in dropped {
+            shown[c] = true;
+            if needed(&shown) > width {
+                shown[c] = false;
             }
         }
         let widths = self.share_out(&least, &shown, width.saturating_sub(needed(&shown)));
@@ -339,7 +356,7 @@ impl Grid {
         let mut out = table;
         out.push('\n');
         let left_out: Vec<&str> = (0..self.columns.len())
-            .filter(|&c| !shown[c])
+            .filter(|&c| !shown[c] && !empty[c])
             .map(|c| self.columns[c].header)
             .collect();
         if !left_out.is_empty() {

@@ -156,7 +156,7 @@ fn mutrace_table(out: &mut String, p: &Process, o: &TextOptions) {
     };
     let title = format!(
         "Locks, mutrace columns (times are hold times; {period}; a family of locks taken \
-         at the same lines is one row, F<n> ×<locks>)"
+         at the same lines is one row: its first lock's name ×<locks>)"
     );
     let hidden = order.len().saturating_sub(TABLE_ROWS);
     section(out, &title, &grid, hidden, "rows", o.width);
@@ -199,7 +199,7 @@ fn locks_table(out: &mut String, p: &Process, o: &TextOptions) {
     }
     let title = format!(
         "Locks, largest {:?} first (a family, locks of one kind taken at the same lines, is one \
-         row: F<n> ×<locks>, figures summed, address of its first lock)",
+         row: its first lock's name ×<locks>, figures summed, address of its first lock)",
         o.sort
     );
     let hidden = order.len().saturating_sub(TABLE_ROWS);
@@ -231,9 +231,20 @@ fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
             .call_chain
             .get(crate::symbolize::first_own_frame(&s.call_chain));
         let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
+        let id = s.id.to_string();
+        // A site named function@file:line says where it is already.
+        let named_by_place = match (&s.function, &s.file, s.line) {
+            (Some(function), Some(file), Some(line)) => id == format!("{function}@{file}:{line}"),
+            _ => false,
+        };
+        let place = if named_by_place {
+            String::new()
+        } else {
+            where_short(&s.function, &s.file, s.line, fallback)
+        };
         grid.row(vec![
-            Cell::id(s.id.to_string()),
-            where_short(&s.function, &s.file, s.line, fallback).into(),
+            Cell::id(id),
+            place.into(),
             s.engagements.to_string().into(),
             s.task_switches.to_string().into(),
             duration(s.wait_ns).into(),
