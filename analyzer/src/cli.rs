@@ -22,17 +22,24 @@ const AFTER_HELP: &str = "\
 Recording:
   LD_PRELOAD=/abs/path/libsyncshim.so ./app     record any dynamically linked program
   locksuit run -- ./app args                   the same, into a fresh directory, then report
+  locksuit run --deadlock-timeout 5 -- ./app   stop it if it stays deadlocked for 5 s
 
 Reading the report:
-  unnecessary-lock   a lock that only one thread ever engaged: it protects nothing shared
+  deadlock           threads that can never run again (a wait-for cycle, a thread relocking
+                     a mutex it holds, a lock whose holder exited, nobody left to wake anyone)
+  potential-deadlock locks taken in orders that form a cycle (A then B here, B then A there)
+  unnecessary-lock   a lock only one thread ever asked for: it protects nothing shared
   unsuitable-site    a line whose locks are rarely shared between threads (sharing ratio
-                     below --threshold) and that never caused a task switch
-  long-hold          a lock held at least --long-hold-ms at a stretch while a thread waited
+                     below --threshold)
+  long-hold          one hold of --long-hold-ms or more that made a thread wait
+  starvation         one wait during which others took the lock --starvation times
   high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)
   asymmetric-contention  locks taken at one line whose contention differs by --asymmetry x
   over-synchronization   a lock taken --over-sync-per-sec times a second that never contends
-  sharing ratio      share of a lock's engagements made by threads other than its top user
-                     (0 = one thread, 0.75 = four threads evenly)
+  sharing ratio      how evenly a lock's threads engage it: 0 = one thread, 1 = evenly
+                     (the others' share over the most it can be, 1 - 1/threads)
+  names              &variable for a lock in a variable, else the line that made it
+                     (function@file:line, #N within the family made there)
 
 Environment:
   LOCKSUIT_DIR          where traces are written (and where `report` looks by default)
@@ -46,7 +53,8 @@ Exit status:
   0  success
   1  a requested gate failed (--fail-on-findings found something)
   2  bad usage or unreadable input (the message names the file and the problem)
-  `run` exits with the command's own status, or 128+N if a signal N killed it.";
+  `run` exits with the command's own status, or 128+N if a signal N killed it; 1 if it
+  stopped the command for a deadlock (--deadlock-timeout).";
 
 #[derive(Parser)]
 #[command(
@@ -198,6 +206,20 @@ struct RunArgs {
     /// The shim to preload (default: libsyncshim.so next to this binary, or $LOCKSUIT_SHIM).
     #[arg(long, value_name = "PATH")]
     shim: Option<PathBuf>,
+    /// Watch for deadlocks while the command runs: one that lasts this many
+    /// seconds is explained on stderr, acted on (--on-deadlock), reported,
+    /// and `run` exits 1.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    deadlock_timeout: Option<f64>,
+    /// What to do with a deadlocked process: kill it, abort it (a core dump
+    /// for a debugger), or keep it hanging until you stop it.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "kill",
+        requires = "deadlock_timeout"
+    )]
+    on_deadlock: crate::watch::OnDeadlock,
     /// The command to record, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -213,6 +235,15 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
         Err(format!(
             "{v} is outside [0, 1]; the threshold is a sharing ratio"
         ))
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds above 0, e.g. 5 or 0.5"
+        )),
     }
 }
 
@@ -476,14 +507,23 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
 }
 
 fn run(args: RunArgs) -> i32 {
-    let recorded =
-        match crate::run::record(&args.command, args.dir.as_deref(), args.shim.as_deref()) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("locksuit: {e}");
-                return EXIT_USAGE;
-            }
-        };
+    let watch = args
+        .deadlock_timeout
+        .map(|seconds| crate::run::DeadlockWatch {
+            timeout: std::time::Duration::from_secs_f64(seconds),
+            on_deadlock: args.on_deadlock,
+        });
+    let recorded = match crate::run::record(
+        &args.command,
+        (args.dir.as_deref(), args.shim.as_deref()),
+        watch,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let options = &args.options;
     let printed = build_report(
         std::slice::from_ref(&recorded.dir),
@@ -500,6 +540,9 @@ fn run(args: RunArgs) -> i32 {
         }
     };
     eprintln!("locksuit: traces kept in {}", recorded.dir.display());
+    if recorded.deadlock.is_some() {
+        return EXIT_GATE; // it deadlocked: 1, whatever the stopped command returned
+    }
     // The command's own failure wins; then the gate.
     match recorded.exit_status {
         EXIT_OK if gate_failed => EXIT_GATE,

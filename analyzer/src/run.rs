@@ -11,7 +11,22 @@ pub struct Recorded {
     pub dir: PathBuf,
     /// The command's exit status, or 128 + signal if a signal killed it.
     pub exit_status: i32,
+    /// A deadlock the watcher found (and acted on) while it ran.
+    pub deadlock: Option<crate::watch::Detected>,
 }
+
+/// `--deadlock-timeout` and `--on-deadlock`.
+#[derive(Clone, Copy)]
+pub struct DeadlockWatch {
+    pub timeout: std::time::Duration,
+    pub on_deadlock: crate::watch::OnDeadlock,
+}
+
+/// How often the watcher reads the traces.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// How long the command has to end once its deadlocked process was stopped,
+/// before it is stopped too (no process is left behind).
+const GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The shim to preload: `--shim`, `$LOCKSUIT_SHIM`, or `libsyncshim.so`
 /// next to this executable (as `cargo build` lays them out).
@@ -147,8 +162,8 @@ fn stop_forwarding() {
 
 pub fn record(
     command: &[OsString],
-    dir: Option<&Path>,
-    shim: Option<&Path>,
+    (dir, shim): (Option<&Path>, Option<&Path>),
+    watch: Option<DeadlockWatch>,
 ) -> Result<Recorded, InputError> {
     let shim = find_shim(shim)?;
     let (program, args) = command
@@ -199,7 +214,10 @@ pub fn record(
         // SAFETY: signalling our own child, which we have not reaped yet.
         unsafe { libc::kill(child.id() as libc::pid_t, early) };
     }
-    let waited = child.wait();
+    let (waited, deadlock) = match watch {
+        Some(watch) => wait_watching(&mut child, &abs_dir, watch),
+        None => (child.wait(), None),
+    };
     stop_forwarding();
     let status = waited.map_err(|e| {
         InputError(format!(
@@ -212,7 +230,71 @@ pub fn record(
         (None, Some(sig)) => 128 + sig,
         (None, None) => 1,
     };
-    Ok(Recorded { dir, exit_status })
+    Ok(Recorded {
+        dir,
+        exit_status,
+        deadlock,
+    })
+}
+
+/// Waits for the command while watching its traces for a deadlock; a
+/// deadlock that persists for the timeout is printed and acted on.
+fn wait_watching(
+    child: &mut std::process::Child,
+    dir: &Path,
+    watch: DeadlockWatch,
+) -> (
+    std::io::Result<std::process::ExitStatus>,
+    Option<crate::watch::Detected>,
+) {
+    use crate::watch::OnDeadlock;
+    let mut watcher = crate::watch::Watcher::new(dir, watch.timeout);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return (Ok(status), None),
+            Ok(None) => {}
+            Err(e) => return (Err(e), None),
+        }
+        let Some(found) = watcher.poll() else {
+            std::thread::sleep(WATCH_EVERY);
+            continue;
+        };
+        eprintln!(
+            "locksuit: deadlock in process {} (it has lasted {:.1} s):",
+            found.pid,
+            watch.timeout.as_secs_f64()
+        );
+        for text in &found.explanation {
+            eprintln!("locksuit: {text}");
+        }
+        let signal = match watch.on_deadlock {
+            OnDeadlock::Kill => Some(libc::SIGKILL),
+            OnDeadlock::Abort => Some(libc::SIGABRT),
+            OnDeadlock::Keep => None,
+        };
+        let Some(signal) = signal else {
+            eprintln!(
+                "locksuit: process {} is left hanging (--on-deadlock keep); attach a debugger, or stop it",
+                found.pid
+            );
+            return (child.wait(), Some(found));
+        };
+        // SAFETY: signalling the deadlocked process (ours, or our child's).
+        unsafe { libc::kill(found.pid as libc::pid_t, signal) };
+        // The command ends with it, or is stopped too.
+        let deadline = std::time::Instant::now() + GRACE;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return (Ok(status), Some(found)),
+                Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(WATCH_EVERY),
+                Ok(None) => {
+                    let _ = child.kill();
+                    return (child.wait(), Some(found));
+                }
+                Err(e) => return (Err(e), Some(found)),
+            }
+        }
+    }
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds (the clock traces are written in).

@@ -236,3 +236,72 @@ fn a_hung_program_is_explained_while_it_hangs_and_after() {
         }
     }
 }
+
+/// `locksuit run --deadlock-timeout 1`: a program that deadlocks is
+/// explained on stderr within a few seconds, stopped (nothing is left
+/// running), and `run` exits 1 with a `deadlock` finding in its report.
+#[test]
+fn run_with_a_deadlock_timeout_stops_a_hung_program() {
+    let bin = build_c("deadlock");
+    for (mode, on_deadlock) in [
+        ("abba", "kill"),
+        ("self", "abort"),
+        ("abandoned", "kill"),
+        ("lost-wakeup", "kill"),
+    ] {
+        let root = fresh_dir(&format!("deadlock_run_{mode}"));
+        let dir = root.join("traces");
+        let json = root.join("report.json");
+        let started = Instant::now();
+        let mut cmd = Command::new(locksuit_path());
+        cmd.args([
+            "run",
+            "--deadlock-timeout",
+            "1",
+            "--on-deadlock",
+            on_deadlock,
+        ])
+        .args(["--format", "json", "-o"])
+        .arg(&json)
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--shim")
+        .arg(shim_path())
+        .arg("--")
+        .arg(&bin)
+        .arg(mode)
+        .env_remove("LD_PRELOAD");
+        let out = run_captured(cmd);
+        let took = started.elapsed();
+        assert_eq!(out.status.code(), Some(1), "{mode}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("locksuit: deadlock in process"),
+            "{mode}: explained on stderr: {stderr}"
+        );
+        assert!(
+            took < Duration::from_secs(20),
+            "{mode}: stopped within seconds, not {took:?}"
+        );
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let p = processes(&report)
+            .iter()
+            .find(|p| the_deadlock(p).is_some())
+            .unwrap_or_else(|| panic!("{mode}: a deadlock finding: {}", stdout_str(&out)));
+        let pid = p["pid"].as_u64().unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "{mode}: process {pid} is not left running"
+        );
+        if mode == "abba" {
+            let message = str_of(the_deadlock(p).unwrap(), "message");
+            for marker in ["@ab-second", "@ba-second"] {
+                let line = line_of("deadlock.c", marker);
+                assert!(
+                    message.contains(&format!("deadlock.c:{line}")),
+                    "{marker}: {message}"
+                );
+            }
+        }
+    }
+}
