@@ -263,8 +263,12 @@ pub unsafe fn commit(block: *mut u8, used: u32) {
 }
 
 /// Creates this process's trace, replacing any mapping inherited from a
-/// parent (after fork). Errors have already been reported on stderr.
-pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> {
+/// parent (after fork); `(start_mono_ns, start_unix_ns)`: the start on both
+/// clocks, read together. Errors have already been reported on stderr.
+pub fn create(
+    extra_flags: u32,
+    (start_mono_ns, start_unix_ns): (u64, u64),
+) -> Result<(), NotRecording> {
     forget_inherited();
     let mut exe = [0u8; EXE_PATH_MAX];
     let exe_len = sys::readlink(c"/proc/self/exe", &mut exe).unwrap_or(0);
@@ -339,7 +343,7 @@ pub fn create(extra_flags: u32, start_mono_ns: u64) -> Result<(), NotRecording> 
             (*h).tsc_khz = tsc_khz;
         }
         (*h).hold_sample_period = config::hold_sample_period();
-        (*h).start_unix_ns = super::clock_ns(libc::CLOCK_REALTIME);
+        (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;
         core::ptr::copy_nonoverlapping(exe.as_ptr(), addr_of_mut!((*h).exe).cast::<u8>(), exe_len);

@@ -92,7 +92,10 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
     modules::init();
     clock::init(config::tsc_allowed());
     // Modules are recorded when the first site needs them.
-    file::create(extra_flags, now_ns())
+    // Both clocks at one moment: absolute times (deadlines on either clock)
+    // are shown relative to the start.
+    let start = (now_ns(), clock_ns(libc::CLOCK_REALTIME));
+    file::create(extra_flags, start)
 }
 
 /// Counts an operation that passed through unrecorded.
