@@ -13,7 +13,7 @@ use crate::model::*;
 use crate::render::duration;
 use crate::symbolize::first_own_frame;
 use locksuit_format::reader::ThreadInfo;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
 
 /// Report-time limits, each with its CLI option and default.
@@ -503,8 +503,17 @@ pub fn build(
     for group in by_family(locks, is_unnecessary) {
         findings.push(unnecessary(&ev, &thread_by_tid, group));
     }
+    let unnecessary: FxHashSet<LockId> = findings
+        .iter()
+        .filter(|f| f.kind == FINDING_UNNECESSARY)
+        .flat_map(|f| f.locks.iter().copied())
+        .collect();
     for site in sites {
         if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
+            continue;
+        }
+        // A line that only takes unnecessary locks is said once, there.
+        if site.locks.iter().all(|l| unnecessary.contains(l)) {
             continue;
         }
         // A process-shared lock's sharing happens across traces; one

@@ -300,3 +300,36 @@ fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
         single.message
     );
 }
+
+#[test]
+fn a_line_taking_only_unnecessary_locks_is_said_once() {
+    let mut locks = vec![lock("L1", 10, 0, 0, 1, "S1"), lock("L2", 10, 0, 0, 2, "S2")];
+    let families = crate::families::build(&mut locks);
+    let mut only_unnecessary = site("S1", &["L1"]);
+    let mut shared_too = site("S2", &["L2"]);
+    for s in [&mut only_unnecessary, &mut shared_too] {
+        s.status = STATUS_UNSUITABLE;
+        s.ratio = 0.0;
+    }
+    let sites = [only_unnecessary, shared_too];
+    let found = build(
+        &[],
+        (&locks, &families, &sites),
+        &Contention::default(),
+        &Limits::default(),
+        None,
+    );
+    let kinds: Vec<(&str, Vec<SiteId>)> = found.iter().map(|f| (f.kind, f.sites.clone())).collect();
+    assert!(
+        kinds.contains(&(FINDING_UNNECESSARY, vec![SiteId(0)])),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&(FINDING_UNSUITABLE, vec![SiteId(0)])),
+        "S1 only takes L1, already unnecessary: {kinds:?}"
+    );
+    assert!(
+        kinds.contains(&(FINDING_UNSUITABLE, vec![SiteId(1)])),
+        "{kinds:?}"
+    );
+}
