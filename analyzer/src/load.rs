@@ -1,11 +1,10 @@
 //! Finding and reading traces named on the command line.
 
 use crate::mapped::WatchedMap;
-use locksuit_format::{read_trace_shared, Trace, TraceError};
+use locksuit_format::{read_trace_releasing, Trace, TraceError};
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A user-facing error: one line, naming the file and the problem.
@@ -166,43 +165,7 @@ impl Pages {
     pub fn release(&self) {
         self.0.release();
     }
-
-    /// Runs `read` while a helper thread lets go of the pages every few
-    /// milliseconds, and once more after it. Reading a trace's records
-    /// touches every block of it (the kernel maps the neighbours of each page
-    /// read along with it), so without this the whole file would count as
-    /// the analyzer's memory until the end of the read.
-    fn while_releasing<T>(&self, read: impl FnOnce() -> T) -> T {
-        let done = AtomicBool::new(false);
-        let result = std::thread::scope(|scope| {
-            let releaser = std::thread::Builder::new()
-                .name("release-pages".into())
-                .stack_size(64 * 1024)
-                .spawn_scoped(scope, || {
-                    while !done.load(Ordering::Relaxed) {
-                        std::thread::sleep(RELEASE_EVERY);
-                        self.release();
-                    }
-                });
-            // Without the helper (no thread to be had) the read is the same.
-            let result = read();
-            done.store(true, Ordering::Relaxed);
-            if let Ok(releaser) = releaser {
-                // It only sleeps and calls madvise: it cannot panic.
-                let _ = releaser.join();
-            }
-            result
-        });
-        self.release();
-        result
-    }
 }
-
-/// How often pages are let go of while a trace is read: the reader maps
-/// some 2 GB/s, so a few MB stay mapped at a time. (Measured on a 345,600-
-/// lock, 388 MiB trace: every 1 ms kept the peak steady, every 5 or 10 ms
-/// let it wander by 50 to 150 MB.)
-const RELEASE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Reads one trace file.
 pub fn read(path: &Path) -> Result<Mapped, InputError> {
@@ -248,7 +211,13 @@ pub fn read(path: &Path) -> Result<Mapped, InputError> {
         let _ = map.advise(memmap2::Advice::Sequential);
         // The trace keeps the mapping: its events are read from it in place.
         let pages = Pages(Arc::new(map));
-        match pages.while_releasing(|| read_trace_shared(path, pages.0.clone())) {
+        // The reader lets go of the pages it has read every few MiB: reading
+        // the records touches every block of the trace (and the kernel maps
+        // the neighbours of each page read along with it), so otherwise the
+        // whole file would count as the analyzer's memory until the end.
+        let read = read_trace_releasing(path, pages.0.clone(), &mut || pages.release());
+        pages.release();
+        match read {
             Ok(trace) => {
                 return Ok(Mapped {
                     trace,

@@ -23,4 +23,6 @@ pub mod reader;
 
 pub use events::{emission_time, Events, TraceBytes};
 pub use layout::*;
-pub use reader::{read_trace, read_trace_bytes, read_trace_shared, Trace, TraceError};
+pub use reader::{
+    read_trace, read_trace_bytes, read_trace_releasing, read_trace_shared, Trace, TraceError,
+};

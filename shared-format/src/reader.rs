@@ -137,6 +137,27 @@ pub fn read_trace_bytes(path: &Path, bytes: &[u8]) -> Result<Trace, TraceError> 
 /// Reads and validates the trace in `source` (a file mapping, say), which
 /// the returned trace keeps for reading its events.
 pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, TraceError> {
+    read_trace_releasing(path, source, &mut || {})
+}
+
+/// Blocks read between two calls of the release hook (4 MiB).
+pub const RELEASE_EVERY_BLOCKS: usize = 256;
+
+/// [`read_trace_shared`], calling `release` every [`RELEASE_EVERY_BLOCKS`]
+/// blocks read: a caller reading from a mapping lets go of the pages read
+/// so far there, so the whole file never counts as its memory at once.
+pub fn read_trace_releasing(
+    path: &Path,
+    source: TraceBytes,
+    release: &mut dyn FnMut(),
+) -> Result<Trace, TraceError> {
+    let mut read = 0usize;
+    let mut tick = move || {
+        read += 1;
+        if read.is_multiple_of(RELEASE_EVERY_BLOCKS) {
+            release();
+        }
+    };
     let bytes: &[u8] = (*source).as_ref();
     let fail = |problem: String| TraceError {
         path: path.to_path_buf(),
@@ -267,6 +288,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
     let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
     let mut event_blocks: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
+        tick();
         let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
         // The writer stores `kind` last (release): read it first, then the
         // lane and sequence it publishes.
@@ -288,6 +310,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
     let mut current_lane = None;
     let mut current_thread: Option<usize> = None;
     for &(lane, _seq, index) in &lane_blocks {
+        tick();
         if current_lane != Some(lane) {
             current_lane = Some(lane);
             current_thread = None;
@@ -303,6 +326,7 @@ pub fn read_trace_shared(path: &Path, source: TraceBytes) -> Result<Trace, Trace
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
     let mut last_lane = None;
     for &(lane, _seq, index) in &event_blocks {
+        tick();
         let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
