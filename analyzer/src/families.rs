@@ -126,28 +126,13 @@ mod tests {
 
     fn lock(index: u32, kind: LockKind, sites: &[u32], tid: u32, acquisitions: u64) -> Lock {
         Lock {
-            id: LockId(index),
             kind,
             address: 0x1000 + u64::from(index) * 64,
-            origin: Origin::Init,
-            destroyed: false,
-            process_shared: false,
-            mutex_type: None,
-            robust: false,
             acquisitions,
             contended: 1,
-            try_failures: 0,
-            timeouts: 0,
-            cond_reacquires: 0,
-            task_switches: 0,
-            owner_changes: 0,
             threads: 1,
             askers: 1,
-            waiting_at_end: 0,
-            sharing_ratio: 0.0,
             wait_ns: 10,
-            hold_ns: 0,
-            hold_samples: 0,
             engagements_by_thread: [ThreadCount {
                 tid,
                 count: acquisitions,
@@ -156,17 +141,8 @@ mod tests {
             .into_iter()
             .collect(),
             sites: sites.iter().map(|&s| SiteId(s)).collect(),
-            wait: None,
-            hold: None,
-            wait_compensated: None,
-            hold_compensated: None,
-            read: None,
-            write: None,
-            posts: 0,
-            outcomes: None,
             family: FamilyId(u32::MAX),
-            origin_chain: u32::MAX,
-            in_variable: false,
+            ..crate::locks::new_lock(index as usize, None, false)
         }
     }
 

@@ -109,7 +109,28 @@ struct Evidence<'a> {
     duration_ns: Option<u64>,
 }
 
-impl Evidence<'_> {
+impl<'a> Evidence<'a> {
+    fn new(
+        (locks, families, sites): (&'a [Lock], &'a [Family], &'a [Site]),
+        contention: &'a Contention,
+        limits: &'a Limits,
+        duration_ns: Option<u64>,
+    ) -> Self {
+        Evidence {
+            locks,
+            families,
+            sites,
+            starved: &contention.starved,
+            long_holds: contention
+                .longest_holds
+                .iter()
+                .map(|h| (h.lock, *h))
+                .collect(),
+            limits,
+            duration_ns,
+        }
+    }
+
     fn lock(&self, id: LockId) -> &Lock {
         &self.locks[id.index()]
     }
@@ -486,19 +507,7 @@ pub fn build(
     let threshold = limits.threshold;
     let thread_by_tid: HashMap<u32, &ThreadInfo> =
         threads.iter().map(|t| (t.record.tid, t)).collect();
-    let ev = Evidence {
-        locks,
-        families,
-        sites,
-        starved: &contention.starved,
-        long_holds: contention
-            .longest_holds
-            .iter()
-            .map(|h| (h.lock, *h))
-            .collect(),
-        limits,
-        duration_ns,
-    };
+    let ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
     let mut findings = Vec::new();
     for group in by_family(locks, is_unnecessary) {
         findings.push(unnecessary(&ev, &thread_by_tid, group));

@@ -16,28 +16,17 @@ fn lock(
     site: &str,
 ) -> Lock {
     Lock {
-        id: LockId(number(id)),
         kind: LockKind::Mutex,
         address: 0x1,
         origin: Origin::Init,
-        destroyed: false,
-        process_shared: false,
         mutex_type: Some(MutexType::Normal),
-        robust: false,
         acquisitions,
         contended,
-        try_failures: 0,
-        timeouts: 0,
-        cond_reacquires: 0,
         task_switches: contended,
-        owner_changes: 0,
         threads,
         askers: threads,
-        waiting_at_end: 0,
         sharing_ratio: 0.5,
         wait_ns,
-        hold_ns: 0,
-        hold_samples: 0,
         engagements_by_thread: (0..threads)
             .map(|t| ThreadCount {
                 tid: 100 + t,
@@ -46,18 +35,19 @@ fn lock(
             })
             .collect(),
         sites: [SiteId(number(site))].into_iter().collect(),
-        wait: None,
-        hold: None,
-        wait_compensated: None,
-        hold_compensated: None,
-        read: None,
-        write: None,
-        posts: 0,
-        outcomes: None,
-        family: FamilyId(0),
-        origin_chain: u32::MAX,
-        in_variable: false,
+        ..crate::locks::new_lock(number(id) as usize, None, false)
     }
+}
+
+/// Every finding for these locks and sites, with no events and the default limits.
+fn all_findings(locks: &[Lock], families: &[Family], sites: &[Site]) -> Vec<Finding> {
+    build(
+        &[],
+        (locks, families, sites),
+        &Contention::default(),
+        &Limits::default(),
+        None,
+    )
 }
 
 fn site(id: &str, locks: &[&str]) -> Site {
@@ -97,19 +87,8 @@ fn kinds_with(
 ) -> Vec<(&'static str, Option<String>)> {
     let mut locks = locks.to_vec();
     let families = crate::families::build(&mut locks);
-    let ev = Evidence {
-        locks: &locks,
-        families: &families,
-        sites,
-        starved: &contention.starved,
-        long_holds: contention
-            .longest_holds
-            .iter()
-            .map(|h| (h.lock, *h))
-            .collect(),
-        limits: &Limits::default(),
-        duration_ns,
-    };
+    let limits = Limits::default();
+    let ev = Evidence::new((&locks, &families, sites), contention, &limits, duration_ns);
     let mut f = Vec::new();
     contention_findings(&mut f, &ev);
     f.into_iter()
@@ -195,13 +174,7 @@ fn a_lock_another_thread_asked_for_is_not_unnecessary() {
     let sites = [site("S1", &["L1"])];
     let mut locks = vec![l.clone()];
     let families = crate::families::build(&mut locks);
-    let found = build(
-        &[],
-        (&locks, &families, &sites),
-        &Contention::default(),
-        &Limits::default(),
-        None,
-    );
+    let found = all_findings(&locks, &families, &sites);
     assert!(
         found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
         "{found:?}"
@@ -211,13 +184,7 @@ fn a_lock_another_thread_asked_for_is_not_unnecessary() {
     l.waiting_at_end = 1;
     let mut locks = vec![l];
     let families = crate::families::build(&mut locks);
-    let found = build(
-        &[],
-        (&locks, &families, &sites),
-        &Contention::default(),
-        &Limits::default(),
-        None,
-    );
+    let found = all_findings(&locks, &families, &sites);
     assert!(
         found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
         "{found:?}"
@@ -267,13 +234,7 @@ fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
     locks.push(lock("L4", 10, 0, 0, 1, "S2"));
     let families = crate::families::build(&mut locks);
     let sites = [site("S1", &["L1", "L2", "L3"]), site("S2", &["L4"])];
-    let found = build(
-        &[],
-        (&locks, &families, &sites),
-        &Contention::default(),
-        &Limits::default(),
-        None,
-    );
+    let found = all_findings(&locks, &families, &sites);
     let unnecessary: Vec<&Finding> = found
         .iter()
         .filter(|f| f.kind == FINDING_UNNECESSARY)
@@ -312,13 +273,7 @@ fn a_line_taking_only_unnecessary_locks_is_said_once() {
         s.ratio = 0.0;
     }
     let sites = [only_unnecessary, shared_too];
-    let found = build(
-        &[],
-        (&locks, &families, &sites),
-        &Contention::default(),
-        &Limits::default(),
-        None,
-    );
+    let found = all_findings(&locks, &families, &sites);
     let kinds: Vec<(&str, Vec<SiteId>)> = found.iter().map(|f| (f.kind, f.sites.clone())).collect();
     assert!(
         kinds.contains(&(FINDING_UNNECESSARY, vec![SiteId(0)])),

@@ -95,7 +95,8 @@ fn kind_of(rec: Option<&LockRecord>) -> LockKind {
     }
 }
 
-fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) -> Lock {
+/// A lock with no engagement yet, from its identity record (if any).
+pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) -> Lock {
     Lock {
         id: LockId(index as u32),
         kind: kind_of(rec),
