@@ -658,16 +658,14 @@ fn build_conds(
         }
         entry.2.insert(*thread);
     }
-    let mut taken: HashMap<String, u32> = HashMap::new();
+    let mut unique = crate::names::Unique::default();
     by_cond
         .into_iter()
         .map(|(raw, (mut cond, mutexes, threads))| {
             let at = address.get(&raw).copied().flatten().unwrap_or(0);
             let name = name_of(made_at.get(&raw).copied(), at);
-            // Names are unique: a second cond made at one line is `#2`.
-            let n = taken.entry(name.clone()).or_default();
-            *n += 1;
-            cond.id = if *n == 1 { name } else { format!("{name}#{n}") };
+            // A second cond made at one line is `#2`.
+            cond.id = unique.take(name);
             cond.threads = threads.len();
             cond.mutexes = mutexes.iter().filter_map(|&m| lock_of(m)).collect();
             cond

@@ -89,13 +89,6 @@ fn waits_for(w: &Wait, ids: &Ids) -> String {
     }
 }
 
-/// The lock `w` holds in a cycle: the one the thread before it waits for.
-fn before_lock(w: &Wait, _step: &CycleStep, waits: &[Wait]) -> Option<u32> {
-    let i = waits.iter().position(|x| x.tid == w.tid)?;
-    let before = &waits[(i + waits.len() - 1) % waits.len()];
-    (before.kind == WAIT_LOCK).then_some(before.object)
-}
-
 fn step(w: &Wait, holds: Option<u32>, ids: &Ids) -> CycleStep {
     CycleStep {
         tid: w.tid,
@@ -149,25 +142,28 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
             Stuck::Cycle(waits) => {
                 let n = waits.len();
                 // Each holds what the one before it waits for.
-                let steps: Vec<CycleStep> = (0..n)
+                let held: Vec<Option<u32>> = (0..n)
                     .map(|i| {
                         let before = &waits[(i + n - 1) % n];
-                        let held = (before.kind == WAIT_LOCK).then_some(before.object);
-                        step(&waits[i], held, ids)
+                        (before.kind == WAIT_LOCK).then_some(before.object)
                     })
+                    .collect();
+                let steps: Vec<CycleStep> = waits
+                    .iter()
+                    .zip(&held)
+                    .map(|(w, &lock)| step(w, lock, ids))
                     .collect();
                 let parts: Vec<String> = waits
                     .iter()
+                    .zip(&held)
                     .zip(&steps)
-                    .map(|(w, st)| {
-                        let holds = match st.holds {
-                            Some(l) => {
-                                let taken = before_lock(w, st, waits)
-                                    .and_then(|lock| w.site_holding(lock))
-                                    .unwrap_or(0);
+                    .map(|((w, &lock), st)| {
+                        let holds = match (st.holds, lock) {
+                            (Some(l), Some(lock)) => {
+                                let taken = w.site_holding(lock).unwrap_or(0);
                                 format!("holds {l} (taken at {}) and ", (ids.line)(taken))
                             }
-                            None => String::new(),
+                            _ => String::new(),
                         };
                         format!(
                             "{} {holds}waits for {} at {}",

@@ -119,6 +119,25 @@ pub struct Builder {
     index: HashMap<String, u32>,
 }
 
+/// Hands out names that are unique in one list: a name taken before comes
+/// back as `name#2`, `name#3`, … in the order asked.
+#[derive(Default)]
+pub struct Unique {
+    taken: HashMap<String, u32>,
+}
+
+impl Unique {
+    pub fn take(&mut self, name: String) -> String {
+        let n = self.taken.entry(name.clone()).or_default();
+        *n += 1;
+        if *n == 1 {
+            name
+        } else {
+            format!("{name}#{n}")
+        }
+    }
+}
+
 impl Builder {
     pub fn new() -> Self {
         Builder {
@@ -139,12 +158,9 @@ impl Builder {
 
     /// Names every site; a name taken twice gets `#2`, … on the later ones.
     pub fn sites(&mut self, site_names: impl IntoIterator<Item = String>) {
-        let mut seen: HashMap<String, u32> = HashMap::new();
+        let mut unique = Unique::default();
         for name in site_names {
-            let n = seen.entry(name.clone()).or_default();
-            *n += 1;
-            let name = if *n == 1 { name } else { format!("{name}#{n}") };
-            let i = self.intern(name);
+            let i = self.intern(unique.take(name));
             self.names.sites.push(i);
         }
     }
@@ -184,12 +200,9 @@ impl Builder {
     }
 
     pub fn families(&mut self, family_names: impl IntoIterator<Item = String>) {
-        let mut seen: HashMap<String, u32> = HashMap::new();
+        let mut unique = Unique::default();
         for name in family_names {
-            let n = seen.entry(name.clone()).or_default();
-            *n += 1;
-            let name = if *n == 1 { name } else { format!("{name}#{n}") };
-            let i = self.intern(name);
+            let i = self.intern(unique.take(name));
             self.names.families.push(i);
         }
     }

@@ -27,6 +27,20 @@ pub fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A process's first two lines in text output: "== exe (pid N)" and the
+/// trace it was read from, paths broken only at slashes.
+pub fn process_heading(p: &crate::model::Process, width: usize) -> String {
+    let pid = layout::glued(&format!("(pid {})", p.pid));
+    let mut out = layout::wrap_paths(&format!("{} {pid}", p.exe), width, "== ", "   ");
+    out.push_str(&layout::wrap_paths(
+        &format!("trace {}", p.trace),
+        width,
+        "   ",
+        "     ",
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

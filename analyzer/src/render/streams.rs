@@ -4,7 +4,7 @@
 //! A line longer than the width continues under its "where" column.
 
 use super::duration;
-use super::layout::{glued, unglued, width_of, wrap, wrap_paths};
+use super::layout::{glued, unglued, width_of, wrap};
 use crate::model::*;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -63,19 +63,7 @@ pub fn render(report: &Report, width: usize) -> String {
 }
 
 fn process(out: &mut String, p: &Process, width: usize) {
-    let pid = glued(&format!("(pid {})", p.pid));
-    out.push_str(&wrap_paths(
-        &format!("{} {pid}", p.exe),
-        width,
-        "== ",
-        "   ",
-    ));
-    out.push_str(&wrap_paths(
-        &format!("trace {}", p.trace),
-        width,
-        "   ",
-        "     ",
-    ));
+    out.push_str(&super::process_heading(p, width));
     let mode = if p.events_mode == "all" {
         "every operation"
     } else {

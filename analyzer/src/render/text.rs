@@ -3,7 +3,7 @@
 //! ranked by cost; processes that recorded nothing share one line at the
 //! end. Every line fits the width given (see `layout.rs`).
 
-use super::layout::{glued, wrap, wrap_paths, wrap_phrases};
+use super::layout::{glued, wrap, wrap_phrases};
 use super::tables;
 use super::{count, duration};
 use crate::model::*;
@@ -151,19 +151,7 @@ fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ("exec", _) => "replaced itself with exec".to_string(),
         _ => "DIED without a normal exit (crash or kill): figures are as of its death".to_string(),
     };
-    let pid = glued(&format!("(pid {})", p.pid));
-    out.push_str(&wrap_paths(
-        &format!("{} {pid}", p.exe),
-        width,
-        "== ",
-        "   ",
-    ));
-    out.push_str(&wrap_paths(
-        &format!("trace {}", p.trace),
-        width,
-        "   ",
-        "     ",
-    ));
+    out.push_str(&super::process_heading(p, width));
     let mut facts = vec![
         match p.duration_ns {
             Some(d) => format!("{status} after {}", duration(d)),
