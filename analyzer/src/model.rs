@@ -91,7 +91,8 @@ pub struct Process {
     pub exe: String,
     /// False when the process died without a normal exit (crash, kill).
     pub complete: bool,
-    /// How the trace ended: "exit", "exec" or "died".
+    /// How the trace ended: "exit", "exec" or "died"; "running" while the
+    /// process is still alive.
     pub ended_by: &'static str,
     pub exit_code: Option<i32>,
     pub fork_child: bool,

@@ -149,6 +149,12 @@ fn a_hung_program_is_explained_while_it_hangs_and_after() {
             !arr(p, "blocked").is_empty(),
             "{mode}: blocked threads listed"
         );
+        // The text report says so too, and never calls it dead.
+        let text = stdout_str(&run_locksuit(&["report".as_ref(), dir.as_os_str()]));
+        assert!(
+            text.contains("still running") && !text.contains("DIED"),
+            "{mode}: {text}"
+        );
         child.kill().unwrap();
         child.wait().unwrap();
 

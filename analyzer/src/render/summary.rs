@@ -136,18 +136,29 @@ pub fn render(report: &Report, gate: bool, width: usize) -> String {
         out.push_str(&format!("  … and {} more\n", failing.len() - LISTED));
     }
 
-    let died: Vec<String> = processes.iter().filter(|p| !p.complete).map(name).collect();
-    if !died.is_empty() {
-        let mut line = format!("\nDied without a normal exit: {}", died.len());
-        line.push_str(&format!(
-            " ({}{})",
-            died.iter()
+    for (ended_by, heading) in [
+        ("died", "Died without a normal exit"),
+        ("running", "Still running when read"),
+    ] {
+        let listed: Vec<String> = processes
+            .iter()
+            .filter(|p| p.ended_by == ended_by)
+            .map(name)
+            .collect();
+        if listed.is_empty() {
+            continue;
+        }
+        let line = format!(
+            "\n{heading}: {} ({}{})",
+            listed.len(),
+            listed
+                .iter()
                 .take(LISTED)
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(", "),
-            if died.len() > LISTED { ", …" } else { "" }
-        ));
+            if listed.len() > LISTED { ", …" } else { "" }
+        );
         out.push_str(&wrap(&line, width, "", "  "));
     }
     let dropped: u64 = processes.iter().map(|p| p.dropped_events).sum();

@@ -105,10 +105,9 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
     let mut by_exe: Vec<(&str, Vec<String>)> = Vec::new();
     for p in idle {
         let exe = crate::symbolize::basename(&p.exe);
-        let pid = if p.complete {
-            p.pid.to_string()
-        } else {
-            format!("{} died", p.pid)
+        let pid = match p.ended_by {
+            "died" | "running" => format!("{} {}", p.pid, p.ended_by),
+            _ => p.pid.to_string(),
         };
         match by_exe.iter_mut().find(|(e, _)| *e == exe) {
             Some((_, pids)) => pids.push(pid),
@@ -149,6 +148,7 @@ fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ("exit", Some(code)) => format!("exited with status {code}"),
         ("exit", None) => "exited normally".to_string(),
         ("exec", _) => "replaced itself with exec".to_string(),
+        ("running", _) => "still running: figures are as of this reading".to_string(),
         _ => "DIED without a normal exit (crash or kill): figures are as of its death".to_string(),
     };
     out.push_str(&super::process_heading(p, width));
