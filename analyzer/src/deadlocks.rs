@@ -177,9 +177,14 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
                     FINDING_DEADLOCK,
                     steps,
                     format!(
-                        "deadlock: {} threads wait for each other and none can go on: {}. Take the locks in one order everywhere.",
+                        "deadlock: {} threads wait for each other and none can go on: {}. {}",
                         n,
-                        parts.join("; ")
+                        parts.join("; "),
+                        if waits.iter().all(|w| w.kind == WAIT_LOCK) {
+                            "Take the locks in one order everywhere."
+                        } else {
+                            "Unlock before joining a thread that needs the lock."
+                        }
                     ),
                     waits.iter().map(waited).sum(),
                 )

@@ -8,6 +8,8 @@
  *                         locks L.
  *   deadlock lost-wakeup  a thread waits on a condition nobody signals;
  *                         main joins it.
+ *   deadlock join-lock    main locks A, starts a thread that locks A, and
+ *                         joins it: a cycle through a join and a lock.
  *
  * Output: "pid <pid>" and "ready", flushed, once the program is about to
  * hang. */
@@ -54,6 +56,13 @@ static void *wait_forever(void *arg)
     return NULL;
 }
 
+static void *lock_a(void *arg)
+{
+    (void)arg;
+    CHECK(pthread_mutex_lock(&a)); /* @join-lock-wait */
+    return NULL;
+}
+
 static void ready(void)
 {
     printf("pid %d\nready\n", (int)getpid());
@@ -83,6 +92,11 @@ int main(int argc, char **argv)
         CHECK(pthread_create(&t1, NULL, wait_forever, NULL));
         ready();
         CHECK(pthread_join(t1, NULL)); /* @lost-join */
+    } else if (strcmp(mode, "join-lock") == 0) {
+        CHECK(pthread_mutex_lock(&a)); /* @join-hold */
+        CHECK(pthread_create(&t1, NULL, lock_a, NULL));
+        ready();
+        CHECK(pthread_join(t1, NULL)); /* @join-wait */
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

@@ -130,7 +130,7 @@ fn the_deadlock(p: &Value) -> Option<&Value> {
 /// locks is called unnecessary.
 #[test]
 fn a_hung_program_is_explained_while_it_hangs_and_after() {
-    for mode in ["abba", "self", "abandoned", "lost-wakeup"] {
+    for mode in ["abba", "self", "abandoned", "lost-wakeup", "join-lock"] {
         let dir = fresh_dir(&format!("deadlock_{mode}"));
         let mut child = start_hang(mode, &dir);
         let live = report_until(&dir, |r| {
@@ -230,6 +230,41 @@ fn a_hung_program_is_explained_while_it_hangs_and_after() {
                 assert!(
                     lines.contains(&Some(line_of("deadlock.c", "@lost-wait"))),
                     "{lines:?}"
+                );
+            }
+            "join-lock" => {
+                // Main holds A and joins the thread; the thread waits for A.
+                // A join's line engages no lock, so it is no site of the
+                // report: the message names it.
+                assert_eq!(cycle.len(), 2, "{}", short(deadlock));
+                let waits: Vec<Option<u64>> = cycle.iter().map(|s| line(s, "waits_site")).collect();
+                assert!(
+                    waits.contains(&Some(line_of("deadlock.c", "@join-lock-wait"))),
+                    "{}",
+                    short(deadlock)
+                );
+                let message = str_of(deadlock, "message");
+                let join_line = format!("deadlock.c:{}", line_of("deadlock.c", "@join-wait"));
+                assert!(
+                    message.contains(&join_line) && message.contains("Unlock before joining"),
+                    "{message}"
+                );
+                let joiner = cycle
+                    .iter()
+                    .find(|s| s["holds"].is_string())
+                    .unwrap_or_else(|| panic!("{}", short(deadlock)));
+                let joined = cycle.iter().find(|s| s["tid"] != joiner["tid"]).unwrap();
+                assert_eq!(
+                    joiner["waits_for"].as_str().map(String::from),
+                    Some(format!("thread {}", joined["tid"])),
+                    "{}",
+                    short(deadlock)
+                );
+                let holds: Vec<Option<u64>> = cycle.iter().map(|s| line(s, "holds_site")).collect();
+                assert!(
+                    holds.contains(&Some(line_of("deadlock.c", "@join-hold"))),
+                    "{}",
+                    short(deadlock)
                 );
             }
             _ => unreachable!(),
