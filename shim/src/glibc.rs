@@ -11,6 +11,10 @@ pub const MUTEX_PRIO_INHERIT: u32 = 32;
 pub const MUTEX_PRIO_PROTECT: u32 = 64;
 pub const MUTEX_PSHARED: u32 = 128;
 pub const MUTEX_TYPE_MASK: u32 = 3;
+/// A PP mutex keeps its priority ceiling in the top bits of `__lock`
+/// (glibc's PTHREAD_MUTEX_PRIO_CEILING_MASK); the bits below say whether it
+/// is locked.
+const MUTEX_PRIO_CEILING_MASK: i32 = 0xfff8_0000_u32 as i32;
 
 /// Reads a 32-bit word of a live object at `addr + offset`.
 ///
@@ -58,7 +62,12 @@ pub unsafe fn mutex_attempt(addr: u64) -> Attempt {
     }
     // SAFETY: __lock is the first word of pthread_mutex_t.
     let lock_word = unsafe { AtomicI32::from_ptr(addr as *mut i32) }.load(Ordering::Relaxed);
+    let held_bits = if kind & MUTEX_PRIO_PROTECT != 0 {
+        lock_word & !MUTEX_PRIO_CEILING_MASK
+    } else {
+        lock_word // an owner's tid, which may use any bit
+    };
     Attempt::Direct {
-        free: lock_word == 0,
+        free: held_bits == 0,
     }
 }

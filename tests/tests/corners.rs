@@ -1,5 +1,5 @@
 //! The shim stays invisible in the corners: robust mutexes made not
-//! recoverable, programs that close or never had descriptors 0-1023, a
+//! recoverable, priority-inheritance and priority-protect mutexes, programs that close or never had descriptors 0-1023, a
 //! replaced stderr, any umask, missing trace directories, very long program
 //! names, and a program rebuilt after its run. Each test compares the
 //! program with and without the shim: exit status, output, and the user's
@@ -53,6 +53,43 @@ fn robust_mutex_made_not_recoverable_never_hangs() {
     assert_eq!(u64_of(&m["outcomes"], "owner_died"), 1, "{}", short(m));
     // lock, timedlock, clocklock, lock again, another thread's lock, trylock.
     assert_eq!(u64_of(&m["outcomes"], "not_recoverable"), 6, "{}", short(m));
+}
+
+/// PI and PP mutexes are locked without a trylock first (theirs goes to
+/// the kernel): every call returns what it returns without the shim, every
+/// successful acquisition is counted, and only the one that waited behind
+/// another thread is contended. (A PP mutex keeps its ceiling in its lock
+/// word, which once made every acquisition read as contended.)
+#[test]
+fn priority_protocol_mutexes_behave_and_count_exactly() {
+    let bin = build_c("protocols");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "protocols without the shim");
+    let dir = fresh_dir("corners_protocols");
+    let shim = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_same_output_and_stderr_names(&plain, &shim);
+    let stdout = stdout_str(&shim);
+    let stderr = String::from_utf8_lossy(&shim.stderr).to_string();
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    for protocol in ["pi", "pp"] {
+        let value = |call: &str| stdout_value(&stdout, &format!("{protocol}-{call}"));
+        let lock = lock_by_address(p, &stdout_value(&stderr, protocol));
+        assert_eq!(
+            u64_of(lock, "acquisitions").to_string(),
+            value("locked"),
+            "{protocol}: {}",
+            short(lock)
+        );
+        // The second thread waited behind main if both their locks worked.
+        let waited = value("lock-again") == "0" && value("other-thread-lock") == "0";
+        assert_eq!(
+            u64_of(lock, "contended"),
+            u64::from(waited),
+            "{protocol}: {}",
+            short(lock)
+        );
+    }
 }
 
 /// A daemon-style program closes 3..1023 and opens its data file: it must
