@@ -404,6 +404,33 @@ pub fn stdout_str(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A program's stdout lines with what differs from run to run masked: the
+/// value of its `pid N` line, of times it measured (`…-ns N`) and every
+/// `0x…` address (ASLR). What each line says stays, so runs with and
+/// without the shim compare line by line.
+pub fn stable_stdout(out: &Output) -> Vec<String> {
+    stdout_str(out)
+        .lines()
+        .map(|line| {
+            if let Some((key, _)) = line.split_once(' ') {
+                if key == "pid" || key.ends_with("-ns") {
+                    return format!("{key} …");
+                }
+            }
+            line.split(' ')
+                .map(|word| {
+                    if word.starts_with("0x") {
+                        "0x…"
+                    } else {
+                        word
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
 /// The value after `key ` on the line of `stdout` that starts with `key `.
 /// Programs print lines such as `shared 0x55d0c3a4b040`.
 pub fn stdout_value(stdout: &str, key: &str) -> String {

@@ -14,12 +14,15 @@ fn kinds<'a>(p: &'a Value, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// `lock_order MODE` under the shim: its process in the JSON report.
+/// `lock_order MODE` without and under the shim (same status and output):
+/// its process in the JSON report.
 fn lock_order(mode: &str) -> Value {
     let bin = build_c("lock_order");
+    let plain = run_plain(&bin, &[mode]);
     let dir = fresh_dir(&format!("lock_order_{mode}"));
     let out = run_under_shim(&bin, &[mode], &dir);
     assert_success(&out, mode);
+    assert_same_output(&plain, &out);
     let report = report_json(&[&only_trace(&dir)], None);
     only_process(&report).clone()
 }

@@ -19,15 +19,6 @@ const REPLACING: &[&str] = &[
 ];
 const SPAWNING: &[&str] = &["posix_spawn", "posix_spawnp", "system", "popen"];
 
-/// stdout without the `pid` line, which differs from run to run.
-fn output_without_pid(out: &std::process::Output) -> String {
-    stdout_str(out)
-        .lines()
-        .filter(|l| !l.starts_with("pid "))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn every_exec_ends_the_trace_as_exec() {
     let bin = build_c("exec_variants");
@@ -37,7 +28,7 @@ fn every_exec_ends_the_trace_as_exec() {
         let dir = fresh_dir(&format!("exec_{variant}"));
         let shim = run_under_shim(&bin, &[variant], &dir);
         assert_success(&shim, &format!("{variant} under the shim"));
-        assert_eq!(output_without_pid(&shim), output_without_pid(&plain));
+        assert_eq!(stable_stdout(&shim), stable_stdout(&plain));
         assert!(shim.stderr.is_empty(), "{variant}: {}", describe(&shim));
         let pid: u64 = stdout_value(&stdout_str(&shim), "pid").parse().unwrap();
         let report = report_json(&[&dir], None);

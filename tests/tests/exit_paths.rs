@@ -36,17 +36,9 @@ fn run_mode(mode: &str, code: i32) -> (Output, Value) {
         describe(&plain),
         describe(&out)
     );
-    // stdout is identical except for the pid line.
-    let strip = |o: &Output| -> Vec<String> {
-        stdout_str(o)
-            .lines()
-            .filter(|l| !l.starts_with("pid ") && !l.contains(" 0x"))
-            .map(str::to_string)
-            .collect()
-    };
     assert_eq!(
-        strip(&out),
-        strip(&plain),
+        stable_stdout(&out),
+        stable_stdout(&plain),
         "{mode}: same output with and without the shim"
     );
 

@@ -40,15 +40,6 @@ fn run_shim_in<S: AsRef<OsStr>>(
     run_captured(cmd)
 }
 
-/// stdout without the pid line and address lines.
-fn stable_stdout(out: &Output) -> Vec<String> {
-    stdout_str(out)
-        .lines()
-        .filter(|l| !l.starts_with("pid ") && !l.contains(" 0x"))
-        .map(str::to_string)
-        .collect()
-}
-
 /// Same exit status and stdout as the plain run; the plain run printed
 /// nothing on stderr. Returns the shim run's stderr lines.
 fn assert_program_unchanged(plain: &Output, shim: &Output, what: &str) -> Vec<String> {

@@ -4,13 +4,24 @@
 
 use locksuit_tests::*;
 
-/// Runs `verdicts MODE…` under the shim; returns its stdout and its process
-/// in the JSON report.
+/// Runs `verdicts MODE…` without and under the shim (same status and
+/// output, addresses aside); returns its stdout and its process in the JSON
+/// report.
 fn run(args: &[&str]) -> (String, Value) {
     let bin = build_c("verdicts");
+    let plain = run_plain(&bin, args);
     let dir = fresh_dir(&format!("verdicts_{}", args[0]));
     let out = run_under_shim(&bin, args, &dir);
     assert_success(&out, &format!("verdicts {args:?}"));
+    // How often a starved thread is passed over is the scheduler's choice.
+    let compared = |o: &std::process::Output| -> Vec<String> {
+        stable_stdout(o)
+            .into_iter()
+            .filter(|l| !l.starts_with("passed-over "))
+            .collect()
+    };
+    assert_eq!(compared(&out), compared(&plain), "{}", describe(&out));
+    assert_eq!(out.status.code(), plain.status.code());
     let report = report_json(&[&only_trace(&dir)], None);
     (stdout_str(&out), only_process(&report).clone())
 }
