@@ -539,12 +539,7 @@ fn unrecorded_threads(trace: &Trace, pid: u32) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
-    let recorded: BTreeSet<u32> = trace
-        .threads
-        .iter()
-        .filter(|t| t.record.flags & THREAD_ENDED == 0)
-        .map(|t| t.record.tid)
-        .collect();
+    let recorded = crate::waits::live_threads(trace);
     tasks
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())

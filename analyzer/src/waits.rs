@@ -97,16 +97,21 @@ pub fn pending(trace: &Trace) -> Vec<Wait> {
 /// The threads that can never run again, from the waits in progress. A
 /// timed wait ends by itself: it is no part of a deadlock (and a thread in
 /// one is not stuck).
-pub fn stuck(trace: &Trace) -> Vec<Stuck> {
-    let all = pending(trace);
-    let timed = all.iter().any(|w| w.deadline != 0);
-    let waits: Vec<Wait> = all.into_iter().filter(|w| w.deadline == 0).collect();
-    let alive: BTreeSet<u32> = trace
+/// The threads the trace records as not ended.
+pub fn live_threads(trace: &Trace) -> BTreeSet<u32> {
+    trace
         .threads
         .iter()
         .filter(|t| t.record.flags & THREAD_ENDED == 0)
         .map(|t| t.record.tid)
-        .collect();
+        .collect()
+}
+
+pub fn stuck(trace: &Trace) -> Vec<Stuck> {
+    let all = pending(trace);
+    let timed = all.iter().any(|w| w.deadline != 0);
+    let waits: Vec<Wait> = all.into_iter().filter(|w| w.deadline == 0).collect();
+    let alive = live_threads(trace);
     let ended: BTreeSet<u32> = trace
         .threads
         .iter()

@@ -103,12 +103,19 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
         .subsequent_indent(rest)
         .word_splitter(textwrap::WordSplitter::NoHyphenation)
         .break_words(true);
-    let mut out = String::new();
-    for line in textwrap::wrap(text, &options) {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let out = wrapped_lines(text, &options);
     if out.is_empty() {
+        "\n".to_string()
+    } else {
+        out
+    }
+}
+
+/// `text` wrapped by `options`, each line ended, glued spaces let go.
+fn wrapped_lines(text: &str, options: &textwrap::Options) -> String {
+    let mut out = String::new();
+    for line in textwrap::wrap(text, options) {
+        out.push_str(line.trim_end());
         out.push('\n');
     }
     out.replace(GLUE, " ")
@@ -143,12 +150,7 @@ pub fn wrap_paths(text: &str, width: usize, first: &str, rest: &str) -> String {
         .word_separator(textwrap::WordSeparator::Custom(words_and_directories))
         .word_splitter(textwrap::WordSplitter::NoHyphenation)
         .break_words(true);
-    let mut out = String::new();
-    for line in textwrap::wrap(text, &options) {
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.replace(GLUE, " ")
+    wrapped_lines(text, &options)
 }
 
 /// Phrases joined by `separator`, each kept whole on one line where it fits.
