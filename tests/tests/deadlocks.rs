@@ -281,12 +281,83 @@ fn a_hung_program_is_explained_while_it_hangs_and_after() {
     }
 }
 
+/// `locksuit run --deadlock-timeout 1 --on-deadlock ACTION --format json
+/// -o ROOT/report.json --dir ROOT/traces -- deadlock MODE`.
+fn watched_run(mode: &str, on_deadlock: &str, root: &std::path::Path) -> Command {
+    let mut cmd = Command::new(locksuit_path());
+    cmd.args([
+        "run",
+        "--deadlock-timeout",
+        "1",
+        "--on-deadlock",
+        on_deadlock,
+    ])
+    .args(["--format", "json", "-o"])
+    .arg(root.join("report.json"))
+    .arg("--dir")
+    .arg(root.join("traces"))
+    .arg("--shim")
+    .arg(shim_path())
+    .arg("--")
+    .arg(build_c("deadlock"))
+    .arg(mode)
+    .env_remove("LD_PRELOAD");
+    cmd
+}
+
+/// `--on-deadlock keep`: the hung program is explained and left hanging
+/// (for a debugger); once someone stops it, `run` reports and exits 1.
+#[test]
+fn run_can_keep_a_hung_program_for_a_debugger() {
+    use std::io::{BufRead, BufReader};
+    let root = fresh_dir("deadlock_run_keep");
+    let mut run = watched_run("abba", "keep", &root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start locksuit run");
+    let mut stderr = BufReader::new(run.stderr.take().unwrap());
+    let mut said = String::new();
+    let pid: u32 = loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "run ended before saying it keeps the process: {said}"
+        );
+        said.push_str(&line);
+        if let Some(rest) = line.split("process ").nth(1) {
+            if line.contains("is left hanging") {
+                break rest.split(' ').next().unwrap().parse().unwrap();
+            }
+        }
+    };
+    assert!(said.contains("locksuit: deadlock in process"), "{said}");
+    // Still there, and still stuck, until someone stops it.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} is kept: {said}"
+    );
+    assert!(run.try_wait().unwrap().is_none(), "run waits for it");
+    // SAFETY: signalling the test's own hung grandchild.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("report.json")).unwrap()).unwrap();
+    assert!(
+        processes(&report).iter().any(|p| the_deadlock(p).is_some()),
+        "{}",
+        short(&report)
+    );
+}
+
 /// `locksuit run --deadlock-timeout 1`: a program that deadlocks is
 /// explained on stderr within a few seconds, stopped (nothing is left
 /// running), and `run` exits 1 with a `deadlock` finding in its report.
 #[test]
 fn run_with_a_deadlock_timeout_stops_a_hung_program() {
-    let bin = build_c("deadlock");
     for (mode, on_deadlock) in [
         ("abba", "kill"),
         ("self", "abort"),
@@ -294,28 +365,9 @@ fn run_with_a_deadlock_timeout_stops_a_hung_program() {
         ("lost-wakeup", "kill"),
     ] {
         let root = fresh_dir(&format!("deadlock_run_{mode}"));
-        let dir = root.join("traces");
         let json = root.join("report.json");
         let started = Instant::now();
-        let mut cmd = Command::new(locksuit_path());
-        cmd.args([
-            "run",
-            "--deadlock-timeout",
-            "1",
-            "--on-deadlock",
-            on_deadlock,
-        ])
-        .args(["--format", "json", "-o"])
-        .arg(&json)
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--shim")
-        .arg(shim_path())
-        .arg("--")
-        .arg(&bin)
-        .arg(mode)
-        .env_remove("LD_PRELOAD");
-        let out = run_captured(cmd);
+        let out = run_captured(watched_run(mode, on_deadlock, &root));
         let took = started.elapsed();
         assert_eq!(out.status.code(), Some(1), "{mode}: {}", describe(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
