@@ -19,6 +19,12 @@
  *                          alone -> one (a queued writer can block a read).
  *   lock_order recursive   recursive mutex M, then A, then M again: the
  *                          re-acquisition is no edge -> none.
+ *   lock_order gate-dropped
+ *                          10 times: take A then B at one line, under gate
+ *                          G in odd rounds and under X in even ones;
+ *                          another thread takes G, B, A. No lock is held
+ *                          every time A -> B is taken -> one, with A -> B
+ *                          taken 10 times.
  *
  * Output: "mode <mode>". */
 #include "common.h"
@@ -49,6 +55,23 @@ static void *take_ab(void *arg) { (void)arg; lock2(&a, &b); return NULL; }
 static void *take_ba(void *arg) { (void)arg; lock2(&b, &a); return NULL; }
 static void *take_bc(void *arg) { (void)arg; lock2(&b, &c); return NULL; }
 static void *take_ca(void *arg) { (void)arg; lock2(&c, &a); return NULL; }
+
+static pthread_mutex_t x = PTHREAD_MUTEX_INITIALIZER;
+
+static void *a_then_b_gate_dropped(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 10; i++) {
+        pthread_mutex_t *outer = i % 2 ? &x : &gate;
+        CHECK(pthread_mutex_lock(outer));
+        CHECK(pthread_mutex_lock(&a));
+        CHECK(pthread_mutex_lock(&b)); /* @gate-dropped-b */
+        CHECK(pthread_mutex_unlock(&b));
+        CHECK(pthread_mutex_unlock(&a));
+        CHECK(pthread_mutex_unlock(outer));
+    }
+    return NULL;
+}
 
 static void *buckets_in_order(void *arg)
 {
@@ -150,6 +173,10 @@ int main(int argc, char **argv)
         run(write_each);
     } else if (strcmp(mode, "recursive") == 0) {
         run(recursive);
+    } else if (strcmp(mode, "gate-dropped") == 0) {
+        run(a_then_b_gate_dropped);
+        gated = 1;
+        run(take_ba);
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

@@ -59,15 +59,20 @@ pub struct HeldStack {
     pub edge_memo: [EdgeMemo; MAX_HELD],
 }
 
-/// A remembered edge: its key and its record.
+/// A remembered edge and its record. The two counter records stand for
+/// (lock, site) at each end: a thread has one per lock, line and mode.
 #[derive(Clone, Copy)]
 pub struct EdgeMemo {
-    pub key: [u32; 5],
+    pub from: *mut CounterRecord,
+    pub to: *mut CounterRecord,
+    pub flags: u32,
     pub record: *mut locksuit_format::EdgeRecord,
 }
 
 const NO_EDGE: EdgeMemo = EdgeMemo {
-    key: [0; 5],
+    from: core::ptr::null_mut(),
+    to: core::ptr::null_mut(),
+    flags: 0,
     record: core::ptr::null_mut(),
 };
 
@@ -110,6 +115,11 @@ impl HeldStack {
     /// The engagements held now, innermost last.
     pub fn entries(&self) -> &[HeldEntry] {
         &self.entries[..self.len]
+    }
+
+    /// The engagements held now and the edge memo, borrowed together.
+    pub fn entries_and_memo(&mut self) -> (&[HeldEntry], &mut [EdgeMemo; MAX_HELD]) {
+        (&self.entries[..self.len], &mut self.edge_memo)
     }
 
     /// Removes and returns the innermost engagement of `addr`.

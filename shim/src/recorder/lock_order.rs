@@ -6,7 +6,7 @@
 //! Only nested acquisitions come here: an acquisition with nothing held
 //! costs one test of the held-lock count it already has in hand.
 
-use super::held::{EdgeMemo, HeldEntry, HELD_SHARED};
+use super::held::{EdgeMemo, HeldEntry, HELD_SHARED, MAX_HELD};
 use super::lanes::{Lane, FIRST_COND_MODE};
 use super::{now_ns, timed_slow_work, Prepared};
 use crate::guard::HookGuard;
@@ -21,80 +21,118 @@ pub const MODE_EDGE: u32 = FIRST_COND_MODE + 2;
 #[inline(never)]
 pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
     let held = g.thread().held();
-    let depth = held.entries().len();
-    let Some(new) = held.entries().last().copied() else {
-        return;
-    };
     // Re-acquiring a lock this thread already holds (a recursive mutex)
     // cannot block: no edge.
-    if held.entries()[..depth - 1]
-        .iter()
-        .any(|e| e.addr == new.addr)
-    {
+    if held.holds_below_top(p.addr) {
         return;
     }
-    let to_site = p.counter().site_id;
-    let lane = p.lane();
-    for at in (0..depth - 1).rev() {
-        let from = held.entries()[at];
+    let (entries, memo) = held.entries_and_memo();
+    let Some((new, below)) = entries.split_last() else {
+        return;
+    };
+    let mut to_flags = if tried { EDGE_TRY } else { 0 };
+    if new.flags & HELD_SHARED != 0 {
+        to_flags |= EDGE_TO_SHARED;
+    }
+    for (at, from) in below.iter().enumerate().rev() {
         if from.lock_id == 0 {
             continue;
         }
-        let mut flags = if tried { EDGE_TRY } else { 0 };
-        if from.flags & HELD_SHARED != 0 {
-            flags |= EDGE_FROM_SHARED;
-        }
-        if new.flags & HELD_SHARED != 0 {
-            flags |= EDGE_TO_SHARED;
-        }
-        let key = Key {
-            from_lock: from.lock_id,
-            from_site: site_of(&from),
-            to_lock: new.lock_id,
-            to_site,
-            flags,
-        };
-        let below = &held.entries()[..depth - 1];
-        let others = || {
-            below
-                .iter()
-                .enumerate()
-                .rev()
-                .filter(move |&(i, e)| i != at && e.lock_id != 0 && e.addr != from.addr)
-                .map(|(_, e)| e.lock_id)
-        };
-        let memo = held.edge_memo[at];
-        let record = if memo.key == key.words() && !memo.record.is_null() {
-            Some(memo.record)
+        let flags = if from.flags & HELD_SHARED != 0 {
+            to_flags | EDGE_FROM_SHARED
         } else {
-            lane.find(key.to_lock, key.ret(), key.context(), MODE_EDGE)
-                .map(|r| r.cast::<EdgeRecord>())
+            to_flags
         };
-        let record = match record {
-            Some(record) => {
-                // SAFETY: an edge record this thread appended to its own
-                // lane (the index keys edge records by MODE_EDGE).
-                let edge = unsafe { &mut *record };
-                edge.count += 1;
-                // Gates: only the locks held every time.
-                if edge.gates != [0; EDGE_GATES] {
-                    for gate in edge.gates.iter_mut() {
-                        if *gate != 0 && !others().any(|id| id == *gate) {
-                            *gate = 0;
-                        }
-                    }
-                }
-                record
-            }
-            None => match timed_slow_work(lane, |lane| new_edge(lane, &key, others())) {
-                Some(record) => record,
-                None => continue,
-            },
-        };
-        held.edge_memo[at] = EdgeMemo {
-            key: key.words(),
+        let remembered = memo[at];
+        if remembered.from == from.counter
+            && remembered.to == new.counter
+            && remembered.flags == flags
+            && !remembered.record.is_null()
+        {
+            // The same edge as last time from this held lock (a loop).
+            // SAFETY: an edge record this thread appended to its own lane.
+            taken_again(unsafe { &mut *remembered.record }, below, at);
+        } else {
+            look_up(p.lane(), memo, below, at, new, flags);
+        }
+    }
+}
+
+/// An edge taken before is taken again: counted, and its gates narrowed to
+/// the locks held this time too.
+#[inline(always)]
+fn taken_again(edge: &mut EdgeRecord, below: &[HeldEntry], at: usize) {
+    edge.count += 1;
+    if edge.gates != [0; EDGE_GATES] {
+        narrow_gates(edge, below, at);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn narrow_gates(edge: &mut EdgeRecord, below: &[HeldEntry], at: usize) {
+    for gate in edge.gates.iter_mut() {
+        if *gate != 0 && !others(below, at).any(|id| id == *gate) {
+            *gate = 0;
+        }
+    }
+}
+
+/// The locks held besides `below[at]` (under the new one): the edge's gate
+/// candidates, innermost first.
+fn others(below: &[HeldEntry], at: usize) -> impl Iterator<Item = u32> + '_ {
+    let from = below[at].addr;
+    below
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(move |&(i, e)| i != at && e.lock_id != 0 && e.addr != from)
+        .map(|(_, e)| e.lock_id)
+}
+
+/// The edge from `below[at]` to `new` is not the one remembered there: its
+/// record from the lane's index, or a new one; remembered for next time.
+#[cold]
+#[inline(never)]
+fn look_up(
+    lane: &mut Lane,
+    memo: &mut [EdgeMemo; MAX_HELD],
+    below: &[HeldEntry],
+    at: usize,
+    new: &HeldEntry,
+    flags: u32,
+) {
+    let from = &below[at];
+    let key = Key {
+        from_lock: from.lock_id,
+        from_site: site_of(from),
+        to_lock: new.lock_id,
+        to_site: site_of(new),
+        flags,
+    };
+    let found = lane
+        .find(key.to_lock, key.ret(), key.context(), MODE_EDGE)
+        .map(|r| r.cast::<EdgeRecord>());
+    let (record, is_new) = match found {
+        Some(record) => (record, false),
+        None => match timed_slow_work(lane, |lane| new_edge(lane, &key, others(below, at))) {
+            Some(record) => (record, true),
+            None => return,
+        },
+    };
+    // Only with both counters known is the pair a key.
+    if !from.counter.is_null() && !new.counter.is_null() {
+        memo[at] = EdgeMemo {
+            from: from.counter,
+            to: new.counter,
+            flags,
             record,
         };
+    }
+    if !is_new {
+        // SAFETY: an edge record this thread appended to its own lane (the
+        // index keys edge records by MODE_EDGE).
+        taken_again(unsafe { &mut *record }, below, at);
     }
 }
 
@@ -116,16 +154,6 @@ struct Key {
 }
 
 impl Key {
-    fn words(&self) -> [u32; 5] {
-        [
-            self.from_lock,
-            self.from_site,
-            self.to_lock,
-            self.to_site,
-            self.flags,
-        ]
-    }
-
     /// The index's "return address" and "context" fields, reused as the
     /// rest of the key (the lock id field holds `to_lock`).
     fn ret(&self) -> u64 {
