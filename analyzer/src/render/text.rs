@@ -148,7 +148,7 @@ fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ("exit", Some(code)) => format!("exited with status {code}"),
         ("exit", None) => "exited normally".to_string(),
         ("exec", _) => "replaced itself with exec".to_string(),
-        ("running", _) => "still running: figures are as of this reading".to_string(),
+        ("running", _) => "still running".to_string(), // a warning says more
         _ => "DIED without a normal exit (crash or kill): figures are as of its death".to_string(),
     };
     out.push_str(&super::process_heading(p, width));
