@@ -269,8 +269,13 @@ fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<Lo
             .get(&tid)
             .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
         format!(
-            "{} {} at {:#x} was taken {} times, all by {}, at {}: no other thread ever asked for it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
-            first.kind, first.id, first.address, first.acquisitions, who, ev.at(first)
+            "{} {} at {:#x} was taken {}, all by {}, at {}: no other thread ever asked for it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
+            first.kind,
+            first.id,
+            first.address,
+            crate::render::count(first.acquisitions, "time", "times"),
+            who,
+            ev.at(first)
         )
     } else {
         let acquisitions: u64 = group
@@ -540,10 +545,10 @@ pub fn build(
             sites: vec![site.id],
             message: if site.task_switches == 0 {
                 format!(
-                    "{} engaged {} {} times with a sharing ratio of {:.2} (below the threshold {:.2}) and no task switch: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
+                    "{} engaged {} {} with a sharing ratio of {:.2} (below the threshold {:.2}) and no task switch: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
                     where_of(site),
                     locks_phrase(&site.locks),
-                    site.engagements,
+                    crate::render::count(site.engagements, "time", "times"),
                     site.ratio,
                     threshold
                 )
@@ -551,10 +556,10 @@ pub fn build(
                 // It made threads wait or waited: it does guard something
                 // shared, just mostly used by one thread.
                 format!(
-                    "{} engaged {} {} times, mostly from one thread (sharing ratio {:.2}, below the threshold {:.2}), and {} of those engagements switched threads: the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
+                    "{} engaged {} {}, mostly from one thread (sharing ratio {:.2}, below the threshold {:.2}), and {} of those engagements switched threads: the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
                     where_of(site),
                     locks_phrase(&site.locks),
-                    site.engagements,
+                    crate::render::count(site.engagements, "time", "times"),
                     site.ratio,
                     threshold,
                     site.task_switches

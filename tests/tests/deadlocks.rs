@@ -44,6 +44,10 @@ fn lock_order_inversions_are_potential_deadlocks_and_nothing_else_is() {
     ];
     for &(mode, count, edges) in expected {
         let p = lock_order(mode);
+        for f in findings(&p) {
+            let message = str_of(f, "message");
+            assert!(!message.contains(" 1 times"), "{message}");
+        }
         let found = kinds(&p, "potential-deadlock");
         assert_eq!(
             found.len(),
