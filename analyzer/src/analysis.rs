@@ -282,6 +282,7 @@ pub fn analyze(
     // Who-blocks-whom by function names sites while the events fill them in.
     let functions: Vec<Option<String>> = sites.iter().map(|s| s.function.clone()).collect();
     let function_of = |site: SiteId| functions.get(site.index()).cloned().flatten();
+    let mut periods = crate::periods::Collector::default();
     let contention = crate::contention::analyze(
         &trace,
         &crate::contention::Names {
@@ -296,6 +297,7 @@ pub fn analyze(
             sites: &mut sites,
             conds: &mut conds,
         },
+        &mut periods,
         progress,
     );
     let event_name = |raw: u32| -> Option<String> {
@@ -337,7 +339,7 @@ pub fn analyze(
     } else {
         0
     };
-    let (findings, blocked) = crate::names::with(&names, || {
+    let (findings, blocked, mut stops) = crate::names::with(&names, || {
         let mut findings = crate::findings::build(
             &trace.threads,
             (&locks, &families, &sites),
@@ -378,13 +380,37 @@ pub fn analyze(
         }
         findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
         findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
+        // Why threads stopped, and who slept holding a lock others wanted.
+        let chain = |raw: u32| -> Vec<Frame> {
+            let Some(&index) = site_index_of_raw.get(&raw) else {
+                return Vec::new();
+            };
+            match site_number.get(index).copied().flatten() {
+                Some(site) => sites[site.index()].call_chain.clone(),
+                None => chains[index].clone(),
+            }
+        };
+        let lock_kind = |raw: u32| lock_of(raw).map(|l| locks[l.index()].kind);
+        let mut stops = crate::stops::build(
+            std::mem::take(&mut periods.periods),
+            &crate::stops::Inputs {
+                ids: &ids,
+                threads: &trace.threads,
+                start_ns: header.start_mono_ns,
+                end_ns,
+                lock_kind: &lock_kind,
+                chain: &chain,
+                signatures: &limits.signatures,
+            },
+        );
+        findings.append(&mut stops.findings);
         // Deadlocks first (they stop the program), then as ranked.
         findings.sort_by_key(|f| match f.kind {
             crate::deadlocks::FINDING_DEADLOCK => 0,
             crate::deadlocks::FINDING_POTENTIAL_DEADLOCK => 1,
             _ => 2,
         });
-        (findings, blocked)
+        (findings, blocked, stops)
     });
     if lock_order.gated > 0 {
         warnings.push(format!(
@@ -416,6 +442,12 @@ pub fn analyze(
             shim_call_ns: (t.record.shim_call_ps != 0)
                 .then(|| t.record.shim_call_ps as f64 / 1000.0),
             dropped_events: t.record.dropped,
+            running_ns: stops.by_thread.get(&t.record.tid).map_or(0, |c| c.0),
+            blocking_classes: stops
+                .by_thread
+                .get_mut(&t.record.tid)
+                .map(|c| std::mem::take(&mut c.1))
+                .unwrap_or_default(),
         })
         .collect();
 
@@ -494,6 +526,8 @@ pub fn analyze(
         findings,
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
+        block_min_us: header.block_min_us,
+        blocking_stacks: std::mem::take(&mut stops.stacks),
         blocked,
         warnings,
         streams,
@@ -576,6 +610,8 @@ fn line_caller(chain: &[Frame]) -> Option<String> {
                 .clone()
                 .filter(|name| Some(name) != own.function.as_ref())
         })
+        // The program's entry point calls main: saying so tells nothing.
+        .filter(|name| name != "_start")
 }
 
 /// A condition variable's (or any object's) name: its variable, else the

@@ -157,6 +157,12 @@ struct ReportOptions {
     /// starvation: one wait that sat through this many acquisitions by other threads.
     #[arg(long, default_value = "10", value_name = "N")]
     starvation: u32,
+    /// Blocking classes of your own: a file of `class = glob` lines (e.g.
+    /// `database = *sqlite3_step*`) matched against the blocking call and every function
+    /// of its stack, most specific first, before the built-in classes (default:
+    /// $LOCKSUIT_CLASSES).
+    #[arg(long, value_name = "FILE")]
+    classes: Option<PathBuf>,
     /// Text tables: order locks and sites by this column (largest first).
     #[arg(long, value_enum, default_value = "wait")]
     sort: crate::render::text::SortKey,
@@ -268,15 +274,24 @@ impl ReportOptions {
         render::layout::resolve(self.width, to)
     }
 
-    fn limits(&self) -> Limits {
-        Limits {
+    fn limits(&self) -> Result<Limits, InputError> {
+        let classes = self
+            .classes
+            .clone()
+            .or_else(|| std::env::var_os("LOCKSUIT_CLASSES").map(PathBuf::from));
+        let signatures = match classes {
+            Some(path) => crate::classes::Signatures::load(&path).map_err(InputError)?,
+            None => crate::classes::Signatures::default(),
+        };
+        Ok(Limits {
             threshold: self.threshold,
             long_hold_ns: self.long_hold_ms.saturating_mul(1_000_000),
             contention_share: self.contention_share,
             over_sync_per_sec: self.over_sync_per_sec,
             asymmetry: self.asymmetry,
             starvation: self.starvation,
-        }
+            signatures: std::sync::Arc::new(signatures),
+        })
     }
 }
 
@@ -410,12 +425,14 @@ fn write_out(
 
 fn report(args: ReportArgs) -> i32 {
     let options = &args.options;
-    let built = build_report(
-        &args.paths,
-        &options.selection(),
-        &options.limits(),
-        &StreamFilter::Off,
-    );
+    let built = options.limits().and_then(|limits| {
+        build_report(
+            &args.paths,
+            &options.selection(),
+            &limits,
+            &StreamFilter::Off,
+        )
+    });
     match built.and_then(|report| print(report, options)) {
         Ok(true) => EXIT_GATE,
         Ok(false) => EXIT_OK,
@@ -525,13 +542,17 @@ fn run(args: RunArgs) -> i32 {
         }
     };
     let options = &args.options;
-    let printed = build_report(
-        std::slice::from_ref(&recorded.dir),
-        &options.selection(),
-        &options.limits(),
-        &StreamFilter::Off,
-    )
-    .and_then(|report| print(report, options));
+    let printed = options
+        .limits()
+        .and_then(|limits| {
+            build_report(
+                std::slice::from_ref(&recorded.dir),
+                &options.selection(),
+                &limits,
+                &StreamFilter::Off,
+            )
+        })
+        .and_then(|report| print(report, options));
     let gate_failed = match printed {
         Ok(failed) => failed,
         Err(e) => {

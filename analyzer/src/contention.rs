@@ -357,6 +357,7 @@ pub fn analyze(
     trace: &Trace,
     names: &Names,
     targets: Targets,
+    periods: &mut crate::periods::Collector,
     progress: &mut dyn FnMut(),
 ) -> Contention {
     let mut pass = Pass::default();
@@ -367,6 +368,7 @@ pub fn analyze(
             progress();
         }
         pass.event(e);
+        periods.event(e);
     });
     let mut out = Contention {
         events: count,

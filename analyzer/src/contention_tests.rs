@@ -55,6 +55,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             max_blocks: 0,
             blocks_reserved: 0,
             tsc_khz: 0,
+            block_min_us: 50,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],
@@ -97,6 +98,7 @@ fn rows(events: Vec<(usize, EventRecord)>) -> Vec<(u32, u32, u64, u64)> {
             sites: &mut [],
             conds: &mut [],
         },
+        &mut crate::periods::Collector::default(),
         &mut || {},
     );
     let mut r: Vec<_> = c

@@ -35,6 +35,8 @@ pub struct Limits {
     /// `--starvation`: how many acquisitions by other threads one wait may
     /// sit through before the waiting thread counts as starved.
     pub starvation: u32,
+    /// `--classes`: the user's blocking-class signatures.
+    pub signatures: std::sync::Arc<crate::classes::Signatures>,
 }
 
 impl Default for Limits {
@@ -46,6 +48,7 @@ impl Default for Limits {
             over_sync_per_sec: 100_000.0,
             asymmetry: 10.0,
             starvation: 10,
+            signatures: Default::default(),
         }
     }
 }

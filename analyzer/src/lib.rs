@@ -2,6 +2,7 @@
 //! report model ([`model`]), which the renderers print as text or JSON.
 
 pub mod analysis;
+pub mod classes;
 pub mod cli;
 pub mod contention;
 pub mod deadlocks;
@@ -14,10 +15,12 @@ pub mod mapped;
 pub mod model;
 pub mod names;
 pub mod oom;
+pub mod periods;
 pub mod progress;
 pub mod render;
 pub mod run;
 pub mod samples;
+pub mod stops;
 pub mod stream;
 pub mod symbolize;
 pub mod symbols;

@@ -128,6 +128,11 @@ pub struct Process {
     pub sites: Vec<Site>,
     pub conds: Vec<Cond>,
     pub findings: Vec<Finding>,
+    /// Blocking calls beyond the lock API were recorded when they blocked
+    /// at least this long (µs).
+    pub block_min_us: u32,
+    /// Every distinct blocking call stack, most time first.
+    pub blocking_stacks: Vec<BlockingStack>,
     /// Who blocked whom: one row per (lock, blocker, blocked thread); the
     /// blocker held the lock while the blocked thread waited for it.
     pub blocking: Vec<Blocking>,
@@ -270,6 +275,38 @@ pub struct Thread {
     /// thread (1 in 1024 is timed), in ns; what compensation takes out per
     /// call. Null before the first sample.
     pub shim_call_ns: Option<f64>,
+    /// Its lifetime (to its end, or the end of the trace) minus its
+    /// recorded blocking periods: on a CPU, runnable, or blocked in calls
+    /// shorter than `block_min_us`.
+    pub running_ns: u64,
+    /// Why it stopped: time and count per blocking class, most time first.
+    pub blocking_classes: Vec<ClassTime>,
+}
+
+/// A thread's time blocked in one class.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassTime {
+    pub class: String,
+    pub count: u64,
+    pub total_ns: u64,
+}
+
+/// One distinct blocking call stack: the call it blocked in, and how
+/// often and how long it blocked there.
+#[derive(Debug, Serialize)]
+pub struct BlockingStack {
+    /// The blocking function (`read`, `pthread_mutex_lock`, …).
+    pub api: String,
+    pub class: String,
+    /// The line in the program's own code (`function@file:line`).
+    pub line: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    /// Threads that blocked here.
+    pub threads: Vec<u32>,
+    /// The call chain, innermost first.
+    pub stack: Vec<Frame>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]

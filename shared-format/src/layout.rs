@@ -12,7 +12,9 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 5: module records carry the file's identity (build id, size, mtime);
 ///    thread records carry the wait in progress; lock records the line
 ///    that initialised the lock; lock-order edges.
-pub const FORMAT_VERSION: u32 = 5;
+/// 6: blocking calls beyond the lock API (`EVENT_CALL`) and the header's
+///    `block_min_us`.
+pub const FORMAT_VERSION: u32 = 6;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -86,6 +88,10 @@ pub struct FileHeader {
     /// Calibrated TSC rate in kHz when `FLAG_CLOCK_TSC` is set, else 0.
     /// (Padding before version 3 had this field, always written as 0.)
     pub tsc_khz: u32,
+    /// Blocking calls (`EVENT_CALL`) were recorded when they blocked at
+    /// least this many microseconds (`LOCKSUIT_BLOCK_MIN_US`).
+    pub block_min_us: u32,
+    pub _reserved: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 
@@ -497,6 +503,15 @@ pub const EVENT_ACQUIRED: u32 = 6;
 /// be made consistent; `ENOTRECOVERABLE`: refused, the mutex is unusable).
 pub const EVENT_OUTCOME: u32 = 7;
 
+/// A blocking call beyond the lock API ([`crate::calls::BlockingCall`]
+/// in `seq`) that blocked from `time` to `time2` for at least the header's
+/// `block_min_us`. `site_id`: the calling line; `other`: its file
+/// descriptor (`u32::MAX` if it takes none); aux bits 8..16: the
+/// descriptor's kind (`FD_*`); `lock_id` and `seq2`: the innermost lock the
+/// thread held meanwhile and the site that took it (0: none); `deadline`:
+/// how many locks it held.
+pub const EVENT_CALL: u32 = 8;
+
 /// Condition-wait outcomes (`RecordHeader::aux` bits 8..16 of a wait event).
 pub const OUTCOME_NOTIFIED: u32 = 1;
 pub const OUTCOME_TIMED_OUT: u32 = 2;
@@ -605,7 +620,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 104 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 112 + EXE_PATH_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

@@ -17,10 +17,14 @@
 //! shim supports); the header carries a byte-order marker so a foreign trace
 //! is rejected rather than misread.
 
+pub mod calls;
 pub mod events;
 pub mod layout;
 pub mod reader;
 
+pub use calls::{
+    fd_kind_name, BlockingCall, FD_DEVICE, FD_FILE, FD_NONE, FD_OTHER, FD_PIPE, FD_SOCKET,
+};
 pub use events::{emission_time, Events, TraceBytes};
 pub use layout::*;
 pub use reader::{

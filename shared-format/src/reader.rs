@@ -43,6 +43,8 @@ pub struct HeaderInfo {
     pub blocks_reserved: u32,
     /// Calibrated TSC rate when `FLAG_CLOCK_TSC` is set, else 0.
     pub tsc_khz: u32,
+    /// Blocking calls were recorded when they blocked this long (µs).
+    pub block_min_us: u32,
     pub exe: String,
 }
 
@@ -268,6 +270,7 @@ pub fn read_trace_releasing(
         } else {
             0
         },
+        block_min_us: header.block_min_us,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

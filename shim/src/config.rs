@@ -3,7 +3,7 @@
 
 use crate::diag::{warn_once, Warning};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Default size cap of one trace, in MiB.
 pub const DEFAULT_MAX_MB: u32 = 256;
@@ -14,6 +14,10 @@ static MAX_MB: AtomicU32 = AtomicU32::new(DEFAULT_MAX_MB);
 static HOLD_SAMPLE: AtomicU32 = AtomicU32::new(0);
 static EVENTS_ALL: AtomicBool = AtomicBool::new(false);
 static FLIGHT: AtomicBool = AtomicBool::new(false);
+/// Default of `LOCKSUIT_BLOCK_MIN_US`.
+pub const DEFAULT_BLOCK_MIN_US: u32 = 50;
+static BLOCK_MIN_US: AtomicU32 = AtomicU32::new(DEFAULT_BLOCK_MIN_US);
+static BLOCK_MIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_BLOCK_MIN_US as u64 * 1000);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
@@ -36,6 +40,18 @@ pub fn events_all() -> bool {
 /// event blocks instead of dropping new events (keep the most recent).
 pub fn flight_recorder() -> bool {
     FLIGHT.load(Ordering::Relaxed)
+}
+
+/// `LOCKSUIT_BLOCK_MIN_US`: a blocking call beyond the lock API (a sleep,
+/// a poll, I/O) is recorded only if it blocked at least this long, so fast
+/// I/O costs two clock reads and nothing else.
+pub fn block_min_us() -> u32 {
+    BLOCK_MIN_US.load(Ordering::Relaxed)
+}
+
+#[inline]
+pub fn block_min_ns() -> u64 {
+    BLOCK_MIN_NS.load(Ordering::Relaxed)
 }
 
 pub fn max_mb() -> u32 {
@@ -118,6 +134,18 @@ pub fn load() {
             _ => warn_once(
                 Warning::BadSetting,
                 b"LOCKSUIT_HOLD_SAMPLE must be a whole number (0 = time holds only when contended); using 0",
+            ),
+        }
+    }
+    if let Some(v) = getenv(c"LOCKSUIT_BLOCK_MIN_US") {
+        match parse_u32(v) {
+            Some(us) => {
+                BLOCK_MIN_US.store(us, Ordering::Relaxed);
+                BLOCK_MIN_NS.store(u64::from(us) * 1000, Ordering::Relaxed);
+            }
+            _ => warn_once(
+                Warning::BadSetting,
+                b"LOCKSUIT_BLOCK_MIN_US must be a whole number of microseconds; using the default 50",
             ),
         }
     }

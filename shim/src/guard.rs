@@ -183,6 +183,27 @@ impl HookGuard {
         }
     }
 
+    /// Enters for a blocking call beyond the lock API. Unlike [`enter`],
+    /// a call nested in the shim's own bookkeeping (a signal handler's
+    /// `write`) is not counted here: most such calls do not block, and the
+    /// hook counts one as dropped only if it blocked long enough to have
+    /// been recorded (see [`nested_in_bookkeeping`]).
+    ///
+    /// [`enter`]: HookGuard::enter
+    #[inline]
+    pub fn enter_quietly() -> Option<HookGuard> {
+        let state = this_thread();
+        if state.in_hook.get() || state.retired.get() || state.forking.get() {
+            return None;
+        }
+        state.in_hook.set(true);
+        let guard = HookGuard {
+            state,
+            _not_send: PhantomData,
+        };
+        lifecycle::recording().then_some(guard)
+    }
+
     /// Enters for the thread-exit destructor: by then the thread runs no
     /// hook of ours (a cancelled wait may have left `in_hook` set, since
     /// forced unwinding skips our frames' drops), so no check is needed.
@@ -237,6 +258,13 @@ pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
     let state = this_thread();
     let _restore = Restore(&state.calling_out, state.calling_out.replace(true));
     call()
+}
+
+/// This thread interrupted the shim's own bookkeeping (a signal handler
+/// running while a hook recorded), as opposed to the shim calling out.
+pub fn nested_in_bookkeeping() -> bool {
+    let state = this_thread();
+    state.in_hook.get() && !state.calling_out.get()
 }
 
 /// The calling thread's state, valid for as long as the thread runs.

@@ -374,7 +374,7 @@ unsafe extern "C-unwind" fn barrier_wait(
     let started = recorder::barrier_begin(&guard, &p);
     // SAFETY: forwarding the caller's arguments unchanged.
     let rc = guard.blocking(|| unsafe { wait(b) });
-    recorder::barrier_end(&p, started, rc);
+    recorder::barrier_end(&guard, &p, started, rc);
     rc
 }
 
@@ -900,3 +900,7 @@ unsafe extern "C-unwind" fn exec_list(
 unsafe extern "C" {
     static environ: *const *const c_char;
 }
+
+// Blocking calls beyond the lock API, in a file of their own: they share
+// the macros above.
+mod calls;

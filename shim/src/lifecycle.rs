@@ -182,7 +182,7 @@ pub fn nested_call_passed_through() {
         recorder::file::count_dropped_op();
         crate::diag::warn_once(
             crate::diag::Warning::NestedCalls,
-            b"a signal handler took locks while the shim was busy on the same thread; those calls were passed through and are counted as dropped",
+            b"a signal handler took locks or blocked while the shim was busy on the same thread; those calls were passed through and are counted as dropped",
         );
     }
 }

@@ -8,17 +8,62 @@
 //! condition-variable functions are pinned with `dlvsym` to GLIBC_2.3.2.
 
 use core::cell::UnsafeCell;
-use core::ffi::{c_char, c_int, c_void, CStr};
+use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicU8, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
+use libc::{epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t, pid_t, pollfd};
 use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_rwlock_t, pthread_rwlockattr_t};
 use libc::{pthread_mutexattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
+use libc::{rusage, siginfo_t, sigset_t, size_t, sockaddr, socklen_t, ssize_t, timeval};
 
 type RwFn = unsafe extern "C" fn(*mut pthread_rwlock_t) -> c_int;
 type RwTimedFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
 type RwClockFn = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
 type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
 type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
+
+/// Blocking calls beyond the lock API: all cancellation points, so a
+/// cancellation may unwind out of them.
+type ReadFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t) -> ssize_t;
+type WriteFn = unsafe extern "C-unwind" fn(c_int, *const c_void, size_t) -> ssize_t;
+type PreadFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, off_t) -> ssize_t;
+type PwriteFn = unsafe extern "C-unwind" fn(c_int, *const c_void, size_t, off_t) -> ssize_t;
+type VectorFn = unsafe extern "C-unwind" fn(c_int, *const iovec, c_int) -> ssize_t;
+type FdFn = unsafe extern "C-unwind" fn(c_int) -> c_int;
+type SelectFn = unsafe extern "C-unwind" fn(
+    c_int,
+    *mut fd_set,
+    *mut fd_set,
+    *mut fd_set,
+    *mut timeval,
+) -> c_int;
+type PselectFn = unsafe extern "C-unwind" fn(
+    c_int,
+    *mut fd_set,
+    *mut fd_set,
+    *mut fd_set,
+    *const timespec,
+    *const sigset_t,
+) -> c_int;
+type EpollWaitFn = unsafe extern "C-unwind" fn(c_int, *mut epoll_event, c_int, c_int) -> c_int;
+type EpollPwaitFn =
+    unsafe extern "C-unwind" fn(c_int, *mut epoll_event, c_int, c_int, *const sigset_t) -> c_int;
+type RecvFromFn = unsafe extern "C-unwind" fn(
+    c_int,
+    *mut c_void,
+    size_t,
+    c_int,
+    *mut sockaddr,
+    *mut socklen_t,
+) -> ssize_t;
+type SendToFn = unsafe extern "C-unwind" fn(
+    c_int,
+    *const c_void,
+    size_t,
+    c_int,
+    *const sockaddr,
+    socklen_t,
+) -> ssize_t;
 
 pub type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 
@@ -137,6 +182,51 @@ pub struct RealFns {
     pub barrier_destroy: Option<unsafe extern "C" fn(*mut pthread_barrier_t) -> c_int>,
     pub barrier_wait: Option<unsafe extern "C-unwind" fn(*mut pthread_barrier_t) -> c_int>,
     pub dlclose: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    pub nanosleep: Option<unsafe extern "C-unwind" fn(*const timespec, *mut timespec) -> c_int>,
+    pub clock_nanosleep: Option<
+        unsafe extern "C-unwind" fn(clockid_t, c_int, *const timespec, *mut timespec) -> c_int,
+    >,
+    pub usleep: Option<unsafe extern "C-unwind" fn(c_uint) -> c_int>,
+    pub sleep: Option<unsafe extern "C-unwind" fn(c_uint) -> c_uint>,
+    pub poll: Option<unsafe extern "C-unwind" fn(*mut pollfd, nfds_t, c_int) -> c_int>,
+    pub ppoll: Option<
+        unsafe extern "C-unwind" fn(*mut pollfd, nfds_t, *const timespec, *const sigset_t) -> c_int,
+    >,
+    pub select: Option<SelectFn>,
+    pub pselect: Option<PselectFn>,
+    pub epoll_wait: Option<EpollWaitFn>,
+    pub epoll_pwait: Option<EpollPwaitFn>,
+    pub sigwait: Option<unsafe extern "C-unwind" fn(*const sigset_t, *mut c_int) -> c_int>,
+    pub sigwaitinfo: Option<unsafe extern "C-unwind" fn(*const sigset_t, *mut siginfo_t) -> c_int>,
+    pub sigtimedwait: Option<
+        unsafe extern "C-unwind" fn(*const sigset_t, *mut siginfo_t, *const timespec) -> c_int,
+    >,
+    pub waitpid: Option<unsafe extern "C-unwind" fn(pid_t, *mut c_int, c_int) -> pid_t>,
+    pub wait4: Option<unsafe extern "C-unwind" fn(pid_t, *mut c_int, c_int, *mut rusage) -> pid_t>,
+    pub wait: Option<unsafe extern "C-unwind" fn(*mut c_int) -> pid_t>,
+    pub waitid: Option<unsafe extern "C-unwind" fn(idtype_t, id_t, *mut siginfo_t, c_int) -> c_int>,
+    pub read: Option<ReadFn>,
+    pub write: Option<WriteFn>,
+    pub pread: Option<PreadFn>,
+    pub pwrite: Option<PwriteFn>,
+    pub readv: Option<VectorFn>,
+    pub writev: Option<VectorFn>,
+    pub fsync: Option<FdFn>,
+    pub fdatasync: Option<FdFn>,
+    /// Variadic in C; called with the mode the caller's registers held
+    /// (read only with O_CREAT or O_TMPFILE, as in the caller's own call).
+    pub open: Option<unsafe extern "C-unwind" fn(*const c_char, c_int, ...) -> c_int>,
+    pub openat: Option<unsafe extern "C-unwind" fn(c_int, *const c_char, c_int, ...) -> c_int>,
+    pub recv: Option<unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, c_int) -> ssize_t>,
+    pub send: Option<unsafe extern "C-unwind" fn(c_int, *const c_void, size_t, c_int) -> ssize_t>,
+    pub recvfrom: Option<RecvFromFn>,
+    pub sendto: Option<SendToFn>,
+    pub recvmsg: Option<unsafe extern "C-unwind" fn(c_int, *mut msghdr, c_int) -> ssize_t>,
+    pub sendmsg: Option<unsafe extern "C-unwind" fn(c_int, *const msghdr, c_int) -> ssize_t>,
+    pub accept: Option<unsafe extern "C-unwind" fn(c_int, *mut sockaddr, *mut socklen_t) -> c_int>,
+    pub accept4:
+        Option<unsafe extern "C-unwind" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int>,
+    pub connect: Option<unsafe extern "C-unwind" fn(c_int, *const sockaddr, socklen_t) -> c_int>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -254,6 +344,42 @@ fn resolve_all() -> RealFns {
             barrier_destroy: next(c"pthread_barrier_destroy"),
             barrier_wait: next(c"pthread_barrier_wait"),
             dlclose: next(c"dlclose"),
+            nanosleep: next(c"nanosleep"),
+            clock_nanosleep: next(c"clock_nanosleep"),
+            usleep: next(c"usleep"),
+            sleep: next(c"sleep"),
+            poll: next(c"poll"),
+            ppoll: next(c"ppoll"),
+            select: next(c"select"),
+            pselect: next(c"pselect"),
+            epoll_wait: next(c"epoll_wait"),
+            epoll_pwait: next(c"epoll_pwait"),
+            sigwait: next(c"sigwait"),
+            sigwaitinfo: next(c"sigwaitinfo"),
+            sigtimedwait: next(c"sigtimedwait"),
+            waitpid: next(c"waitpid"),
+            wait4: next(c"wait4"),
+            wait: next(c"wait"),
+            waitid: next(c"waitid"),
+            read: next(c"read"),
+            write: next(c"write"),
+            pread: next(c"pread64"),
+            pwrite: next(c"pwrite64"),
+            readv: next(c"readv"),
+            writev: next(c"writev"),
+            fsync: next(c"fsync"),
+            fdatasync: next(c"fdatasync"),
+            open: next(c"open64"),
+            openat: next(c"openat64"),
+            recv: next(c"recv"),
+            send: next(c"send"),
+            recvfrom: next(c"recvfrom"),
+            sendto: next(c"sendto"),
+            recvmsg: next(c"recvmsg"),
+            sendmsg: next(c"sendmsg"),
+            accept: next(c"accept"),
+            accept4: next(c"accept4"),
+            connect: next(c"connect"),
         }
     }
 }

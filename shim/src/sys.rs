@@ -90,6 +90,8 @@ pub struct FileStat {
     pub size: u64,
     pub mtime_ns: u64,
     pub regular: bool,
+    /// `st_mode & S_IFMT`.
+    pub file_type: u32,
 }
 
 fn stat_of(st: &libc::stat) -> FileStat {
@@ -103,6 +105,7 @@ fn stat_of(st: &libc::stat) -> FileStat {
             .saturating_mul(1_000_000_000)
             .saturating_add(st.st_mtime_nsec.max(0) as u64),
         regular: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        file_type: st.st_mode & libc::S_IFMT,
     }
 }
 

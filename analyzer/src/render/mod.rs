@@ -3,6 +3,7 @@
 
 pub mod json;
 pub mod layout;
+pub mod stops;
 pub mod streams;
 pub mod summary;
 pub mod tables;

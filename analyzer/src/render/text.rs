@@ -81,9 +81,18 @@ fn frame_line(f: &Frame) -> String {
 }
 
 /// A process that recorded no lock activity (a shell, `env`): it gets one
-/// mention in a shared line instead of a report of empty tables.
+/// mention in a shared line instead of a report of empty tables. Waiting
+/// for its children is all a shell does; any other blocking is shown.
 pub fn is_idle(p: &Process) -> bool {
-    p.locks.is_empty() && p.conds.is_empty() && p.findings.is_empty() && p.dropped_events == 0
+    let waits_for_children_only = p
+        .blocking_stacks
+        .iter()
+        .all(|s| matches!(s.api.as_str(), "wait" | "waitpid" | "wait4" | "waitid"));
+    p.locks.is_empty()
+        && p.conds.is_empty()
+        && p.findings.is_empty()
+        && p.dropped_events == 0
+        && waits_for_children_only
 }
 
 pub fn render(report: &Report, o: &TextOptions) -> String {

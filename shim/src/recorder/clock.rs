@@ -58,6 +58,53 @@ pub fn now_ns() -> u64 {
     }
 }
 
+/// A timestamp for timing a call that most often does not block: raw TSC
+/// ticks once the TSC is calibrated (no conversion until the call turns
+/// out to be worth recording), nanoseconds before that or without it.
+#[derive(Clone, Copy)]
+pub struct Stamp {
+    raw: u64,
+    tsc: bool,
+}
+
+impl Stamp {
+    #[inline(always)]
+    pub fn now() -> Stamp {
+        if STATE.load(Ordering::Acquire) == TSC {
+            Stamp {
+                raw: read_tsc(),
+                tsc: true,
+            }
+        } else {
+            Stamp {
+                raw: now_ns(),
+                tsc: false,
+            }
+        }
+    }
+
+    /// Monotonic nanoseconds, as every other timestamp in the trace.
+    pub fn ns(self) -> u64 {
+        if self.tsc {
+            tsc_to_ns(self.raw)
+        } else {
+            self.raw
+        }
+    }
+
+    /// Whether at least `min_ns` passed from `self` to `later`.
+    #[inline(always)]
+    pub fn at_least(self, later: Stamp, min_ns: u64) -> bool {
+        if self.tsc && later.tsc {
+            let ticks = later.raw.saturating_sub(self.raw);
+            let ns = (ticks as u128 * NS_PER_TICK_Q32.load(Ordering::Relaxed) as u128) >> 32;
+            ns as u64 >= min_ns
+        } else {
+            later.ns().saturating_sub(self.ns()) >= min_ns
+        }
+    }
+}
+
 /// Decides the clock for this process (called once at start; a fork child
 /// keeps its parent's calibration, as the TSC is the same).
 pub fn init(allow_tsc: bool) {

@@ -135,3 +135,28 @@ pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now:
     e.time = now;
     write(lane, e);
 }
+
+/// What is known about a blocking call once it returned.
+pub struct CallBlocked {
+    pub call: BlockingCall,
+    pub site_id: u32,
+    /// The descriptor and its `FD_*` kind (`u32::MAX`, `FD_NONE`: none).
+    pub fd: (u32, u32),
+    /// The innermost lock held meanwhile, the site that took it, and how
+    /// many locks were held (0: none).
+    pub held: (u32, u32, u32),
+    pub started: u64,
+    pub ended: u64,
+}
+
+/// A blocking call beyond the lock API that blocked long enough to keep.
+pub fn call_blocked(lane: &mut Lane, c: &CallBlocked) {
+    let mut e = event(EVENT_CALL | c.fd.1 << 8, c.held.0, c.site_id);
+    e.seq = c.call as u32;
+    e.seq2 = c.held.1;
+    e.other = c.fd.0;
+    e.time = c.started;
+    e.time2 = c.ended;
+    e.deadline = u64::from(c.held.2);
+    write(lane, e);
+}

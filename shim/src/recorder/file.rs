@@ -343,6 +343,7 @@ pub fn create(
             (*h).tsc_khz = tsc_khz;
         }
         (*h).hold_sample_period = config::hold_sample_period();
+        (*h).block_min_us = config::block_min_us();
         (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;

@@ -11,6 +11,7 @@
 //! All functions must be called inside a hook guard: they are not reentrant.
 
 pub mod by_lock;
+mod calls;
 mod clock;
 mod conds;
 mod events;
@@ -37,7 +38,8 @@ use lanes::Lane;
 use locksuit_format::*;
 use objects::ObjectSlot;
 
-pub use clock::{clock_ns, now_ns};
+pub use calls::{call_blocked, CallFrom};
+pub use clock::{clock_ns, now_ns, Stamp};
 pub use conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
 pub use events::Waiting;
 use identity::object;
@@ -45,7 +47,7 @@ pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use sites::Caller;
 pub use threads::{
     current_lane, exec_failed, exec_starting, join_begin, join_finished, process_exit,
-    thread_ended, thread_named,
+    thread_ended, thread_named, JoinStarted,
 };
 use threads::{wait_ended, wait_started, PendingWait};
 
@@ -642,11 +644,22 @@ pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> u64 {
 }
 
 /// A barrier wait begun at `since_ns` returned `rc`.
-pub fn barrier_end(p: &Prepared, since_ns: u64, rc: i32) {
+pub fn barrier_end(g: &HookGuard, p: &Prepared, since_ns: u64, rc: i32) {
     wait_ended(p.lane());
+    let now = now_ns();
+    let waited = now.saturating_sub(since_ns);
     if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
-        let waited = now_ns().saturating_sub(since_ns);
         barrier_waited(p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
+    }
+    if waited >= config::block_min_ns() {
+        let site = p.counter().site_id;
+        call_blocked(
+            g,
+            BlockingCall::BarrierWait,
+            CallFrom::Site(site),
+            None,
+            (since_ns, now),
+        );
     }
 }
 

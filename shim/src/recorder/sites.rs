@@ -295,6 +295,29 @@ fn create(lane: &mut Lane, caller: Caller, context: u64, slot: Option<&SiteSlot>
     id
 }
 
+/// The caller of the exported hook whose code starts at `hook`, found by
+/// unwinding (for hooks whose arguments leave no register for a trampoline
+/// to pass it in). Its context is not learned: such sites are told apart
+/// by the calling line alone.
+pub fn caller_of_hook(hook: u64) -> Option<Caller> {
+    let mut in_hook = false;
+    let mut ret = 0u64;
+    crate::guard::calling_out(|| {
+        // SAFETY: as in `capture_chain`.
+        unsafe {
+            backtrace::trace_unsynchronized(|frame| {
+                if in_hook {
+                    ret = frame.ip() as u64;
+                    return false;
+                }
+                in_hook = frame.symbol_address() as u64 == hook;
+                true
+            });
+        }
+    });
+    (ret != 0).then_some(Caller { ret, sp: 0 })
+}
+
 /// Unwinds the current stack into `frames`, starting at the frame that
 /// returns to `caller.ret` (so the shim's own frames are left out). Returns
 /// the depth and the offsets from `caller.sp` of the slots holding the next

@@ -197,8 +197,9 @@ pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
 
 /// About to join the thread `target` from `caller` (until `deadline`, 0
 /// if untimed); returns when the join began.
-pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> u64 {
+pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> JoinStarted {
     let since_ns = now_ns();
+    let mut site_id = 0;
     if let Some(lane) = current_lane(g) {
         // The joining line, so a hang in a join can name it (first sight of
         // a line unwinds once, like any other site).
@@ -206,6 +207,7 @@ pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> 
             let context = super::context_of(lane, caller, None);
             super::sites::site_id(lane, caller, context)
         });
+        site_id = site;
         let wait = PendingWait {
             kind: WAIT_JOIN,
             object: 0,
@@ -217,19 +219,35 @@ pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> 
         };
         wait_started(lane, wait, g.thread().held().entries());
     }
-    since_ns
+    JoinStarted { since_ns, site_id }
 }
 
-/// A join begun at `since_ns` returned `rc`.
-pub fn join_finished(g: &HookGuard, since_ns: u64, rc: i32) {
+/// When a join began, and at which line.
+pub struct JoinStarted {
+    since_ns: u64,
+    site_id: u32,
+}
+
+/// A join begun as `started` returned `rc`.
+pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
     let Some(lane) = current_lane(g) else { return };
     wait_ended(lane);
+    let now = now_ns();
     if rc == 0 && !lane.thread.is_null() {
         // SAFETY: our own thread record.
         unsafe {
             (*lane.thread).joins += 1;
-            (*lane.thread).join_wait_ns += now_ns().saturating_sub(since_ns);
+            (*lane.thread).join_wait_ns += now.saturating_sub(started.since_ns);
         }
+    }
+    if now.saturating_sub(started.since_ns) >= crate::config::block_min_ns() {
+        super::call_blocked(
+            g,
+            BlockingCall::Join,
+            super::CallFrom::Site(started.site_id),
+            None,
+            (started.since_ns, now),
+        );
     }
 }
 

@@ -1,0 +1,89 @@
+//! The text report's "why threads stopped" tables: each thread's time by
+//! blocking class, and the blocking call stacks that cost the most.
+
+use super::duration;
+use super::layout::{figure, key, words, wrap, Grid};
+use super::tables::{more, TABLE_ROWS};
+use crate::model::*;
+
+/// Both tables, when anything blocked.
+pub fn tables(out: &mut String, p: &Process, width: usize) {
+    if p.blocking_stacks.is_empty() {
+        return;
+    }
+    classes_table(out, p, width);
+    stacks_table(out, p, width);
+}
+
+fn classes_table(out: &mut String, p: &Process, width: usize) {
+    let mut shown: Vec<&Thread> = p
+        .threads
+        .iter()
+        .filter(|t| !t.blocking_classes.is_empty())
+        .collect();
+    let blocked = |t: &Thread| t.blocking_classes.iter().map(|c| c.total_ns).sum::<u64>();
+    shown.sort_by_key(|t| std::cmp::Reverse(blocked(t)));
+    let hidden = shown.len().saturating_sub(TABLE_ROWS);
+    let mut grid = Grid::new(vec![
+        key("thread"),
+        figure("running", 1),
+        figure("blocked", 0),
+        words("why (class time ×times)", 0),
+    ]);
+    for t in shown.iter().take(TABLE_ROWS) {
+        let why: Vec<String> = t
+            .blocking_classes
+            .iter()
+            .map(|c| format!("{} {} ×{}", c.class, duration(c.total_ns), c.count))
+            .collect();
+        let name = match &t.name {
+            Some(n) => format!("{} ({n})", t.tid),
+            None => t.tid.to_string(),
+        };
+        grid.row(vec![
+            name.into(),
+            duration(t.running_ns).into(),
+            duration(blocked(t)).into(),
+            why.join(", ").into(),
+        ]);
+    }
+    let title = format!(
+        "Why threads stopped: time blocked by class (every lock and condition wait; other calls that blocked at least {} µs)",
+        p.block_min_us
+    );
+    out.push_str(&wrap(&title, width, "", ""));
+    out.push_str(&grid.render(width));
+    more(out, hidden, "threads", width);
+    out.push('\n');
+}
+
+fn stacks_table(out: &mut String, p: &Process, width: usize) {
+    let mut grid = Grid::new(vec![
+        key("call"),
+        words("class", 2),
+        figure("times", 1),
+        figure("total", 0),
+        figure("max", 3),
+        words("at", 0),
+    ]);
+    for s in p.blocking_stacks.iter().take(TABLE_ROWS) {
+        grid.row(vec![
+            s.api.clone().into(),
+            s.class.clone().into(),
+            s.count.to_string().into(),
+            duration(s.total_ns).into(),
+            duration(s.max_ns).into(),
+            s.line.clone().into(),
+        ]);
+    }
+    let hidden = p.blocking_stacks.len().saturating_sub(TABLE_ROWS);
+    out.push_str(&wrap(
+        "Blocking call stacks, most time first",
+        width,
+        "",
+        "",
+    ));
+    out.push_str(&grid.render(width));
+    more(out, hidden, "stacks", width);
+    out.push('\n');
+}

@@ -1,0 +1,335 @@
+//! Why threads stopped: every blocking period (see `periods.rs`) gets a
+//! blocking class from its call stack (see `classes.rs`); per thread, the
+//! time and count per class and the time it was not blocked; per distinct
+//! blocking call stack, how often and how long threads blocked there; and
+//! the `blocking-under-lock` finding: a thread slept, polled or did I/O
+//! while holding a lock another thread was waiting for.
+
+use crate::classes::{Signatures, BUILT_IN};
+use crate::deadlocks::Ids;
+use crate::model::*;
+use crate::periods::{Blocker, Period};
+use crate::render::duration;
+use locksuit_format::reader::ThreadInfo;
+use locksuit_format::{THREAD_ENDED, THREAD_MAIN};
+use rustc_hash::FxHashMap;
+
+pub const FINDING_BLOCKING_UNDER_LOCK: &str = "blocking-under-lock";
+
+/// What the periods are read with.
+pub struct Inputs<'a> {
+    pub ids: &'a Ids<'a>,
+    pub threads: &'a [ThreadInfo],
+    /// When the shim started in the process: the main thread's start (its
+    /// record is made at its first recorded call).
+    pub start_ns: u64,
+    /// Where the lifetime of a thread that has not ended is measured to
+    /// (0: unknown, then the end of its last blocking period).
+    pub end_ns: u64,
+    pub lock_kind: &'a dyn Fn(u32) -> Option<LockKind>,
+    /// The call chain of a raw site, innermost first (empty if unknown).
+    pub chain: &'a dyn Fn(u32) -> Vec<Frame>,
+    pub signatures: &'a Signatures,
+}
+
+/// A period, classified: what the timeline and the tables show.
+#[derive(Clone, Copy, Debug)]
+pub struct Stop {
+    pub period: Period,
+    /// Index into [`Stops::classes`].
+    pub class: u16,
+    /// Index into [`Stops::stacks`].
+    pub stack: u32,
+}
+
+#[derive(Default)]
+pub struct Stops {
+    /// Class names, built-in ones first in their fixed order.
+    pub classes: Vec<String>,
+    pub by_thread: FxHashMap<u32, (u64, Vec<ClassTime>)>,
+    pub stacks: Vec<BlockingStack>,
+    pub stops: Vec<Stop>,
+    pub findings: Vec<Finding>,
+}
+
+/// The blocking function a period was in.
+fn api(p: &Period, inputs: &Inputs) -> &'static str {
+    match p.blocker {
+        Blocker::Call(call) => call.name(),
+        Blocker::Cond => "pthread_cond_wait",
+        Blocker::Lock => match (inputs.lock_kind)(p.object) {
+            Some(LockKind::Rwlock) => "pthread_rwlock_lock",
+            Some(LockKind::Spin) => "pthread_spin_lock",
+            Some(LockKind::Sem) => "sem_wait",
+            Some(LockKind::Barrier) => "pthread_barrier_wait",
+            _ => "pthread_mutex_lock",
+        },
+    }
+}
+
+pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
+    let last_end = periods.iter().map(|p| p.end).max().unwrap_or(0);
+    let mut out = Stops {
+        classes: BUILT_IN.iter().map(|c| c.to_string()).collect(),
+        ..Stops::default()
+    };
+    // One classification and one stack row per (call, descriptor kind, site).
+    let mut stack_of: FxHashMap<(&'static str, u8, u32), u32> = FxHashMap::default();
+    let mut stack_by_row: FxHashMap<(&'static str, u16, String), u32> = FxHashMap::default();
+    let mut per_thread: FxHashMap<(u32, u16), (u64, u64)> = FxHashMap::default();
+    for p in periods {
+        let api = api(&p, inputs);
+        let stack = *stack_of.entry((api, p.fd_kind, p.site)).or_insert_with(|| {
+            let chain = (inputs.chain)(p.site);
+            let functions: Vec<Option<&str>> =
+                chain.iter().map(|f| f.function.as_deref()).collect();
+            let class = inputs
+                .signatures
+                .classify(api, u32::from(p.fd_kind), &functions);
+            let class = match out.classes.iter().position(|c| c == class) {
+                Some(i) => i as u16,
+                None => {
+                    out.classes.push(class.to_string());
+                    (out.classes.len() - 1) as u16
+                }
+            };
+            let line = (inputs.ids.line)(p.site);
+            *stack_by_row
+                .entry((api, class, line.clone()))
+                .or_insert_with(|| {
+                    out.stacks.push(BlockingStack {
+                        api: api.to_string(),
+                        class: out.classes[class as usize].clone(),
+                        line,
+                        count: 0,
+                        total_ns: 0,
+                        max_ns: 0,
+                        threads: Vec::new(),
+                        stack: chain,
+                    });
+                    (out.stacks.len() - 1) as u32
+                })
+        });
+        let row = &mut out.stacks[stack as usize];
+        let ns = p.end - p.start;
+        row.count += 1;
+        row.total_ns += ns;
+        row.max_ns = row.max_ns.max(ns);
+        if !row.threads.contains(&p.tid) {
+            row.threads.push(p.tid);
+        }
+        let class = out
+            .classes
+            .iter()
+            .position(|c| *c == row.class)
+            .unwrap_or(0) as u16;
+        let t = per_thread.entry((p.tid, class)).or_default();
+        t.0 += 1;
+        t.1 += ns;
+        out.stops.push(Stop {
+            period: p,
+            class,
+            stack,
+        });
+    }
+    for t in inputs.threads.iter().filter(|t| t.record.tid != 0) {
+        let tid = t.record.tid;
+        let mut classes: Vec<ClassTime> = out
+            .classes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, class)| {
+                let &(count, total_ns) = per_thread.get(&(tid, i as u16))?;
+                Some(ClassTime {
+                    class: class.clone(),
+                    count,
+                    total_ns,
+                })
+            })
+            .collect();
+        classes.sort_by_key(|c| std::cmp::Reverse(c.total_ns));
+        let end = if t.record.flags & THREAD_ENDED != 0 {
+            t.record.end_ns
+        } else if inputs.end_ns != 0 {
+            inputs.end_ns
+        } else {
+            last_end
+        };
+        let start = if t.record.flags & THREAD_MAIN != 0 {
+            inputs.start_ns
+        } else {
+            t.record.start_ns
+        };
+        let lifetime = end.saturating_sub(start);
+        let blocked: u64 = classes.iter().map(|c| c.total_ns).sum();
+        out.by_thread
+            .insert(tid, (lifetime.saturating_sub(blocked), classes));
+    }
+    sort_stacks(&mut out);
+    out.findings = blocking_under_lock(&out, inputs);
+    out
+}
+
+/// Orders the stack rows by time blocked there, most first, and points
+/// every stop at its row again.
+fn sort_stacks(out: &mut Stops) {
+    let mut order: Vec<u32> = (0..out.stacks.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        out.stacks[b as usize]
+            .total_ns
+            .cmp(&out.stacks[a as usize].total_ns)
+    });
+    let mut new_of_old = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_of_old[old as usize] = new as u32;
+    }
+    let mut rows: Vec<Option<BlockingStack>> = std::mem::take(&mut out.stacks)
+        .into_iter()
+        .map(Some)
+        .collect();
+    out.stacks = order
+        .iter()
+        .filter_map(|&old| rows[old as usize].take())
+        .collect();
+    for stop in &mut out.stops {
+        stop.stack = new_of_old[stop.stack as usize];
+    }
+}
+
+/// What a thread did in a class, as a verb.
+fn verb(class: &str) -> &'static str {
+    match class {
+        "sleep" => "slept",
+        "io-file" | "io-net" => "did I/O",
+        "poll" => "polled",
+        _ => "blocked",
+    }
+}
+
+/// Threads that slept, polled or did I/O while holding a lock another
+/// thread was waiting for: one finding per (lock, blocking line, line that
+/// took the lock), with the waiting lines and how long they waited then.
+fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
+    // Lock waits by lock, for the overlap search.
+    let mut waits: FxHashMap<u32, Vec<&Period>> = FxHashMap::default();
+    for s in &out.stops {
+        if s.period.blocker == Blocker::Lock {
+            waits.entry(s.period.object).or_default().push(&s.period);
+        }
+    }
+    struct Group {
+        holder_tid: u32,
+        api: String,
+        class: String,
+        count: u64,
+        blocked_ns: u64,
+        waited_ns: u64,
+        waiters: Vec<u32>,
+        waiting_sites: Vec<u32>,
+    }
+    let mut groups: FxHashMap<(u32, u32, u32), Group> = FxHashMap::default();
+    for s in &out.stops {
+        let p = &s.period;
+        let class = out.classes[s.class as usize].as_str();
+        if !matches!(p.blocker, Blocker::Call(_)) || p.object == 0 || class == "sync" {
+            continue;
+        }
+        let mut waited = 0u64;
+        let mut found = Vec::new();
+        for w in waits.get(&p.object).into_iter().flatten() {
+            let overlap = p.end.min(w.end).saturating_sub(p.start.max(w.start));
+            if w.tid != p.tid && overlap > 0 {
+                waited += overlap;
+                found.push((w.tid, w.site));
+            }
+        }
+        if found.is_empty() {
+            continue;
+        }
+        let g = groups
+            .entry((p.object, p.site, p.other))
+            .or_insert_with(|| Group {
+                holder_tid: p.tid,
+                api: out.stacks[s.stack as usize].api.clone(),
+                class: class.to_string(),
+                count: 0,
+                blocked_ns: 0,
+                waited_ns: 0,
+                waiters: Vec::new(),
+                waiting_sites: Vec::new(),
+            });
+        g.count += 1;
+        g.blocked_ns += p.end - p.start;
+        g.waited_ns += waited;
+        for (tid, site) in found {
+            if !g.waiters.contains(&tid) {
+                g.waiters.push(tid);
+            }
+            if !g.waiting_sites.contains(&site) {
+                g.waiting_sites.push(site);
+            }
+        }
+    }
+    let ids = inputs.ids;
+    let mut findings: Vec<Finding> = groups
+        .into_iter()
+        .map(|((lock_raw, call_site, held_site), g)| {
+            let lock = (ids.lock)(lock_raw);
+            let kind = (inputs.lock_kind)(lock_raw).unwrap_or(LockKind::Unknown);
+            let lock_name = lock.map_or_else(|| "a lock".to_string(), |l| format!("{kind} {l}"));
+            let times = if g.count == 1 {
+                String::new()
+            } else {
+                format!(" ({} times)", g.count)
+            };
+            let waiting_lines: Vec<String> =
+                g.waiting_sites.iter().map(|&s| (ids.line)(s)).collect();
+            let others = match g.waiters.len() {
+                1 => format!("thread {} waited", thread(g.waiters[0], ids)),
+                n => format!("{n} threads waited"),
+            };
+            let message = format!(
+                "{} {} {} in {}{times} at {} while holding {lock_name} (taken at {}); meanwhile {others} {} for it at {}: release the lock before the slow call, or move the call out of the critical section.",
+                thread_word(g.holder_tid, ids),
+                verb(&g.class),
+                duration(g.blocked_ns),
+                g.api,
+                (ids.line)(call_site),
+                (ids.line)(held_site),
+                duration(g.waited_ns),
+                waiting_lines.join(", "),
+            );
+            let mut sites: Vec<SiteId> = std::iter::once(held_site)
+                .chain(std::iter::once(call_site))
+                .chain(g.waiting_sites.iter().copied())
+                .filter_map(|raw| (ids.site)(raw))
+                .collect();
+            sites.dedup();
+            Finding {
+                kind: FINDING_BLOCKING_UNDER_LOCK,
+                lock,
+                sites,
+                message,
+                engagements: g.count,
+                wait_ns: g.waited_ns,
+                locks: lock.into_iter().collect(),
+                family: None,
+                family_size: None,
+                cycle: Vec::new(),
+            }
+        })
+        .collect();
+    findings.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.message.cmp(&b.message)));
+    findings
+}
+
+fn thread(tid: u32, ids: &Ids) -> String {
+    match (ids.thread_name)(tid) {
+        Some(name) => format!("{tid} ({name})"),
+        None => tid.to_string(),
+    }
+}
+
+fn thread_word(tid: u32, ids: &Ids) -> String {
+    format!("Thread {}", thread(tid, ids))
+}

@@ -1,0 +1,234 @@
+//! Exported hooks for blocking calls beyond the lock API: sleeps, polls,
+//! waits for signals and children, file and socket I/O. Each one times the
+//! real call and, only if it blocked at least `LOCKSUIT_BLOCK_MIN_US`,
+//! enters the guard and records it (see `recorder::call_blocked`);
+//! otherwise it costs two timestamps. Return values, errno and `EINTR` are
+//! the real call's own.
+//!
+//! Calls with up to four arguments come through the caller-passing
+//! trampoline of the lock hooks; the rest (select, pselect, epoll_pwait,
+//! recvfrom, sendto) find their caller by unwinding, which they do only
+//! when they record.
+//!
+//! Calls that glibc makes internally (`fread` reaching `read`, `sleep`
+//! reaching `nanosleep`) do not go through the dynamic linker and are not
+//! seen twice; the program's own calls through stdio are not seen at all.
+
+use crate::guard::{self, HookGuard};
+use crate::real::real;
+use crate::recorder::{self, CallFrom, Caller, Stamp};
+use crate::{config, lifecycle};
+use core::ffi::{c_char, c_int, c_uint, c_void};
+use libc::{clockid_t, epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t};
+use libc::{pid_t, pollfd, rusage, siginfo_t, sigset_t, size_t, sockaddr, socklen_t, ssize_t};
+use libc::{timespec, timeval};
+use locksuit_format::BlockingCall;
+
+/// Runs `real`, timed; records it if it blocked long enough. The call
+/// that did not block (most of them) costs two timestamps and a compare:
+/// no guard, no thread state, nothing written.
+#[inline(always)]
+fn timed<R>(call: BlockingCall, from: CallFrom, fd: Option<c_int>, real: impl FnOnce() -> R) -> R {
+    let started = Stamp::now();
+    let result = real();
+    let ended = Stamp::now();
+    if started.at_least(ended, config::block_min_ns()) {
+        blocked(call, from, fd, (started, ended));
+    }
+    result
+}
+
+/// A call that blocked long enough: recorded, unless the shim cannot
+/// record on this thread now. A signal handler's call made while the shim
+/// was busy on the same thread is counted as dropped (and said once).
+#[cold]
+#[inline(never)]
+fn blocked(
+    call: BlockingCall,
+    from: CallFrom,
+    fd: Option<c_int>,
+    (started, ended): (Stamp, Stamp),
+) {
+    let _errno = crate::diag::ErrnoGuard::save();
+    match HookGuard::enter_quietly() {
+        Some(guard) => {
+            recorder::call_blocked(&guard, call, from, fd, (started.ns(), ended.ns()));
+        }
+        None if guard::nested_in_bookkeeping() => lifecycle::nested_call_passed_through(),
+        None => {}
+    }
+}
+
+/// The result of a call whose real function cannot be had (only while
+/// this thread is resolving symbols): what a missing function would mean.
+fn enosys<R: From<i8>>() -> R {
+    // SAFETY: errno is this thread's own.
+    unsafe { *libc::__errno_location() = libc::ENOSYS };
+    R::from(-1)
+}
+
+/// A hook whose trampoline passes the caller: `$regs` names the two
+/// registers after the arguments on each architecture.
+macro_rules! call_hook {
+    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $handler:ident,
+     x86_64: $x86:tt, aarch64: $arm:tt, real: $real:ident, call: $call:ident,
+     fd: $fd:expr, unresolved: $fallback:expr) => {
+        export_with_caller!($name($($arg: $ty),*) -> $ret => $handler, x86_64: $x86, aarch64: $arm);
+        unsafe extern "C-unwind" fn $handler($($arg: $ty,)* caller: usize, sp: usize) -> $ret {
+            let f = real_or!($real, $fallback);
+            let from = CallFrom::Caller(Caller::new(caller, sp));
+            // SAFETY: forwarding the caller's arguments unchanged.
+            timed(BlockingCall::$call, from, $fd, || unsafe { f($($arg),*) })
+        }
+    };
+}
+
+/// A hook with too many arguments for a trampoline: its caller is found
+/// by unwinding past it when it records.
+macro_rules! unwound_call_hook {
+    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, real: $real:ident, call: $call:ident,
+     fd: $fd:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
+            let f = real_or!($real, enosys());
+            let from = CallFrom::Hook($name as *const () as usize as u64);
+            // SAFETY: forwarding the caller's arguments unchanged.
+            timed(BlockingCall::$call, from, $fd, || unsafe { f($($arg),*) })
+        }
+    };
+}
+
+// ----------------------------------------------------------------- sleeps
+
+call_hook!(nanosleep(req: *const timespec, rem: *mut timespec) -> c_int => nanosleep_handler,
+    x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"), real: nanosleep, call: Nanosleep, fd: None,
+    unresolved: enosys());
+// Returns an error number, not -1 and errno.
+call_hook!(clock_nanosleep(clock: clockid_t, flags: c_int, req: *const timespec, rem: *mut timespec) -> c_int
+    => clock_nanosleep_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"),
+    real: clock_nanosleep, call: ClockNanosleep, fd: None, unresolved: libc::ENOSYS);
+call_hook!(usleep(usec: c_uint) -> c_int => usleep_handler,
+    x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: usleep, call: Usleep, fd: None,
+    unresolved: enosys());
+// Returns the seconds left unslept: all of them, if it could not sleep.
+call_hook!(sleep(seconds: c_uint) -> c_uint => sleep_handler,
+    x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: sleep, call: Sleep, fd: None,
+    unresolved: seconds);
+
+// ------------------------------------------------------------------ polls
+
+call_hook!(poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int => poll_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: poll, call: Poll, fd: None,
+    unresolved: enosys());
+call_hook!(ppoll(fds: *mut pollfd, n: nfds_t, timeout: *const timespec, mask: *const sigset_t) -> c_int
+    => ppoll_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: ppoll, call: Ppoll,
+    fd: None, unresolved: enosys());
+unwound_call_hook!(select(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, timeout: *mut timeval) -> c_int,
+    real: select, call: Select, fd: None);
+unwound_call_hook!(pselect(n: c_int, r: *mut fd_set, w: *mut fd_set, e: *mut fd_set, timeout: *const timespec, mask: *const sigset_t) -> c_int,
+    real: pselect, call: Pselect, fd: None);
+call_hook!(epoll_wait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int) -> c_int
+    => epoll_wait_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: epoll_wait,
+    call: EpollWait, fd: None, unresolved: enosys());
+unwound_call_hook!(epoll_pwait(epfd: c_int, events: *mut epoll_event, max: c_int, timeout: c_int, mask: *const sigset_t) -> c_int,
+    real: epoll_pwait, call: EpollPwait, fd: None);
+
+// ------------------------------------------------- signals and children
+
+// Returns an error number, not -1 and errno.
+call_hook!(sigwait(set: *const sigset_t, sig: *mut c_int) -> c_int => sigwait_handler,
+    x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"), real: sigwait, call: Sigwait, fd: None,
+    unresolved: libc::ENOSYS);
+call_hook!(sigwaitinfo(set: *const sigset_t, info: *mut siginfo_t) -> c_int => sigwaitinfo_handler,
+    x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"), real: sigwaitinfo, call: Sigwaitinfo,
+    fd: None, unresolved: enosys());
+call_hook!(sigtimedwait(set: *const sigset_t, info: *mut siginfo_t, timeout: *const timespec) -> c_int
+    => sigtimedwait_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: sigtimedwait,
+    call: Sigtimedwait, fd: None, unresolved: enosys());
+call_hook!(waitpid(pid: pid_t, status: *mut c_int, options: c_int) -> pid_t => waitpid_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: waitpid, call: Waitpid, fd: None,
+    unresolved: enosys());
+call_hook!(wait4(pid: pid_t, status: *mut c_int, options: c_int, usage: *mut rusage) -> pid_t
+    => wait4_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: wait4, call: Wait4,
+    fd: None, unresolved: enosys());
+call_hook!(wait(status: *mut c_int) -> pid_t => wait_handler,
+    x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: wait, call: Wait, fd: None,
+    unresolved: enosys());
+call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_int) -> c_int
+    => waitid_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: waitid, call: Waitid,
+    fd: None, unresolved: enosys());
+
+// -------------------------------------------------------- file descriptors
+
+call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t => write_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: write, call: Write, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(pread64(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread64_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(pwrite64(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite64_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => readv_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: readv, call: Readv, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => writev_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: writev, call: Writev, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(fsync(fd: c_int) -> c_int => fsync_handler,
+    x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: fsync, call: Fsync, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(fdatasync(fd: c_int) -> c_int => fdatasync_handler,
+    x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: fdatasync, call: Fdatasync,
+    fd: Some(fd), unresolved: enosys());
+// Variadic in C: `mode` is read (as the real call does) only with O_CREAT
+// or O_TMPFILE; otherwise it is whatever the register held, passed on unread.
+call_hook!(open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
+    unresolved: enosys());
+call_hook!(open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open64_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
+    unresolved: enosys());
+call_hook!(openat(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
+    unresolved: enosys());
+call_hook!(openat64(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat64_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
+    unresolved: enosys());
+
+// ------------------------------------------------------------------ sockets
+
+call_hook!(recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t => recv_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: recv, call: Recv, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t => send_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: send, call: Send, fd: Some(fd),
+    unresolved: enosys());
+unwound_call_hook!(recvfrom(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t,
+    real: recvfrom, call: Recvfrom, fd: Some(fd));
+unwound_call_hook!(sendto(fd: c_int, buf: *const c_void, n: size_t, flags: c_int, to: *const sockaddr, len: socklen_t) -> ssize_t,
+    real: sendto, call: Sendto, fd: Some(fd));
+call_hook!(recvmsg(fd: c_int, msg: *mut msghdr, flags: c_int) -> ssize_t => recvmsg_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: recvmsg, call: Recvmsg, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(sendmsg(fd: c_int, msg: *const msghdr, flags: c_int) -> ssize_t => sendmsg_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: sendmsg, call: Sendmsg, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(accept(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> c_int => accept_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: accept, call: Accept, fd: Some(fd),
+    unresolved: enosys());
+call_hook!(accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c_int) -> c_int
+    => accept4_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: accept4,
+    call: Accept4, fd: Some(fd), unresolved: enosys());
+call_hook!(connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int => connect_handler,
+    x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: connect, call: Connect, fd: Some(fd),
+    unresolved: enosys());

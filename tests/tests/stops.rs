@@ -1,0 +1,289 @@
+//! Why threads stop: blocking classes per thread against what the program
+//! measured itself (tests/c/stops.c), blocking call stacks, a user's
+//! signature file, the `blocking-under-lock` finding, and the blocking-call
+//! hooks' return values and errno (tests/c/call_semantics.c).
+
+use locksuit_tests::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// One recorded run of stops.c: its trace and what it measured.
+struct Run {
+    dir: PathBuf,
+    stdout: String,
+}
+
+fn run_stops(tag: &str) -> Run {
+    let bin = build_c("stops");
+    let dir = fresh_dir(tag);
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "stops");
+    Run {
+        dir,
+        stdout: stdout_str(&out),
+    }
+}
+
+impl Run {
+    fn measured(&self, key: &str) -> u64 {
+        stdout_value(&self.stdout, key).parse().unwrap()
+    }
+
+    fn report(&self, extra: &[&str]) -> Value {
+        let mut args = vec!["report", self.dir.to_str().unwrap(), "--format", "json"];
+        args.extend_from_slice(extra);
+        let out = run_locksuit(&args);
+        assert_success(&out, "locksuit report");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn thread<'a>(p: &'a Value, name: &str) -> &'a Value {
+    arr(p, "threads")
+        .iter()
+        .find(|t| t["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no thread {name}: {}", p["threads"]))
+}
+
+fn main_thread(p: &Value) -> &Value {
+    arr(p, "threads")
+        .iter()
+        .find(|t| t["main"].as_bool() == Some(true))
+        .unwrap()
+}
+
+/// A thread's recorded time in `class` (0 if none).
+fn class_ns(t: &Value, class: &str) -> u64 {
+    arr(t, "blocking_classes")
+        .iter()
+        .find(|c| c["class"].as_str() == Some(class))
+        .map_or(0, |c| u64_of(c, "total_ns"))
+}
+
+fn within_tenth(reported: u64, measured: u64, what: &str) {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    assert!(
+        reported.abs_diff(measured) <= measured / 10,
+        "{what}: {:.2} ms reported, the program measured {:.2} ms (±10 % allowed)",
+        ms(reported),
+        ms(measured)
+    );
+}
+
+#[test]
+fn each_class_total_matches_what_the_program_measured() {
+    let run = run_stops("stops-classes");
+    let report = run.report(&[]);
+    let p = only_process(&report);
+    let cases = [
+        ("holder", "sleep", "holder_sleep_ns"),
+        ("locker", "sync", "locker_wait_ns"),
+        ("condwaiter", "sync", "cond_wait_ns"),
+        ("reader", "io-file", "read_ns"),
+        ("poller", "poll", "poll_ns"),
+        ("quiet", "sleep", "quiet_sleep_ns"),
+    ];
+    for (name, class, key) in cases {
+        let t = thread(p, name);
+        within_tenth(
+            class_ns(t, class),
+            run.measured(key),
+            &format!("{name} {class}"),
+        );
+        // Nothing else kept it waiting.
+        assert_eq!(arr(t, "blocking_classes").len(), 1, "{name}: {t}");
+    }
+    let main = main_thread(p);
+    within_tenth(
+        class_ns(main, "sleep"),
+        run.measured("main_sleep_ns"),
+        "main sleep",
+    );
+    within_tenth(
+        class_ns(main, "sync"),
+        run.measured("main_join_ns"),
+        "main join",
+    );
+    // Running time is what is left of the thread's life: far less than it
+    // blocked, for threads that do nothing but block.
+    let holder = thread(p, "holder");
+    assert!(
+        u64_of(holder, "running_ns") < class_ns(holder, "sleep") / 10,
+        "{holder}"
+    );
+}
+
+#[test]
+fn blocking_stacks_name_the_call_its_line_and_its_callers() {
+    let run = run_stops("stops-stacks");
+    let report = run.report(&[]);
+    let p = only_process(&report);
+    let stacks = arr(p, "blocking_stacks");
+    let row = |api: &str, line_marker: &str| -> &Value {
+        let line = format!("stops.c:{}", line_of("stops.c", line_marker));
+        stacks
+            .iter()
+            .find(|s| s["api"].as_str() == Some(api) && str_of(s, "line").contains(&line))
+            .unwrap_or_else(|| panic!("no {api} stack at {line}: {stacks:#?}"))
+    };
+    let read = row("read", "marker: reader reads");
+    assert_eq!(str_of(read, "class"), "io-file");
+    assert_eq!(u64_of(read, "count"), 1);
+    within_tenth(
+        u64_of(read, "total_ns"),
+        run.measured("read_ns"),
+        "read stack",
+    );
+    let functions: Vec<&str> = arr(read, "stack")
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    let wrapper = functions.iter().position(|f| *f == "wait_for_data");
+    let caller = functions.iter().position(|f| *f == "reader");
+    assert!(
+        matches!((wrapper, caller), (Some(w), Some(c)) if w < c),
+        "innermost first: {functions:?}"
+    );
+    assert_eq!(str_of(row("poll", "marker: poller polls"), "class"), "poll");
+    assert_eq!(
+        str_of(row("pthread_mutex_lock", "marker: locker waits"), "class"),
+        "sync"
+    );
+    assert_eq!(
+        str_of(row("pthread_cond_wait", "marker: cond wait"), "class"),
+        "sync"
+    );
+    let join = row("pthread_join", "marker: main joins");
+    within_tenth(
+        u64_of(join, "total_ns"),
+        run.measured("main_join_ns"),
+        "joins",
+    );
+    // Sorted by total time, most first.
+    let totals: Vec<u64> = stacks.iter().map(|s| u64_of(s, "total_ns")).collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
+
+    // The text report shows both tables.
+    let text = run_locksuit(&["report", run.dir.to_str().unwrap(), "--width", "100"]);
+    let text = stdout_str(&text);
+    assert!(text.contains("Why threads stopped"), "{text}");
+    assert!(text.contains("Blocking call stacks"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+}
+
+#[test]
+fn a_signature_file_reclassifies_a_wrappers_blocks() {
+    let run = run_stops("stops-signatures");
+    let file = run.dir.join("classes.txt");
+    std::fs::write(&file, "# our own\ndatabase = *wait_for_data*\n").unwrap();
+    for report in [
+        run.report(&["--classes", file.to_str().unwrap()]),
+        report_with_env(&run.dir, &file),
+    ] {
+        let p = only_process(&report);
+        let reader = thread(p, "reader");
+        within_tenth(
+            class_ns(reader, "database"),
+            run.measured("read_ns"),
+            "database",
+        );
+        assert_eq!(class_ns(reader, "io-file"), 0, "{reader}");
+        // Other threads' reads and sleeps keep their built-in classes.
+        assert!(class_ns(thread(p, "holder"), "sleep") > 0);
+    }
+    // A malformed file is one clear line naming it and the line, exit 2.
+    std::fs::write(&file, "database = *wait_for_data*\nnot a rule\n").unwrap();
+    let out = run_locksuit(&[
+        "report",
+        run.dir.to_str().unwrap(),
+        "--classes",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:2:", file.display())), "{err}");
+}
+
+fn report_with_env(dir: &Path, classes: &Path) -> Value {
+    let mut cmd = std::process::Command::new(locksuit_path());
+    cmd.args(["report", dir.to_str().unwrap(), "--format", "json"])
+        .env("LOCKSUIT_CLASSES", classes)
+        .env_remove("LD_PRELOAD");
+    let out = run_captured(cmd);
+    assert_success(&out, "locksuit report with LOCKSUIT_CLASSES");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn sleeping_while_holding_a_lock_another_thread_wants_is_a_finding() {
+    let run = run_stops("stops-under-lock");
+    let report = run.report(&[]);
+    let p = only_process(&report);
+    let found: Vec<&Value> = findings(p)
+        .iter()
+        .filter(|f| str_of(f, "kind") == "blocking-under-lock")
+        .collect();
+    // Only `shared`: `alone` was slept on too, but nobody waited for it.
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = found[0];
+    let message = str_of(f, "message");
+    for marker in [
+        "marker: holder takes shared",
+        "marker: holder sleeps",
+        "marker: locker waits",
+    ] {
+        let line = format!("stops.c:{}", line_of("stops.c", marker));
+        assert!(message.contains(&line), "{line} not in: {message}");
+    }
+    assert!(
+        message.contains("nanosleep") && message.contains("&shared"),
+        "{message}"
+    );
+    let lock = lock_by_id(p, str_of(f, "lock"));
+    assert!(str_of(lock, "id").contains("shared"), "{lock}");
+    // What it cost: about the locker's wait.
+    within_tenth(
+        u64_of(f, "wait_ns"),
+        run.measured("locker_wait_ns"),
+        "waited under the sleep",
+    );
+}
+
+#[test]
+fn blocking_call_hooks_return_what_the_c_library_returns() {
+    let bin = build_c("call_semantics");
+    let dir = fresh_dir("call-semantics");
+    let scratch = dir.canonicalize().unwrap();
+    let scratch = scratch.to_str().unwrap();
+    let plain = run_plain(&bin, &[scratch]);
+    assert_success(&plain, "call_semantics without the shim");
+    let traced = run_under_shim(&bin, &[scratch], &dir);
+    assert_success(&traced, "call_semantics under the shim");
+    assert_eq!(
+        stdout_str(&traced),
+        stdout_str(&plain),
+        "same results, errno included"
+    );
+    assert!(traced.stderr.is_empty(), "{}", describe(&traced));
+    // And the calls that blocked were recorded: the interrupted read, the
+    // restarted one, the sleeps, the polls.
+    let report = report_json(&[&dir], None);
+    let p = processes(&report)
+        .iter()
+        .find(|p| p["fork_child"].as_bool() == Some(false))
+        .expect("the parent's trace");
+    let apis: Vec<&str> = arr(p, "blocking_stacks")
+        .iter()
+        .map(|s| str_of(s, "api"))
+        .collect();
+    for api in [
+        "read",
+        "nanosleep",
+        "sleep",
+        "poll",
+        "select",
+        "sigtimedwait",
+    ] {
+        assert!(apis.contains(&api), "{api} not recorded: {apis:?}");
+    }
+}
