@@ -17,7 +17,7 @@ shim=$root/target/release/libsyncshim.so
 [ -e "$shim" ] || { echo "bench.sh: build first: cargo build --release" >&2; exit 2; }
 out=$root/target/bench
 mkdir -p "$out"
-for b in uncontended contended pingpong create_join cells; do
+for b in uncontended contended pingpong create_join cells io; do
   ${CC:-cc} -O2 -pthread -o "$out/$b" "$root/bench/$b.c"
 done
 traces=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-bench.XXXXXX")
@@ -57,7 +57,7 @@ bench() {
     'BEGIN { printf "| %s | %s | %s | %s (%.2fx) | %s (%.2fx) | %.1f | %.1f |\n", l, u, p, d, d / p, a, a / p, bd / o, ba / o }'
 }
 
-pairs=1000000; ops=1000000; rounds=50000; creates=10000; sweeps=20
+pairs=1000000; ops=1000000; rounds=50000; creates=10000; sweeps=20; iocalls=1000000
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "machine: $(nproc) cores, $cpu; $runs interleaved runs, medians; ratios are to the plain run"
 echo
@@ -69,6 +69,8 @@ bench "one lock, 4 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 4 
 bench "condvar ping-pong" "ns/round trip" "$((6 * rounds))" "$out/pingpong" "$rounds"
 bench "thread create+join" "ns/thread" "$creates" "$out/create_join" "$creates"
 bench "fine-grained cells (65,536 locks), 2 threads" "ns/op" "$((2 * 65536 * sweeps))" "$out/cells" 2 "$sweeps"
+bench "4 KiB write+read through a pipe (never blocks)" "ns/call" "$iocalls" "$out/io" pipe "$iocalls"
+bench "4 KiB pwrite+pread of a file (page cache)" "ns/call" "$iocalls" "$out/io" file "$iocalls" "$traces"
 echo
 echo "Trace bytes include the fixed part (header, tables, per-thread blocks),"
 echo "so short runs show more bytes per operation than long ones. Full tracing"

@@ -381,14 +381,22 @@ pub fn analyze(
         findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
         findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
         // Why threads stopped, and who slept holding a lock others wanted.
+        let raw_sites: FxHashMap<u32, usize> = trace
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id, i))
+            .collect();
+        let symbolizer = std::cell::RefCell::new(&mut *symbolizer);
         let chain = |raw: u32| -> Vec<Frame> {
-            let Some(&index) = site_index_of_raw.get(&raw) else {
+            let Some(s) = raw_sites.get(&raw).map(|&i| &trace.sites[i]) else {
                 return Vec::new();
             };
-            match site_number.get(index).copied().flatten() {
-                Some(site) => sites[site.index()].call_chain.clone(),
-                None => chains[index].clone(),
-            }
+            let mut symbolizer = symbolizer.borrow_mut();
+            s.frames
+                .iter()
+                .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, s.module_epoch))
+                .collect()
         };
         let lock_kind = |raw: u32| lock_of(raw).map(|l| locks[l.index()].kind);
         let mut stops = crate::stops::build(
@@ -528,6 +536,7 @@ pub fn analyze(
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
         blocking_stacks: std::mem::take(&mut stops.stacks),
+        timeline: std::mem::take(&mut stops.timeline),
         blocked,
         warnings,
         streams,

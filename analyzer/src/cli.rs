@@ -36,6 +36,10 @@ Reading the report:
   high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)
   asymmetric-contention  locks taken at one line whose contention differs by --asymmetry x
   over-synchronization   a lock taken --over-sync-per-sec times a second that never contends
+  blocking-under-lock    a thread slept, polled or did I/O holding a lock another thread wanted
+  blocking classes   why threads stopped: sync, sleep, io-file, io-net, poll, other, or
+                     your own (--classes FILE: `class = glob` lines matched against the
+                     blocking call and its stack's functions, most specific first)
   sharing ratio      how evenly a lock's threads engage it: 0 = one thread, 1 = evenly
                      (the others' share over the most it can be, 1 - 1/threads)
   names              &variable for a lock in a variable, else the line that made it
@@ -48,6 +52,9 @@ Environment:
   LOCKSUIT_EVENTS       contended (default): events for contended operations; all: every one
   LOCKSUIT_FLIGHT       1: once the trace is full, overwrite the oldest events (keep the end)
   LOCKSUIT_CLOCK        auto (default): calibrated invariant TSC where safe; monotonic
+  LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it
+                        blocked this long (default 50)
+  LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
 
 Exit status:
   0  success
@@ -94,6 +101,13 @@ enum Command {
     /// default recording mode writes events for contended operations only; record with
     /// LOCKSUIT_EVENTS=all to see every acquisition and release.
     Events(EventsArgs),
+    /// Export the timeline of every blocking period for other tools.
+    ///
+    /// --format chrome writes Chrome trace-event JSON, which Perfetto (ui.perfetto.dev)
+    /// and chrome://tracing open: one track per thread, one slice per blocking period
+    /// (category: its blocking class; arguments: its line, lock and call stack), and a
+    /// flow arrow from the thread that released a lock to the wait it ended.
+    Export(ExportArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -104,6 +118,10 @@ enum Format {
     Json,
     /// One screen: processes recorded, findings by kind, processes with findings.
     Summary,
+    /// One self-contained page (use -o FILE): per-thread timelines of running and
+    /// blocked time by class, with tooltips and handoffs; time per class; blocking call
+    /// stacks; findings; the text report's tables.
+    Html,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -202,6 +220,26 @@ struct EventsArgs {
     output: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportFormat {
+    /// Chrome trace-event JSON (Perfetto, chrome://tracing).
+    Chrome,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// Trace files or directories of traces (default: as for `report`).
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "chrome")]
+    format: ExportFormat,
+    /// Blocking classes of your own (as for `report --classes`).
+    #[arg(long, value_name = "FILE")]
+    classes: Option<PathBuf>,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
 #[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
@@ -275,14 +313,7 @@ impl ReportOptions {
     }
 
     fn limits(&self) -> Result<Limits, InputError> {
-        let classes = self
-            .classes
-            .clone()
-            .or_else(|| std::env::var_os("LOCKSUIT_CLASSES").map(PathBuf::from));
-        let signatures = match classes {
-            Some(path) => crate::classes::Signatures::load(&path).map_err(InputError)?,
-            None => crate::classes::Signatures::default(),
-        };
+        let signatures = signatures(self.classes.clone())?;
         Ok(Limits {
             threshold: self.threshold,
             long_hold_ns: self.long_hold_ms.saturating_mul(1_000_000),
@@ -383,6 +414,20 @@ fn print_format(
                 out.write_all(text.as_bytes())
             })
         }
+        Format::Html => {
+            let page = render::html::render(
+                report,
+                &render::text::TextOptions {
+                    sort: options.sort,
+                    columns: options.columns,
+                    width: options.width.unwrap_or(120),
+                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                },
+            );
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(page.as_bytes())
+            })
+        }
         Format::Json => {
             if let Some(top) = options.top {
                 for p in &mut report.processes {
@@ -440,6 +485,47 @@ fn report(args: ReportArgs) -> i32 {
             eprintln!("locksuit: {e}");
             EXIT_USAGE
         }
+    }
+}
+
+fn export(args: ExportArgs) -> i32 {
+    let limits = signatures(args.classes.clone()).map(|signatures| Limits {
+        signatures: std::sync::Arc::new(signatures),
+        ..Limits::default()
+    });
+    let written = limits
+        .and_then(|limits| {
+            build_report(
+                &args.paths,
+                &Selection::default(),
+                &limits,
+                &StreamFilter::Off,
+            )
+        })
+        .and_then(|report| match args.format {
+            ExportFormat::Chrome => {
+                let trace = render::chrome::render(&report);
+                write_out(args.output.as_deref(), |out| {
+                    serde_json::to_writer(&mut *out, &trace)?;
+                    out.write_all(b"\n")
+                })
+            }
+        });
+    match written {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The user's blocking-class signatures: `--classes FILE`, else
+/// `$LOCKSUIT_CLASSES`, else none.
+fn signatures(file: Option<PathBuf>) -> Result<crate::classes::Signatures, InputError> {
+    match file.or_else(|| std::env::var_os("LOCKSUIT_CLASSES").map(PathBuf::from)) {
+        Some(path) => crate::classes::Signatures::load(&path).map_err(InputError),
+        None => Ok(crate::classes::Signatures::default()),
     }
 }
 
@@ -589,6 +675,7 @@ pub fn main() -> i32 {
         Command::Report(args) => report(args),
         Command::Run(args) => run(args),
         Command::Events(args) => events(args),
+        Command::Export(args) => export(args),
     }
 }
 

@@ -133,6 +133,9 @@ pub struct Process {
     pub block_min_us: u32,
     /// Every distinct blocking call stack, most time first.
     pub blocking_stacks: Vec<BlockingStack>,
+    /// Every blocking period (HTML and Chrome trace only).
+    #[serde(skip)]
+    pub timeline: Timeline,
     /// Who blocked whom: one row per (lock, blocker, blocked thread); the
     /// blocker held the lock while the blocked thread waited for it.
     pub blocking: Vec<Blocking>,
@@ -289,6 +292,49 @@ pub struct ClassTime {
     pub class: String,
     pub count: u64,
     pub total_ns: u64,
+}
+
+/// Every blocking period, for the HTML timeline and the Chrome export. Not
+/// in the JSON report: a run can have millions.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    /// Class names; periods refer to them by index.
+    pub classes: Vec<String>,
+    /// One per recorded thread: its life, since the process's start.
+    pub lanes: Vec<Lane>,
+    /// By thread (in `lanes` order), then by start.
+    pub periods: Vec<TimelinePeriod>,
+    /// Lines where the lock a period waited for had been taken by the
+    /// thread that released it; periods refer to them by index.
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Lane {
+    pub tid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// One blocking period. Times are since the process's start.
+#[derive(Debug, Clone, Copy)]
+pub struct TimelinePeriod {
+    pub tid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Index into [`Timeline::classes`].
+    pub class: u16,
+    /// Index into the process's `blocking_stacks`.
+    pub stack: u32,
+    /// Lock waits: the lock waited for.
+    pub lock: Option<LockId>,
+    /// Lock waits: the thread whose release let this one in (0: unknown)
+    /// and the line where it had taken the lock (index into
+    /// [`Timeline::lines`]).
+    pub released_by: u32,
+    pub released_at: Option<u32>,
+    /// A timed lock wait that gave up.
+    pub timed_out: bool,
 }
 
 /// One distinct blocking call stack: the call it blocked in, and how

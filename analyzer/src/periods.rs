@@ -37,17 +37,36 @@ pub struct Period {
     pub fd_kind: u8,
     /// A timed lock wait that gave up.
     pub timed_out: bool,
+    /// Lock waits: the thread whose release let this one in, and the raw
+    /// site where it had taken the lock (0: not known).
+    pub released_by: (u32, u32),
 }
 
 /// Collects the periods as the events go by.
 #[derive(Default)]
 pub struct Collector {
     pub periods: Vec<Period>,
+    /// Releases that found waiters, by (lock, sequence after them), until
+    /// the acquisition they let in is seen (a release is written before the
+    /// acquisition it ends; the merged stream keeps that order).
+    releases: rustc_hash::FxHashMap<(u32, u32), (u32, u32)>,
 }
+
+/// Most releases kept waiting for their acquisition: one whose acquisition
+/// was never recorded must not be kept forever.
+const RELEASES_KEPT: usize = 1 << 16;
 
 impl Collector {
     pub fn event(&mut self, e: &EventRecord) {
         let kind = e.hdr.aux & 0xff;
+        if kind == EVENT_RELEASED && e.other > 0 {
+            if self.releases.len() >= RELEASES_KEPT {
+                self.releases.clear();
+            }
+            self.releases
+                .insert((e.lock_id, e.seq2), (e.tid, e.site_id));
+            return;
+        }
         let (blocker, other, fd_kind) = match kind {
             EVENT_BLOCKED | EVENT_TIMED_OUT => (Blocker::Lock, e.other, 0),
             EVENT_COND_WAIT => (Blocker::Cond, 0, 0),
@@ -56,6 +75,11 @@ impl Collector {
                 None => return, // a call this analyzer does not know
             },
             _ => return,
+        };
+        let released_by = if kind == EVENT_BLOCKED {
+            self.releases.remove(&(e.lock_id, e.seq2)).unwrap_or((0, 0))
+        } else {
+            (0, 0)
         };
         self.periods.push(Period {
             tid: e.tid,
@@ -67,6 +91,7 @@ impl Collector {
             other,
             fd_kind,
             timed_out: kind == EVENT_TIMED_OUT,
+            released_by,
         });
     }
 }

@@ -27,7 +27,8 @@ pub struct Inputs<'a> {
     /// (0: unknown, then the end of its last blocking period).
     pub end_ns: u64,
     pub lock_kind: &'a dyn Fn(u32) -> Option<LockKind>,
-    /// The call chain of a raw site, innermost first (empty if unknown).
+    /// The call chain of a raw site (its own, not its line's first),
+    /// innermost first; empty if unknown.
     pub chain: &'a dyn Fn(u32) -> Vec<Frame>,
     pub signatures: &'a Signatures,
 }
@@ -50,6 +51,7 @@ pub struct Stops {
     pub stacks: Vec<BlockingStack>,
     pub stops: Vec<Stop>,
     pub findings: Vec<Finding>,
+    pub timeline: Timeline,
 }
 
 /// The blocking function a period was in.
@@ -75,7 +77,9 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
     };
     // One classification and one stack row per (call, descriptor kind, site).
     let mut stack_of: FxHashMap<(&'static str, u8, u32), u32> = FxHashMap::default();
-    let mut stack_by_row: FxHashMap<(&'static str, u16, String), u32> = FxHashMap::default();
+    // Rows are distinct call stacks: the line and every frame above it.
+    let mut stack_by_row: FxHashMap<(&'static str, u16, String, String), u32> =
+        FxHashMap::default();
     let mut per_thread: FxHashMap<(u32, u16), (u64, u64)> = FxHashMap::default();
     for p in periods {
         let api = api(&p, inputs);
@@ -94,8 +98,12 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
                 }
             };
             let line = (inputs.ids.line)(p.site);
+            let frames: String = chain
+                .iter()
+                .map(|f| format!("{:?}@{:?}:{:?};", f.function, f.path, f.line))
+                .collect();
             *stack_by_row
-                .entry((api, class, line.clone()))
+                .entry((api, class, line.clone(), frames))
                 .or_insert_with(|| {
                     out.stacks.push(BlockingStack {
                         api: api.to_string(),
@@ -167,7 +175,73 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
     }
     sort_stacks(&mut out);
     out.findings = blocking_under_lock(&out, inputs);
+    out.timeline = timeline(&out, inputs, last_end);
     out
+}
+
+/// The periods on a time axis from the process's start, lane by lane.
+fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
+    let since = |ns: u64| ns.saturating_sub(inputs.start_ns);
+    let mut t = Timeline {
+        classes: out.classes.clone(),
+        ..Timeline::default()
+    };
+    for info in inputs.threads.iter().filter(|t| t.record.tid != 0) {
+        let r = &info.record;
+        let start = if r.flags & THREAD_MAIN != 0 {
+            inputs.start_ns
+        } else {
+            r.start_ns
+        };
+        let end = if r.flags & THREAD_ENDED != 0 {
+            r.end_ns
+        } else if inputs.end_ns != 0 {
+            inputs.end_ns
+        } else {
+            last_end
+        };
+        t.lanes.push(Lane {
+            tid: r.tid,
+            start_ns: since(start),
+            end_ns: since(end),
+        });
+    }
+    let lane_of: FxHashMap<u32, usize> = t
+        .lanes
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.tid, i))
+        .collect();
+    let mut line_index: FxHashMap<u32, u32> = FxHashMap::default();
+    for s in &out.stops {
+        let p = &s.period;
+        let released_at = (p.released_by.0 != 0).then(|| {
+            *line_index.entry(p.released_by.1).or_insert_with(|| {
+                t.lines.push((inputs.ids.line)(p.released_by.1));
+                (t.lines.len() - 1) as u32
+            })
+        });
+        t.periods.push(TimelinePeriod {
+            tid: p.tid,
+            start_ns: since(p.start),
+            end_ns: since(p.end),
+            class: s.class,
+            stack: s.stack,
+            lock: (p.blocker == Blocker::Lock)
+                .then(|| (inputs.ids.lock)(p.object))
+                .flatten(),
+            released_by: p.released_by.0,
+            released_at,
+            timed_out: p.timed_out,
+        });
+    }
+    t.periods.sort_by_key(|p| {
+        (
+            lane_of.get(&p.tid).copied().unwrap_or(usize::MAX),
+            p.start_ns,
+        )
+    });
+    t
 }
 
 /// Orders the stack rows by time blocked there, most first, and points

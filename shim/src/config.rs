@@ -18,6 +18,9 @@ static FLIGHT: AtomicBool = AtomicBool::new(false);
 pub const DEFAULT_BLOCK_MIN_US: u32 = 50;
 static BLOCK_MIN_US: AtomicU32 = AtomicU32::new(DEFAULT_BLOCK_MIN_US);
 static BLOCK_MIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_BLOCK_MIN_US as u64 * 1000);
+/// `LOCKSUIT_BLOCK_MIN_US=off`: blocking calls beyond the lock API are not
+/// timed at all (their hooks cost one flag read).
+static CALLS_TIMED: AtomicBool = AtomicBool::new(true);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
@@ -45,8 +48,19 @@ pub fn flight_recorder() -> bool {
 /// `LOCKSUIT_BLOCK_MIN_US`: a blocking call beyond the lock API (a sleep,
 /// a poll, I/O) is recorded only if it blocked at least this long, so fast
 /// I/O costs two clock reads and nothing else.
+/// 0 when they are not timed at all.
 pub fn block_min_us() -> u32 {
-    BLOCK_MIN_US.load(Ordering::Relaxed)
+    if calls_timed() {
+        BLOCK_MIN_US.load(Ordering::Relaxed)
+    } else {
+        0
+    }
+}
+
+/// Whether blocking calls beyond the lock API are timed (and recorded).
+#[inline]
+pub fn calls_timed() -> bool {
+    CALLS_TIMED.load(Ordering::Relaxed)
 }
 
 #[inline]
@@ -138,14 +152,15 @@ pub fn load() {
         }
     }
     if let Some(v) = getenv(c"LOCKSUIT_BLOCK_MIN_US") {
-        match parse_u32(v) {
-            Some(us) => {
+        match (v, parse_u32(v)) {
+            (b"off", _) => CALLS_TIMED.store(false, Ordering::Relaxed),
+            (_, Some(us)) => {
                 BLOCK_MIN_US.store(us, Ordering::Relaxed);
                 BLOCK_MIN_NS.store(u64::from(us) * 1000, Ordering::Relaxed);
             }
             _ => warn_once(
                 Warning::BadSetting,
-                b"LOCKSUIT_BLOCK_MIN_US must be a whole number of microseconds; using the default 50",
+                b"LOCKSUIT_BLOCK_MIN_US must be a whole number of microseconds or 'off'; using the default 50",
             ),
         }
     }

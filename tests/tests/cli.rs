@@ -202,7 +202,16 @@ fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
     // The text report, at the width asked for, one finding listed.
     assert!(stderr.contains("  1. ["), "{stderr}");
     assert!(!stderr.contains("  2. ["), "--top 1: {stderr}");
-    assert!(stderr.contains("more findings"), "{stderr}");
+    // tiny's second finding depends on timing (over-synchronization when
+    // its locks ran fast, starvation when they contended): the line that
+    // says what --top left out is there whenever there was one.
+    let found: usize = stderr
+        .split("Findings at threshold 0.30 (")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a findings heading");
+    assert_eq!(stderr.contains("more findings"), found > 1, "{stderr}");
     for line in stderr
         .lines()
         .filter(|l| !l.starts_with("run-under-shim.sh:"))

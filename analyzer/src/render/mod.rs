@@ -1,6 +1,8 @@
 //! Renderers. Each takes the finished [`crate::model::Report`]; none of them
 //! computes anything the model does not already hold.
 
+pub mod chrome;
+pub mod html;
 pub mod json;
 pub mod layout;
 pub mod stops;

@@ -151,7 +151,9 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
     out
 }
 
-fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
+/// One process's text report, as `render` prints it (the HTML page shows
+/// it too); call it with the process's names current.
+pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     let width = o.width;
     let status = match (p.ended_by, p.exit_code) {
         ("exit", Some(code)) => format!("exited with status {code}"),
