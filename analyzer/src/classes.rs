@@ -25,7 +25,7 @@ pub const BUILT_IN: [&str; 8] = [
 /// writes by what the descriptor was (a socket's I/O is network I/O).
 pub fn built_in(api: &str, fd_kind: u32) -> &'static str {
     match api {
-        a if a.starts_with("pthread_") || a.starts_with("sem_") => "sync",
+        a if a.starts_with("pthread_") || a.starts_with("sem_") || a == "futex" => "sync",
         "nanosleep" | "clock_nanosleep" | "usleep" | "sleep" => "sleep",
         "poll" | "ppoll" | "select" | "pselect" | "epoll_wait" | "epoll_pwait" => "poll",
         "recv" | "recvfrom" | "recvmsg" | "send" | "sendto" | "sendmsg" | "accept" | "accept4"

@@ -280,6 +280,9 @@ pub fn is_system_header(path: &str) -> bool {
     path.starts_with("/usr/include/")
         || path.starts_with("/usr/lib/gcc/")
         || path.contains("/include/c++/")
+        // Rust's standard library, compiled into the program: its sources
+        // are named by the compiler's commit, `/rustc/<hash>/library/…`.
+        || (path.starts_with("/rustc/") && path.contains("/library/"))
 }
 
 /// Index of the first frame in the program's own code (0 if there is none).

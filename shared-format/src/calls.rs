@@ -47,9 +47,12 @@ pub enum BlockingCall {
     Openat = 48,
     Join = 60,
     BarrierWait = 61,
+    /// A futex wait made through libc's `syscall()` (Rust's std locks,
+    /// hand-written futex code).
+    Futex = 62,
 }
 
-const ALL: [BlockingCall; 38] = {
+const ALL: [BlockingCall; 39] = {
     use BlockingCall::*;
     [
         Nanosleep,
@@ -90,6 +93,7 @@ const ALL: [BlockingCall; 38] = {
         Openat,
         Join,
         BarrierWait,
+        Futex,
     ]
 };
 
@@ -140,6 +144,7 @@ impl BlockingCall {
             Openat => "openat",
             Join => "pthread_join",
             BarrierWait => "pthread_barrier_wait",
+            Futex => "futex",
         }
     }
 
@@ -203,7 +208,7 @@ mod tests {
             assert_eq!(BlockingCall::from_u16(c as u16), Some(c));
             names.insert(c.name());
         }
-        assert_eq!(names.len(), 38);
+        assert_eq!(names.len(), 39);
         assert_eq!(BlockingCall::from_u16(0), None);
         assert_eq!(BlockingCall::from_u16(999), None);
     }

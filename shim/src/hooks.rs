@@ -620,11 +620,10 @@ pub unsafe extern "C-unwind" fn pthread_setname_np(t: pthread_t, name: *const c_
 /// Ends the process with `code` when the C library's exit function is
 /// unavailable (never with glibc).
 fn exit_group(code: c_int) -> ! {
-    // SAFETY: exit_group never returns; abort is unreachable in practice.
-    unsafe {
-        libc::syscall(libc::SYS_exit_group, code);
-        libc::abort()
-    }
+    // exit_group takes a status and never returns.
+    let _ = crate::sys::sys!(libc::SYS_exit_group, code);
+    // SAFETY: abort has no preconditions (unreachable in practice).
+    unsafe { libc::abort() }
 }
 
 #[unsafe(no_mangle)]

@@ -8,7 +8,7 @@
 //! condition-variable functions are pinned with `dlvsym` to GLIBC_2.3.2.
 
 use core::cell::UnsafeCell;
-use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicU8, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t, pid_t, pollfd};
@@ -227,6 +227,9 @@ pub struct RealFns {
     pub accept4:
         Option<unsafe extern "C-unwind" fn(c_int, *mut sockaddr, *mut socklen_t, c_int) -> c_int>,
     pub connect: Option<unsafe extern "C-unwind" fn(c_int, *const sockaddr, socklen_t) -> c_int>,
+    /// Variadic in C; called with the six words after the number, which
+    /// is what the caller's registers (and stack slot) held.
+    pub syscall: Option<unsafe extern "C-unwind" fn(c_long, ...) -> c_long>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -380,6 +383,7 @@ fn resolve_all() -> RealFns {
             accept: next(c"accept"),
             accept4: next(c"accept4"),
             connect: next(c"connect"),
+            syscall: next(c"syscall"),
         }
     }
 }

@@ -3,55 +3,98 @@
 //! glibc's `open`, `read`, `write`, `pwrite` and `close` are cancellation
 //! points: a thread with a cancel pending would be cancelled inside a hook
 //! whose real function is not one (a lock, an init), or inside the shim's
-//! bookkeeping, where its frames cannot be unwound. `syscall(2)` is not a
-//! cancellation point, so the shim never introduces one.
+//! bookkeeping, where its frames cannot be unwound. The shim also exports
+//! `syscall` itself (to see futex waits made through it), so its own calls
+//! do not go through libc at all: they are `syscall` instructions here.
 //!
-//! Every function here leaves errno as it was and returns the error number
-//! instead: the program never sees an errno set by the shim.
+//! Nothing here touches errno: the program never sees an errno set by the
+//! shim. Failures return the error number.
 
 use core::ffi::{c_int, c_long, c_uint, CStr};
 
-/// Runs a raw system call with errno saved and restored; `Err(errno)` on failure.
-fn raw(call: impl FnOnce() -> c_long) -> Result<c_long, c_int> {
-    // SAFETY: reading and writing this thread's errno.
+/// A system call with up to six arguments; the kernel's raw result (a
+/// negative error number on failure).
+///
+/// # Safety
+/// The arguments must be what system call `n` expects (pointers valid for
+/// what it reads and writes).
+#[inline]
+pub unsafe fn raw_syscall(n: c_long, a: [usize; 6]) -> c_long {
+    let rc: c_long;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller vouches for the arguments; the kernel clobbers
+    // rcx and r11 and nothing else.
     unsafe {
-        let errno = libc::__errno_location();
-        let saved = *errno;
-        let rc = call();
-        let result = if rc < 0 { Err(*errno) } else { Ok(rc) };
-        *errno = saved;
-        result
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") n => rc,
+            in("rdi") a[0], in("rsi") a[1], in("rdx") a[2],
+            in("r10") a[3], in("r8") a[4], in("r9") a[5],
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above; the kernel preserves every register but x0.
+    unsafe {
+        core::arch::asm!(
+            "svc 0",
+            in("x8") n,
+            inlateout("x0") a[0] => rc,
+            in("x1") a[1], in("x2") a[2], in("x3") a[3], in("x4") a[4], in("x5") a[5],
+            options(nostack),
+        );
+    }
+    rc
+}
+
+/// `raw_syscall` with its arguments cast to machine words.
+macro_rules! sys {
+    ($n:expr $(, $arg:expr)* $(,)?) => {{
+        let mut words = [0usize; 6];
+        let args: &[usize] = &[$($arg as usize),*];
+        words[..args.len()].copy_from_slice(args);
+        // SAFETY: forwarded from the caller of `sys!`.
+        unsafe { $crate::sys::raw_syscall($n as core::ffi::c_long, words) }
+    }};
+}
+pub(crate) use sys;
+
+/// A raw system call's result: `Err(errno)` on failure.
+fn raw(call: impl FnOnce() -> c_long) -> Result<c_long, c_int> {
+    let rc = call();
+    if (-4095..0).contains(&rc) {
+        Err(-rc as c_int)
+    } else {
+        Ok(rc)
     }
 }
 
 /// `openat(AT_FDCWD, path, flags, mode)`.
 pub fn open(path: &CStr, flags: c_int, mode: c_uint) -> Result<c_int, c_int> {
     // SAFETY: a NUL-terminated path; the kernel checks the rest.
-    raw(|| unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, mode) })
-        .map(|fd| fd as c_int)
+    raw(|| sys!(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags, mode)).map(|fd| fd as c_int)
 }
 
 pub fn close(fd: c_int) {
     // SAFETY: closing a descriptor the caller owns.
-    let _ = raw(|| unsafe { libc::syscall(libc::SYS_close, fd) });
+    let _ = raw(|| sys!(libc::SYS_close, fd));
 }
 
 pub fn read(fd: c_int, buf: &mut [u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most buf.len() bytes into buf.
-    raw(|| unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) })
-        .map(|n| n as usize)
+    raw(|| sys!(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len())).map(|n| n as usize)
 }
 
 pub fn write(fd: c_int, buf: &[u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel reads at most buf.len() bytes from buf.
-    raw(|| unsafe { libc::syscall(libc::SYS_write, fd, buf.as_ptr(), buf.len()) })
-        .map(|n| n as usize)
+    raw(|| sys!(libc::SYS_write, fd, buf.as_ptr(), buf.len())).map(|n| n as usize)
 }
 
 pub fn pwrite(fd: c_int, buf: &[u8], offset: u64) -> Result<usize, c_int> {
     // SAFETY: the kernel reads at most buf.len() bytes from buf.
-    raw(|| unsafe {
-        libc::syscall(
+    raw(|| {
+        sys!(
             libc::SYS_pwrite64,
             fd,
             buf.as_ptr(),
@@ -64,8 +107,8 @@ pub fn pwrite(fd: c_int, buf: &[u8], offset: u64) -> Result<usize, c_int> {
 
 pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most buf.len() bytes into buf.
-    raw(|| unsafe {
-        libc::syscall(
+    raw(|| {
+        sys!(
             libc::SYS_pread64,
             fd,
             buf.as_mut_ptr(),
@@ -113,7 +156,7 @@ pub fn fstat(fd: c_int) -> Option<FileStat> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: the kernel fills `st`; a bad descriptor is an error, not UB.
-    raw(|| unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) })
+    raw(|| sys!(libc::SYS_fstat, fd, &mut st as *mut libc::stat))
         .ok()
         .map(|_| stat_of(&st))
 }
@@ -123,8 +166,8 @@ pub fn stat(path: &CStr) -> Option<FileStat> {
     // SAFETY: as in `fstat`.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: a NUL-terminated path.
-    raw(|| unsafe {
-        libc::syscall(
+    raw(|| {
+        sys!(
             libc::SYS_newfstatat,
             libc::AT_FDCWD,
             path.as_ptr(),
@@ -138,31 +181,29 @@ pub fn stat(path: &CStr) -> Option<FileStat> {
 
 pub fn fchmod(fd: c_int, mode: libc::mode_t) -> Result<(), c_int> {
     // SAFETY: a plain system call on the caller's descriptor.
-    raw(|| unsafe { libc::syscall(libc::SYS_fchmod, fd, mode) }).map(|_| ())
+    raw(|| sys!(libc::SYS_fchmod, fd, mode)).map(|_| ())
 }
 
 pub fn chmod(path: &CStr, mode: libc::mode_t) -> Result<(), c_int> {
     // SAFETY: a NUL-terminated path.
-    raw(|| unsafe { libc::syscall(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), mode) })
-        .map(|_| ())
+    raw(|| sys!(libc::SYS_fchmodat, libc::AT_FDCWD, path.as_ptr(), mode)).map(|_| ())
 }
 
 pub fn mkdir(path: &CStr, mode: libc::mode_t) -> Result<(), c_int> {
     // SAFETY: a NUL-terminated path.
-    raw(|| unsafe { libc::syscall(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), mode) })
-        .map(|_| ())
+    raw(|| sys!(libc::SYS_mkdirat, libc::AT_FDCWD, path.as_ptr(), mode)).map(|_| ())
 }
 
 pub fn unlink(path: &CStr) {
     // SAFETY: a NUL-terminated path.
-    let _ = raw(|| unsafe { libc::syscall(libc::SYS_unlinkat, libc::AT_FDCWD, path.as_ptr(), 0) });
+    let _ = raw(|| sys!(libc::SYS_unlinkat, libc::AT_FDCWD, path.as_ptr(), 0));
 }
 
 /// `readlink` into `buf`; the length read.
 pub fn readlink(path: &CStr, buf: &mut [u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most buf.len() bytes into buf.
-    raw(|| unsafe {
-        libc::syscall(
+    raw(|| {
+        sys!(
             libc::SYS_readlinkat,
             libc::AT_FDCWD,
             path.as_ptr(),
@@ -177,15 +218,13 @@ pub fn readlink(path: &CStr, buf: &mut [u8]) -> Result<usize, c_int> {
 /// (which counts the terminating NUL).
 pub fn getcwd(buf: &mut [u8]) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most buf.len() bytes into buf.
-    raw(|| unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
-        .map(|n| n as usize)
+    raw(|| sys!(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len())).map(|n| n as usize)
 }
 
 /// `fcntl(fd, F_DUPFD_CLOEXEC, min)`: the lowest free descriptor >= `min`.
 pub fn dup_at_least(fd: c_int, min: c_int) -> Result<c_int, c_int> {
     // SAFETY: a plain system call on the caller's descriptor.
-    raw(|| unsafe { libc::syscall(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, min) })
-        .map(|fd| fd as c_int)
+    raw(|| sys!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, min)).map(|fd| fd as c_int)
 }
 
 /// The soft limit on open descriptors.
@@ -195,8 +234,8 @@ pub fn open_files_limit() -> u64 {
         rlim_max: 0,
     };
     // SAFETY: the kernel fills `limit`.
-    match raw(|| unsafe {
-        libc::syscall(
+    match raw(|| {
+        sys!(
             libc::SYS_prlimit64,
             0,
             libc::RLIMIT_NOFILE,
@@ -216,8 +255,8 @@ pub fn file_size_limit() -> u64 {
         rlim_max: libc::RLIM_INFINITY,
     };
     // SAFETY: the kernel fills `limit`.
-    let _ = raw(|| unsafe {
-        libc::syscall(
+    let _ = raw(|| {
+        sys!(
             libc::SYS_prlimit64,
             0,
             libc::RLIMIT_FSIZE,

@@ -8,10 +8,13 @@
  *   reader      reads a pipe main writes to later, through a wrapper (read)
  *   poller      polls an empty pipe with a 70 ms timeout (poll)
  *   quiet       sleeps 20 ms holding `alone`, which nobody else wants
+ *   futexer     waits on a futex word through syscall(), as Rust's std
+ *               locks do, until main wakes it (futex)
  *   main        sleeps before signalling and writing, then joins them all
  *
  * Arguments: none. */
 #include "common.h"
+#include <linux/futex.h>
 #include <poll.h>
 #include <stdatomic.h>
 
@@ -22,8 +25,10 @@ static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int signalled;
 static atomic_int holder_has_it;
 static int data_pipe[2], empty_pipe[2];
+static atomic_int futex_word;
 
-static long long holder_sleep_ns, locker_wait_ns, cond_wait_ns, read_ns, poll_ns, quiet_sleep_ns;
+static long long holder_sleep_ns, locker_wait_ns, cond_wait_ns, read_ns, poll_ns, quiet_sleep_ns,
+    futex_wait_ns;
 
 /* A whole sleep, however often a signal interrupts it. */
 static void sleep_whole_ms(long ms)
@@ -112,14 +117,24 @@ static void *quiet(void *arg)
     return NULL;
 }
 
+static void *futexer(void *arg)
+{
+    (void)arg;
+    long long t0 = now_ns();
+    while (atomic_load(&futex_word) == 0) /* a wake before the wait is seen here */
+        syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0); /* marker: futex wait */
+    futex_wait_ns = now_ns() - t0;
+    return NULL;
+}
+
 int main(void)
 {
     if (pipe(data_pipe) || pipe(empty_pipe)) {
         perror("pipe");
         return 3;
     }
-    void *(*bodies[])(void *) = { holder, locker, condwaiter, reader, poller, quiet };
-    const char *names[] = { "holder", "locker", "condwaiter", "reader", "poller", "quiet" };
+    void *(*bodies[])(void *) = { holder, locker, condwaiter, reader, poller, quiet, futexer };
+    const char *names[] = { "holder", "locker", "condwaiter", "reader", "poller", "quiet", "futexer" };
     enum { N = sizeof bodies / sizeof bodies[0] };
     pthread_t t[N];
     for (int i = 0; i < N; i++) {
@@ -133,6 +148,8 @@ int main(void)
     signalled = 1;
     CHECK(pthread_cond_signal(&cond));
     CHECK(pthread_mutex_unlock(&cond_mutex));
+    atomic_store(&futex_word, 1);
+    syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     t0 = now_ns();
     sleep_whole_ms(10);
     main_sleep_ns += now_ns() - t0;
@@ -147,8 +164,9 @@ int main(void)
         main_join_ns += now_ns() - t0;
     }
     printf("holder_sleep_ns %lld\nlocker_wait_ns %lld\ncond_wait_ns %lld\nread_ns %lld\n"
-           "poll_ns %lld\nquiet_sleep_ns %lld\nmain_sleep_ns %lld\nmain_join_ns %lld\n",
+           "poll_ns %lld\nquiet_sleep_ns %lld\nmain_sleep_ns %lld\nmain_join_ns %lld\n"
+           "futex_wait_ns %lld\n",
            holder_sleep_ns, locker_wait_ns, cond_wait_ns, read_ns, poll_ns, quiet_sleep_ns,
-           main_sleep_ns, main_join_ns);
+           main_sleep_ns, main_join_ns, futex_wait_ns);
     return 0;
 }

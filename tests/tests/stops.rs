@@ -82,6 +82,7 @@ fn each_class_total_matches_what_the_program_measured() {
         ("reader", "io-file", "read_ns"),
         ("poller", "poll", "poll_ns"),
         ("quiet", "sleep", "quiet_sleep_ns"),
+        ("futexer", "sync", "futex_wait_ns"),
     ];
     for (name, class, key) in cases {
         let t = thread(p, name);
@@ -145,6 +146,7 @@ fn blocking_stacks_name_the_call_its_line_and_its_callers() {
         "innermost first: {functions:?}"
     );
     assert_eq!(str_of(row("poll", "marker: poller polls"), "class"), "poll");
+    assert_eq!(str_of(row("futex", "marker: futex wait"), "class"), "sync");
     assert_eq!(
         str_of(row("pthread_mutex_lock", "marker: locker waits"), "class"),
         "sync"
@@ -285,5 +287,54 @@ fn blocking_call_hooks_return_what_the_c_library_returns() {
         "sigtimedwait",
     ] {
         assert!(apis.contains(&api), "{api} not recorded: {apis:?}");
+    }
+}
+
+#[test]
+fn rust_std_locks_are_seen_through_their_futex_waits() {
+    let source = workspace_root().join("tests/rust/std_locks.rs");
+    let bin = workspace_root().join("target/c-tests/std_locks");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let built = std::process::Command::new(rustc)
+        .args(["-O", "-g", "--edition", "2021", "-o"])
+        .arg(&bin)
+        .arg(&source)
+        .status()
+        .expect("rustc");
+    assert!(built.success(), "rustc {}", source.display());
+    let dir = fresh_dir("rust-std-locks");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "std_locks");
+    let stdout = stdout_str(&out);
+    let measured = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
+    assert_eq!(stdout_value(&stdout, "count"), "2");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    within_tenth(
+        class_ns(thread(p, "waiter"), "sync"),
+        measured("waiter_ns"),
+        "Mutex wait",
+    );
+    within_tenth(
+        class_ns(thread(p, "notified"), "sync"),
+        measured("notified_ns"),
+        "Condvar wait",
+    );
+    within_tenth(
+        class_ns(thread(p, "holder"), "sleep"),
+        100_000_000,
+        "holder's sleep",
+    );
+    // Each wait at its own line of the program, not at std's futex helper.
+    for marker in ["marker: rust waiter", "marker: rust condvar"] {
+        let line = format!("std_locks.rs:{}", line_in(&source, marker));
+        assert!(
+            arr(p, "blocking_stacks")
+                .iter()
+                .any(|s| str_of(s, "api") == "futex" && str_of(s, "line").contains(&line)),
+            "no futex wait at {line}: {:#?}",
+            p["blocking_stacks"]
+        );
     }
 }

@@ -18,7 +18,7 @@ use crate::guard::{self, HookGuard};
 use crate::real::real;
 use crate::recorder::{self, CallFrom, Caller, Stamp};
 use crate::{config, lifecycle};
-use core::ffi::{c_char, c_int, c_uint, c_void};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use libc::{clockid_t, epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t};
 use libc::{pid_t, pollfd, rusage, siginfo_t, sigset_t, size_t, sockaddr, socklen_t, ssize_t};
 use libc::{timespec, timeval};
@@ -235,3 +235,47 @@ call_hook!(accept4(fd: c_int, addr: *mut sockaddr, len: *mut socklen_t, flags: c
 call_hook!(connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int => connect_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: connect, call: Connect, fd: Some(fd),
     unresolved: enosys());
+
+// ------------------------------------------------------------ raw futexes
+
+/// The futex operations that wait (the private flag and the clock flag
+/// masked off).
+fn futex_waits(op: c_long) -> bool {
+    const FUTEX_LOCK_PI2: c_int = 13;
+    let cmd = op as c_int & libc::FUTEX_CMD_MASK;
+    matches!(
+        cmd,
+        libc::FUTEX_WAIT
+            | libc::FUTEX_WAIT_BITSET
+            | libc::FUTEX_LOCK_PI
+            | FUTEX_LOCK_PI2
+            | libc::FUTEX_WAIT_REQUEUE_PI
+    )
+}
+
+/// `syscall(2)`. Only a futex wait made through it is timed: that is how
+/// Rust's std locks and condition variables (and hand-written futex code)
+/// block, out of the pthread hooks' sight. Every other call goes straight
+/// through. Variadic in C: the six words after the number are passed on as
+/// the caller left them (the kernel reads only those its call takes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn syscall(
+    n: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    let f = real_or!(syscall, enosys());
+    if n != libc::SYS_futex || !futex_waits(a2) {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+    }
+    let from = CallFrom::Hook(syscall as *const () as usize as u64);
+    // SAFETY: forwarding the caller's arguments unchanged.
+    timed(BlockingCall::Futex, from, None, || unsafe {
+        f(n, a1, a2, a3, a4, a5, a6)
+    })
+}

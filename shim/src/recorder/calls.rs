@@ -68,9 +68,8 @@ fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {
             let context = super::context_of(lane, caller, None);
             sites::site_id(lane, caller, context)
         }
-        CallFrom::Hook(hook) => {
-            sites::caller_of_hook(hook).map_or(0, |caller| sites::site_id(lane, caller, 0))
-        }
+        CallFrom::Hook(hook) => sites::caller_of_hook(hook)
+            .map_or(0, |(caller, context)| sites::site_id(lane, caller, context)),
         CallFrom::Site(site) => site,
     }
 }

@@ -295,27 +295,42 @@ fn create(lane: &mut Lane, caller: Caller, context: u64, slot: Option<&SiteSlot>
     id
 }
 
-/// The caller of the exported hook whose code starts at `hook`, found by
-/// unwinding (for hooks whose arguments leave no register for a trampoline
-/// to pass it in). Its context is not learned: such sites are told apart
-/// by the calling line alone.
-pub fn caller_of_hook(hook: u64) -> Option<Caller> {
-    let mut in_hook = false;
+/// The caller of the exported hook whose code starts at `hook`, and the
+/// call's context, found by unwinding (for hooks whose arguments leave no
+/// register for a trampoline to pass the caller in). The context hashes
+/// the return addresses above the caller as [`Caller::context`] does, so
+/// the callers of a shared helper (Rust's `futex_wait`) are told apart.
+pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
+    let mut found: Option<usize> = None;
     let mut ret = 0u64;
+    let mut context = 0u64;
     crate::guard::calling_out(|| {
         // SAFETY: as in `capture_chain`.
         unsafe {
             backtrace::trace_unsynchronized(|frame| {
-                if in_hook {
-                    ret = frame.ip() as u64;
-                    return false;
+                let ip = frame.ip() as u64;
+                match found {
+                    None => {
+                        if frame.symbol_address() as u64 == hook {
+                            found = Some(0);
+                        }
+                        true
+                    }
+                    Some(0) => {
+                        ret = ip;
+                        found = Some(1);
+                        ip != 0
+                    }
+                    Some(level) => {
+                        context ^= ip.rotate_left(16 * (level as u32 - 1) + 1);
+                        found = Some(level + 1);
+                        ip != 0 && level < CONTEXT_DEPTH
+                    }
                 }
-                in_hook = frame.symbol_address() as u64 == hook;
-                true
             });
         }
     });
-    (ret != 0).then_some(Caller { ret, sp: 0 })
+    (ret != 0).then_some((Caller { ret, sp: 0 }, context))
 }
 
 /// Unwinds the current stack into `frames`, starting at the frame that

@@ -13,8 +13,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use locksuit_format::*;
 
 fn gettid() -> u32 {
-    // SAFETY: gettid is always safe.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    // gettid takes no arguments and cannot fail.
+    crate::sys::sys!(libc::SYS_gettid) as u32
 }
 
 /// This thread's lane, registering the thread on first use (threads that
