@@ -38,6 +38,9 @@ pub fn built_in(api: &str, fd_kind: u32) -> &'static str {
             _ => "io-file",
         },
         "fsync" | "fdatasync" | "open" | "openat" => "io-file",
+        // The kernel's context switches (LOCKSUIT_SWITCHES=1).
+        "preempted" => "preempted",
+        "page fault" => "memory",
         _ => "other",
     }
 }

@@ -55,6 +55,8 @@ Environment:
   LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it
                         blocked this long (default 50)
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
+  LOCKSUIT_SWITCHES     1: also record the kernel's context switches (preemption, page
+                        faults, system calls made around libc)
 
 Exit status:
   0  success

@@ -15,6 +15,9 @@ pub enum Blocker {
     Cond,
     /// A blocking call beyond the lock API.
     Call(BlockingCall),
+    /// Switched out by the kernel (`LOCKSUIT_SWITCHES=1`): preempted, or
+    /// waiting for a page fault, or blocked in a way the hooks cannot see.
+    Switch { preempted: bool, fault: bool },
 }
 
 /// One blocking period of one thread. Kept small: a run can have millions.
@@ -70,6 +73,11 @@ impl Collector {
         let (blocker, other, fd_kind) = match kind {
             EVENT_BLOCKED | EVENT_TIMED_OUT => (Blocker::Lock, e.other, 0),
             EVENT_COND_WAIT => (Blocker::Cond, 0, 0),
+            EVENT_SWITCH => {
+                let preempted = e.other & SWITCH_PREEMPTED != 0;
+                let fault = e.other & SWITCH_FAULT != 0;
+                (Blocker::Switch { preempted, fault }, 0, 0)
+            }
             EVENT_CALL => match BlockingCall::from_u16(e.seq as u16) {
                 Some(call) => (Blocker::Call(call), e.seq2, (e.hdr.aux >> 8 & 0xff) as u8),
                 None => return, // a call this analyzer does not know

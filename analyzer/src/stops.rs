@@ -59,6 +59,11 @@ fn api(p: &Period, inputs: &Inputs) -> &'static str {
     match p.blocker {
         Blocker::Call(call) => call.name(),
         Blocker::Cond => "pthread_cond_wait",
+        Blocker::Switch {
+            preempted: true, ..
+        } => "preempted",
+        Blocker::Switch { fault: true, .. } => "page fault",
+        Blocker::Switch { .. } => "switched out",
         Blocker::Lock => match (inputs.lock_kind)(p.object) {
             Some(LockKind::Rwlock) => "pthread_rwlock_lock",
             Some(LockKind::Spin) => "pthread_spin_lock",
@@ -70,6 +75,7 @@ fn api(p: &Period, inputs: &Inputs) -> &'static str {
 }
 
 pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
+    let periods = without_hooked_switches(periods);
     let last_end = periods.iter().map(|p| p.end).max().unwrap_or(0);
     let mut out = Stops {
         classes: BUILT_IN.iter().map(|c| c.to_string()).collect(),
@@ -97,7 +103,12 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
                     (out.classes.len() - 1) as u16
                 }
             };
-            let line = (inputs.ids.line)(p.site);
+            let line = match p.blocker {
+                Blocker::Switch { .. } if p.site == 0 => {
+                    "a context switch (the kernel gives no user stack)".to_string()
+                }
+                _ => (inputs.ids.line)(p.site),
+            };
             let frames: String = chain
                 .iter()
                 .map(|f| format!("{:?}@{:?}:{:?};", f.function, f.path, f.line))
@@ -242,6 +253,41 @@ fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
         )
     });
     t
+}
+
+/// The kernel's context switches (`LOCKSUIT_SWITCHES=1`) that fall inside a
+/// wait the hooks recorded are that wait, seen again: dropped.
+fn without_hooked_switches(periods: Vec<Period>) -> Vec<Period> {
+    if !periods
+        .iter()
+        .any(|p| matches!(p.blocker, Blocker::Switch { .. }))
+    {
+        return periods;
+    }
+    let mut hooked: FxHashMap<u32, Vec<(u64, u64)>> = FxHashMap::default();
+    for p in periods
+        .iter()
+        .filter(|p| !matches!(p.blocker, Blocker::Switch { .. }))
+    {
+        hooked.entry(p.tid).or_default().push((p.start, p.end));
+    }
+    for list in hooked.values_mut() {
+        list.sort_unstable();
+    }
+    periods
+        .into_iter()
+        .filter(|p| {
+            if !matches!(p.blocker, Blocker::Switch { .. }) {
+                return true;
+            }
+            let Some(list) = hooked.get(&p.tid) else {
+                return true;
+            };
+            // The last hooked period starting before this switch ends.
+            let i = list.partition_point(|&(start, _)| start < p.end);
+            !(i > 0 && list[i - 1].1 > p.start)
+        })
+        .collect()
 }
 
 /// Orders the stack rows by time blocked there, most first, and points

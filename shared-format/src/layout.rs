@@ -512,6 +512,18 @@ pub const EVENT_OUTCOME: u32 = 7;
 /// how many locks it held.
 pub const EVENT_CALL: u32 = 8;
 
+/// `LOCKSUIT_SWITCHES=1`: the thread was switched out at `time` and back in
+/// at `time2` (the kernel's context-switch records), for at least the
+/// header's `block_min_us`. `other`: `SWITCH_*` flags; `site_id`: with
+/// `SWITCH_FAULT`, the user call chain of the major page fault it waited
+/// for (0 otherwise). Some fall inside waits the hooks recorded (the
+/// analyzer drops those).
+pub const EVENT_SWITCH: u32 = 9;
+/// Switched out while runnable (preempted).
+pub const SWITCH_PREEMPTED: u32 = 1 << 0;
+/// Switched out just after a major page fault: waiting for it.
+pub const SWITCH_FAULT: u32 = 1 << 1;
+
 /// Condition-wait outcomes (`RecordHeader::aux` bits 8..16 of a wait event).
 pub const OUTCOME_NOTIFIED: u32 = 1;
 pub const OUTCOME_TIMED_OUT: u32 = 2;

@@ -21,6 +21,8 @@ static BLOCK_MIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_BLOCK_MIN_US as u64 * 10
 /// `LOCKSUIT_BLOCK_MIN_US=off`: blocking calls beyond the lock API are not
 /// timed at all (their hooks cost one flag read).
 static CALLS_TIMED: AtomicBool = AtomicBool::new(true);
+/// `LOCKSUIT_SWITCHES=1`: record the kernel's context switches too.
+static SWITCHES: AtomicBool = AtomicBool::new(false);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
@@ -66,6 +68,12 @@ pub fn calls_timed() -> bool {
 #[inline]
 pub fn block_min_ns() -> u64 {
     BLOCK_MIN_NS.load(Ordering::Relaxed)
+}
+
+/// `LOCKSUIT_SWITCHES=1`: each thread also records the kernel's context
+/// switches (preemption, page faults, system calls made around libc).
+pub fn switches() -> bool {
+    SWITCHES.load(Ordering::Relaxed)
 }
 
 pub fn max_mb() -> u32 {
@@ -163,6 +171,14 @@ pub fn load() {
                 b"LOCKSUIT_BLOCK_MIN_US must be a whole number of microseconds or 'off'; using the default 50",
             ),
         }
+    }
+    match getenv(c"LOCKSUIT_SWITCHES") {
+        None | Some(b"0") => {}
+        Some(b"1") => SWITCHES.store(true, Ordering::Relaxed),
+        Some(_) => warn_once(
+            Warning::BadSetting,
+            b"LOCKSUIT_SWITCHES must be 0 or 1; using 0",
+        ),
     }
     UNTIMED_UNCONTENDED.store(
         !events_all() && hold_sample_period() == 0,

@@ -15,6 +15,7 @@ pub enum Warning {
     DiskFull = 1 << 4,
     TablesFull = 1 << 5,
     NestedCalls = 1 << 6,
+    Switches = 1 << 7,
 }
 
 static WARNED: AtomicU32 = AtomicU32::new(0);
@@ -89,6 +90,12 @@ fn write_stderr(parts: &[&[u8]]) {
 /// make system calls which may fail (initialisation, trace growth, /proc
 /// reads): the program must never see an errno set by the shim.
 pub struct ErrnoGuard(i32);
+
+/// This thread's errno.
+pub fn errno() -> i32 {
+    // SAFETY: reading this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
 
 impl ErrnoGuard {
     pub fn save() -> Self {

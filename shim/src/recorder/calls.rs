@@ -60,6 +60,7 @@ pub fn call_blocked(
         ended,
     };
     events::call_blocked(lane, &record);
+    super::switches::drain(lane, false);
 }
 
 fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {

@@ -136,6 +136,15 @@ pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now:
     write(lane, e);
 }
 
+/// A context switch (`LOCKSUIT_SWITCHES=1`): out at `out`, back in at `back`.
+pub fn switched(lane: &mut Lane, site_id: u32, flags: u32, (out, back): (u64, u64)) {
+    let mut e = event(EVENT_SWITCH, 0, site_id);
+    e.other = flags;
+    e.time = out;
+    e.time2 = back;
+    write(lane, e);
+}
+
 /// What is known about a blocking call once it returned.
 pub struct CallBlocked {
     pub call: BlockingCall,

@@ -165,8 +165,12 @@ pub fn count_dropped_record() {
 }
 
 pub fn count_dropped_op() {
+    count_dropped_ops(1);
+}
+
+pub fn count_dropped_ops(n: u64) {
     if let Some(f) = header_u64(offset_of!(FileHeader, dropped_ops)) {
-        f.fetch_add(1, Ordering::Relaxed);
+        f.fetch_add(n, Ordering::Relaxed);
     }
 }
 

@@ -102,6 +102,8 @@ pub struct Lane {
     index_mask: usize,
     /// In front of the grown index: counters by lock id (see `by_lock.rs`).
     by_lock: ByLock,
+    /// `LOCKSUIT_SWITCHES=1`: this thread's context-switch ring.
+    pub switches: super::switches::Ring,
 }
 
 static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());

@@ -26,6 +26,7 @@ pub mod objects;
 pub mod path;
 pub mod selfcost;
 pub mod sites;
+pub mod switches;
 mod threads;
 mod untimed;
 
@@ -524,6 +525,8 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
     let seq = p.slot.seq.load(Ordering::Relaxed);
     let site = p.counter().site_id;
     events::waited(p.lane(), EVENT_BLOCKED, (p.lock_id, site), waited, seq, now);
+    // A slow path already: read the context switches the wait caused.
+    switches::drain(p.lane(), false);
 }
 
 /// The lock at `addr` is about to be released by this thread (called before

@@ -220,6 +220,27 @@ fn learn_offsets(caller: Caller) -> Offsets {
 /// (with its call chain) the first time. 0 means "unknown site" (table full
 /// or no room in the trace).
 pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
+    site_id_with(lane, caller, context, None)
+}
+
+/// The site of a call chain the kernel gave (a page fault's, innermost
+/// first), recorded as it is the first time: no unwinding.
+pub fn site_of_frames(lane: &mut Lane, frames: &[u64]) -> u32 {
+    let Some(&ret) = frames.first() else {
+        return 0;
+    };
+    let context = frames
+        .iter()
+        .skip(1)
+        .take(CONTEXT_DEPTH)
+        .enumerate()
+        .fold(0u64, |c, (level, &f)| {
+            c ^ f.rotate_left(16 * level as u32 + 1)
+        });
+    site_id_with(lane, Caller { ret, sp: 0 }, context, Some(frames))
+}
+
+fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u64]>) -> u32 {
     let k = key(caller.ret, context);
     let home = hash(k, SITE_SLOTS.trailing_zeros());
     for i in 0..PROBES {
@@ -236,7 +257,7 @@ pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
             if id == 0 {
                 // Being created by another thread right now: record our own
                 // copy rather than wait; the analyzer merges them.
-                return create(lane, caller, context, None);
+                return create(lane, caller, context, None, given);
             }
             continue; // a key collision: keep probing
         }
@@ -245,8 +266,8 @@ pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
                 .key
                 .compare_exchange(0, k, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return create(lane, caller, context, Some(slot)),
-                Err(now) if now == k => return create(lane, caller, context, None),
+                Ok(_) => return create(lane, caller, context, Some(slot), given),
+                Err(now) if now == k => return create(lane, caller, context, None, given),
                 Err(_) => continue,
             }
         }
@@ -254,11 +275,26 @@ pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
     0
 }
 
-fn create(lane: &mut Lane, caller: Caller, context: u64, slot: Option<&SiteSlot>) -> u32 {
+/// Records a new site: its chain as `given`, else unwound from here.
+fn create(
+    lane: &mut Lane,
+    caller: Caller,
+    context: u64,
+    slot: Option<&SiteSlot>,
+    given: Option<&[u64]>,
+) -> u32 {
     let id = NEXT_SITE.fetch_add(1, Ordering::Relaxed);
     let mut frames = [0u64; MAX_CHAIN_DEPTH];
-    let depth =
-        crate::guard::calling_out(|| capture_chain(caller, &mut frames)).map_or(0, |(d, _)| d);
+    let depth = match given {
+        Some(chain) => {
+            let depth = chain.len().min(MAX_CHAIN_DEPTH);
+            frames[..depth].copy_from_slice(&chain[..depth]);
+            depth
+        }
+        None => {
+            crate::guard::calling_out(|| capture_chain(caller, &mut frames)).map_or(0, |(d, _)| d)
+        }
+    };
     let depth = if depth == 0 {
         // No unwind information: keep what we know for certain.
         frames[0] = caller.ret;

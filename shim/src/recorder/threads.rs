@@ -64,6 +64,7 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         ..Default::default()
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
+    super::switches::open(lane);
     s.set_lane(lane, lifecycle::generation());
     lifecycle::arm_thread_exit();
     Some(lane)
@@ -85,6 +86,7 @@ pub fn thread_ended(g: &HookGuard) {
         }
         // SAFETY: our own registered lane.
         let lane = unsafe { &mut *lane };
+        super::switches::drain(lane, true);
         if !lane.thread.is_null() {
             // SAFETY: our own thread record, in the live mapping.
             unsafe {
@@ -294,6 +296,7 @@ pub fn process_exit(code: Option<i32>) {
         if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
             // SAFETY: this thread's own lane and record, in the live mapping.
             unsafe {
+                super::switches::drain(&mut *lane, false);
                 let thread = (*lane).thread;
                 if !thread.is_null() {
                     (*thread).shim_call_ps = s.call_cost().mean_ps() as u32;

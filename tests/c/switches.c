@@ -1,0 +1,101 @@
+/* LOCKSUIT_SWITCHES=1: the blocking the hooks cannot see. Three threads
+ * spin on two cores (each is preempted: it measures the time it was off
+ * its CPU as its wall time minus its CPU time) and one sleeps through a
+ * raw system call that bypasses libc (as Go's runtime does). Each prints
+ * what it measured (`name_ns N`).
+ *
+ * Arguments: none, or "deny": first forbid perf_event_open (a seccomp
+ * filter, as a container policy would), so the shim must say so once and
+ * carry on. */
+#include "common.h"
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+
+#define SPINNERS 3
+
+static long long off_cpu_ns[SPINNERS], raw_sleep_ns;
+
+static long long cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *spinner(void *arg)
+{
+    long i = (long)arg;
+    long long wall0 = now_ns(), cpu0 = cpu_ns();
+    /* 300 ms of wall time, on a machine with fewer cores than spinners. */
+    volatile unsigned long x = 0;
+    while (now_ns() - wall0 < 300000000LL)
+        for (int k = 0; k < 1000; k++)
+            x += k;
+    off_cpu_ns[i] = (now_ns() - wall0) - (cpu_ns() - cpu0);
+    return NULL;
+}
+
+/* nanosleep through the syscall instruction itself: no libc, no hook. */
+static void raw_nanosleep(long ms)
+{
+    struct timespec ts = { 0, ms * 1000000L };
+#if defined(__x86_64__)
+    long rc;
+    __asm__ volatile("syscall" : "=a"(rc) : "a"(SYS_nanosleep), "D"(&ts), "S"(0) : "rcx", "r11", "memory");
+    (void)rc;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_nanosleep;
+    register long x0 __asm__("x0") = (long)&ts;
+    register long x1 __asm__("x1") = 0;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+#endif
+}
+
+static void *raw_sleeper(void *arg)
+{
+    (void)arg;
+    long long t0 = now_ns();
+    raw_nanosleep(40); /* marker: raw sleep */
+    raw_sleep_ns = now_ns() - t0;
+    return NULL;
+}
+
+/* perf_event_open fails with EACCES from now on, in every thread. */
+static void deny_perf_events(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { sizeof filter / sizeof filter[0], filter };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+        perror("seccomp");
+        exit(3);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "deny"))
+        deny_perf_events();
+    pthread_t t[SPINNERS], raw;
+    char name[16];
+    for (long i = 0; i < SPINNERS; i++) {
+        CHECK(pthread_create(&t[i], NULL, spinner, (void *)i));
+        snprintf(name, sizeof name, "spinner%ld", i);
+        CHECK(pthread_setname_np(t[i], name));
+    }
+    CHECK(pthread_create(&raw, NULL, raw_sleeper, NULL));
+    CHECK(pthread_setname_np(raw, "raw"));
+    for (int i = 0; i < SPINNERS; i++)
+        CHECK(pthread_join(t[i], NULL));
+    CHECK(pthread_join(raw, NULL));
+    for (int i = 0; i < SPINNERS; i++)
+        printf("spinner%d_off_ns %lld\n", i, off_cpu_ns[i]);
+    printf("raw_sleep_ns %lld\n", raw_sleep_ns);
+    return 0;
+}
