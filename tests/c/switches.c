@@ -6,11 +6,15 @@
  *
  * Arguments: none, or "deny": first forbid perf_event_open (a seccomp
  * filter, as a container policy would), so the shim must say so once and
- * carry on. */
+ * carry on; or "fault DIR": a thread writes a file in DIR, has the kernel
+ * drop it from the page cache, and reads it back through a mapping (major
+ * page faults), printing how many pages it touched. */
 #include "common.h"
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #define SPINNERS 3
@@ -78,8 +82,53 @@ static void deny_perf_events(void)
     }
 }
 
+#define FAULT_PAGES 2048
+
+/* Reads every page of the mapping: each is a major fault. */
+__attribute__((noinline)) static unsigned long touch_pages(const unsigned char *map, long pages)
+{
+    unsigned long sum = 0;
+    for (long i = 0; i < pages; i++)
+        sum += map[i * 4096]; /* marker: page fault */
+    return sum;
+}
+
+static const char *fault_dir;
+
+static void *faulter(void *arg)
+{
+    (void)arg;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/faulted.%d", fault_dir, (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    static unsigned char page[4096];
+    for (long i = 0; i < FAULT_PAGES; i++) {
+        page[0] = (unsigned char)i;
+        if (write(fd, page, sizeof page) != (ssize_t)sizeof page)
+            exit(3);
+    }
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    unsigned char *map = mmap(NULL, FAULT_PAGES * 4096L, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        exit(3);
+    printf("fault_sum %lu\n", touch_pages(map, FAULT_PAGES));
+    munmap(map, FAULT_PAGES * 4096L);
+    close(fd);
+    unlink(path);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "fault")) {
+        fault_dir = argv[2];
+        pthread_t f;
+        CHECK(pthread_create(&f, NULL, faulter, NULL));
+        CHECK(pthread_setname_np(f, "faulter"));
+        CHECK(pthread_join(f, NULL));
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "deny"))
         deny_perf_events();
     pthread_t t[SPINNERS], raw;

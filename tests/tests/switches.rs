@@ -123,3 +123,27 @@ fn a_kernel_that_refuses_is_named_once_and_recording_goes_on() {
         assert_eq!(class_ns(thread(p, &format!("spinner{i}")), "preempted"), 0);
     }
 }
+
+#[test]
+fn a_wait_for_a_major_page_fault_is_memory_at_the_faulting_line() {
+    let bin = build_c("switches");
+    let dir = fresh_dir("switches-fault");
+    let scratch = dir.canonicalize().unwrap();
+    let out = run_under_shim_env(
+        &bin,
+        &["fault", scratch.to_str().unwrap()],
+        &dir,
+        &[("LOCKSUIT_SWITCHES", "1"), ("LOCKSUIT_BLOCK_MIN_US", "0")],
+    );
+    assert_success(&out, "switches fault");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let line = format!("switches.c:{}", line_of("switches.c", "marker: page fault"));
+    let fault = arr(p, "blocking_stacks")
+        .iter()
+        .find(|s| str_of(s, "api") == "page fault")
+        .unwrap_or_else(|| panic!("no page-fault wait: {:#?}", p["blocking_stacks"]));
+    assert_eq!(str_of(fault, "class"), "memory");
+    assert!(str_of(fault, "line").contains(&line), "{fault}");
+    assert!(class_ns(thread(p, "faulter"), "memory") > 0);
+}

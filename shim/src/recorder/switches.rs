@@ -7,8 +7,9 @@
 //! event with `context_switch` records (switch out, with a flag when it was
 //! preempted, and switch in), and a major-page-fault event sampled with its
 //! user call chain, both into one ring buffer mapped at registration. The
-//! descriptors are closed at once (the mapping keeps the events alive), so
-//! the program never sees them. User-space only, no privileges: allowed at
+//! switch event's descriptor is closed at once (the mapping keeps it
+//! alive); the fault event's is kept, high up and close-on-exec, until the
+//! thread ends. User-space only, no privileges: allowed at
 //! `perf_event_paranoid` 2. Where the kernel refuses, the shim says so
 //! once and records without them.
 //!
@@ -80,14 +81,16 @@ const PAGE: usize = 4096;
 /// Data pages of each ring (a power of two): 64 KiB, about 1,300 switches
 /// between two drains.
 const DATA_PAGES: usize = 16;
-/// A major fault this close before a switch-out is what it waited for.
-const FAULT_TO_SWITCH_NS: u64 = 1_000_000;
+/// A major fault's sample this soon after a switch-in ends the wait that
+/// switch was (the sample is taken when the fault is done).
+const FAULT_AFTER_SWITCH_NS: u64 = 200_000;
 
 /// Set once the kernel refused: no thread tries again.
 static REFUSED: AtomicBool = AtomicBool::new(false);
 static LOST: AtomicU64 = AtomicU64::new(0);
 
-/// One thread's ring and what it has read of it. All zero when unused.
+/// One thread's ring and what it has read of it; a null `base` when unused
+/// (a fresh lane is all zero, and `open` starts from `Ring::EMPTY`).
 pub struct Ring {
     /// The mapping: a header page, then `DATA_PAGES` of records.
     base: *mut u8,
@@ -95,10 +98,13 @@ pub struct Ring {
     /// and whether it was a preemption.
     out_ns: u64,
     out_preempted: bool,
-    /// The last major fault not yet matched with a switch-out.
-    fault_ns: u64,
-    fault_frames: [u64; MAX_CHAIN_DEPTH],
-    fault_depth: usize,
+    /// The page-fault event's descriptor (-1: none) and its identity,
+    /// closed at the end if it still is that file.
+    fault_fd: i32,
+    fault_file: Option<crate::sys::FileId>,
+    /// A switch (out, in, preempted) written once the next record shows
+    /// whether a page fault was what it waited for; (0, 0, false) if none.
+    pending: (u64, u64, bool),
 }
 
 impl Ring {
@@ -106,9 +112,9 @@ impl Ring {
         base: core::ptr::null_mut(),
         out_ns: 0,
         out_preempted: false,
-        fault_ns: 0,
-        fault_frames: [0; MAX_CHAIN_DEPTH],
-        fault_depth: 0,
+        fault_fd: -1,
+        fault_file: None,
+        pending: (0, 0, false),
     };
 }
 
@@ -175,14 +181,20 @@ pub fn open(lane: &mut Lane) {
         clockid: libc::CLOCK_MONOTONIC,
         ..Default::default()
     };
-    // Faults are a bonus: without them, switches still come.
-    if let Ok(fault_fd) = perf_event_open(&faults, -1) {
-        let _ = crate::sys::sys!(libc::SYS_ioctl, fault_fd, PERF_EVENT_IOC_SET_OUTPUT, fd);
-        crate::sys::close(fault_fd);
+    // Faults are a bonus: without them, switches still come. Only the
+    // mapped event is kept alive by the mapping: the fault event's
+    // descriptor stays open, high up and close-on-exec like the trace's,
+    // until the thread ends (a program that closes it loses only faults).
+    let mut fault_fd = -1;
+    if let Ok(opened) = perf_event_open(&faults, -1) {
+        let _ = crate::sys::sys!(libc::SYS_ioctl, opened, PERF_EVENT_IOC_SET_OUTPUT, fd);
+        fault_fd = crate::sys::move_high(opened);
+        lane.switches.fault_file = crate::sys::fstat(fault_fd).map(|st| st.id);
     }
-    // The mapping holds the events; the program never sees the descriptor.
+    // The mapping holds the switch event; its descriptor can go.
     crate::sys::close(fd);
     lane.switches.base = base.cast();
+    lane.switches.fault_fd = fault_fd;
 }
 
 #[cold]
@@ -244,8 +256,16 @@ pub fn drain(lane: &mut Lane, closing: bool) {
     }
     tail.store(end, Ordering::Release);
     if closing {
+        flush(lane);
         // SAFETY: our own mapping, no longer read.
         unsafe { libc::munmap(ring.cast(), PAGE * (1 + DATA_PAGES)) };
+        // Only if it is still ours: a program that closed it may have
+        // opened a file of its own at that number since.
+        let fd = lane.switches.fault_fd;
+        let ours = lane.switches.fault_file;
+        if fd >= 0 && ours.is_some() && crate::sys::fstat(fd).map(|st| st.id) == ours {
+            crate::sys::close(fd);
+        }
         lane.switches = Ring::EMPTY;
     }
 }
@@ -256,6 +276,17 @@ fn copy_out(data: *const u8, size: u64, at: u64, out: &mut [u8]) {
         // SAFETY: the offset is reduced into the data pages.
         *b = unsafe { *data.add(((at + i as u64) % size) as usize) };
     }
+}
+
+/// Writes the switch held back, as a plain one.
+fn flush(lane: &mut Lane) {
+    let (out_ns, in_ns, preempted) = lane.switches.pending;
+    if in_ns == 0 {
+        return;
+    }
+    lane.switches.pending = (0, 0, false);
+    let flags = if preempted { SWITCH_PREEMPTED } else { 0 };
+    events::switched(lane, 0, flags, (out_ns, in_ns));
 }
 
 fn word(record: &[u8], index: usize) -> u64 {
@@ -269,59 +300,51 @@ fn handle(lane: &mut Lane, kind: u32, misc: u16, record: &[u8]) {
     match kind {
         // sample_id: pid/tid, then time.
         RECORD_SWITCH if misc & MISC_SWITCH_OUT != 0 => {
+            flush(lane);
             let ring = &mut lane.switches;
             ring.out_ns = word(record, 1);
             ring.out_preempted = misc & MISC_SWITCH_OUT_PREEMPT != 0;
         }
         RECORD_SWITCH => {
+            flush(lane);
             let ring = &mut lane.switches;
             let (out_ns, in_ns) = (ring.out_ns, word(record, 1));
             ring.out_ns = 0;
-            if out_ns == 0 || in_ns.saturating_sub(out_ns) < config::block_min_ns() {
-                return;
+            if out_ns != 0 && in_ns.saturating_sub(out_ns) >= config::block_min_ns() {
+                // Held back: a page fault's sample comes when the fault is
+                // done, just after the switch-in of the wait it caused.
+                ring.pending = (out_ns, in_ns, ring.out_preempted);
             }
-            let fault = !ring.out_preempted
-                && ring.fault_ns != 0
-                && ring.fault_ns <= out_ns
-                && out_ns - ring.fault_ns < FAULT_TO_SWITCH_NS;
-            let site = if fault {
-                let depth = ring.fault_depth;
-                let frames = ring.fault_frames;
-                super::sites::site_of_frames(lane, &frames[..depth])
-            } else {
-                0
-            };
-            let flags = if lane.switches.out_preempted {
-                SWITCH_PREEMPTED
-            } else if fault {
-                SWITCH_FAULT
-            } else {
-                0
-            };
-            lane.switches.fault_ns = 0;
-            events::switched(lane, site, flags, (out_ns, in_ns));
         }
         // ip, pid/tid, time, callchain (nr, then the addresses).
         RECORD_SAMPLE => {
-            let ring = &mut lane.switches;
-            ring.fault_ns = word(record, 2);
-            let nr = word(record, 3) as usize;
+            let time = word(record, 2);
+            let (out_ns, in_ns, preempted) = lane.switches.pending;
+            let ends_pending =
+                in_ns != 0 && !preempted && time >= in_ns && time - in_ns < FAULT_AFTER_SWITCH_NS;
+            if !ends_pending {
+                return;
+            }
+            let mut frames = [0u64; MAX_CHAIN_DEPTH];
             let mut depth = 0;
+            let nr = word(record, 3) as usize;
             for i in 0..nr.min(MAX_CHAIN_DEPTH + 1) {
                 let ip = word(record, 4 + i);
                 if ip >= CONTEXT_USER || ip == 0 {
                     continue; // a context marker
                 }
                 if depth < MAX_CHAIN_DEPTH {
-                    ring.fault_frames[depth] = ip;
+                    frames[depth] = ip;
                     depth += 1;
                 }
             }
             if depth == 0 {
-                ring.fault_frames[0] = word(record, 0);
+                frames[0] = word(record, 0);
                 depth = 1;
             }
-            ring.fault_depth = depth;
+            lane.switches.pending = (0, 0, false);
+            let site = super::sites::site_of_frames(lane, &frames[..depth]);
+            events::switched(lane, site, SWITCH_FAULT, (out_ns, in_ns));
         }
         RECORD_LOST => {
             let lost = word(record, 1);

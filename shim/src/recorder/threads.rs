@@ -296,7 +296,8 @@ pub fn process_exit(code: Option<i32>) {
         if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
             // SAFETY: this thread's own lane and record, in the live mapping.
             unsafe {
-                super::switches::drain(&mut *lane, false);
+                // The process ends: read the ring to its end, and let it go.
+                super::switches::drain(&mut *lane, true);
                 let thread = (*lane).thread;
                 if !thread.is_null() {
                     (*thread).shim_call_ps = s.call_cost().mean_ps() as u32;
