@@ -92,6 +92,21 @@ fn attr(tag: &str, name: &str) -> Option<String> {
     )
 }
 
+/// `locksuit report DIR --format html -o DIR/NAME`.
+fn html_report(dir: &Path, name: &str) -> PathBuf {
+    let page = dir.join(name);
+    let made = run_locksuit(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_success(&made, "locksuit report --format html");
+    page
+}
+
 fn report_json_of(dir: &Path) -> Value {
     report_json(&[dir], None)
 }
@@ -108,16 +123,7 @@ fn the_page_draws_every_thread_with_classes_tooltips_and_handoffs() {
     let dir = fresh_dir("html-stops");
     let out = run_under_shim(&bin, &[] as &[&str], &dir);
     assert_success(&out, "stops");
-    let page = dir.join("report.html");
-    let made = run_locksuit(&[
-        "report",
-        dir.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert_success(&made, "locksuit report --format html");
+    let page = html_report(&dir, "report.html");
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: nothing is fetched.
     for outside in ["src=\"http", "href=\"http", "<link ", "@import"] {
@@ -242,16 +248,7 @@ fn a_page_for_a_million_events_is_small_and_draws_quickly() {
         events >= 900_000,
         "{events} events: not the size this test is about"
     );
-    let page = dir.join("big.html");
-    let made = run_locksuit(&[
-        "report",
-        dir.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert_success(&made, "locksuit report --format html");
+    let page = html_report(&dir, "big.html");
     let size = std::fs::metadata(&page).unwrap().len();
     assert!(size < 10 << 20, "{size} bytes for {events} events");
     let _ = screenshot(&browser, &page, "million-events.png");
