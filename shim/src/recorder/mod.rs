@@ -87,6 +87,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
     }
     if extra_flags & FLAG_FORK_CHILD != 0 {
         objects::reset_after_fork();
+        switches::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();
         modules::reset_after_fork();

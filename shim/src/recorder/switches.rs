@@ -213,6 +213,22 @@ fn refused(errno: i32, mapping: bool) {
     warn_once(Warning::Switches, why);
 }
 
+/// In a fork child: the parent's rings are not mapped here (perf buffers
+/// are not inherited), but the descriptors of its page-fault events are.
+/// Closes those that still are what the parent opened.
+pub fn reset_after_fork() {
+    super::lanes::for_each_active(|lane| {
+        let (fd, ours) = (lane.switches.fault_fd, lane.switches.fault_file);
+        if !lane.switches.base.is_null()
+            && fd >= 0
+            && ours.is_some()
+            && crate::sys::fstat(fd).map(|st| st.id) == ours
+        {
+            crate::sys::close(fd);
+        }
+    });
+}
+
 /// Context-switch records lost for lack of room in a ring.
 pub fn lost() -> u64 {
     LOST.load(Ordering::Relaxed)
