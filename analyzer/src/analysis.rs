@@ -472,6 +472,15 @@ pub fn analyze(
                 .into(),
         );
     }
+    if header.switches_lost > 0 || header.flags & FLAG_SWITCHES_FULL != 0 {
+        let lost = match header.switches_lost {
+            0 => "some".to_string(),
+            n => n.to_string(),
+        };
+        warnings.push(format!(
+            "LOCKSUIT_SWITCHES: {lost} context-switch records were lost (a thread's ring filled between two reads: it switched often and seldom reached the shim's slow paths); preempted, memory and switched-out totals are lower bounds"
+        ));
+    }
     if dropped_events > 0 {
         warnings.push(format!(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"

@@ -56,6 +56,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             blocks_reserved: 0,
             tsc_khz: 0,
             block_min_us: 50,
+            switches_lost: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

@@ -132,7 +132,7 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
         let row = &mut out.stacks[stack as usize];
         let ns = p.end - p.start;
         row.count += 1;
-        row.total_ns += ns;
+        row.total_ns = row.total_ns.saturating_add(ns);
         row.max_ns = row.max_ns.max(ns);
         if !row.threads.contains(&p.tid) {
             row.threads.push(p.tid);
@@ -144,7 +144,7 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
             .unwrap_or(0) as u16;
         let t = per_thread.entry((p.tid, class)).or_default();
         t.0 += 1;
-        t.1 += ns;
+        t.1 = t.1.saturating_add(ns);
         out.stops.push(Stop {
             period: p,
             class,
@@ -180,7 +180,9 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
             t.record.start_ns
         };
         let lifetime = end.saturating_sub(start);
-        let blocked: u64 = classes.iter().map(|c| c.total_ns).sum();
+        let blocked = classes
+            .iter()
+            .fold(0u64, |sum, c| sum.saturating_add(c.total_ns));
         out.by_thread
             .insert(tid, (lifetime.saturating_sub(blocked), classes));
     }
@@ -255,37 +257,73 @@ fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
     t
 }
 
+/// Time spans sorted by start, with the running maximum of their ends:
+/// which of them overlap a given span, without scanning them all.
+struct Spans {
+    /// (start, end, item), by start.
+    spans: Vec<(u64, u64, usize)>,
+    max_end: Vec<u64>,
+}
+
+impl Spans {
+    fn new(mut spans: Vec<(u64, u64, usize)>) -> Spans {
+        spans.sort_unstable();
+        let mut highest = 0;
+        let max_end = spans
+            .iter()
+            .map(|s| {
+                highest = highest.max(s.1);
+                highest
+            })
+            .collect();
+        Spans { spans, max_end }
+    }
+
+    /// How many spans start before `end`.
+    fn before(&self, end: u64) -> usize {
+        self.spans.partition_point(|s| s.0 < end)
+    }
+
+    fn any_overlap(&self, start: u64, end: u64) -> bool {
+        let i = self.before(end);
+        i > 0 && self.max_end[i - 1] > start
+    }
+
+    /// The items of the spans that overlap `start..end`.
+    fn overlapping(&self, start: u64, end: u64) -> impl Iterator<Item = usize> + '_ {
+        (0..self.before(end))
+            .rev()
+            .take_while(move |&j| self.max_end[j] > start)
+            .filter(move |&j| self.spans[j].1 > start)
+            .map(move |j| self.spans[j].2)
+    }
+}
+
 /// The kernel's context switches (`LOCKSUIT_SWITCHES=1`) that fall inside a
 /// wait the hooks recorded are that wait, seen again: dropped.
 fn without_hooked_switches(periods: Vec<Period>) -> Vec<Period> {
-    if !periods
-        .iter()
-        .any(|p| matches!(p.blocker, Blocker::Switch { .. }))
-    {
+    let switch = |p: &Period| matches!(p.blocker, Blocker::Switch { .. });
+    if !periods.iter().any(switch) {
         return periods;
     }
-    let mut hooked: FxHashMap<u32, Vec<(u64, u64)>> = FxHashMap::default();
-    for p in periods
-        .iter()
-        .filter(|p| !matches!(p.blocker, Blocker::Switch { .. }))
-    {
-        hooked.entry(p.tid).or_default().push((p.start, p.end));
+    let mut by_thread: FxHashMap<u32, Vec<(u64, u64, usize)>> = FxHashMap::default();
+    for p in periods.iter().filter(|p| !switch(p)) {
+        by_thread
+            .entry(p.tid)
+            .or_default()
+            .push((p.start, p.end, 0));
     }
-    for list in hooked.values_mut() {
-        list.sort_unstable();
-    }
+    let hooked: FxHashMap<u32, Spans> = by_thread
+        .into_iter()
+        .map(|(tid, spans)| (tid, Spans::new(spans)))
+        .collect();
     periods
         .into_iter()
         .filter(|p| {
-            if !matches!(p.blocker, Blocker::Switch { .. }) {
-                return true;
-            }
-            let Some(list) = hooked.get(&p.tid) else {
-                return true;
-            };
-            // The last hooked period starting before this switch ends.
-            let i = list.partition_point(|&(start, _)| start < p.end);
-            !(i > 0 && list[i - 1].1 > p.start)
+            !switch(p)
+                || !hooked
+                    .get(&p.tid)
+                    .is_some_and(|spans| spans.any_overlap(p.start, p.end))
         })
         .collect()
 }
@@ -331,12 +369,20 @@ fn verb(class: &str) -> &'static str {
 /// took the lock), with the waiting lines and how long they waited then.
 fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
     // Lock waits by lock, for the overlap search.
-    let mut waits: FxHashMap<u32, Vec<&Period>> = FxHashMap::default();
-    for s in &out.stops {
+    let mut by_lock: FxHashMap<u32, Vec<(u64, u64, usize)>> = FxHashMap::default();
+    for (i, s) in out.stops.iter().enumerate() {
         if s.period.blocker == Blocker::Lock {
-            waits.entry(s.period.object).or_default().push(&s.period);
+            let p = &s.period;
+            by_lock
+                .entry(p.object)
+                .or_default()
+                .push((p.start, p.end, i));
         }
     }
+    let waits: FxHashMap<u32, Spans> = by_lock
+        .into_iter()
+        .map(|(lock, spans)| (lock, Spans::new(spans)))
+        .collect();
     struct Group {
         holder_tid: u32,
         api: String,
@@ -356,10 +402,14 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
         }
         let mut waited = 0u64;
         let mut found = Vec::new();
-        for w in waits.get(&p.object).into_iter().flatten() {
+        let overlapping = waits
+            .get(&p.object)
+            .into_iter()
+            .flat_map(|spans| spans.overlapping(p.start, p.end));
+        for w in overlapping.map(|i| &out.stops[i].period) {
             let overlap = p.end.min(w.end).saturating_sub(p.start.max(w.start));
             if w.tid != p.tid && overlap > 0 {
-                waited += overlap;
+                waited = waited.saturating_add(overlap);
                 found.push((w.tid, w.site));
             }
         }
@@ -379,8 +429,8 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
                 waiting_sites: Vec::new(),
             });
         g.count += 1;
-        g.blocked_ns += p.end - p.start;
-        g.waited_ns += waited;
+        g.blocked_ns = g.blocked_ns.saturating_add(p.end - p.start);
+        g.waited_ns = g.waited_ns.saturating_add(waited);
         for (tid, site) in found {
             if !g.waiters.contains(&tid) {
                 g.waiters.push(tid);

@@ -52,6 +52,10 @@ pub const FLAG_EVENTS_OVERWRITTEN: u32 = 1 << 7;
 /// are still CLOCK_MONOTONIC nanoseconds.
 pub const FLAG_CLOCK_TSC: u32 = 1 << 8;
 
+/// `LOCKSUIT_SWITCHES=1`: a thread's context-switch ring was found full;
+/// records may have been lost beyond `switches_lost`.
+pub const FLAG_SWITCHES_FULL: u32 = 1 << 9;
+
 /// Block 0 of every trace.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -91,7 +95,9 @@ pub struct FileHeader {
     /// Blocking calls (`EVENT_CALL`) were recorded when they blocked at
     /// least this many microseconds (`LOCKSUIT_BLOCK_MIN_US`).
     pub block_min_us: u32,
-    pub _reserved: u32,
+    /// `LOCKSUIT_SWITCHES=1`: context-switch records the kernel had no room
+    /// for in a thread's ring (saturating).
+    pub switches_lost: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 

@@ -45,6 +45,8 @@ pub struct HeaderInfo {
     pub tsc_khz: u32,
     /// Blocking calls were recorded when they blocked this long (µs).
     pub block_min_us: u32,
+    /// Context-switch records lost (`LOCKSUIT_SWITCHES=1`).
+    pub switches_lost: u32,
     pub exe: String,
 }
 
@@ -271,6 +273,7 @@ pub fn read_trace_releasing(
             0
         },
         block_min_us: header.block_min_us,
+        switches_lost: header.switches_lost,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

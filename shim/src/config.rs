@@ -19,7 +19,8 @@ pub const DEFAULT_BLOCK_MIN_US: u32 = 50;
 static BLOCK_MIN_US: AtomicU32 = AtomicU32::new(DEFAULT_BLOCK_MIN_US);
 static BLOCK_MIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_BLOCK_MIN_US as u64 * 1000);
 /// `LOCKSUIT_BLOCK_MIN_US=off`: blocking calls beyond the lock API are not
-/// timed at all (their hooks cost one flag read).
+/// timed at all (their hooks cost one flag read), and joins and barrier
+/// waits are not written as events either.
 static CALLS_TIMED: AtomicBool = AtomicBool::new(true);
 /// `LOCKSUIT_SWITCHES=1`: record the kernel's context switches too.
 static SWITCHES: AtomicBool = AtomicBool::new(false);

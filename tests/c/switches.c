@@ -8,7 +8,8 @@
  * filter, as a container policy would), so the shim must say so once and
  * carry on; or "fault DIR": a thread writes a file in DIR, has the kernel
  * drop it from the page cache, and reads it back through a mapping (major
- * page faults), printing how many pages it touched. */
+ * page faults), printing how many pages it touched; or "naps N": a thread
+ * makes N short raw nanosleeps, more switches than its ring holds. */
 #include "common.h"
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -119,8 +120,30 @@ static void *faulter(void *arg)
     return NULL;
 }
 
+static void *napper(void *arg)
+{
+    long naps = (long)arg;
+    struct timespec ts = { 0, 10000 };
+    for (long i = 0; i < naps; i++) {
+#if defined(__x86_64__)
+        long rc;
+        __asm__ volatile("syscall" : "=a"(rc) : "a"(SYS_nanosleep), "D"(&ts), "S"(0) : "rcx", "r11", "memory");
+        (void)rc;
+#else
+        raw_nanosleep(0);
+#endif
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "naps")) {
+        pthread_t n;
+        CHECK(pthread_create(&n, NULL, napper, (void *)atol(argv[2])));
+        CHECK(pthread_join(n, NULL));
+        return 0;
+    }
     if (argc > 2 && !strcmp(argv[1], "fault")) {
         fault_dir = argv[2];
         pthread_t f;

@@ -316,18 +316,22 @@ fn report_picks_the_newest_active_trace_and_sums_up_idle_processes() {
         "names what there is: {stderr}"
     );
 
-    // --top: tiny has more than one finding; --top 1 lists one.
+    // --top 1 lists one finding and says how many it left out. tiny has
+    // one or two: its second (over-synchronization, or starvation when its
+    // threads contended) depends on how fast the run went.
     let all = findings(only_process(&report_json(&[&tiny], None))).len();
-    assert!(all > 1, "tiny has several findings");
+    assert!(all >= 1, "tiny has a finding");
     let text = text_report(&["report", tiny.to_str().unwrap(), "--top", "1"], None);
     assert!(
         text.contains("  1. [") && !text.contains("  2. ["),
         "{text}"
     );
-    assert!(
-        text.contains(&format!("… and {} more findings", all - 1)),
-        "{text}"
-    );
+    if all > 1 {
+        assert!(
+            text.contains(&format!("… and {} more findings", all - 1)),
+            "{text}"
+        );
+    }
     let out = run_locksuit(&[
         "report",
         tiny.to_str().unwrap(),

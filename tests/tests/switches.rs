@@ -147,3 +147,27 @@ fn a_wait_for_a_major_page_fault_is_memory_at_the_faulting_line() {
     assert!(str_of(fault, "line").contains(&line), "{fault}");
     assert!(class_ns(thread(p, "faulter"), "memory") > 0);
 }
+
+#[test]
+fn a_ring_that_fills_between_reads_is_said_in_the_report() {
+    // 6,000 raw sleeps: 12,000 switch records, more than a ring holds, on a
+    // thread that never reaches one of the shim's slow paths before it ends.
+    let bin = build_c("switches");
+    let dir = fresh_dir("switches-full");
+    let out = run_under_shim_env(
+        &bin,
+        &["naps", "6000"],
+        &dir,
+        &[("LOCKSUIT_SWITCHES", "1"), ("LOCKSUIT_BLOCK_MIN_US", "0")],
+    );
+    assert_success(&out, "switches naps");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let warned = arr(p, "warnings").iter().any(|w| {
+        w.as_str()
+            .is_some_and(|w| w.contains("context-switch records were lost"))
+    });
+    assert!(warned, "{}", p["warnings"]);
+    // The operations the shim itself dropped are another matter.
+    assert_eq!(u64_of(p, "dropped_events"), 0);
+}

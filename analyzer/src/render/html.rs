@@ -60,6 +60,15 @@ fn esc(s: &str) -> String {
     out
 }
 
+/// JSON made safe inside a `<script>` element: no `<`, `>` or `&` at all
+/// (JSON's `\u` escapes), so no name can end the element or open a
+/// comment (`<!--<script` would swallow the rest of the page).
+fn script_safe(json: &str) -> String {
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
 /// The page for `report`.
 pub fn render(report: &Report, o: &TextOptions) -> String {
     let mut page = String::new();
@@ -133,7 +142,7 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
     let _ = writeln!(
         page,
         "<script type=\"application/json\" class=\"timeline-data\" data-process=\"{index}\">{}</script>\n</section>",
-        timeline_json(p).replace("</", "<\\/")
+        script_safe(&timeline_json(p))
     );
 }
 
@@ -170,8 +179,11 @@ fn bars(page: &mut String, p: &Process) {
     page.push_str("<h3>Time per thread</h3>\n<div class=\"bars\">\n");
     let index_of = |class: &str| p.timeline.classes.iter().position(|c| c == class);
     for t in &p.threads {
-        let blocked: u64 = t.blocking_classes.iter().map(|c| c.total_ns).sum();
-        let life = (t.running_ns + blocked).max(1);
+        let blocked = t
+            .blocking_classes
+            .iter()
+            .fold(0u64, |sum, c| sum.saturating_add(c.total_ns));
+        let life = t.running_ns.saturating_add(blocked).max(1);
         let pct = |ns: u64| ns as f64 * 100.0 / life as f64;
         let _ = write!(
             page,
@@ -337,8 +349,12 @@ fn timeline_json(p: &Process) -> String {
     let mut lock_index: std::collections::HashMap<LockId, usize> = Default::default();
     let mut packed = Vec::with_capacity(t.periods.len() * 8);
     let mut last = (usize::MAX, 0u64);
-    for period in &t.periods {
-        let lane = lane_of.get(&period.tid).copied().unwrap_or(0);
+    // A period of a thread with no lane (no thread record) is left out:
+    // each lane's periods must stay in start order.
+    let periods = t.periods.iter().filter(|p| lane_of.contains_key(&p.tid));
+    let count = periods.clone().count();
+    for period in periods {
+        let lane = lane_of[&period.tid];
         let base = if last.0 == lane { last.1 } else { 0 };
         last = (lane, period.start_ns);
         let lock = period.lock.map_or(0, |l| {
@@ -385,7 +401,7 @@ fn timeline_json(p: &Process) -> String {
             .collect(),
         lines: &t.lines,
         locks,
-        count: t.periods.len(),
+        count,
         periods: gzip_base64(&packed),
     };
     serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_string())
@@ -422,6 +438,15 @@ mod tests {
             out,
             vec![0, 1, 127, 0x80, 1, 0xac, 2, 0x84, 0x80, 0x80, 0x80, 0x10]
         );
+    }
+
+    #[test]
+    fn script_data_cannot_end_its_element_or_open_a_comment() {
+        let json = serde_json::to_string(&["<!--<script>", "</script>", "a&b"]).unwrap();
+        let safe = script_safe(&json);
+        assert!(!safe.contains('<') && !safe.contains('>') && !safe.contains('&'));
+        let back: Vec<String> = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, ["<!--<script>", "</script>", "a&b"]);
     }
 
     #[test]

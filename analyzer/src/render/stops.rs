@@ -21,7 +21,11 @@ fn classes_table(out: &mut String, p: &Process, width: usize) {
         .iter()
         .filter(|t| !t.blocking_classes.is_empty())
         .collect();
-    let blocked = |t: &Thread| t.blocking_classes.iter().map(|c| c.total_ns).sum::<u64>();
+    let blocked = |t: &Thread| {
+        t.blocking_classes
+            .iter()
+            .fold(0u64, |sum, c| sum.saturating_add(c.total_ns))
+    };
     shown.sort_by_key(|t| std::cmp::Reverse(blocked(t)));
     let hidden = shown.len().saturating_sub(TABLE_ROWS);
     let mut grid = Grid::new(vec![

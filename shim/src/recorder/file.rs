@@ -165,12 +165,18 @@ pub fn count_dropped_record() {
 }
 
 pub fn count_dropped_op() {
-    count_dropped_ops(1);
+    if let Some(f) = header_u64(offset_of!(FileHeader, dropped_ops)) {
+        f.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-pub fn count_dropped_ops(n: u64) {
-    if let Some(f) = header_u64(offset_of!(FileHeader, dropped_ops)) {
-        f.fetch_add(n, Ordering::Relaxed);
+/// Context-switch records a thread's ring had no room for.
+pub fn count_lost_switches(n: u64) {
+    if let Some(f) = header_u32(offset_of!(FileHeader, switches_lost)) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+            Some(v.saturating_add(n))
+        });
     }
 }
 

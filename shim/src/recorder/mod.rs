@@ -87,7 +87,6 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
     }
     if extra_flags & FLAG_FORK_CHILD != 0 {
         objects::reset_after_fork();
-        switches::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();
         modules::reset_after_fork();
@@ -655,7 +654,7 @@ pub fn barrier_end(g: &HookGuard, p: &Prepared, since_ns: u64, rc: i32) {
     if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
         barrier_waited(p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
     }
-    if waited >= config::block_min_ns() {
+    if config::calls_timed() && waited >= config::block_min_ns() {
         let site = p.counter().site_id;
         call_blocked(
             g,

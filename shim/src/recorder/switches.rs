@@ -18,7 +18,11 @@
 //! exits. Each switch-out and the switch-in after it become one event
 //! ([`EVENT_SWITCH`]) if the thread was out at least
 //! `LOCKSUIT_BLOCK_MIN_US`; the analyzer drops those inside a wait the
-//! hooks recorded. Records the ring had no room for are counted as dropped.
+//! hooks recorded. A switch ends with a page fault's wait when the fault's
+//! sample (taken when the fault is done) comes just after its switch-in.
+//! Records a ring had no room for are counted in the trace header, apart
+//! from the operations the shim dropped; a ring found full at a drain,
+//! whose losses the kernel has not reported yet, is flagged there too.
 
 use super::events;
 use super::lanes::Lane;
@@ -67,8 +71,6 @@ const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
 const USE_CLOCKID: u64 = 1 << 25;
 const CONTEXT_SWITCH: u64 = 1 << 26;
 const PERF_FLAG_FD_CLOEXEC: usize = 1 << 3;
-/// `_IO('$', 5)`.
-const PERF_EVENT_IOC_SET_OUTPUT: usize = 0x2405;
 const RECORD_LOST: u32 = 2;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_SWITCH: u32 = 14;
@@ -78,53 +80,116 @@ const MISC_SWITCH_OUT_PREEMPT: u16 = 0x4000;
 const CONTEXT_USER: u64 = (-512i64) as u64;
 
 const PAGE: usize = 4096;
-/// Data pages of each ring (a power of two): 64 KiB, about 1,300 switches
-/// between two drains.
-const DATA_PAGES: usize = 16;
+/// Data pages of the switch ring (a power of two): 128 KiB, about 2,700
+/// switches between two drains.
+const SWITCH_PAGES: usize = 32;
+/// Data pages of the fault ring: a dozen samples with their chains.
+const FAULT_PAGES: usize = 1;
 /// A major fault's sample this soon after a switch-in ends the wait that
 /// switch was (the sample is taken when the fault is done).
 const FAULT_AFTER_SWITCH_NS: u64 = 200_000;
+/// Fault samples kept from one drain to match against its switches.
+const FAULTS_KEPT: usize = 8;
 
 /// Set once the kernel refused: no thread tries again.
 static REFUSED: AtomicBool = AtomicBool::new(false);
-static LOST: AtomicU64 = AtomicU64::new(0);
 
-/// One thread's ring and what it has read of it; a null `base` when unused
-/// (a fresh lane is all zero, and `open` starts from `Ring::EMPTY`).
-pub struct Ring {
-    /// The mapping: a header page, then `DATA_PAGES` of records.
+/// One mapped perf ring: a header page, then `pages` of records.
+#[derive(Clone, Copy)]
+struct Mapped {
     base: *mut u8,
+    pages: usize,
+}
+
+impl Mapped {
+    const NONE: Mapped = Mapped {
+        base: core::ptr::null_mut(),
+        pages: 0,
+    };
+
+    fn len(self) -> usize {
+        PAGE * (1 + self.pages)
+    }
+
+    /// Calls `each(kind, misc, record)` for every record written since the
+    /// last read, then marks them read. Returns whether the ring was full
+    /// (the kernel may have dropped records it has not reported yet).
+    fn read(self, mut each: impl FnMut(u32, u16, &[u8])) -> bool {
+        if self.base.is_null() {
+            return false;
+        }
+        // SAFETY: the header page of our own mapping; the kernel publishes
+        // data_head (offset 1024) after the records, and reads data_tail (1032).
+        let (head, tail) = unsafe {
+            (
+                &*self.base.add(1024).cast::<AtomicU64>(),
+                &*self.base.add(1032).cast::<AtomicU64>(),
+            )
+        };
+        let end = head.load(Ordering::Acquire);
+        let mut at = tail.load(Ordering::Relaxed);
+        let size = (PAGE * self.pages) as u64;
+        // Full, give or take the largest record.
+        let full = end.saturating_sub(at) + 512 > size;
+        // SAFETY: the data pages follow the header page.
+        let data = unsafe { self.base.add(PAGE) };
+        let mut record = [0u8; 8 + 8 * (MAX_CHAIN_DEPTH + 8)];
+        while at < end {
+            let mut header = [0u8; 8];
+            copy_out(data, size, at, &mut header);
+            let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
+            let misc = u16::from_ne_bytes([header[4], header[5]]);
+            let len = u16::from_ne_bytes([header[6], header[7]]) as u64;
+            if len < 8 {
+                break; // never written short; stop rather than spin
+            }
+            let take = (len as usize).min(record.len());
+            copy_out(data, size, at, &mut record[..take]);
+            each(kind, misc, &record[..take]);
+            at += len;
+        }
+        tail.store(end, Ordering::Release);
+        full
+    }
+
+    fn unmap(&mut self) {
+        if !self.base.is_null() {
+            // SAFETY: our own mapping, no longer read.
+            unsafe { libc::munmap(self.base.cast(), self.len()) };
+        }
+        *self = Mapped::NONE;
+    }
+}
+
+/// One thread's rings and what it has read of them; null rings when
+/// unused (a fresh lane is all zero, and `open` starts from `Ring::EMPTY`:
+/// in a fork child, where the parent's rings are not mapped, every lane
+/// is registered again before it is used).
+pub struct Ring {
+    switches: Mapped,
+    faults: Mapped,
     /// The switch-out not yet matched by its switch-in (time, 0 if none),
     /// and whether it was a preemption.
     out_ns: u64,
     out_preempted: bool,
-    /// The page-fault event's descriptor (-1: none) and its identity,
-    /// closed at the end if it still is that file.
-    fault_fd: i32,
-    fault_file: Option<crate::sys::FileId>,
-    /// A switch (out, in, preempted) written once the next record shows
-    /// whether a page fault was what it waited for; (0, 0, false) if none.
-    pending: (u64, u64, bool),
 }
 
 impl Ring {
     pub const EMPTY: Ring = Ring {
-        base: core::ptr::null_mut(),
+        switches: Mapped::NONE,
+        faults: Mapped::NONE,
         out_ns: 0,
         out_preempted: false,
-        fault_fd: -1,
-        fault_file: None,
-        pending: (0, 0, false),
     };
 }
 
-fn perf_event_open(attr: &PerfEventAttr, group_fd: i32) -> Result<i32, i32> {
+fn perf_event_open(attr: &PerfEventAttr) -> Result<i32, i32> {
     let rc = crate::sys::sys!(
         libc::SYS_perf_event_open,
         attr as *const PerfEventAttr,
         0,
         -1i32,
-        group_fd,
+        -1i32,
         PERF_FLAG_FD_CLOEXEC
     );
     if rc < 0 {
@@ -134,7 +199,38 @@ fn perf_event_open(attr: &PerfEventAttr, group_fd: i32) -> Result<i32, i32> {
     }
 }
 
-/// Opens this thread's ring (at registration), if switches are on.
+/// Opens `attr` for this thread and maps its ring; the descriptor is
+/// closed either way. `Err((errno, while mapping))`.
+fn open_mapped(attr: &PerfEventAttr, pages: usize) -> Result<Mapped, (i32, bool)> {
+    let fd = perf_event_open(attr).map_err(|errno| (errno, false))?;
+    let ring = Mapped {
+        base: core::ptr::null_mut(),
+        pages,
+    };
+    // SAFETY: mapping the event's ring, as perf_event_open(2) describes.
+    let base = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            ring.len(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    let errno = crate::diag::errno();
+    // The mapping keeps the event; the program never sees the descriptor.
+    crate::sys::close(fd);
+    if base == libc::MAP_FAILED {
+        return Err((errno, true));
+    }
+    Ok(Mapped {
+        base: base.cast(),
+        pages,
+    })
+}
+
+/// Opens this thread's rings (at registration), if switches are on.
 pub fn open(lane: &mut Lane) {
     lane.switches = Ring::EMPTY;
     if !config::switches() || REFUSED.load(Ordering::Relaxed) {
@@ -150,26 +246,9 @@ pub fn open(lane: &mut Lane) {
         clockid: libc::CLOCK_MONOTONIC,
         ..Default::default()
     };
-    let fd = match perf_event_open(&switches, -1) {
-        Ok(fd) => fd,
-        Err(errno) => return refused(errno, false),
-    };
-    let len = PAGE * (1 + DATA_PAGES);
-    // SAFETY: mapping the event's ring, as perf_event_open(2) describes.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        let errno = crate::diag::errno();
-        crate::sys::close(fd);
-        return refused(errno, true);
+    match open_mapped(&switches, SWITCH_PAGES) {
+        Ok(ring) => lane.switches.switches = ring,
+        Err((errno, mapping)) => return refused(errno, mapping),
     }
     let faults = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
@@ -181,108 +260,110 @@ pub fn open(lane: &mut Lane) {
         clockid: libc::CLOCK_MONOTONIC,
         ..Default::default()
     };
-    // Faults are a bonus: without them, switches still come. Only the
-    // mapped event is kept alive by the mapping: the fault event's
-    // descriptor stays open, high up and close-on-exec like the trace's,
-    // until the thread ends (a program that closes it loses only faults).
-    let mut fault_fd = -1;
-    if let Ok(opened) = perf_event_open(&faults, -1) {
-        let _ = crate::sys::sys!(libc::SYS_ioctl, opened, PERF_EVENT_IOC_SET_OUTPUT, fd);
-        fault_fd = crate::sys::move_high(opened);
-        lane.switches.fault_file = crate::sys::fstat(fault_fd).map(|st| st.id);
+    // Faults are a bonus: without them, switches still come.
+    if let Ok(ring) = open_mapped(&faults, FAULT_PAGES) {
+        lane.switches.faults = ring;
     }
-    // The mapping holds the switch event; its descriptor can go.
-    crate::sys::close(fd);
-    lane.switches.base = base.cast();
-    lane.switches.fault_fd = fault_fd;
 }
 
 #[cold]
 fn refused(errno: i32, mapping: bool) {
-    REFUSED.store(true, Ordering::Relaxed);
     let why: &[u8] = match errno {
+        // Out of descriptors right now: this thread goes without; the
+        // next may not.
+        libc::EMFILE | libc::ENFILE => {
+            b"LOCKSUIT_SWITCHES: no descriptor free to open a context-switch ring; some threads record without them"
+        }
         // Past the locked-memory limit for perf rings of an unprivileged user.
         libc::EPERM | libc::ENOMEM if mapping => {
+            REFUSED.store(true, Ordering::Relaxed);
             b"LOCKSUIT_SWITCHES: no room for more context-switch rings (perf_event_mlock_kb); threads from here on record without them"
         }
         libc::EACCES | libc::EPERM => {
+            REFUSED.store(true, Ordering::Relaxed);
             b"LOCKSUIT_SWITCHES: the kernel refused context-switch records (perf_event_paranoid, or a seccomp or container policy); recording without them"
         }
-        _ => b"LOCKSUIT_SWITCHES: this kernel gives no context-switch records; recording without them",
+        _ => {
+            REFUSED.store(true, Ordering::Relaxed);
+            b"LOCKSUIT_SWITCHES: this kernel gives no context-switch records; recording without them"
+        }
     };
     warn_once(Warning::Switches, why);
 }
 
-/// In a fork child: the parent's rings are not mapped here (perf buffers
-/// are not inherited), but the descriptors of its page-fault events are.
-/// Closes those that still are what the parent opened.
-pub fn reset_after_fork() {
-    super::lanes::for_each_active(|lane| {
-        let (fd, ours) = (lane.switches.fault_fd, lane.switches.fault_file);
-        if !lane.switches.base.is_null()
-            && fd >= 0
-            && ours.is_some()
-            && crate::sys::fstat(fd).map(|st| st.id) == ours
-        {
-            crate::sys::close(fd);
-        }
-    });
+/// A page fault's sample: when it was taken and its user call chain.
+#[derive(Clone, Copy)]
+struct Fault {
+    at_ns: u64,
+    frames: [u64; MAX_CHAIN_DEPTH],
+    depth: usize,
 }
 
-/// Context-switch records lost for lack of room in a ring.
-pub fn lost() -> u64 {
-    LOST.load(Ordering::Relaxed)
-}
+const NO_FAULT: Fault = Fault {
+    at_ns: 0,
+    frames: [0; MAX_CHAIN_DEPTH],
+    depth: 0,
+};
 
-/// Reads this thread's ring up to what the kernel has written, writing an
-/// event per switch-out that lasted long enough; then closes the ring if
-/// `closing` (the thread is ending).
+/// Reads this thread's rings up to what the kernel has written, writing an
+/// event per switch-out that lasted long enough; then closes the rings if
+/// `closing` (the thread, or the process, is ending). The thread runs this
+/// itself, so any fault it waited for is done and sampled by now.
 pub fn drain(lane: &mut Lane, closing: bool) {
-    let ring = lane.switches.base;
-    if ring.is_null() {
+    if lane.switches.switches.base.is_null() {
         return;
     }
-    // SAFETY: the header page of our own mapping; the kernel publishes
-    // data_head (offset 1024) after the records, and reads data_tail (1032).
-    let (head, tail) = unsafe {
-        (
-            &*ring.add(1024).cast::<AtomicU64>(),
-            &*ring.add(1032).cast::<AtomicU64>(),
-        )
-    };
-    let end = head.load(Ordering::Acquire);
-    let mut at = tail.load(Ordering::Relaxed);
-    let size = (PAGE * DATA_PAGES) as u64;
-    // SAFETY: the data pages follow the header page.
-    let data = unsafe { ring.add(PAGE) };
-    let mut record = [0u8; 8 + 8 * (MAX_CHAIN_DEPTH + 8)];
-    while at < end {
-        let mut header = [0u8; 8];
-        copy_out(data, size, at, &mut header);
-        let kind = u32::from_ne_bytes([header[0], header[1], header[2], header[3]]);
-        let misc = u16::from_ne_bytes([header[4], header[5]]);
-        let len = u16::from_ne_bytes([header[6], header[7]]) as u64;
-        if len < 8 {
-            break; // never written short; stop rather than spin
+    let mut faults = [NO_FAULT; FAULTS_KEPT];
+    let mut kept = 0usize;
+    let faults_full = lane.switches.faults.read(|kind, _, record| {
+        if kind == RECORD_SAMPLE {
+            faults[kept % FAULTS_KEPT] = fault_of(record);
+            kept += 1;
+        } else if kind == RECORD_LOST {
+            super::file::count_lost_switches(word(record, 1));
         }
-        let take = (len as usize).min(record.len());
-        copy_out(data, size, at, &mut record[..take]);
-        handle(lane, kind, misc, &record[..take]);
-        at += len;
+    });
+    let faults = &faults[..kept.min(FAULTS_KEPT)];
+    let switches = lane.switches.switches;
+    let switches_full = switches.read(|kind, misc, record| match kind {
+        RECORD_SWITCH => switch(lane, misc, word(record, 1), faults),
+        RECORD_LOST => super::file::count_lost_switches(word(record, 1)),
+        _ => {}
+    });
+    if faults_full || switches_full {
+        super::file::set_flags(FLAG_SWITCHES_FULL);
     }
-    tail.store(end, Ordering::Release);
     if closing {
-        flush(lane);
-        // SAFETY: our own mapping, no longer read.
-        unsafe { libc::munmap(ring.cast(), PAGE * (1 + DATA_PAGES)) };
-        // Only if it is still ours: a program that closed it may have
-        // opened a file of its own at that number since.
-        let fd = lane.switches.fault_fd;
-        let ours = lane.switches.fault_file;
-        if fd >= 0 && ours.is_some() && crate::sys::fstat(fd).map(|st| st.id) == ours {
-            crate::sys::close(fd);
-        }
+        lane.switches.switches.unmap();
+        lane.switches.faults.unmap();
         lane.switches = Ring::EMPTY;
+    }
+}
+
+fn switch(lane: &mut Lane, misc: u16, at_ns: u64, faults: &[Fault]) {
+    let ring = &mut lane.switches;
+    if misc & MISC_SWITCH_OUT != 0 {
+        ring.out_ns = at_ns;
+        ring.out_preempted = misc & MISC_SWITCH_OUT_PREEMPT != 0;
+        return;
+    }
+    let (out_ns, in_ns, preempted) = (ring.out_ns, at_ns, ring.out_preempted);
+    ring.out_ns = 0;
+    if out_ns == 0 || in_ns.saturating_sub(out_ns) < config::block_min_ns() {
+        return;
+    }
+    let fault = faults
+        .iter()
+        .find(|f| !preempted && f.at_ns >= in_ns && f.at_ns - in_ns < FAULT_AFTER_SWITCH_NS);
+    match fault {
+        Some(f) => {
+            let site = super::sites::site_of_frames(lane, &f.frames[..f.depth]);
+            events::switched(lane, site, SWITCH_FAULT, (out_ns, in_ns));
+        }
+        None => {
+            let flags = if preempted { SWITCH_PREEMPTED } else { 0 };
+            events::switched(lane, 0, flags, (out_ns, in_ns));
+        }
     }
 }
 
@@ -294,17 +375,6 @@ fn copy_out(data: *const u8, size: u64, at: u64, out: &mut [u8]) {
     }
 }
 
-/// Writes the switch held back, as a plain one.
-fn flush(lane: &mut Lane) {
-    let (out_ns, in_ns, preempted) = lane.switches.pending;
-    if in_ns == 0 {
-        return;
-    }
-    lane.switches.pending = (0, 0, false);
-    let flags = if preempted { SWITCH_PREEMPTED } else { 0 };
-    events::switched(lane, 0, flags, (out_ns, in_ns));
-}
-
 fn word(record: &[u8], index: usize) -> u64 {
     let at = 8 + index * 8;
     record
@@ -312,61 +382,26 @@ fn word(record: &[u8], index: usize) -> u64 {
         .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
-fn handle(lane: &mut Lane, kind: u32, misc: u16, record: &[u8]) {
-    match kind {
-        // sample_id: pid/tid, then time.
-        RECORD_SWITCH if misc & MISC_SWITCH_OUT != 0 => {
-            flush(lane);
-            let ring = &mut lane.switches;
-            ring.out_ns = word(record, 1);
-            ring.out_preempted = misc & MISC_SWITCH_OUT_PREEMPT != 0;
+/// A sample: ip, pid/tid, time, then the call chain (nr, addresses).
+fn fault_of(record: &[u8]) -> Fault {
+    let mut f = Fault {
+        at_ns: word(record, 2),
+        ..NO_FAULT
+    };
+    let nr = word(record, 3) as usize;
+    for i in 0..nr.min(MAX_CHAIN_DEPTH + 1) {
+        let ip = word(record, 4 + i);
+        if ip >= CONTEXT_USER || ip == 0 {
+            continue; // a context marker
         }
-        RECORD_SWITCH => {
-            flush(lane);
-            let ring = &mut lane.switches;
-            let (out_ns, in_ns) = (ring.out_ns, word(record, 1));
-            ring.out_ns = 0;
-            if out_ns != 0 && in_ns.saturating_sub(out_ns) >= config::block_min_ns() {
-                // Held back: a page fault's sample comes when the fault is
-                // done, just after the switch-in of the wait it caused.
-                ring.pending = (out_ns, in_ns, ring.out_preempted);
-            }
+        if f.depth < MAX_CHAIN_DEPTH {
+            f.frames[f.depth] = ip;
+            f.depth += 1;
         }
-        // ip, pid/tid, time, callchain (nr, then the addresses).
-        RECORD_SAMPLE => {
-            let time = word(record, 2);
-            let (out_ns, in_ns, preempted) = lane.switches.pending;
-            let ends_pending =
-                in_ns != 0 && !preempted && time >= in_ns && time - in_ns < FAULT_AFTER_SWITCH_NS;
-            if !ends_pending {
-                return;
-            }
-            let mut frames = [0u64; MAX_CHAIN_DEPTH];
-            let mut depth = 0;
-            let nr = word(record, 3) as usize;
-            for i in 0..nr.min(MAX_CHAIN_DEPTH + 1) {
-                let ip = word(record, 4 + i);
-                if ip >= CONTEXT_USER || ip == 0 {
-                    continue; // a context marker
-                }
-                if depth < MAX_CHAIN_DEPTH {
-                    frames[depth] = ip;
-                    depth += 1;
-                }
-            }
-            if depth == 0 {
-                frames[0] = word(record, 0);
-                depth = 1;
-            }
-            lane.switches.pending = (0, 0, false);
-            let site = super::sites::site_of_frames(lane, &frames[..depth]);
-            events::switched(lane, site, SWITCH_FAULT, (out_ns, in_ns));
-        }
-        RECORD_LOST => {
-            let lost = word(record, 1);
-            LOST.fetch_add(lost, Ordering::Relaxed);
-            super::file::count_dropped_ops(lost);
-        }
-        _ => {}
     }
+    if f.depth == 0 {
+        f.frames[0] = word(record, 0);
+        f.depth = 1;
+    }
+    f
 }

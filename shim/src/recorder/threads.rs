@@ -242,7 +242,9 @@ pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
             (*lane.thread).join_wait_ns += now.saturating_sub(started.since_ns);
         }
     }
-    if now.saturating_sub(started.since_ns) >= crate::config::block_min_ns() {
+    if crate::config::calls_timed()
+        && now.saturating_sub(started.since_ns) >= crate::config::block_min_ns()
+    {
         super::call_blocked(
             g,
             BlockingCall::Join,
