@@ -451,6 +451,13 @@ pub fn analyze(
                 .then(|| t.record.shim_call_ps as f64 / 1000.0),
             dropped_events: t.record.dropped,
             running_ns: stops.by_thread.get(&t.record.tid).map_or(0, |c| c.0),
+            cpu_ns: (t.record.flags & THREAD_USAGE != 0).then_some(t.record.cpu_ns),
+            runnable_ns: (t.record.flags & THREAD_RUNNABLE_KNOWN != 0)
+                .then_some(t.record.runnable_ns),
+            voluntary_switches: (t.record.flags & THREAD_SWITCHES_KNOWN != 0)
+                .then_some(t.record.voluntary_switches),
+            involuntary_switches: (t.record.flags & THREAD_SWITCHES_KNOWN != 0)
+                .then_some(t.record.involuntary_switches),
             blocking_classes: stops
                 .by_thread
                 .get_mut(&t.record.tid)

@@ -284,6 +284,14 @@ pub struct Thread {
     pub running_ns: u64,
     /// Why it stopped: time and count per blocking class, most time first.
     pub blocking_classes: Vec<ClassTime>,
+    /// From the kernel, read when the thread ended or the process exited
+    /// (null where it did not say, or the process died first): time on a
+    /// CPU, time runnable but waiting for one, and context switches,
+    /// voluntary (it blocked) and involuntary (preempted).
+    pub cpu_ns: Option<u64>,
+    pub runnable_ns: Option<u64>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
 }
 
 /// A thread's time blocked in one class.

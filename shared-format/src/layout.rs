@@ -12,9 +12,10 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 5: module records carry the file's identity (build id, size, mtime);
 ///    thread records carry the wait in progress; lock records the line
 ///    that initialised the lock; lock-order edges.
-/// 6: blocking calls beyond the lock API (`EVENT_CALL`) and the header's
-///    `block_min_us`.
-pub const FORMAT_VERSION: u32 = 6;
+/// 6: blocking calls beyond the lock API (`EVENT_CALL`), context switches
+///    (`EVENT_SWITCH`), the header's `block_min_us` and `switches_lost`.
+/// 7: thread records carry CPU time, runnable time and context switches.
+pub const FORMAT_VERSION: u32 = 7;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -178,6 +179,12 @@ pub const THREAD_ENDED: u32 = 1 << 0;
 pub const THREAD_MAIN: u32 = 1 << 1;
 /// The thread was started through the shim's `pthread_create`.
 pub const THREAD_CREATED_TRACED: u32 = 1 << 2;
+/// `cpu_ns` holds the thread's CPU time.
+pub const THREAD_USAGE: u32 = 1 << 3;
+/// `runnable_ns` holds its time waiting for a CPU.
+pub const THREAD_RUNNABLE_KNOWN: u32 = 1 << 4;
+/// `voluntary_switches` and `involuntary_switches` hold its switches.
+pub const THREAD_SWITCHES_KNOWN: u32 = 1 << 5;
 
 /// Introduces a thread on its lane; the records that follow on the same lane
 /// belong to it. Updated in place: `end_ns`, `dropped`, `flags`, `name`,
@@ -226,6 +233,14 @@ pub struct ThreadRecord {
     /// from the trace alone: who holds what, taken where.
     pub wait_held: [u32; WAIT_HELD],
     pub wait_held_sites: [u32; WAIT_HELD],
+    /// Time on a CPU (`THREAD_USAGE`), time runnable but waiting for a CPU
+    /// (`THREAD_RUNNABLE_KNOWN`), and context switches, voluntary (it
+    /// blocked) and involuntary (preempted) (`THREAD_SWITCHES_KNOWN`): read
+    /// when the thread ended, or when the process exited.
+    pub cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
 }
 
 /// How many held locks a waiting thread publishes.
@@ -642,7 +657,7 @@ const _: () = {
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);
-    assert!(size_of::<ThreadRecord>() == 160);
+    assert!(size_of::<ThreadRecord>() == 192);
     assert!(size_of::<LockRecord>() == 48);
     assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);

@@ -440,6 +440,9 @@ fn threads_table(out: &mut String, p: &Process, width: usize) {
         figure("acquisitions", 0),
         figure("joins", 3),
         figure("join wait", 3),
+        figure("cpu", 1),
+        figure("runnable", 2),
+        figure("switches vol/invol", 2),
     ]);
     for th in shown.iter().map(|&i| &p.threads[i]) {
         grid.row(vec![
@@ -452,6 +455,13 @@ fn threads_table(out: &mut String, p: &Process, width: usize) {
             th.acquisitions.to_string().into(),
             th.joins.to_string().into(),
             duration(th.join_wait_ns).into(),
+            th.cpu_ns.map(duration).unwrap_or_default().into(),
+            th.runnable_ns.map(duration).unwrap_or_default().into(),
+            match (th.voluntary_switches, th.involuntary_switches) {
+                (Some(v), Some(i)) => format!("{v}/{i}"),
+                _ => String::new(),
+            }
+            .into(),
         ]);
     }
     let hidden = p.threads.len().saturating_sub(shown.len());

@@ -29,6 +29,7 @@ pub mod sites;
 pub mod switches;
 mod threads;
 mod untimed;
+mod usage;
 
 use crate::config;
 use crate::diag::{warn_once, Warning};

@@ -87,6 +87,7 @@ pub fn thread_ended(g: &HookGuard) {
         // SAFETY: our own registered lane.
         let lane = unsafe { &mut *lane };
         super::switches::drain(lane, true);
+        super::usage::record_own(lane.thread);
         if !lane.thread.is_null() {
             // SAFETY: our own thread record, in the live mapping.
             unsafe {
@@ -256,13 +257,15 @@ pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
 }
 
 /// Fills in the names of live threads from the kernel, for threads named by
-/// other means than `pthread_setname_np` (e.g. `prctl`).
-fn capture_live_names() {
+/// other means than `pthread_setname_np` (e.g. `prctl`), and their run
+/// statistics as of now.
+fn capture_live_threads() {
     let _errno = crate::diag::ErrnoGuard::save();
     lanes::for_each_active(|lane| {
         if lane.thread.is_null() {
             return;
         }
+        super::usage::record_task(lane.thread);
         // SAFETY: live thread record in the mapping.
         let t = unsafe { &mut *lane.thread };
         if t.name[0] != 0 {
@@ -290,7 +293,7 @@ pub fn process_exit(code: Option<i32>) {
     if let Some(code) = code {
         file::set_exit_code(code);
     }
-    capture_live_names();
+    capture_live_threads();
     // The exiting thread's sampled shim cost (others write theirs when they
     // end or release a contended lock).
     crate::guard::ThreadState::with(|s| {
@@ -318,7 +321,7 @@ pub fn exec_starting() -> bool {
     if unsafe { libc::getpid() } as u32 != file::pid() {
         return false;
     }
-    capture_live_names();
+    capture_live_threads();
     file::set_end_time(now_ns());
     file::set_flags(FLAG_EXEC);
     true

@@ -1,0 +1,66 @@
+//! Per-thread run statistics (CPU time, context switches, runnable time)
+//! against what each thread of tests/c/thread_usage.c read itself with
+//! getrusage(RUSAGE_THREAD) just before it ended. The shim reads them a
+//! little later (at thread end, or at process exit for main), so its
+//! figures are at least the program's and only a little more.
+
+use locksuit_tests::*;
+use serde_json::Value;
+
+fn thread<'a>(p: &'a Value, name: &str) -> &'a Value {
+    arr(p, "threads")
+        .iter()
+        .find(|t| t["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no thread {name}: {}", p["threads"]))
+}
+
+#[test]
+fn cpu_time_and_switches_match_what_each_thread_read_itself() {
+    let bin = build_c("thread_usage");
+    let dir = fresh_dir("thread-usage");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "thread_usage");
+    let stdout = stdout_str(&out);
+    let measured = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let main = arr(p, "threads")
+        .iter()
+        .find(|t| t["main"] == true)
+        .unwrap();
+    for (name, t) in [
+        ("worker0", thread(p, "worker0")),
+        ("worker1", thread(p, "worker1")),
+        ("main", main),
+    ] {
+        let cpu = u64_of(t, "cpu_ns");
+        let own = measured(&format!("{name}_cpu_ns"));
+        // getrusage counts in µs; the kernel's schedstat in ns.
+        assert!(
+            cpu + 1_000_000 >= own && cpu <= own + own / 10 + 2_000_000,
+            "{name}: {cpu} ns of CPU reported, {own} ns read by the thread: {t}"
+        );
+        let voluntary = u64_of(t, "voluntary_switches");
+        let own = measured(&format!("{name}_voluntary"));
+        assert!(
+            voluntary >= own && voluntary <= own + 5,
+            "{name}: {voluntary} voluntary switches, {own} read by the thread"
+        );
+        let involuntary = u64_of(t, "involuntary_switches");
+        assert!(
+            involuntary >= measured(&format!("{name}_involuntary")),
+            "{name}: {t}"
+        );
+        assert!(t["runnable_ns"].as_u64().is_some(), "{name}: {t}");
+    }
+    // The workers slept three times each, and were on a CPU about 60 ms.
+    assert!(measured("worker0_voluntary") >= 3);
+    // The text report shows them.
+    let text = stdout_str(&run_locksuit(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--width",
+        "160",
+    ]));
+    assert!(text.contains("switches vol/invol"), "{text}");
+}
