@@ -81,18 +81,20 @@ fn frame_line(f: &Frame) -> String {
 }
 
 /// A process that recorded no lock activity (a shell, `env`): it gets one
-/// mention in a shared line instead of a report of empty tables. Waiting
-/// for its children is all a shell does; any other blocking is shown.
+/// mention in a shared line instead of a report of empty tables. What a
+/// single thread blocked in (a shell reading its script, waiting for its
+/// children) does not make it active: why threads stop is a question for
+/// programs with threads; a multithreaded one's blocking is shown.
 pub fn is_idle(p: &Process) -> bool {
-    let waits_for_children_only = p
-        .blocking_stacks
-        .iter()
-        .all(|s| matches!(s.api.as_str(), "wait" | "waitpid" | "wait4" | "waitid"));
+    let threads_blocked = p.threads.len() > 1
+        && p.blocking_stacks
+            .iter()
+            .any(|s| !matches!(s.api.as_str(), "wait" | "waitpid" | "wait4" | "waitid"));
     p.locks.is_empty()
         && p.conds.is_empty()
         && p.findings.is_empty()
         && p.dropped_events == 0
-        && waits_for_children_only
+        && !threads_blocked
 }
 
 pub fn render(report: &Report, o: &TextOptions) -> String {
