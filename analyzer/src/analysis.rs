@@ -205,6 +205,7 @@ pub fn analyze(
             wait: None,
             ratio,
             status: site_status(t.task_switches, ratio, limits.threshold),
+            reasons: Vec::new(),
             call_chain,
         });
     }
@@ -283,6 +284,7 @@ pub fn analyze(
     let functions: Vec<Option<String>> = sites.iter().map(|s| s.function.clone()).collect();
     let function_of = |site: SiteId| functions.get(site.index()).cloned().flatten();
     let mut periods = crate::periods::Collector::default();
+    let mut reasons = crate::reasons::Collector::default();
     let contention = crate::contention::analyze(
         &trace,
         &crate::contention::Names {
@@ -298,7 +300,13 @@ pub fn analyze(
             conds: &mut conds,
         },
         &mut periods,
+        &mut reasons,
         progress,
+    );
+    let mut thread_reasons = attribute_reasons(
+        reasons,
+        (&mut locks, &mut sites, &mut conds),
+        (&lock_of, &cond_of, &report_site),
     );
     let event_name = |raw: u32| -> Option<String> {
         lock_of(raw).map(|l| l.to_string()).or_else(|| {
@@ -458,6 +466,7 @@ pub fn analyze(
                 .then_some(t.record.voluntary_switches),
             involuntary_switches: (t.record.flags & THREAD_SWITCHES_KNOWN != 0)
                 .then_some(t.record.involuntary_switches),
+            reasons: thread_reasons.remove(&t.record.tid).unwrap_or_default(),
             blocking_classes: stops
                 .by_thread
                 .get_mut(&t.record.tid)
@@ -558,6 +567,64 @@ pub fn analyze(
         streams,
         names,
     }
+}
+
+/// Why waits ended (see `reasons.rs`), attributed to the locks,
+/// condition variables and sites of the report; returned by thread. A
+/// lock's trylock failures come from its exact counters.
+#[allow(clippy::type_complexity)]
+fn attribute_reasons(
+    collected: crate::reasons::Collector,
+    (locks, sites, conds): (&mut [Lock], &mut [Site], &mut [Cond]),
+    (lock_of, cond_of, site_of): (
+        &dyn Fn(u32) -> Option<LockId>,
+        &dyn Fn(u32) -> Option<usize>,
+        &dyn Fn(u32) -> Option<SiteId>,
+    ),
+) -> HashMap<u32, Vec<ReasonCount>> {
+    use crate::reasons::{sorted, Object, Reason};
+    type Tally = FxHashMap<Reason, u64>;
+    let mut by_lock: FxHashMap<LockId, Tally> = FxHashMap::default();
+    let mut by_cond: FxHashMap<usize, Tally> = FxHashMap::default();
+    let mut by_site: FxHashMap<SiteId, Tally> = FxHashMap::default();
+    let mut by_thread: FxHashMap<u32, Tally> = FxHashMap::default();
+    for ((object, site, tid, reason), n) in collected.counts {
+        let add = |tally: &mut Tally| *tally.entry(reason).or_default() += n;
+        match object {
+            Object::Lock(raw) => lock_of(raw).map(|l| add(by_lock.entry(l).or_default())),
+            Object::Cond(raw) => cond_of(raw).map(|c| add(by_cond.entry(c).or_default())),
+        };
+        if let Some(s) = site_of(site) {
+            add(by_site.entry(s).or_default());
+        }
+        add(by_thread.entry(tid).or_default());
+    }
+    for lock in locks.iter_mut() {
+        let mut tally = by_lock.remove(&lock.id).unwrap_or_default();
+        let mut reasons = sorted(std::mem::take(&mut tally));
+        if lock.try_failures > 0 {
+            reasons.push(ReasonCount {
+                reason: "try-failed".to_string(),
+                count: lock.try_failures,
+            });
+            reasons.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
+        }
+        lock.reasons = (!reasons.is_empty()).then(|| Box::new(ReasonList(reasons)));
+    }
+    for (index, tally) in by_cond {
+        if let Some(cond) = conds.get_mut(index) {
+            cond.reasons = sorted(tally);
+        }
+    }
+    for (id, tally) in by_site {
+        if let Some(site) = sites.get_mut(id.index()) {
+            site.reasons = sorted(tally);
+        }
+    }
+    by_thread
+        .into_iter()
+        .map(|(tid, tally)| (tid, sorted(tally)))
+        .collect()
 }
 
 /// Whether the process that wrote an unfinished trace is alive: its pid
@@ -695,6 +762,7 @@ fn build_conds(
                     cancelled: 0,
                     notify_latency: None,
                     notifiers: Vec::new(),
+                    reasons: Vec::new(),
                 },
                 BTreeSet::new(),
                 BTreeSet::new(),

@@ -358,6 +358,7 @@ pub fn analyze(
     names: &Names,
     targets: Targets,
     periods: &mut crate::periods::Collector,
+    reasons: &mut crate::reasons::Collector,
     progress: &mut dyn FnMut(),
 ) -> Contention {
     let mut pass = Pass::default();
@@ -369,6 +370,7 @@ pub fn analyze(
         }
         pass.event(e);
         periods.event(e);
+        reasons.event(e);
     });
     let mut out = Contention {
         events: count,

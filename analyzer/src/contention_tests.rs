@@ -100,6 +100,7 @@ fn rows(events: Vec<(usize, EventRecord)>) -> Vec<(u32, u32, u64, u64)> {
             conds: &mut [],
         },
         &mut crate::periods::Collector::default(),
+        &mut crate::reasons::Collector::default(),
         &mut || {},
     );
     let mut r: Vec<_> = c

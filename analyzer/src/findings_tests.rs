@@ -67,6 +67,7 @@ fn site(id: &str, locks: &[&str]) -> Site {
         wait: None,
         ratio: 0.5,
         status: STATUS_SUITABLE,
+        reasons: Vec::new(),
         call_chain: Vec::new(),
     }
 }

@@ -17,6 +17,7 @@ pub mod names;
 pub mod oom;
 pub mod periods;
 pub mod progress;
+pub mod reasons;
 pub mod render;
 pub mod run;
 pub mod samples;

@@ -140,6 +140,7 @@ pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) 
         write: None,
         posts: 0,
         outcomes: None,
+        reasons: None,
         family: FamilyId(0),
         origin_chain: u32::MAX,
         in_variable: false,

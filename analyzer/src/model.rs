@@ -292,6 +292,29 @@ pub struct Thread {
     pub runnable_ns: Option<u64>,
     pub voluntary_switches: Option<u64>,
     pub involuntary_switches: Option<u64>,
+    /// Why its waits ended, most first.
+    pub reasons: Vec<ReasonCount>,
+}
+
+/// A lock's reasons, boxed in [`Lock`] (one pointer), as most locks have
+/// none.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct ReasonList(pub Vec<ReasonCount>);
+
+/// A boxed list, written as a list (empty when absent).
+fn boxed_list<S: Serializer>(list: &Option<Box<ReasonList>>, s: S) -> Result<S::Ok, S::Error> {
+    match list {
+        Some(items) => items.serialize(s),
+        None => s.collect_seq(std::iter::empty::<&ReasonCount>()),
+    }
+}
+
+/// How many waits ended for one reason (see `reasons.rs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReasonCount {
+    pub reason: String,
+    pub count: u64,
 }
 
 /// A thread's time blocked in one class.
@@ -490,6 +513,11 @@ pub struct Lock {
     /// previous owner died holding it) and ENOTRECOVERABLE (refused).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcomes: Option<Box<Outcomes>>,
+    /// Why waits for it ended, most first; `try-failed` counts the
+    /// trylocks that found it taken (exact, from the counters). Boxed, as
+    /// most locks have none: written as `[]` then.
+    #[serde(serialize_with = "boxed_list")]
+    pub reasons: Option<Box<ReasonList>>,
     /// The family it belongs to (see [`Family`]).
     pub family: FamilyId,
     /// The line that made it (initialised it, or first used it), as an
@@ -585,6 +613,8 @@ pub struct Site {
     /// Engagement-weighted sharing ratio of the locks it engaged.
     pub ratio: f64,
     pub status: &'static str,
+    /// Why the waits at this line ended, most first.
+    pub reasons: Vec<ReasonCount>,
     pub call_chain: Vec<Frame>,
 }
 
@@ -611,6 +641,8 @@ pub struct Cond {
     pub notify_latency: Option<DurationStats>,
     /// Which threads' notifies woke which threads.
     pub notifiers: Vec<NotifyPair>,
+    /// Why its waits ended, most first.
+    pub reasons: Vec<ReasonCount>,
 }
 
 /// A thread blocked as the trace ends.

@@ -521,7 +521,9 @@ pub const EVENT_TIMED_OUT: u32 = 5;
 pub const EVENT_ACQUIRED: u32 = 6;
 /// An acquisition with an unusual result, at `time`: `other` is the error
 /// number (`EOWNERDEAD`: a robust mutex whose owner died was taken and must
-/// be made consistent; `ENOTRECOVERABLE`: refused, the mutex is unusable).
+/// be made consistent; `ENOTRECOVERABLE`: refused, the mutex is unusable;
+/// `EDEADLK`: an error-checking mutex relocked by its owner; `EINTR`: a
+/// semaphore wait a signal interrupted; any other error).
 pub const EVENT_OUTCOME: u32 = 7;
 
 /// A blocking call beyond the lock API ([`crate::calls::BlockingCall`]

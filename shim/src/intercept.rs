@@ -206,6 +206,8 @@ pub fn sem_acquire(
         recorder::blocked(p, &waited, now);
     } else if after == libc::ETIMEDOUT {
         recorder::timed_out(p, &waited, now);
+    } else {
+        recorder::unusual_outcome(p, after);
     }
     set_errno(after);
     rc

@@ -5,6 +5,7 @@ pub mod chrome;
 pub mod html;
 pub mod json;
 pub mod layout;
+pub mod reasons;
 pub mod stops;
 pub mod streams;
 pub mod summary;

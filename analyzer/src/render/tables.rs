@@ -111,6 +111,7 @@ pub fn all(out: &mut String, p: &Process, o: &TextOptions) {
     sites_table(out, p, o);
     blocking_tables(out, p, o.width);
     super::stops::tables(out, p, o.width);
+    super::reasons::table(out, p, o.width);
     waits_table(out, p, o.width);
     conds_table(out, p, o.width);
     threads_table(out, p, o.width);

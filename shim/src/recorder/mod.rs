@@ -450,11 +450,14 @@ fn record_acquired(g: &HookGuard, p: &Prepared, how: How, hold: Hold) {
     p.track_hold(g, flags, (since_ns, shim_ns), matches!(how, How::Tried));
 }
 
-/// Records an acquisition's result if it is one a robust mutex gives
-/// (EOWNERDEAD: taken, its owner died; ENOTRECOVERABLE: refused).
+/// Records an acquisition's result if it is not the usual one: a robust
+/// mutex's (EOWNERDEAD: taken, its owner died; ENOTRECOVERABLE: refused),
+/// an error-checking mutex's relock (EDEADLK), a semaphore wait a signal
+/// interrupted (EINTR), any other error. Success, a trylock's EBUSY and a
+/// timeout (which has its own event) are not.
 #[inline]
 pub fn unusual_outcome(p: &Prepared, rc: i32) {
-    if rc == libc::EOWNERDEAD || rc == libc::ENOTRECOVERABLE {
+    if rc != 0 && rc != libc::EBUSY && rc != libc::ETIMEDOUT {
         let site = p.counter().site_id;
         events::outcome(p.lane(), (p.lock_id, site), rc as u32, now_ns());
     }
