@@ -441,7 +441,7 @@ pub fn analyze(
         );
     }
 
-    let threads = trace
+    let threads: Vec<Thread> = trace
         .threads
         .iter()
         .enumerate()
@@ -516,6 +516,17 @@ pub fn analyze(
                 .into(),
         );
     }
+    let cpu_ns = (!threads.is_empty())
+        .then(|| {
+            threads
+                .iter()
+                .try_fold(0u64, |sum, t: &Thread| Some(sum.saturating_add(t.cpu_ns?)))
+        })
+        .flatten();
+    let parallelism = match (cpu_ns, duration) {
+        (Some(cpu), Some(wall)) if wall > 0 => Some(cpu as f64 / wall as f64),
+        _ => None,
+    };
     Process {
         trace: trace_path.to_string(),
         pid: header.pid,
@@ -536,6 +547,8 @@ pub fn analyze(
         start_unix_ns: header.start_unix_ns,
         start_mono_ns: header.start_mono_ns,
         duration_ns: duration,
+        cpu_ns,
+        parallelism,
         dropped_events,
         hold_sample_period: header.hold_sample_period,
         events_mode: if header.flags & FLAG_EVENTS_ALL != 0 {

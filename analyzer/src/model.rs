@@ -102,6 +102,10 @@ pub struct Process {
     pub start_unix_ns: u64,
     pub start_mono_ns: u64,
     pub duration_ns: Option<u64>,
+    /// Its threads' CPU time, when the kernel gave every thread's, and that
+    /// over `duration_ns`: how many threads were running on average.
+    pub cpu_ns: Option<u64>,
+    pub parallelism: Option<f64>,
     /// Operations and records the shim could not record.
     pub dropped_events: u64,
     /// Uncontended holds are timed once in this many engagements (0 = never).

@@ -53,6 +53,16 @@ fn cpu_time_and_switches_match_what_each_thread_read_itself() {
         );
         assert!(t["runnable_ns"].as_u64().is_some(), "{name}: {t}");
     }
+    // The process: its threads' CPU over its run time, at most its threads.
+    let cpu: u64 = arr(p, "threads").iter().map(|t| u64_of(t, "cpu_ns")).sum();
+    assert_eq!(u64_of(p, "cpu_ns"), cpu);
+    let busy = f64_of(p, "parallelism");
+    let expected = cpu as f64 / u64_of(p, "duration_ns") as f64;
+    assert!((busy - expected).abs() < 1e-9, "{busy} vs {expected}");
+    assert!(
+        busy > 0.5 && busy <= 3.0,
+        "three threads, two of them spinning: {busy}"
+    );
     // The workers slept three times each, and were on a CPU about 60 ms.
     assert!(measured("worker0_voluntary") >= 3);
     // The text report shows them.

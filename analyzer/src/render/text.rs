@@ -170,7 +170,14 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
             Some(d) => format!("{status} after {}", duration(d)),
             None => status,
         },
-        count(p.threads.len() as u64, "thread", "threads"),
+        match (p.cpu_ns, p.parallelism) {
+            (Some(cpu), Some(busy)) => format!(
+                "{}, {busy:.2} running on average (CPU {})",
+                count(p.threads.len() as u64, "thread", "threads"),
+                duration(cpu)
+            ),
+            _ => count(p.threads.len() as u64, "thread", "threads"),
+        },
         format!(
             "{} ({})",
             count(p.locks.len() as u64, "lock", "locks"),
