@@ -574,6 +574,7 @@ pub fn analyze(
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
         blocking_stacks: std::mem::take(&mut stops.stacks),
+        idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),
         timeline: std::mem::take(&mut stops.timeline),
         blocked,
         warnings,

@@ -57,6 +57,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             tsc_khz: 0,
             block_min_us: 50,
             switches_lost: 0,
+            cpus: 2,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

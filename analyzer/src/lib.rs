@@ -8,6 +8,7 @@ pub mod contention;
 pub mod deadlocks;
 pub mod families;
 pub mod findings;
+pub mod idle;
 pub mod load;
 pub mod lock_order;
 pub mod locks;

@@ -137,6 +137,9 @@ pub struct Process {
     pub block_min_us: u32,
     /// Every distinct blocking call stack, most time first.
     pub blocking_stacks: Vec<BlockingStack>,
+    /// Processors idle while threads waited; null without the processor
+    /// count or threads.
+    pub idle_while_waiting: Option<IdleWhileWaiting>,
     /// Every blocking period (HTML and Chrome trace only).
     #[serde(skip)]
     pub timeline: Timeline,
@@ -327,6 +330,27 @@ pub struct ClassTime {
     pub class: String,
     pub count: u64,
     pub total_ns: u64,
+}
+
+/// Processors idle while threads waited on synchronisation (see
+/// `idle.rs`): estimated from the timeline, this process alone.
+#[derive(Debug, Serialize)]
+pub struct IdleWhileWaiting {
+    /// Processors the process could run on.
+    pub cpus: u32,
+    /// Time during which at least one thread waited on synchronisation.
+    pub wait_ns: u64,
+    /// Idle processors over that time, on average.
+    pub idle_processors: f64,
+    /// The same over each lock's waits, most waited-for first.
+    pub by_lock: Vec<LockIdle>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LockIdle {
+    pub lock: LockId,
+    pub wait_ns: u64,
+    pub idle_processors: f64,
 }
 
 /// Every blocking period, for the HTML timeline and the Chrome export. Not

@@ -15,7 +15,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 6: blocking calls beyond the lock API (`EVENT_CALL`), context switches
 ///    (`EVENT_SWITCH`), the header's `block_min_us` and `switches_lost`.
 /// 7: thread records carry CPU time, runnable time and context switches.
-pub const FORMAT_VERSION: u32 = 7;
+/// 8: the header's `cpus`.
+pub const FORMAT_VERSION: u32 = 8;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -99,6 +100,10 @@ pub struct FileHeader {
     /// `LOCKSUIT_SWITCHES=1`: context-switch records the kernel had no room
     /// for in a thread's ring (saturating).
     pub switches_lost: u32,
+    /// Processors the process could run on when the shim started (its CPU
+    /// affinity), for the processors idle while threads waited.
+    pub cpus: u32,
+    pub _reserved: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 
@@ -655,7 +660,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 112 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 120 + EXE_PATH_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

@@ -47,6 +47,8 @@ pub struct HeaderInfo {
     pub block_min_us: u32,
     /// Context-switch records lost (`LOCKSUIT_SWITCHES=1`).
     pub switches_lost: u32,
+    /// Processors the process could run on (0: unknown).
+    pub cpus: u32,
     pub exe: String,
 }
 
@@ -274,6 +276,7 @@ pub fn read_trace_releasing(
         },
         block_min_us: header.block_min_us,
         switches_lost: header.switches_lost,
+        cpus: header.cpus,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

@@ -12,7 +12,33 @@ pub fn tables(out: &mut String, p: &Process, width: usize) {
         return;
     }
     classes_table(out, p, width);
+    idle_lines(out, p, width);
     stacks_table(out, p, width);
+}
+
+/// What waiting cost in processors, for the process and its most
+/// waited-for locks.
+fn idle_lines(out: &mut String, p: &Process, width: usize) {
+    let Some(idle) = p.idle_while_waiting.as_ref().filter(|i| i.wait_ns > 0) else {
+        return;
+    };
+    let text = format!(
+        "While threads waited on synchronisation ({} in all), on average {:.2} of {} processors stood idle (from the timeline: a thread not in a recorded wait counts as running; other processes are not seen).",
+        duration(idle.wait_ns),
+        idle.idle_processors,
+        idle.cpus
+    );
+    out.push_str(&wrap(&text, width, "", ""));
+    for l in idle.by_lock.iter().take(5) {
+        let line = format!(
+            "while threads waited on {} ({}): {:.2} idle",
+            l.lock,
+            duration(l.wait_ns),
+            l.idle_processors
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    out.push('\n');
 }
 
 fn classes_table(out: &mut String, p: &Process, width: usize) {

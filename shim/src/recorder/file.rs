@@ -354,6 +354,7 @@ pub fn create(
         }
         (*h).hold_sample_period = config::hold_sample_period();
         (*h).block_min_us = config::block_min_us();
+        (*h).cpus = cpus_allowed();
         (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;
@@ -389,4 +390,19 @@ fn forget_inherited() {
     if TRACE_FILE.is_ours(fd) {
         sys::close(fd);
     }
+}
+
+/// Processors this process may run on (its affinity mask), 0 if unknown.
+fn cpus_allowed() -> u32 {
+    let mut mask = [0u64; 16]; // 1024 CPUs
+    let rc = crate::sys::sys!(
+        libc::SYS_sched_getaffinity,
+        0,
+        core::mem::size_of_val(&mask),
+        mask.as_mut_ptr()
+    );
+    if rc <= 0 {
+        return 0;
+    }
+    mask.iter().map(|w| w.count_ones()).sum()
 }

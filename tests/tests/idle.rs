@@ -1,0 +1,39 @@
+//! Processors idle while threads wait (tests/c/idle.c): two threads taking
+//! turns on one lock keep one processor busy, so all but one stand idle
+//! while they wait; two threads spinning freely leave none idle (beyond
+//! the processors they cannot fill) while main waits to join them.
+
+use locksuit_tests::*;
+use serde_json::Value;
+
+fn idle_of(mode: &str) -> Value {
+    let bin = build_c("idle");
+    let dir = fresh_dir(&format!("idle-{mode}"));
+    let out = run_under_shim(&bin, &[mode], &dir);
+    assert_success(&out, "idle");
+    let report = report_json(&[&dir], None);
+    only_process(&report)["idle_while_waiting"].clone()
+}
+
+#[test]
+fn threads_serialised_on_a_lock_leave_all_but_one_processor_idle() {
+    let idle = idle_of("serial");
+    let cpus = u64_of(&idle, "cpus") as f64;
+    let avg = f64_of(&idle, "idle_processors");
+    assert!((avg - (cpus - 1.0)).abs() < 0.15, "{idle}");
+    let lock = &arr(&idle, "by_lock")[0];
+    assert_eq!(str_of(lock, "lock"), "&turn");
+    assert!(
+        (f64_of(lock, "idle_processors") - (cpus - 1.0)).abs() < 0.15,
+        "{idle}"
+    );
+}
+
+#[test]
+fn threads_running_freely_leave_none_idle_beyond_what_they_cannot_fill() {
+    let idle = idle_of("parallel");
+    let cpus = u64_of(&idle, "cpus") as f64;
+    let avg = f64_of(&idle, "idle_processors");
+    assert!((avg - (cpus - 2.0).max(0.0)).abs() < 0.15, "{idle}");
+    assert!(arr(&idle, "by_lock").is_empty(), "{idle}");
+}
