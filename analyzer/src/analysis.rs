@@ -497,6 +497,15 @@ pub fn analyze(
             "LOCKSUIT_SWITCHES: {lost} context-switch records were lost (a thread's ring filled between two reads: it switched often and seldom reached the shim's slow paths); preempted, memory and switched-out totals are lower bounds"
         ));
     }
+    if header.flags & FLAG_POLICY != 0 {
+        warnings.push(format!(
+            "a recording policy was in force (LOCKSUIT_POLICY): {}; counters are exact",
+            match (header.policy_min_wait_us, header.events_filtered) {
+                (0, _) => "no wait events left out".to_string(),
+                (us, n) => format!("waits shorter than {us} µs wrote no events ({n} left out), so wait distributions, the timeline and who-blocks-whom cover the longer waits only"),
+            }
+        ));
+    }
     if dropped_events > 0 {
         warnings.push(format!(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
@@ -574,6 +583,10 @@ pub fn analyze(
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
         blocking_stacks: std::mem::take(&mut stops.stacks),
+        policy: (header.flags & FLAG_POLICY != 0).then_some(PolicyInForce {
+            min_wait_us: header.policy_min_wait_us,
+            events_filtered: header.events_filtered,
+        }),
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),
         timeline: std::mem::take(&mut stops.timeline),
         blocked,

@@ -57,6 +57,7 @@ Environment:
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
   LOCKSUIT_SWITCHES     1: also record the kernel's context switches (preemption, page
                         faults, system calls made around libc)
+  LOCKSUIT_POLICY       a recording policy file (docs/policy.md); `run --policy FILE`
 
 Exit status:
   0  success
@@ -252,6 +253,11 @@ struct RunArgs {
     /// The shim to preload (default: libsyncshim.so next to this binary, or $LOCKSUIT_SHIM).
     #[arg(long, value_name = "PATH")]
     shim: Option<PathBuf>,
+    /// A recording policy for the command and its children (sets $LOCKSUIT_POLICY; see
+    /// docs/policy.md): which processes to record, and the shortest wait whose events
+    /// are written.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
     /// Watch for deadlocks while the command runs: one that lasts this many
     /// seconds is explained on stderr, acted on (--on-deadlock), reported,
     /// and `run` exits 1.
@@ -621,6 +627,7 @@ fn run(args: RunArgs) -> i32 {
     let recorded = match crate::run::record(
         &args.command,
         (args.dir.as_deref(), args.shim.as_deref()),
+        args.policy.as_deref(),
         watch,
     ) {
         Ok(r) => r,

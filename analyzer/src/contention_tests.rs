@@ -58,6 +58,8 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             block_min_us: 50,
             switches_lost: 0,
             cpus: 2,
+            policy_min_wait_us: 0,
+            events_filtered: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

@@ -137,6 +137,8 @@ pub struct Process {
     pub block_min_us: u32,
     /// Every distinct blocking call stack, most time first.
     pub blocking_stacks: Vec<BlockingStack>,
+    /// The recording policy in force (`LOCKSUIT_POLICY`), or null.
+    pub policy: Option<PolicyInForce>,
     /// Processors idle while threads waited; null without the processor
     /// count or threads.
     pub idle_while_waiting: Option<IdleWhileWaiting>,
@@ -330,6 +332,15 @@ pub struct ClassTime {
     pub class: String,
     pub count: u64,
     pub total_ns: u64,
+}
+
+/// What a recording policy did to this process's trace.
+#[derive(Debug, Serialize)]
+pub struct PolicyInForce {
+    /// Waits shorter than this wrote no events (0: no such rule).
+    pub min_wait_us: u32,
+    /// Wait events it left out; the counters are exact regardless.
+    pub events_filtered: u32,
 }
 
 /// Processors idle while threads waited on synchronisation (see

@@ -163,9 +163,18 @@ fn stop_forwarding() {
 pub fn record(
     command: &[OsString],
     (dir, shim): (Option<&Path>, Option<&Path>),
+    policy: Option<&Path>,
     watch: Option<DeadlockWatch>,
 ) -> Result<Recorded, InputError> {
     let shim = find_shim(shim)?;
+    // The policy's path as the command will see it (it may change directory).
+    let policy = match policy {
+        Some(p) => Some(
+            p.canonicalize()
+                .map_err(|e| InputError(format!("{}: cannot read the policy: {e}", p.display())))?,
+        ),
+        None => None,
+    };
     let (program, args) = command
         .split_first()
         .ok_or_else(|| InputError("no command given after `--`".into()))?;
@@ -196,18 +205,21 @@ pub fn record(
         preload.push(existing);
     }
     forward_signals();
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .env("LD_PRELOAD", preload)
-        .env("LOCKSUIT_DIR", &abs_dir)
-        .spawn()
-        .map_err(|e| {
-            stop_forwarding();
-            give_up(InputError(format!(
-                "{}: cannot run: {e}",
-                Path::new(program).display()
-            )))
-        })?;
+        .env("LOCKSUIT_DIR", &abs_dir);
+    if let Some(policy) = &policy {
+        command.env("LOCKSUIT_POLICY", policy);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        stop_forwarding();
+        give_up(InputError(format!(
+            "{}: cannot run: {e}",
+            Path::new(program).display()
+        )))
+    })?;
     COMMAND_PID.store(i32::try_from(child.id()).unwrap_or(0), Ordering::Release);
     let early = PENDING_SIGNAL.swap(0, Ordering::AcqRel);
     if early != 0 {

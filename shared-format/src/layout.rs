@@ -16,7 +16,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 ///    (`EVENT_SWITCH`), the header's `block_min_us` and `switches_lost`.
 /// 7: thread records carry CPU time, runnable time and context switches.
 /// 8: the header's `cpus`.
-pub const FORMAT_VERSION: u32 = 8;
+/// 9: the header's policy fields.
+pub const FORMAT_VERSION: u32 = 9;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -57,6 +58,9 @@ pub const FLAG_CLOCK_TSC: u32 = 1 << 8;
 /// `LOCKSUIT_SWITCHES=1`: a thread's context-switch ring was found full;
 /// records may have been lost beyond `switches_lost`.
 pub const FLAG_SWITCHES_FULL: u32 = 1 << 9;
+
+/// A policy (`LOCKSUIT_POLICY`) was in force.
+pub const FLAG_POLICY: u32 = 1 << 10;
 
 /// Block 0 of every trace.
 #[repr(C)]
@@ -103,6 +107,10 @@ pub struct FileHeader {
     /// Processors the process could run on when the shim started (its CPU
     /// affinity), for the processors idle while threads waited.
     pub cpus: u32,
+    /// `LOCKSUIT_POLICY`: its `min_wait_us` (0: none), and the wait events
+    /// it left out (saturating).
+    pub policy_min_wait_us: u32,
+    pub events_filtered: u32,
     pub _reserved: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
@@ -660,7 +668,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 120 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 128 + EXE_PATH_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

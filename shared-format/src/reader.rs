@@ -49,6 +49,9 @@ pub struct HeaderInfo {
     pub switches_lost: u32,
     /// Processors the process could run on (0: unknown).
     pub cpus: u32,
+    /// `LOCKSUIT_POLICY`'s `min_wait_us`, and the wait events it left out.
+    pub policy_min_wait_us: u32,
+    pub events_filtered: u32,
     pub exe: String,
 }
 
@@ -277,6 +280,8 @@ pub fn read_trace_releasing(
         block_min_us: header.block_min_us,
         switches_lost: header.switches_lost,
         cpus: header.cpus,
+        policy_min_wait_us: header.policy_min_wait_us,
+        events_filtered: header.events_filtered,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

@@ -16,6 +16,7 @@ pub enum Warning {
     TablesFull = 1 << 5,
     NestedCalls = 1 << 6,
     Switches = 1 << 7,
+    Policy = 1 << 8,
 }
 
 static WARNED: AtomicU32 = AtomicU32::new(0);

@@ -25,6 +25,7 @@ pub mod diag;
 pub mod glibc;
 pub mod guard;
 pub mod lifecycle;
+pub mod policy;
 pub mod real;
 pub mod recorder;
 pub mod sys;

@@ -86,6 +86,14 @@ fn initialize() -> bool {
         return false;
     }
     config::load();
+    crate::policy::load();
+    let mut exe = [0u8; 4096];
+    let exe_len = crate::sys::readlink(c"/proc/self/exe", &mut exe).unwrap_or(0);
+    if !crate::policy::process_selected(&exe[..exe_len]) {
+        // Not a process the policy asks for: no trace, nothing said.
+        STATE.store(State::Disabled as u8, Ordering::Release);
+        return false;
+    }
     if recorder::start_process(0).is_err() {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;

@@ -32,6 +32,17 @@ fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
     }
 }
 
+/// Whether the policy keeps the events of a wait from `started` to `ended`
+/// (`min_wait_us`); one it leaves out is counted.
+fn policy_keeps(started: u64, ended: u64) -> bool {
+    let min = crate::policy::min_wait_ns();
+    if min == 0 || ended.saturating_sub(started) >= min {
+        return true;
+    }
+    super::file::count_filtered();
+    false
+}
+
 fn write(lane: &mut Lane, mut record: EventRecord) {
     record.shim_ns = lane.shim_ns;
     record.tid = lane.tid;
@@ -59,6 +70,9 @@ pub fn waited(
     seq_now: u32,
     now: u64,
 ) {
+    if !policy_keeps(waited.started, now) {
+        return;
+    }
     let mut e = event(kind, lock_id, site_id);
     e.seq = waited.seq;
     e.seq2 = seq_now;
@@ -100,6 +114,9 @@ pub fn cond_wait(
     (started, now): (u64, u64),
     deadline: u64,
 ) {
+    if !policy_keeps(started, now) {
+        return;
+    }
     let mut e = event(EVENT_COND_WAIT | outcome << 8, cond_id, site_id);
     e.other = mutex_id;
     e.seq = seq_start;
@@ -160,6 +177,9 @@ pub struct CallBlocked {
 
 /// A blocking call beyond the lock API that blocked long enough to keep.
 pub fn call_blocked(lane: &mut Lane, c: &CallBlocked) {
+    if !policy_keeps(c.started, c.ended) {
+        return;
+    }
     let mut e = event(EVENT_CALL | c.fd.1 << 8, c.held.0, c.site_id);
     e.seq = c.call as u32;
     e.seq2 = c.held.1;

@@ -170,6 +170,15 @@ pub fn count_dropped_op() {
     }
 }
 
+/// A wait event the policy left out.
+pub fn count_filtered() {
+    if let Some(f) = header_u32(offset_of!(FileHeader, events_filtered)) {
+        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+            Some(v.saturating_add(1))
+        });
+    }
+}
+
 /// Context-switch records a thread's ring had no room for.
 pub fn count_lost_switches(n: u64) {
     if let Some(f) = header_u32(offset_of!(FileHeader, switches_lost)) {
@@ -355,6 +364,11 @@ pub fn create(
         (*h).hold_sample_period = config::hold_sample_period();
         (*h).block_min_us = config::block_min_us();
         (*h).cpus = cpus_allowed();
+        let min_wait_us = crate::policy::min_wait_ns() / 1000;
+        (*h).policy_min_wait_us = u32::try_from(min_wait_us).unwrap_or(u32::MAX);
+        if config::getenv(c"LOCKSUIT_POLICY").is_some() {
+            (*h).flags |= FLAG_POLICY;
+        }
         (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;

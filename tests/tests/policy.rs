@@ -1,0 +1,134 @@
+//! Recording policies (docs/policy.md): which processes are recorded, the
+//! shortest wait whose events are written (counters stay exact), a
+//! malformed file said once, and `locksuit run --policy`.
+
+use locksuit_tests::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn write_policy(dir: &Path, text: &str) -> String {
+    let file = dir.join("policy.txt");
+    std::fs::write(&file, text).unwrap();
+    file.canonicalize().unwrap().to_str().unwrap().to_string()
+}
+
+fn apis(p: &Value) -> Vec<String> {
+    arr(p, "blocking_stacks")
+        .iter()
+        .map(|s| str_of(s, "api").to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_processes_of_interest_are_recorded() {
+    let tiny = build_c("tiny");
+    let dir = fresh_dir("policy-processes");
+    let policy = write_policy(&dir, "processes = tin?, not-this-one\n");
+    let suite = format!("{} && env > /dev/null", tiny.display());
+    let out = run_under_shim_env(
+        Path::new("/bin/sh"),
+        &["-c", &suite],
+        &dir,
+        &[("LOCKSUIT_POLICY", &policy)],
+    );
+    assert_success(&out, "sh -c tiny && env");
+    assert_eq!(stdout_str(&out), "counter 400\n");
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+    let traces = traces_in(&dir);
+    assert_eq!(traces.len(), 1, "tiny's alone: {traces:?}");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert!(str_of(p, "exe").ends_with("/tiny"));
+    assert_eq!(p["policy"]["min_wait_us"], 0);
+}
+
+#[test]
+fn short_waits_write_no_events_and_counters_stay_exact() {
+    let bin = build_c("stops");
+    let plain_dir = fresh_dir("policy-none");
+    let out = run_under_shim(&bin, &[] as &[&str], &plain_dir);
+    assert_success(&out, "stops");
+    let dir = fresh_dir("policy-min-wait");
+    // stops.c: the locker waits ~120 ms, the holder sleeps ~120 ms; the
+    // cond wait (~80 ms), the read (~90), the poll (~70) and the futex
+    // wait (~80) are shorter than 100 ms.
+    let policy = write_policy(&dir, "min_wait_us = 100000 # 100 ms\n");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_POLICY", &policy)]);
+    assert_success(&out, "stops under a policy");
+    let stdout = stdout_str(&out);
+    let measured = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
+    assert!(measured("locker_wait_ns") >= 100_000_000 && measured("cond_wait_ns") < 100_000_000);
+    let full = report_json(&[&plain_dir], None);
+    let thinned = report_json(&[&dir], None);
+    let (full, thinned) = (only_process(&full), only_process(&thinned));
+    let kept = apis(thinned);
+    assert!(kept.iter().any(|a| a == "pthread_mutex_lock"), "{kept:?}");
+    assert!(kept.iter().any(|a| a == "nanosleep"), "{kept:?}");
+    for short in ["pthread_cond_wait", "poll", "read", "futex"] {
+        assert!(!kept.iter().any(|a| a == short), "{short} kept: {kept:?}");
+    }
+    assert_eq!(thinned["policy"]["min_wait_us"], 100_000);
+    assert!(
+        u64_of(&thinned["policy"], "events_filtered") >= 4,
+        "{}",
+        thinned["policy"]
+    );
+    // Counters are exact whatever the policy.
+    for id in ["&shared", "&alone", "&cond_mutex"] {
+        let (a, b) = (lock_by_id(full, id), lock_by_id(thinned, id));
+        for field in ["acquisitions", "contended"] {
+            assert_eq!(a[field], b[field], "{id} {field}");
+        }
+    }
+    let warned = arr(thinned, "warnings")
+        .iter()
+        .any(|w| w.as_str().is_some_and(|w| w.contains("recording policy")));
+    assert!(warned, "{}", thinned["warnings"]);
+}
+
+#[test]
+fn a_malformed_policy_is_said_once_and_changes_nothing_else() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("policy-malformed");
+    let policy = write_policy(&dir, "min_wait_us = 10\nthreads = worker*\n");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_POLICY", &policy)]);
+    assert_eq!(out.status.code(), plain.status.code());
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("{policy}:2:")), "{stderr}");
+    assert!(stderr.contains("unknown key"), "{stderr}");
+    // Recorded with the defaults: the min_wait_us of line 1 is not applied.
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert_eq!(p["policy"]["min_wait_us"], 0);
+}
+
+#[test]
+fn run_passes_its_policy_to_the_command() {
+    let tiny = build_c("tiny");
+    let dir = fresh_dir("policy-run");
+    let policy = write_policy(&dir, "processes = tiny\n");
+    let runs = dir.join("traces");
+    let suite = format!("{} && env > /dev/null", tiny.display());
+    let out = run_locksuit(&[
+        "run",
+        "--policy",
+        &policy,
+        "--dir",
+        runs.to_str().unwrap(),
+        "--format",
+        "json",
+        "--",
+        "/bin/sh",
+        "-c",
+        &suite,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(traces_in(&runs).len(), 1, "tiny's alone");
+    // A policy that cannot be read stops `run` before the command starts.
+    let out = run_locksuit(&["run", "--policy", "/no/such/policy", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/policy"));
+}
