@@ -303,7 +303,7 @@ pub fn analyze(
         &mut reasons,
         progress,
     );
-    let mut thread_reasons = attribute_reasons(
+    let mut thread_reasons = crate::reasons::attribute(
         reasons,
         (&mut locks, &mut sites, &mut conds),
         (&lock_of, &cond_of, &report_site),
@@ -594,64 +594,6 @@ pub fn analyze(
         streams,
         names,
     }
-}
-
-/// Why waits ended (see `reasons.rs`), attributed to the locks,
-/// condition variables and sites of the report; returned by thread. A
-/// lock's trylock failures come from its exact counters.
-#[allow(clippy::type_complexity)]
-fn attribute_reasons(
-    collected: crate::reasons::Collector,
-    (locks, sites, conds): (&mut [Lock], &mut [Site], &mut [Cond]),
-    (lock_of, cond_of, site_of): (
-        &dyn Fn(u32) -> Option<LockId>,
-        &dyn Fn(u32) -> Option<usize>,
-        &dyn Fn(u32) -> Option<SiteId>,
-    ),
-) -> HashMap<u32, Vec<ReasonCount>> {
-    use crate::reasons::{sorted, Object, Reason};
-    type Tally = FxHashMap<Reason, u64>;
-    let mut by_lock: FxHashMap<LockId, Tally> = FxHashMap::default();
-    let mut by_cond: FxHashMap<usize, Tally> = FxHashMap::default();
-    let mut by_site: FxHashMap<SiteId, Tally> = FxHashMap::default();
-    let mut by_thread: FxHashMap<u32, Tally> = FxHashMap::default();
-    for ((object, site, tid, reason), n) in collected.counts {
-        let add = |tally: &mut Tally| *tally.entry(reason).or_default() += n;
-        match object {
-            Object::Lock(raw) => lock_of(raw).map(|l| add(by_lock.entry(l).or_default())),
-            Object::Cond(raw) => cond_of(raw).map(|c| add(by_cond.entry(c).or_default())),
-        };
-        if let Some(s) = site_of(site) {
-            add(by_site.entry(s).or_default());
-        }
-        add(by_thread.entry(tid).or_default());
-    }
-    for lock in locks.iter_mut() {
-        let mut tally = by_lock.remove(&lock.id).unwrap_or_default();
-        let mut reasons = sorted(std::mem::take(&mut tally));
-        if lock.try_failures > 0 {
-            reasons.push(ReasonCount {
-                reason: "try-failed".to_string(),
-                count: lock.try_failures,
-            });
-            reasons.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
-        }
-        lock.reasons = (!reasons.is_empty()).then(|| Box::new(ReasonList(reasons)));
-    }
-    for (index, tally) in by_cond {
-        if let Some(cond) = conds.get_mut(index) {
-            cond.reasons = sorted(tally);
-        }
-    }
-    for (id, tally) in by_site {
-        if let Some(site) = sites.get_mut(id.index()) {
-            site.reasons = sorted(tally);
-        }
-    }
-    by_thread
-        .into_iter()
-        .map(|(tid, tally)| (tid, sorted(tally)))
-        .collect()
 }
 
 /// Whether the process that wrote an unfinished trace is alive: its pid

@@ -9,6 +9,10 @@ use std::fmt;
 
 pub const SCHEMA: &str = "locksuit.report/2";
 
+// Why threads stopped and why waits ended: their parts of the model.
+mod waiting;
+pub use waiting::*;
+
 /// Report ids are numbers inside the model (a million locks must not mean a
 /// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
 macro_rules! report_id {
@@ -305,126 +309,6 @@ pub struct Thread {
     pub reasons: Vec<ReasonCount>,
 }
 
-/// A lock's reasons, boxed in [`Lock`] (one pointer), as most locks have
-/// none.
-#[derive(Debug, Clone, Serialize)]
-#[serde(transparent)]
-pub struct ReasonList(pub Vec<ReasonCount>);
-
-/// A boxed list, written as a list (empty when absent).
-fn boxed_list<S: Serializer>(list: &Option<Box<ReasonList>>, s: S) -> Result<S::Ok, S::Error> {
-    match list {
-        Some(items) => items.serialize(s),
-        None => s.collect_seq(std::iter::empty::<&ReasonCount>()),
-    }
-}
-
-/// How many waits ended for one reason (see `reasons.rs`).
-#[derive(Debug, Clone, Serialize)]
-pub struct ReasonCount {
-    pub reason: String,
-    pub count: u64,
-}
-
-/// A thread's time blocked in one class.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClassTime {
-    pub class: String,
-    pub count: u64,
-    pub total_ns: u64,
-}
-
-/// What a recording policy did to this process's trace.
-#[derive(Debug, Serialize)]
-pub struct PolicyInForce {
-    /// Waits shorter than this wrote no events (0: no such rule).
-    pub min_wait_us: u32,
-    /// Wait events it left out; the counters are exact regardless.
-    pub events_filtered: u32,
-}
-
-/// Processors idle while threads waited on synchronisation (see
-/// `idle.rs`): estimated from the timeline, this process alone.
-#[derive(Debug, Serialize)]
-pub struct IdleWhileWaiting {
-    /// Processors the process could run on.
-    pub cpus: u32,
-    /// Time during which at least one thread waited on synchronisation.
-    pub wait_ns: u64,
-    /// Idle processors over that time, on average.
-    pub idle_processors: f64,
-    /// The same over each lock's waits, most waited-for first.
-    pub by_lock: Vec<LockIdle>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct LockIdle {
-    pub lock: LockId,
-    pub wait_ns: u64,
-    pub idle_processors: f64,
-}
-
-/// Every blocking period, for the HTML timeline and the Chrome export. Not
-/// in the JSON report: a run can have millions.
-#[derive(Debug, Default)]
-pub struct Timeline {
-    /// Class names; periods refer to them by index.
-    pub classes: Vec<String>,
-    /// One per recorded thread: its life, since the process's start.
-    pub lanes: Vec<Lane>,
-    /// By thread (in `lanes` order), then by start.
-    pub periods: Vec<TimelinePeriod>,
-    /// Lines where the lock a period waited for had been taken by the
-    /// thread that released it; periods refer to them by index.
-    pub lines: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct Lane {
-    pub tid: u32,
-    pub start_ns: u64,
-    pub end_ns: u64,
-}
-
-/// One blocking period. Times are since the process's start.
-#[derive(Debug, Clone, Copy)]
-pub struct TimelinePeriod {
-    pub tid: u32,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    /// Index into [`Timeline::classes`].
-    pub class: u16,
-    /// Index into the process's `blocking_stacks`.
-    pub stack: u32,
-    /// Lock waits: the lock waited for.
-    pub lock: Option<LockId>,
-    /// Lock waits: the thread whose release let this one in (0: unknown)
-    /// and the line where it had taken the lock (index into
-    /// [`Timeline::lines`]).
-    pub released_by: u32,
-    pub released_at: Option<u32>,
-    /// A timed lock wait that gave up.
-    pub timed_out: bool,
-}
-
-/// One distinct blocking call stack: the call it blocked in, and how
-/// often and how long it blocked there.
-#[derive(Debug, Serialize)]
-pub struct BlockingStack {
-    /// The blocking function (`read`, `pthread_mutex_lock`, …).
-    pub api: String,
-    pub class: String,
-    /// The line in the program's own code (`function@file:line`).
-    pub line: String,
-    pub count: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    /// Threads that blocked here.
-    pub threads: Vec<u32>,
-    /// The call chain, innermost first.
-    pub stack: Vec<Frame>,
-}
-
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ThreadCount {
     pub tid: u32,
@@ -555,7 +439,7 @@ pub struct Lock {
     /// Why waits for it ended, most first; `try-failed` counts the
     /// trylocks that found it taken (exact, from the counters). Boxed, as
     /// most locks have none: written as `[]` then.
-    #[serde(serialize_with = "boxed_list")]
+    #[serde(serialize_with = "waiting::boxed_list")]
     pub reasons: Option<Box<ReasonList>>,
     /// The family it belongs to (see [`Family`]).
     pub family: FamilyId,
