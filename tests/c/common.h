@@ -61,6 +61,16 @@ static inline int in_futex_wait(int tid)
     return strtol(buf, NULL, 10) == SYS_futex;
 }
 
+/* Keeps the CPU busy for ms milliseconds of wall time. */
+static inline void spin_ms(long ms)
+{
+    long long t0 = now_ns();
+    volatile unsigned long x = 0;
+    while (now_ns() - t0 < ms * 1000000LL)
+        for (int k = 0; k < 1000; k++)
+            x += k;
+}
+
 /* This thread's kernel id. */
 static inline int gettid_now(void)
 {

@@ -9,15 +9,6 @@
 
 static pthread_mutex_t turn = PTHREAD_MUTEX_INITIALIZER;
 
-static void spin_ms(long ms)
-{
-    long long t0 = now_ns();
-    volatile unsigned long x = 0;
-    while (now_ns() - t0 < ms * 1000000LL)
-        for (int k = 0; k < 1000; k++)
-            x += k;
-}
-
 static void *serial(void *arg)
 {
     (void)arg;

@@ -8,15 +8,6 @@
 #include "common.h"
 #include <sys/resource.h>
 
-static void spin_ms(long ms)
-{
-    long long t0 = now_ns();
-    volatile unsigned long x = 0;
-    while (now_ns() - t0 < ms * 1000000LL)
-        for (int k = 0; k < 1000; k++)
-            x += k;
-}
-
 static void report(const char *name)
 {
     struct rusage ru;

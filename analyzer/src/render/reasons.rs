@@ -1,8 +1,8 @@
 //! The text report's "why waits ended" table: the locks, condition
 //! variables and sites where not every wait simply got what it waited for.
 
-use super::layout::{key, words, wrap, Cell, Grid};
-use super::tables::{more, TABLE_ROWS};
+use super::layout::{key, words, Cell, Grid};
+use super::tables::{section, TABLE_ROWS};
 use crate::model::*;
 
 /// The reasons that are the normal end of a wait.
@@ -52,13 +52,6 @@ pub fn table(out: &mut String, p: &Process, width: usize) {
     for (id, why) in rows.into_iter().take(TABLE_ROWS) {
         grid.row(vec![id, why.into()]);
     }
-    out.push_str(&wrap(
-        "Why waits ended, where not all got what they waited for (try-failed: trylocks that found the lock taken)",
-        width,
-        "",
-        "",
-    ));
-    out.push_str(&grid.render(width));
-    more(out, hidden, "rows", width);
-    out.push('\n');
+    let title = "Why waits ended, where not all got what they waited for (try-failed: trylocks that found the lock taken)";
+    section(out, title, &grid, hidden, "rows", width);
 }

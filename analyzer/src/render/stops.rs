@@ -3,7 +3,7 @@
 
 use super::duration;
 use super::layout::{figure, key, words, wrap, Grid};
-use super::tables::{more, TABLE_ROWS};
+use super::tables::{section, TABLE_ROWS};
 use crate::model::*;
 
 /// Both tables, when anything blocked.
@@ -81,10 +81,7 @@ fn classes_table(out: &mut String, p: &Process, width: usize) {
         "Why threads stopped: time blocked by class (every lock and condition wait; other calls that blocked at least {} µs)",
         p.block_min_us
     );
-    out.push_str(&wrap(&title, width, "", ""));
-    out.push_str(&grid.render(width));
-    more(out, hidden, "threads", width);
-    out.push('\n');
+    section(out, &title, &grid, hidden, "threads", width);
 }
 
 fn stacks_table(out: &mut String, p: &Process, width: usize) {
@@ -107,13 +104,6 @@ fn stacks_table(out: &mut String, p: &Process, width: usize) {
         ]);
     }
     let hidden = p.blocking_stacks.len().saturating_sub(TABLE_ROWS);
-    out.push_str(&wrap(
-        "Blocking call stacks, most time first",
-        width,
-        "",
-        "",
-    ));
-    out.push_str(&grid.render(width));
-    more(out, hidden, "stacks", width);
-    out.push('\n');
+    let title = "Blocking call stacks, most time first";
+    section(out, title, &grid, hidden, "stacks", width);
 }

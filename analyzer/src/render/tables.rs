@@ -12,7 +12,14 @@ use crate::model::*;
 pub const TABLE_ROWS: usize = 20;
 
 /// A table under its title, then the line saying what it left out.
-fn section(out: &mut String, title: &str, grid: &Grid, hidden: usize, what: &str, width: usize) {
+pub fn section(
+    out: &mut String,
+    title: &str,
+    grid: &Grid,
+    hidden: usize,
+    what: &str,
+    width: usize,
+) {
     out.push_str(&wrap(title, width, "", ""));
     out.push_str(&grid.render(width));
     more(out, hidden, what, width);
