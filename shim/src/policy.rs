@@ -4,6 +4,9 @@
 //! - `processes = GLOB[, GLOB…]`: record only processes whose executable's
 //!   file name matches one of them (`*` and `?`); others run unrecorded,
 //!   with no trace file. Default: every process.
+//! - `threads = GLOB[, GLOB…]`: write events only for threads whose name
+//!   (the kernel's, when the event is written) matches; every thread's
+//!   counters stay exact.
 //! - `min_wait_us = N`: write a wait's events (lock waits, timeouts,
 //!   condition waits, blocking calls) only if it lasted at least N µs. The
 //!   counters stay exact; the trace counts the events left out.
@@ -15,7 +18,7 @@
 use crate::config::getenv;
 use crate::diag::{warn_once, Warning};
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 const TEXT_MAX: usize = 4096;
 
@@ -35,6 +38,14 @@ static PROCESSES: Globs = Globs {
     len: AtomicUsize::new(0),
 };
 static HAS_PROCESSES: AtomicBool = AtomicBool::new(false);
+static THREADS: Globs = Globs {
+    bytes: UnsafeCell::new([0; 512]),
+    len: AtomicUsize::new(0),
+};
+static HAS_THREADS: AtomicBool = AtomicBool::new(false);
+/// Bumped by every `pthread_setname_np`: a thread's cached decision (see
+/// `keeps_thread`) is made again after it. Starts at 1 (0: never decided).
+static NAMES: AtomicU32 = AtomicU32::new(1);
 static MIN_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Whether `name` matches `glob` (`*`: any run, `?`: any one byte).
@@ -80,6 +91,7 @@ fn trim(mut s: &[u8]) -> &[u8] {
 enum Line<'a> {
     Empty,
     Processes(&'a [u8]),
+    Threads(&'a [u8]),
     MinWaitUs(u64),
     Bad(&'static [u8]),
 }
@@ -100,6 +112,8 @@ fn parse_line(raw: &[u8]) -> Line<'_> {
     match key {
         b"processes" if !value.is_empty() && value.len() <= 512 => Line::Processes(value),
         b"processes" => Line::Bad(b"processes needs one or more globs (at most 512 bytes)"),
+        b"threads" if !value.is_empty() && value.len() <= 512 => Line::Threads(value),
+        b"threads" => Line::Bad(b"threads needs one or more globs (at most 512 bytes)"),
         b"min_wait_us" => {
             let digits = value.iter().all(u8::is_ascii_digit);
             if value.is_empty() || !digits || value.len() > 12 {
@@ -107,7 +121,7 @@ fn parse_line(raw: &[u8]) -> Line<'_> {
             }
             Line::MinWaitUs(value.iter().fold(0, |v, &d| v * 10 + u64::from(d - b'0')))
         }
-        _ => Line::Bad(b"unknown key (known: processes, min_wait_us)"),
+        _ => Line::Bad(b"unknown key (known: processes, threads, min_wait_us)"),
     }
 }
 
@@ -133,20 +147,26 @@ pub fn load() {
     if len == TEXT_MAX {
         return refuse(path, 0, b"is longer than 4096 bytes");
     }
-    let (mut processes, mut min_wait_us) = (None, 0u64);
+    let (mut processes, mut threads, mut min_wait_us) = (None, None, 0u64);
     for (i, line) in text[..len].split(|&c| c == b'\n').enumerate() {
         match parse_line(line) {
             Line::Empty => {}
             Line::Processes(globs) => processes = Some(globs),
+            Line::Threads(globs) => threads = Some(globs),
             Line::MinWaitUs(us) => min_wait_us = us,
             Line::Bad(why) => return refuse(path, i + 1, why),
         }
     }
-    if let Some(globs) = processes {
-        // SAFETY: initialisation runs on one thread, before any reader.
-        unsafe { (&mut *PROCESSES.bytes.get())[..globs.len()].copy_from_slice(globs) };
-        PROCESSES.len.store(globs.len(), Ordering::Release);
-        HAS_PROCESSES.store(true, Ordering::Release);
+    for (globs, into, has) in [
+        (processes, &PROCESSES, &HAS_PROCESSES),
+        (threads, &THREADS, &HAS_THREADS),
+    ] {
+        if let Some(globs) = globs {
+            // SAFETY: initialisation runs on one thread, before any reader.
+            unsafe { (&mut *into.bytes.get())[..globs.len()].copy_from_slice(globs) };
+            into.len.store(globs.len(), Ordering::Release);
+            has.store(true, Ordering::Release);
+        }
     }
     MIN_WAIT_NS.store(min_wait_us.saturating_mul(1000), Ordering::Relaxed);
 }
@@ -180,19 +200,46 @@ fn refuse(path: &[u8], line: usize, why: &[u8]) {
     warn_once(Warning::Policy, &msg[..len]);
 }
 
+fn any_matches(globs: &Globs, name: &[u8]) -> bool {
+    let len = globs.len.load(Ordering::Acquire);
+    // SAFETY: written once before its flag was published.
+    let globs = unsafe { &(&*globs.bytes.get())[..len] };
+    globs
+        .split(|&c| c == b',')
+        .map(trim)
+        .any(|glob| glob_matches(glob, name))
+}
+
 /// Whether a process running `exe` (its path) is to be recorded.
 pub fn process_selected(exe: &[u8]) -> bool {
     if !HAS_PROCESSES.load(Ordering::Acquire) {
         return true;
     }
     let name = exe.rsplit(|&c| c == b'/').next().unwrap_or(exe);
-    let len = PROCESSES.len.load(Ordering::Acquire);
-    // SAFETY: written once before HAS_PROCESSES was published.
-    let globs = unsafe { &(&*PROCESSES.bytes.get())[..len] };
-    globs
-        .split(|&c| c == b',')
-        .map(trim)
-        .any(|glob| glob_matches(glob, name))
+    any_matches(&PROCESSES, name)
+}
+
+/// A thread was named: decisions by name are made again.
+pub fn names_changed() {
+    NAMES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Whether the calling thread's events are written. `cached` is the
+/// thread's (generation, decision), remade when a thread was named since:
+/// its name is asked of the kernel then (a system call, on this slow path
+/// only, and only while the policy names threads).
+pub fn keeps_thread(cached: &mut (u32, bool)) -> bool {
+    if !HAS_THREADS.load(Ordering::Relaxed) {
+        return true;
+    }
+    let names = NAMES.load(Ordering::Relaxed);
+    if cached.0 != names {
+        let mut name = [0u8; 16];
+        let _ = crate::sys::sys!(libc::SYS_prctl, libc::PR_GET_NAME, name.as_mut_ptr());
+        let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        *cached = (names, any_matches(&THREADS, &name[..len]));
+    }
+    cached.1
 }
 
 /// Waits shorter than this write no events (0: every wait does).
@@ -227,7 +274,11 @@ mod tests {
             Line::MinWaitUs(250)
         ));
         assert!(matches!(parse_line(b"min_wait_us = 2.5"), Line::Bad(_)));
-        assert!(matches!(parse_line(b"threads = x"), Line::Bad(_)));
+        assert!(matches!(
+            parse_line(b"threads = worker*"),
+            Line::Threads(b"worker*")
+        ));
+        assert!(matches!(parse_line(b"waiters = 3"), Line::Bad(_)));
         assert!(matches!(parse_line(b"no equals"), Line::Bad(_)));
     }
 }

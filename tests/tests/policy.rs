@@ -90,7 +90,7 @@ fn short_waits_write_no_events_and_counters_stay_exact() {
 fn a_malformed_policy_is_said_once_and_changes_nothing_else() {
     let bin = build_c("tiny");
     let dir = fresh_dir("policy-malformed");
-    let policy = write_policy(&dir, "min_wait_us = 10\nthreads = worker*\n");
+    let policy = write_policy(&dir, "min_wait_us = 10\nwaiters = 3\n");
     let plain = run_plain(&bin, &[] as &[&str]);
     let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_POLICY", &policy)]);
     assert_eq!(out.status.code(), plain.status.code());
@@ -131,4 +131,40 @@ fn run_passes_its_policy_to_the_command() {
     let out = run_locksuit(&["run", "--policy", "/no/such/policy", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/policy"));
+}
+
+#[test]
+fn a_thread_of_interest_alone_writes_events_and_every_counter_stays_exact() {
+    let bin = build_c("stops");
+    let plain_dir = fresh_dir("policy-threads-none");
+    assert_success(&run_under_shim(&bin, &[] as &[&str], &plain_dir), "stops");
+    let dir = fresh_dir("policy-threads");
+    let policy = write_policy(&dir, "threads = lock*\n");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_POLICY", &policy)]);
+    assert_success(&out, "stops under a policy");
+    let full = report_json(&[&plain_dir], None);
+    let thinned = report_json(&[&dir], None);
+    let (full, thinned) = (only_process(&full), only_process(&thinned));
+    // Only the locker's wait was written: its stack alone.
+    let stacks = arr(thinned, "blocking_stacks");
+    assert!(!stacks.is_empty());
+    let locker = arr(thinned, "threads")
+        .iter()
+        .find(|t| t["name"] == "locker")
+        .map(|t| u64_of(t, "tid"))
+        .unwrap();
+    for s in stacks {
+        let threads: Vec<u64> = arr(s, "threads")
+            .iter()
+            .filter_map(|t| t.as_u64())
+            .collect();
+        assert_eq!(threads, vec![locker], "{s}");
+    }
+    assert!(u64_of(&thinned["policy"], "events_filtered") > 0);
+    for id in ["&shared", "&alone", "&cond_mutex"] {
+        let (a, b) = (lock_by_id(full, id), lock_by_id(thinned, id));
+        for field in ["acquisitions", "contended"] {
+            assert_eq!(a[field], b[field], "{id} {field}");
+        }
+    }
 }

@@ -44,6 +44,11 @@ fn policy_keeps(started: u64, ended: u64) -> bool {
 }
 
 fn write(lane: &mut Lane, mut record: EventRecord) {
+    // A policy's threads of interest: the others' events are left out.
+    if !crate::policy::keeps_thread(&mut lane.policy_thread) {
+        super::file::count_filtered();
+        return;
+    }
     record.shim_ns = lane.shim_ns;
     record.tid = lane.tid;
     // Out of space is counted (or, in flight-recorder mode, the oldest

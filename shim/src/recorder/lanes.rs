@@ -104,6 +104,9 @@ pub struct Lane {
     by_lock: ByLock,
     /// `LOCKSUIT_SWITCHES=1`: this thread's context-switch ring.
     pub switches: super::switches::Ring,
+    /// A policy's decision on this thread's events, and when it was made
+    /// (see `policy::keeps_thread`; (0, _): not yet).
+    pub policy_thread: (u32, bool),
 }
 
 static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
@@ -173,6 +176,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     // Never 0: zero-filled index slots must not look live.
     lane.generation = (lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
     lane.thread = core::ptr::null_mut();
+    lane.policy_thread = (0, false);
     lane.sample_tick = 0;
     lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);

@@ -162,6 +162,7 @@ pub fn wait_ended(lane: &Lane) {
 
 /// `pthread_setname_np(target, name)` succeeded.
 pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
+    crate::policy::names_changed();
     let mut fixed = [0u8; THREAD_NAME_MAX];
     let n = name.len().min(THREAD_NAME_MAX - 1);
     fixed[..n].copy_from_slice(&name[..n]);
