@@ -82,14 +82,14 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
         ..Stops::default()
     };
     // One classification and one stack row per (call, descriptor kind, site).
-    let mut stack_of: FxHashMap<(&'static str, u8, u32), u32> = FxHashMap::default();
+    let mut stack_of: FxHashMap<(&'static str, u8, u32), (u32, u16)> = FxHashMap::default();
     // Rows are distinct call stacks: the line and every frame above it.
     let mut stack_by_row: FxHashMap<(&'static str, u16, String, String), u32> =
         FxHashMap::default();
     let mut per_thread: FxHashMap<(u32, u16), (u64, u64)> = FxHashMap::default();
     for p in periods {
         let api = api(&p, inputs);
-        let stack = *stack_of.entry((api, p.fd_kind, p.site)).or_insert_with(|| {
+        let (stack, class) = *stack_of.entry((api, p.fd_kind, p.site)).or_insert_with(|| {
             let chain = (inputs.chain)(p.site);
             let functions: Vec<Option<&str>> =
                 chain.iter().map(|f| f.function.as_deref()).collect();
@@ -113,7 +113,7 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
                 .iter()
                 .map(|f| format!("{:?}@{:?}:{:?};", f.function, f.path, f.line))
                 .collect();
-            *stack_by_row
+            let row = *stack_by_row
                 .entry((api, class, line.clone(), frames))
                 .or_insert_with(|| {
                     out.stacks.push(BlockingStack {
@@ -127,7 +127,8 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
                         stack: chain,
                     });
                     (out.stacks.len() - 1) as u32
-                })
+                });
+            (row, class)
         });
         let row = &mut out.stacks[stack as usize];
         let ns = p.end - p.start;
@@ -137,11 +138,6 @@ pub fn build(periods: Vec<Period>, inputs: &Inputs) -> Stops {
         if !row.threads.contains(&p.tid) {
             row.threads.push(p.tid);
         }
-        let class = out
-            .classes
-            .iter()
-            .position(|c| *c == row.class)
-            .unwrap_or(0) as u16;
         let t = per_thread.entry((p.tid, class)).or_default();
         t.0 += 1;
         t.1 = t.1.saturating_add(ns);

@@ -826,6 +826,30 @@ pub fn build_c_linked(name: &str, libs: &[&str]) -> PathBuf {
     build_c_with(&src, name, &extra_refs, &deps)
 }
 
+/// The thread of `process` named `name` (its one and only).
+pub fn thread_named<'a>(process: &'a Value, name: &str) -> &'a Value {
+    arr(process, "threads")
+        .iter()
+        .find(|t| t["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no thread {name}: {}", process["threads"]))
+}
+
+/// The main thread of `process`.
+pub fn main_thread(process: &Value) -> &Value {
+    arr(process, "threads")
+        .iter()
+        .find(|t| t["main"] == true)
+        .unwrap_or_else(|| panic!("no main thread: {}", process["threads"]))
+}
+
+/// A thread's recorded time blocked in `class` (0 if none).
+pub fn class_ns(thread: &Value, class: &str) -> u64 {
+    arr(thread, "blocking_classes")
+        .iter()
+        .find(|c| c["class"].as_str() == Some(class))
+        .map_or(0, |c| u64_of(c, "total_ns"))
+}
+
 /// The thread with the given tid in a process's `threads`.
 pub fn thread_by_tid(process: &Value, tid: u64) -> &Value {
     let threads = arr(process, "threads");

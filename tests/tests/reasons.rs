@@ -57,10 +57,7 @@ fn every_reason_is_counted_on_its_object_line_and_thread() {
         .expect("the waiter's line");
     assert_eq!(reasons(site), of(&[("acquired-after-wait", 1)]));
     // By thread: main forced five of them.
-    let main = arr(p, "threads")
-        .iter()
-        .find(|t| t["main"] == true)
-        .unwrap();
+    let main = main_thread(p);
     let main_reasons: Vec<String> = reasons(main).into_iter().map(|(r, _)| r).collect();
     for r in ["timed-out", "owner-died", "deadlock-refused", "interrupted"] {
         assert!(main_reasons.iter().any(|m| m == r), "{r}: {main_reasons:?}");

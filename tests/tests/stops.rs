@@ -38,28 +38,6 @@ impl Run {
     }
 }
 
-fn thread<'a>(p: &'a Value, name: &str) -> &'a Value {
-    arr(p, "threads")
-        .iter()
-        .find(|t| t["name"].as_str() == Some(name))
-        .unwrap_or_else(|| panic!("no thread {name}: {}", p["threads"]))
-}
-
-fn main_thread(p: &Value) -> &Value {
-    arr(p, "threads")
-        .iter()
-        .find(|t| t["main"].as_bool() == Some(true))
-        .unwrap()
-}
-
-/// A thread's recorded time in `class` (0 if none).
-fn class_ns(t: &Value, class: &str) -> u64 {
-    arr(t, "blocking_classes")
-        .iter()
-        .find(|c| c["class"].as_str() == Some(class))
-        .map_or(0, |c| u64_of(c, "total_ns"))
-}
-
 fn within_tenth(reported: u64, measured: u64, what: &str) {
     let ms = |ns: u64| ns as f64 / 1e6;
     assert!(
@@ -85,7 +63,7 @@ fn each_class_total_matches_what_the_program_measured() {
         ("futexer", "sync", "futex_wait_ns"),
     ];
     for (name, class, key) in cases {
-        let t = thread(p, name);
+        let t = thread_named(p, name);
         within_tenth(
             class_ns(t, class),
             run.measured(key),
@@ -107,7 +85,7 @@ fn each_class_total_matches_what_the_program_measured() {
     );
     // Running time is what is left of the thread's life: far less than it
     // blocked, for threads that do nothing but block.
-    let holder = thread(p, "holder");
+    let holder = thread_named(p, "holder");
     assert!(
         u64_of(holder, "running_ns") < class_ns(holder, "sleep") / 10,
         "{holder}"
@@ -183,7 +161,7 @@ fn a_signature_file_reclassifies_a_wrappers_blocks() {
         report_with_env(&run.dir, &file),
     ] {
         let p = only_process(&report);
-        let reader = thread(p, "reader");
+        let reader = thread_named(p, "reader");
         within_tenth(
             class_ns(reader, "database"),
             run.measured("read_ns"),
@@ -191,7 +169,7 @@ fn a_signature_file_reclassifies_a_wrappers_blocks() {
         );
         assert_eq!(class_ns(reader, "io-file"), 0, "{reader}");
         // Other threads' reads and sleeps keep their built-in classes.
-        assert!(class_ns(thread(p, "holder"), "sleep") > 0);
+        assert!(class_ns(thread_named(p, "holder"), "sleep") > 0);
     }
     // A malformed file is one clear line naming it and the line, exit 2.
     std::fs::write(&file, "database = *wait_for_data*\nnot a rule\n").unwrap();
@@ -309,20 +287,23 @@ fn rust_std_locks_are_seen_through_their_futex_waits() {
     let stdout = stdout_str(&out);
     let measured = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
     assert_eq!(stdout_value(&stdout, "count"), "2");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_eq!(plain.status.code(), out.status.code());
+    assert_eq!(stdout_value(&stdout_str(&plain), "count"), "2");
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     within_tenth(
-        class_ns(thread(p, "waiter"), "sync"),
+        class_ns(thread_named(p, "waiter"), "sync"),
         measured("waiter_ns"),
         "Mutex wait",
     );
     within_tenth(
-        class_ns(thread(p, "notified"), "sync"),
+        class_ns(thread_named(p, "notified"), "sync"),
         measured("notified_ns"),
         "Condvar wait",
     );
     within_tenth(
-        class_ns(thread(p, "holder"), "sleep"),
+        class_ns(thread_named(p, "holder"), "sleep"),
         100_000_000,
         "holder's sleep",
     );
@@ -337,4 +318,23 @@ fn rust_std_locks_are_seen_through_their_futex_waits() {
             p["blocking_stacks"]
         );
     }
+}
+
+#[test]
+fn stops_behaves_the_same_with_and_without_the_shim() {
+    // Its figures are times, so the lines are compared by what they name;
+    // the exit status and stderr exactly.
+    let bin = build_c("stops");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    let run = run_stops("stops-plain-compare");
+    let traced = run_under_shim(&bin, &[] as &[&str], &run.dir);
+    assert_eq!(traced.status.code(), plain.status.code());
+    assert_eq!(traced.stderr, plain.stderr, "{}", describe(&traced));
+    let keys = |out: &std::process::Output| -> Vec<String> {
+        stdout_str(out)
+            .lines()
+            .map(|l| l.split(' ').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(keys(&traced), keys(&plain));
 }

@@ -3,21 +3,6 @@
 //! libc — against what tests/c/switches.c measured itself.
 
 use locksuit_tests::*;
-use serde_json::Value;
-
-fn class_ns(t: &Value, class: &str) -> u64 {
-    arr(t, "blocking_classes")
-        .iter()
-        .find(|c| c["class"].as_str() == Some(class))
-        .map_or(0, |c| u64_of(c, "total_ns"))
-}
-
-fn thread<'a>(p: &'a Value, name: &str) -> &'a Value {
-    arr(p, "threads")
-        .iter()
-        .find(|t| t["name"].as_str() == Some(name))
-        .unwrap_or_else(|| panic!("no thread {name}"))
-}
 
 /// Within 10 % of what the program measured, or 2 ms for short ones (a
 /// switch shorter than the recording threshold, 0 here, is never lost, but
@@ -50,7 +35,7 @@ fn preemption_and_raw_system_calls_are_seen_with_switches_on() {
     let p = only_process(&report);
     for i in 0..3 {
         let name = format!("spinner{i}");
-        let t = thread(p, &name);
+        let t = thread_named(p, &name);
         close(
             class_ns(t, "preempted"),
             measured(&format!("{name}_off_ns")),
@@ -59,15 +44,12 @@ fn preemption_and_raw_system_calls_are_seen_with_switches_on() {
     }
     // A nanosleep made with the syscall instruction: no hook saw it.
     close(
-        class_ns(thread(p, "raw"), "other"),
+        class_ns(thread_named(p, "raw"), "other"),
         measured("raw_sleep_ns"),
         "raw sleep",
     );
     // The joins the hooks recorded are not counted again as switches.
-    let main = arr(p, "threads")
-        .iter()
-        .find(|t| t["main"] == true)
-        .unwrap();
+    let main = main_thread(p);
     let blocked: u64 = arr(main, "blocking_classes")
         .iter()
         .map(|c| u64_of(c, "total_ns"))
@@ -114,13 +96,13 @@ fn a_kernel_that_refuses_is_named_once_and_recording_goes_on() {
     // The hooks still record: the joins are there.
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
-    let main = arr(p, "threads")
-        .iter()
-        .find(|t| t["main"] == true)
-        .unwrap();
+    let main = main_thread(p);
     assert!(class_ns(main, "sync") > 0, "{main}");
     for i in 0..3 {
-        assert_eq!(class_ns(thread(p, &format!("spinner{i}")), "preempted"), 0);
+        assert_eq!(
+            class_ns(thread_named(p, &format!("spinner{i}")), "preempted"),
+            0
+        );
     }
 }
 
@@ -145,7 +127,7 @@ fn a_wait_for_a_major_page_fault_is_memory_at_the_faulting_line() {
         .unwrap_or_else(|| panic!("no page-fault wait: {:#?}", p["blocking_stacks"]));
     assert_eq!(str_of(fault, "class"), "memory");
     assert!(str_of(fault, "line").contains(&line), "{fault}");
-    assert!(class_ns(thread(p, "faulter"), "memory") > 0);
+    assert!(class_ns(thread_named(p, "faulter"), "memory") > 0);
 }
 
 #[test]

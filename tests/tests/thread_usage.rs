@@ -5,14 +5,6 @@
 //! figures are at least the program's and only a little more.
 
 use locksuit_tests::*;
-use serde_json::Value;
-
-fn thread<'a>(p: &'a Value, name: &str) -> &'a Value {
-    arr(p, "threads")
-        .iter()
-        .find(|t| t["name"].as_str() == Some(name))
-        .unwrap_or_else(|| panic!("no thread {name}: {}", p["threads"]))
-}
 
 #[test]
 fn cpu_time_and_switches_match_what_each_thread_read_itself() {
@@ -24,13 +16,10 @@ fn cpu_time_and_switches_match_what_each_thread_read_itself() {
     let measured = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
-    let main = arr(p, "threads")
-        .iter()
-        .find(|t| t["main"] == true)
-        .unwrap();
+    let main = main_thread(p);
     for (name, t) in [
-        ("worker0", thread(p, "worker0")),
-        ("worker1", thread(p, "worker1")),
+        ("worker0", thread_named(p, "worker0")),
+        ("worker1", thread_named(p, "worker1")),
         ("main", main),
     ] {
         let cpu = u64_of(t, "cpu_ns");
