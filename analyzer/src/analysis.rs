@@ -347,7 +347,7 @@ pub fn analyze(
     } else {
         0
     };
-    let (findings, blocked, mut stops) = crate::names::with(&names, || {
+    let (findings, blocked, mut stops, snapshots) = crate::names::with(&names, || {
         let mut findings = crate::findings::build(
             &trace.threads,
             (&locks, &families, &sites),
@@ -420,13 +420,14 @@ pub fn analyze(
             },
         );
         findings.append(&mut stops.findings);
+        let snapshots = crate::snapshots::build(&trace, &ids, &chain, header.start_mono_ns);
         // Deadlocks first (they stop the program), then as ranked.
         findings.sort_by_key(|f| match f.kind {
             crate::deadlocks::FINDING_DEADLOCK => 0,
             crate::deadlocks::FINDING_POTENTIAL_DEADLOCK => 1,
             _ => 2,
         });
-        (findings, blocked, stops)
+        (findings, blocked, stops, snapshots)
     });
     if lock_order.gated > 0 {
         warnings.push(format!(
@@ -497,14 +498,8 @@ pub fn analyze(
             "LOCKSUIT_SWITCHES: {lost} context-switch records were lost (a thread's ring filled between two reads: it switched often and seldom reached the shim's slow paths); preempted, memory and switched-out totals are lower bounds"
         ));
     }
-    if header.flags & FLAG_POLICY != 0 {
-        warnings.push(format!(
-            "a recording policy was in force (LOCKSUIT_POLICY): {}; counters are exact",
-            match (header.policy_min_wait_us, header.events_filtered) {
-                (0, _) => "no wait events left out".to_string(),
-                (us, n) => format!("waits shorter than {us} µs wrote no events ({n} left out), so wait distributions, the timeline and who-blocks-whom cover the longer waits only"),
-            }
-        ));
+    if let Some(policy) = crate::snapshots::policy(&trace) {
+        warnings.push(crate::snapshots::policy_warning(&policy));
     }
     if dropped_events > 0 {
         warnings.push(format!(
@@ -583,10 +578,8 @@ pub fn analyze(
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
         blocking_stacks: std::mem::take(&mut stops.stacks),
-        policy: (header.flags & FLAG_POLICY != 0).then_some(PolicyInForce {
-            min_wait_us: header.policy_min_wait_us,
-            events_filtered: header.events_filtered,
-        }),
+        policy: crate::snapshots::policy(&trace),
+        snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),
         timeline: std::mem::take(&mut stops.timeline),
         blocked,

@@ -254,8 +254,8 @@ struct RunArgs {
     #[arg(long, value_name = "PATH")]
     shim: Option<PathBuf>,
     /// A recording policy for the command and its children (sets $LOCKSUIT_POLICY; see
-    /// docs/policy.md): which processes to record, and the shortest wait whose events
-    /// are written.
+    /// docs/policy.md): which processes, threads, objects and sites to record, thresholds,
+    /// snapshot triggers, sampling and call-chain depth. Counters stay exact.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// Watch for deadlocks while the command runs: one that lasts this many

@@ -79,6 +79,8 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
                 .collect::<Vec<_>>(),
         ),
         modules: Vec::new(),
+        policy: None,
+        snapshots: Vec::new(),
         warnings: Vec::new(),
     }
 }

@@ -23,7 +23,7 @@ pub struct Ids<'a> {
     pub thread_name: &'a dyn Fn(u32) -> Option<String>,
 }
 
-fn kind_name(kind: u32) -> &'static str {
+pub fn kind_name(kind: u32) -> &'static str {
     match kind {
         WAIT_COND => "cond",
         WAIT_BARRIER => "barrier",

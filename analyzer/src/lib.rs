@@ -22,6 +22,7 @@ pub mod reasons;
 pub mod render;
 pub mod run;
 pub mod samples;
+pub mod snapshots;
 pub mod stops;
 pub mod stream;
 pub mod symbolize;

@@ -143,6 +143,8 @@ pub struct Process {
     pub blocking_stacks: Vec<BlockingStack>,
     /// The recording policy in force (`LOCKSUIT_POLICY`), or null.
     pub policy: Option<PolicyInForce>,
+    /// The snapshots its triggers took, in order.
+    pub snapshots: Vec<Snapshot>,
     /// Processors idle while threads waited; null without the processor
     /// count or threads.
     pub idle_while_waiting: Option<IdleWhileWaiting>,

@@ -17,7 +17,9 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 7: thread records carry CPU time, runnable time and context switches.
 /// 8: the header's `cpus`.
 /// 9: the header's policy fields.
-pub const FORMAT_VERSION: u32 = 9;
+/// 10: the policy's record (its text and what each rule left out) and
+///     snapshots.
+pub const FORMAT_VERSION: u32 = 10;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -166,6 +168,10 @@ pub enum RecordKind {
     ThreadName = 8,
     Event = 9,
     Edge = 10,
+    /// [`PolicyRecord`](crate::PolicyRecord) and the policy's text.
+    Policy = 11,
+    /// [`SnapshotRecord`](crate::SnapshotRecord) and its threads.
+    Snapshot = 12,
 }
 
 impl RecordKind {
@@ -181,6 +187,8 @@ impl RecordKind {
             8 => Self::ThreadName,
             9 => Self::Event,
             10 => Self::Edge,
+            11 => Self::Policy,
+            12 => Self::Snapshot,
             _ => return None,
         })
     }

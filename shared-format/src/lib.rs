@@ -20,6 +20,7 @@
 pub mod calls;
 pub mod events;
 pub mod layout;
+pub mod policy;
 pub mod reader;
 
 pub use calls::{
@@ -27,6 +28,7 @@ pub use calls::{
 };
 pub use events::{emission_time, Events, TraceBytes};
 pub use layout::*;
+pub use policy::*;
 pub use reader::{
     read_trace, read_trace_bytes, read_trace_releasing, read_trace_shared, Trace, TraceError,
 };

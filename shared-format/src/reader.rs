@@ -4,6 +4,7 @@
 
 use crate::events::{Events, TraceBytes};
 use crate::layout::*;
+use crate::policy::*;
 use core::mem::{offset_of, size_of};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,10 @@ pub struct Trace {
     /// by tid.
     pub events: Events,
     pub modules: Vec<ModuleInfo>,
+    /// The recording policy's record and text, if one was in force.
+    pub policy: Option<(PolicyRecord, String)>,
+    /// Snapshot parts in the order written (see [`SnapshotRecord::number`]).
+    pub snapshots: Vec<(SnapshotRecord, Vec<SnapshotThread>)>,
     /// Problems found inside an otherwise readable trace.
     pub warnings: Vec<String>,
 }
@@ -295,6 +300,8 @@ pub fn read_trace_releasing(
         edges: Vec::new(),
         events: Events::default(),
         modules: Vec::new(),
+        policy: None,
+        snapshots: Vec::new(),
         warnings,
     };
 
@@ -522,6 +529,31 @@ fn decode_record(
                 file_mtime_ns: r.file_mtime_ns,
                 build_id: r.build_id[..(r.build_id_len as usize).min(BUILD_ID_MAX)].to_vec(),
             });
+        }
+        RecordKind::Policy => {
+            let Some(r) = read_pod::<PolicyRecord>(rec) else {
+                return false;
+            };
+            let start = size_of::<PolicyRecord>();
+            let Some(text) = rec.get(start..start + rh.aux as usize) else {
+                return false;
+            };
+            trace.policy = Some((r, String::from_utf8_lossy(text).into_owned()));
+        }
+        RecordKind::Snapshot => {
+            let Some(r) = read_pod::<SnapshotRecord>(rec) else {
+                return false;
+            };
+            let start = size_of::<SnapshotRecord>();
+            let len = rh.aux as usize * size_of::<SnapshotThread>();
+            if rh.aux as usize > SNAPSHOT_THREADS_PER_RECORD || start + len > rec.len() {
+                return false;
+            }
+            let threads = rec[start..start + len]
+                .chunks_exact(size_of::<SnapshotThread>())
+                .filter_map(read_pod::<SnapshotThread>)
+                .collect();
+            trace.snapshots.push((r, threads));
         }
         RecordKind::ThreadName => {
             let Some(r) = read_pod::<ThreadNameRecord>(rec) else {

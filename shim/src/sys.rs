@@ -152,6 +152,31 @@ fn stat_of(st: &libc::stat) -> FileStat {
     }
 }
 
+/// Copies `buf.len()` bytes of this process's memory at `addr` into `buf`
+/// (`process_vm_readv` on ourselves): memory another thread may unmap
+/// meanwhile fails to read instead of faulting.
+pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let pid = sys!(libc::SYS_getpid);
+    let n = sys!(
+        libc::SYS_process_vm_readv,
+        pid,
+        &local as *const libc::iovec,
+        1,
+        &remote as *const libc::iovec,
+        1,
+        0
+    );
+    n == buf.len() as c_long
+}
+
 pub fn fstat(fd: c_int) -> Option<FileStat> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };

@@ -431,6 +431,14 @@ pub fn stable_stdout(out: &Output) -> Vec<String> {
         .collect()
 }
 
+/// Writes a recording policy (docs/policy.md) into `dir`; returns its
+/// absolute path, for `LOCKSUIT_POLICY`.
+pub fn write_policy(dir: &Path, text: &str) -> String {
+    let file = dir.join("policy.txt");
+    fs::write(&file, text).unwrap();
+    file.canonicalize().unwrap().to_str().unwrap().to_string()
+}
+
 /// The value after `key ` on the line of `stdout` that starts with `key `.
 /// Programs print lines such as `shared 0x55d0c3a4b040`.
 pub fn stdout_value(stdout: &str, key: &str) -> String {

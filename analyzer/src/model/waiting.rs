@@ -2,7 +2,7 @@
 //! blocking classes and stacks, the timeline, idle processors, the policy
 //! in force, and reason codes (see `stops.rs`, `idle.rs`, `reasons.rs`).
 
-use super::{Frame, LockId};
+use super::{Frame, LockId, SiteId};
 use serde::{Serialize, Serializer};
 
 /// A lock's reasons, boxed in [`Lock`] (one pointer), as most locks have
@@ -40,10 +40,90 @@ pub struct ClassTime {
 /// What a recording policy did to this process's trace.
 #[derive(Debug, Serialize)]
 pub struct PolicyInForce {
+    /// The policy file as it was read (null in traces that did not keep it).
+    pub text: Option<String>,
     /// Waits shorter than this wrote no events (0: no such rule).
     pub min_wait_us: u32,
-    /// Wait events it left out; the counters are exact regardless.
+    /// Events it left out; the counters are exact regardless.
     pub events_filtered: u32,
+    /// The same by rule: `thread`, `object`, `site`, `short-wait`,
+    /// `few-waiters`, `sampled` (rules that left nothing out are omitted).
+    pub filtered_by_rule: Vec<RuleCount>,
+    pub snapshots_taken: u32,
+    /// Snapshots a trigger asked for that `snapshot_max`, the interval, or
+    /// one already being taken refused.
+    pub snapshots_refused: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RuleCount {
+    pub rule: &'static str,
+    pub events: u64,
+}
+
+/// A policy's snapshot: every thread of the process at one moment.
+#[derive(Debug, Serialize)]
+pub struct Snapshot {
+    /// Counts from 1 in the process.
+    pub number: u32,
+    /// From the process's start.
+    pub at_ns: u64,
+    /// `waiters` (the waiters on one object reached a threshold) or
+    /// `idle-processor` (a wait began while a processor was idle).
+    pub trigger: &'static str,
+    /// The lock whose wait set it off, and its waiters then.
+    pub object: Option<LockId>,
+    pub waiters: u32,
+    pub by_tid: u32,
+    pub by_site: Option<SiteId>,
+    /// Processors idle then (the process's processors minus the system's
+    /// runnable tasks); null if unknown.
+    pub idle_processors: Option<u32>,
+    pub threads: Vec<SnapshotThread>,
+    /// Threads beyond the most a snapshot lists.
+    pub threads_omitted: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SnapshotThread {
+    pub tid: u32,
+    pub thread_name: Option<String>,
+    /// The kernel's view: `running`, `sleeping`, `disk-wait`, `stopped`,
+    /// `zombie`, … (`unknown` if it would not say).
+    pub state: &'static str,
+    /// The system call it is in (`futex`, `clock_nanosleep`, … or its
+    /// number), null when running in user space or unknown.
+    pub syscall: Option<String>,
+    /// The user-space address that system call was made from (`0x…`).
+    pub syscall_address: Option<String>,
+    /// The wait in progress in a hooked call, if any.
+    pub waiting: Option<SnapshotWait>,
+    /// The locks it holds, innermost first, with where it took them; null
+    /// if they could not be read.
+    pub holds: Option<Vec<SnapshotHold>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SnapshotWait {
+    /// `lock`, `cond`, `barrier` or `join`.
+    pub waits_in: &'static str,
+    /// What it waits for (lock, condition or barrier id); null for a join.
+    pub object: Option<String>,
+    /// A lock: who held it when the wait began.
+    pub holder_tid: Option<u32>,
+    /// How long it had waited when the snapshot was taken.
+    pub waited_ns: u64,
+    pub site: Option<SiteId>,
+    /// The waiting call's stack, innermost first.
+    pub stack: Vec<Frame>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SnapshotHold {
+    pub lock: Option<LockId>,
+    pub site: Option<SiteId>,
+    /// The stack that took it, innermost first.
+    pub stack: Vec<Frame>,
 }
 
 /// Processors idle while threads waited on synchronisation (see

@@ -6,6 +6,7 @@ pub mod html;
 pub mod json;
 pub mod layout;
 pub mod reasons;
+pub mod snapshots;
 pub mod stops;
 pub mod streams;
 pub mod summary;

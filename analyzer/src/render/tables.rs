@@ -119,6 +119,7 @@ pub fn all(out: &mut String, p: &Process, o: &TextOptions) {
     blocking_tables(out, p, o.width);
     super::stops::tables(out, p, o.width);
     super::reasons::table(out, p, o.width);
+    super::snapshots::section(out, p, o.width);
     waits_table(out, p, o.width);
     conds_table(out, p, o.width);
     threads_table(out, p, o.width);

@@ -5,6 +5,7 @@
 //! writes. Full tracing (`LOCKSUIT_EVENTS=all`) adds every acquisition and
 //! release.
 
+use super::filter;
 use super::lanes::Lane;
 use locksuit_format::*;
 
@@ -17,6 +18,8 @@ pub struct Waiting {
     pub owner: u32,
     /// A timed call's deadline, in nanoseconds of the clock it named (0: none).
     pub deadline: u64,
+    /// Threads waiting for the lock as this one began, itself included.
+    pub waiters: u32,
 }
 
 fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
@@ -32,21 +35,9 @@ fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
     }
 }
 
-/// Whether the policy keeps the events of a wait from `started` to `ended`
-/// (`min_wait_us`); one it leaves out is counted.
-fn policy_keeps(started: u64, ended: u64) -> bool {
-    let min = crate::policy::min_wait_ns();
-    if min == 0 || ended.saturating_sub(started) >= min {
-        return true;
-    }
-    super::file::count_filtered();
-    false
-}
-
 fn write(lane: &mut Lane, mut record: EventRecord) {
-    // A policy's threads of interest: the others' events are left out.
-    if !crate::policy::keeps_thread(&mut lane.policy_thread) {
-        super::file::count_filtered();
+    // A policy's rules on threads, objects, sites and sampling.
+    if !filter::event_kept(lane, &record) {
         return;
     }
     record.shim_ns = lane.shim_ns;
@@ -75,7 +66,7 @@ pub fn waited(
     seq_now: u32,
     now: u64,
 ) {
-    if !policy_keeps(waited.started, now) {
+    if !filter::wait_kept(waited.started, now, waited.waiters) {
         return;
     }
     let mut e = event(kind, lock_id, site_id);
@@ -119,7 +110,7 @@ pub fn cond_wait(
     (started, now): (u64, u64),
     deadline: u64,
 ) {
-    if !policy_keeps(started, now) {
+    if !filter::wait_kept(started, now, 0) {
         return;
     }
     let mut e = event(EVENT_COND_WAIT | outcome << 8, cond_id, site_id);
@@ -182,7 +173,7 @@ pub struct CallBlocked {
 
 /// A blocking call beyond the lock API that blocked long enough to keep.
 pub fn call_blocked(lane: &mut Lane, c: &CallBlocked) {
-    if !policy_keeps(c.started, c.ended) {
+    if !filter::wait_kept(c.started, c.ended, 0) {
         return;
     }
     let mut e = event(EVENT_CALL | c.fd.1 << 8, c.held.0, c.site_id);

@@ -189,6 +189,11 @@ pub fn count_lost_switches(n: u64) {
     }
 }
 
+/// Processors the process may run on (0: unknown).
+pub fn cpus() -> u32 {
+    header_u32(offset_of!(FileHeader, cpus)).map_or(0, |f| f.load(Ordering::Relaxed))
+}
+
 pub fn pid() -> u32 {
     header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
 }
@@ -366,7 +371,7 @@ pub fn create(
         (*h).cpus = cpus_allowed();
         let min_wait_us = crate::policy::min_wait_ns() / 1000;
         (*h).policy_min_wait_us = u32::try_from(min_wait_us).unwrap_or(u32::MAX);
-        if config::getenv(c"LOCKSUIT_POLICY").is_some() {
+        if crate::policy::in_force() {
             (*h).flags |= FLAG_POLICY;
         }
         (*h).start_unix_ns = start_unix_ns;

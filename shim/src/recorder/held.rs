@@ -113,6 +113,43 @@ impl HeldStack {
     }
 
     /// The engagements held now, innermost last.
+    /// Up to `out.len()` of the locks another thread's stack at `stack`
+    /// holds, innermost first, as (lock id, counter record), read with
+    /// `read` (which copies memory that may vanish, failing instead of
+    /// faulting). `None` if it could not be read.
+    pub fn peek(
+        stack: *const HeldStack,
+        read: impl Fn(u64, &mut [u8]) -> bool,
+        out: &mut [(u32, *mut CounterRecord)],
+    ) -> Option<usize> {
+        let base = stack as u64;
+        let mut len = [0u8; 8];
+        if stack.is_null()
+            || !read(
+                base + core::mem::offset_of!(HeldStack, len) as u64,
+                &mut len,
+            )
+        {
+            return None;
+        }
+        let len = (u64::from_ne_bytes(len) as usize).min(MAX_HELD);
+        let entries = base + core::mem::offset_of!(HeldStack, entries) as u64;
+        let size = core::mem::size_of::<HeldEntry>();
+        let mut n = 0;
+        for i in (0..len).rev().take(out.len()) {
+            let mut raw = [0u8; core::mem::size_of::<HeldEntry>()];
+            if !read(entries + (i * size) as u64, &mut raw) {
+                return None;
+            }
+            // SAFETY: `raw` holds the bytes of a HeldEntry (plain integers
+            // and pointers; the pointers are only ever read through `read`).
+            let e = unsafe { core::ptr::read_unaligned(raw.as_ptr().cast::<HeldEntry>()) };
+            out[n] = (e.lock_id, e.counter);
+            n += 1;
+        }
+        Some(n)
+    }
+
     pub fn entries(&self) -> &[HeldEntry] {
         &self.entries[..self.len]
     }

@@ -54,6 +54,7 @@ fn write_lock_record(
     shared: Option<bool>,
 ) -> Option<*mut LockRecord> {
     let (attrs, mutex_type) = object_attributes(kind, addr, shared);
+    super::interest::decide_object(id, kind, addr);
     let record = LockRecord {
         hdr: RecordHeader {
             kind: RecordKind::Lock as u16,

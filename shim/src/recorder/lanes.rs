@@ -107,6 +107,17 @@ pub struct Lane {
     /// A policy's decision on this thread's events, and when it was made
     /// (see `policy::keeps_thread`; (0, _): not yet).
     pub policy_thread: (u32, bool),
+    /// A policy's sampling of this thread's events (see `filter.rs`).
+    pub policy_sampling: Sampling,
+    /// The thread's held-lock stack (its `HeldStack`, in its thread-local
+    /// storage), which a snapshot reads with `process_vm_readv`.
+    pub held_stack: *const super::held::HeldStack,
+}
+
+/// Per event kind: when this thread last wrote one.
+#[derive(Clone, Copy)]
+pub struct Sampling {
+    pub last_ns: [u64; 16],
 }
 
 static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
@@ -177,6 +188,8 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.generation = (lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
     lane.thread = core::ptr::null_mut();
     lane.policy_thread = (0, false);
+    lane.policy_sampling = Sampling { last_ns: [0; 16] };
+    lane.held_stack = core::ptr::null();
     lane.sample_tick = 0;
     lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);

@@ -16,9 +16,11 @@ mod clock;
 mod conds;
 mod events;
 pub mod file;
+mod filter;
 pub mod held;
 mod identity;
 mod image;
+mod interest;
 pub mod lanes;
 mod lock_order;
 pub mod modules;
@@ -26,7 +28,9 @@ pub mod objects;
 pub mod path;
 pub mod selfcost;
 pub mod sites;
+mod snapshot;
 pub mod switches;
+mod symbols;
 mod threads;
 mod untimed;
 mod usage;
@@ -87,6 +91,8 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         return Err(file::NotRecording);
     }
     if extra_flags & FLAG_FORK_CHILD != 0 {
+        filter::reset_after_fork();
+        snapshot::reset_after_fork();
         objects::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();
@@ -94,6 +100,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         crate::diag::reset_after_fork();
     }
     modules::init();
+    interest::init();
     clock::init(config::tsc_allowed());
     // Modules are recorded when the first site needs them.
     // Both clocks at one moment: absolute times (deadlines on either clock)
@@ -495,6 +502,7 @@ pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
         owner: p.slot.holder.load(Ordering::Relaxed),
         started: now_ns(),
         deadline,
+        waiters: p.slot.waiting(),
     };
     let pending = PendingWait {
         kind: WAIT_LOCK,
@@ -506,6 +514,13 @@ pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
         deadline,
     };
     wait_started(p.lane(), pending, g.thread().held().entries());
+    let cause = snapshot::Cause {
+        object: p.lock_id,
+        site: p.counter().site_id,
+        waiters: waiting.waiters,
+        now: waiting.started,
+    };
+    snapshot::on_wait_begin(p.lane, &cause);
     waiting
 }
 

@@ -135,6 +135,37 @@ pub fn ensure_covered(lane: &mut Lane, addrs: &[u64]) {
     }
 }
 
+/// The loaded object `addr` lies in: its load bias and file name (empty
+/// for the main program), or `None` if it lies in none or the C library
+/// cannot say without the loader lock.
+pub fn locate(addr: u64) -> Option<(u64, &'static CStr)> {
+    let find = FIND_OBJECT.load(Ordering::Acquire);
+    if find == 0 {
+        return None;
+    }
+    // SAFETY: the address of glibc's `_dl_find_object`, whose prototype
+    // `FindObjectFn` matches.
+    let find: FindObjectFn = unsafe { core::mem::transmute::<usize, FindObjectFn>(find) };
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    let mut found: DlFindObject = unsafe { core::mem::zeroed() };
+    // SAFETY: `_dl_find_object` reads the address and fills `found`; it
+    // takes no lock.
+    if unsafe { find(addr as *mut c_void, &mut found) } != 0 || found.link_map.is_null() {
+        return None;
+    }
+    // SAFETY: a loaded object's link map; its name lives while it is loaded
+    // (callers use it at once, on the thread that holds an address in it).
+    unsafe {
+        let map = &*found.link_map;
+        let name = if map.name.is_null() {
+            c""
+        } else {
+            CStr::from_ptr(map.name)
+        };
+        Some((map.addr as u64, name))
+    }
+}
+
 fn record_found(lane: &mut Lane, find: FindObjectFn, addr: u64) {
     // SAFETY: all-zero is a valid value of this plain C struct.
     let mut found: DlFindObject = unsafe { core::mem::zeroed() };

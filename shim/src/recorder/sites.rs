@@ -300,7 +300,8 @@ fn create(
         frames[0] = caller.ret;
         1
     } else {
-        depth
+        // A policy's `depth`: the rest of the chain is left out.
+        depth.min(crate::policy::depth())
     };
     modules::ensure_covered(lane, &frames[..depth]);
     let record = SiteRecord {
@@ -318,6 +319,9 @@ fn create(
     }
     let written = lane.append(&record, &tail[..depth * 8]).is_some();
     let id = if written { id } else { 0 };
+    if written {
+        super::interest::decide_site(id, &frames[..depth]);
+    }
     if let Some(slot) = slot {
         if id != 0 {
             slot.ret.store(caller.ret, Ordering::Relaxed);

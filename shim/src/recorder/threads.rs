@@ -64,6 +64,8 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         ..Default::default()
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
+    lane.held_stack = s.held();
+    super::filter::write_record(lane);
     super::switches::open(lane);
     s.set_lane(lane, lifecycle::generation());
     lifecycle::arm_thread_exit();

@@ -1,0 +1,364 @@
+//! Snapshots, a policy's call-outs: when the waiters on one object reach
+//! `snapshot_waiters` (and then each further `snapshot_step`), or a wait on
+//! an object of interest begins while a processor is idle, the thread whose
+//! wait set it off writes down every thread of the process: what the
+//! kernel says it is doing, the wait it has in progress (published in its
+//! thread record) and the locks it holds (read from its held-lock stack),
+//! with the sites, so every call chain is in the trace. At most
+//! `snapshot_max`, at most one per `snapshot_interval_ms`.
+//!
+//! Runs only on the contended path, and only under a policy with triggers.
+
+use super::held::HeldStack;
+use super::lanes::{self, Lane};
+use super::{file, filter, interest};
+use crate::policy::{self, Triggers};
+use crate::sys;
+use core::cell::UnsafeCell;
+use core::ptr::{addr_of, read_volatile};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use locksuit_format::*;
+
+/// Per object with waiters: the waiter count at its last snapshot.
+const LEVELS: usize = 1024;
+static LEVEL_IDS: [AtomicU32; LEVELS] = [const { AtomicU32::new(0) }; LEVELS];
+static LEVEL_AT: [AtomicU32; LEVELS] = [const { AtomicU32::new(0) }; LEVELS];
+
+static TAKEN: AtomicU32 = AtomicU32::new(0);
+static LAST_NS: AtomicU64 = AtomicU64::new(0);
+/// One snapshot at a time: it fills the one buffer below.
+static BUSY: AtomicBool = AtomicBool::new(false);
+
+struct Buffer(UnsafeCell<[SnapshotThread; SNAPSHOT_THREADS_MAX]>);
+// SAFETY: used only by the thread that set BUSY.
+unsafe impl Sync for Buffer {}
+static BUFFER: Buffer = Buffer(UnsafeCell::new(
+    [SnapshotThread {
+        tid: 0,
+        state: 0,
+        syscall: 0,
+        wait_kind: 0,
+        wait_object: 0,
+        wait_site: 0,
+        wait_holder: 0,
+        held_count: 0,
+        wait_since_ns: 0,
+        pc: 0,
+        held: [0; SNAPSHOT_HELD],
+        held_sites: [0; SNAPSHOT_HELD],
+        name: [0; THREAD_NAME_MAX],
+    }; SNAPSHOT_THREADS_MAX],
+));
+
+/// In a fork child: its trace starts with no snapshots.
+pub fn reset_after_fork() {
+    TAKEN.store(0, Ordering::Relaxed);
+    LAST_NS.store(0, Ordering::Relaxed);
+    BUSY.store(false, Ordering::Relaxed);
+    for (id, at) in LEVEL_IDS.iter().zip(&LEVEL_AT) {
+        id.store(0, Ordering::Relaxed);
+        at.store(0, Ordering::Relaxed);
+    }
+}
+
+/// What set a snapshot off.
+pub struct Cause {
+    pub object: u32,
+    pub site: u32,
+    /// Threads waiting for the object now, the caller included.
+    pub waiters: u32,
+    pub now: u64,
+}
+
+/// A thread (whose lane is `lane`) began waiting: take a snapshot if a
+/// trigger says so.
+pub fn on_wait_begin(lane: *mut Lane, cause: &Cause) {
+    let Some(t) = policy::triggers() else { return };
+    let wanted =
+        t.waiters != 0 && cause.waiters >= t.waiters || t.on_idle && interest::object(cause.object);
+    if !wanted {
+        return;
+    }
+    // One snapshot at a time; a trigger that finds one being taken is
+    // refused, and leaves the object's level for a later waiter.
+    if BUSY.swap(true, Ordering::Acquire) {
+        return filter::count_snapshot(false);
+    }
+    if let Some((trigger, idle)) = trigger(&t, cause) {
+        let number = TAKEN.fetch_add(1, Ordering::Relaxed) + 1;
+        LAST_NS.store(cause.now, Ordering::Relaxed);
+        let idle = if idle == u32::MAX { idle_cpus() } else { idle };
+        take(lane, cause, (number, trigger, idle));
+        filter::count_snapshot(true);
+    }
+    BUSY.store(false, Ordering::Release);
+}
+
+/// Which trigger fires for this wait, with the idle processors if they
+/// were read; counts a refusal by `snapshot_max` or the interval.
+fn trigger(t: &Triggers, cause: &Cause) -> Option<(u32, u32)> {
+    if t.waiters != 0 && cause.waiters >= t.waiters {
+        if let Some(level) = level_of(cause.object) {
+            let last = level.load(Ordering::Relaxed);
+            let due = if last == 0 {
+                t.waiters
+            } else {
+                last.saturating_add(t.step)
+            };
+            if cause.waiters >= due {
+                if !allowed(t, cause.now) {
+                    filter::count_snapshot(false);
+                    return None;
+                }
+                level.store(cause.waiters, Ordering::Relaxed);
+                return Some((SNAPSHOT_WAITERS, u32::MAX));
+            }
+        }
+    }
+    if t.on_idle && interest::object(cause.object) && allowed(t, cause.now) {
+        let idle = idle_cpus();
+        if idle != 0 && idle != u32::MAX {
+            return Some((SNAPSHOT_IDLE, idle));
+        }
+    }
+    None
+}
+
+fn allowed(t: &Triggers, now: u64) -> bool {
+    let last = LAST_NS.load(Ordering::Relaxed);
+    TAKEN.load(Ordering::Relaxed) < t.max
+        && (last == 0 || t.interval_ns == 0 || now.saturating_sub(last) >= t.interval_ns)
+}
+
+/// The object's level (waiters at its last snapshot), claimed on first use.
+fn level_of(object: u32) -> Option<&'static AtomicU32> {
+    if object == 0 {
+        return None;
+    }
+    let home = (object as usize).wrapping_mul(0x9e37_79b9) % LEVELS;
+    for i in 0..16 {
+        let at = (home + i) % LEVELS;
+        let id = LEVEL_IDS[at].load(Ordering::Acquire);
+        if id == object {
+            return Some(&LEVEL_AT[at]);
+        }
+        if id == 0 {
+            match LEVEL_IDS[at].compare_exchange(0, object, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(&LEVEL_AT[at]),
+                Err(now) if now == object => return Some(&LEVEL_AT[at]),
+                Err(_) => continue,
+            }
+        }
+    }
+    None
+}
+
+/// Reads a small file of ours (`/proc/self/…`) into `buf`.
+fn read_file(path: &core::ffi::CStr, buf: &mut [u8]) -> Option<usize> {
+    let fd = sys::open(path, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
+    let n = sys::read(fd, buf).ok();
+    sys::close(fd);
+    n
+}
+
+/// Processors idle now: those the process may use minus the system's
+/// runnable tasks (`/proc/loadavg`, which counts this thread); `u32::MAX`
+/// if unknown.
+fn idle_cpus() -> u32 {
+    let mut buf = [0u8; 128];
+    let cpus = file::cpus();
+    let Some(n) = read_file(c"/proc/loadavg", &mut buf) else {
+        return u32::MAX;
+    };
+    // "0.12 0.08 0.01 RUNNING/TOTAL LAST_PID"
+    let field = buf[..n].split(|&c| c == b' ').nth(3).unwrap_or(&[]);
+    let running = field
+        .split(|&c| c == b'/')
+        .next()
+        .filter(|d| !d.is_empty() && d.iter().all(u8::is_ascii_digit))
+        .map(|d| {
+            d.iter()
+                .fold(0u32, |v, &c| v.saturating_mul(10) + u32::from(c - b'0'))
+        });
+    match running {
+        Some(running) if cpus != 0 => cpus.saturating_sub(running),
+        _ => u32::MAX,
+    }
+}
+
+fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)) {
+    // SAFETY: only the thread that set BUSY uses the buffer.
+    let threads = unsafe { &mut *BUFFER.0.get() };
+    let mut count = 0;
+    let mut omitted = 0u32;
+    // SAFETY: reading our own lane's tid (not borrowed mutably here).
+    let own_tid = unsafe { (*lane).tid };
+    lanes::for_each_active(|other| {
+        if count == threads.len() {
+            omitted = omitted.saturating_add(1);
+            return;
+        }
+        threads[count] = describe(other, other.tid == own_tid);
+        count += 1;
+    });
+    let record = SnapshotRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Snapshot as u16,
+            size: 0,
+            aux: 0,
+        },
+        time: cause.now,
+        number,
+        trigger,
+        object: cause.object,
+        waiters: cause.waiters,
+        tid: 0,
+        site: cause.site,
+        idle_cpus: idle,
+        threads_omitted: omitted,
+    };
+    // SAFETY: the calling thread's own lane, no longer borrowed elsewhere.
+    let lane = unsafe { &mut *lane };
+    let mut parts = threads[..count]
+        .chunks(SNAPSHOT_THREADS_PER_RECORD)
+        .peekable();
+    if parts.peek().is_none() {
+        write_part(lane, record, &[]);
+    }
+    for part in parts {
+        write_part(lane, record, part);
+    }
+}
+
+fn write_part(lane: &mut Lane, mut record: SnapshotRecord, threads: &[SnapshotThread]) {
+    record.tid = lane.tid;
+    record.hdr.aux = threads.len() as u32;
+    record.hdr.size =
+        align_record(core::mem::size_of::<SnapshotRecord>() + core::mem::size_of_val(threads))
+            as u16;
+    // SAFETY: plain integers; viewed as the bytes they are.
+    let bytes = unsafe {
+        core::slice::from_raw_parts(
+            threads.as_ptr().cast::<u8>(),
+            core::mem::size_of_val(threads),
+        )
+    };
+    lane.append(&record, bytes);
+}
+
+/// One thread, as seen from another (`own`: the thread taking the
+/// snapshot, which is about to block; the kernel would only see it read
+/// the files below).
+fn describe(lane: &Lane, own: bool) -> SnapshotThread {
+    let mut s = SnapshotThread {
+        tid: lane.tid,
+        syscall: SYSCALL_UNKNOWN,
+        ..Default::default()
+    };
+    let t = lane.thread;
+    if !t.is_null() {
+        // SAFETY: a live thread record in the mapping; its thread publishes
+        // the wait fields before the kind (Release) and clears the kind
+        // first, so a kind read with Acquire vouches for the fields.
+        unsafe {
+            s.name = read_volatile(addr_of!((*t).name));
+            s.wait_kind =
+                AtomicU32::from_ptr(addr_of!((*t).wait_kind).cast_mut()).load(Ordering::Acquire);
+            if s.wait_kind != 0 {
+                s.wait_object = read_volatile(addr_of!((*t).wait_object));
+                s.wait_site = read_volatile(addr_of!((*t).wait_site));
+                s.wait_holder = read_volatile(addr_of!((*t).wait_holder));
+                s.wait_since_ns = read_volatile(addr_of!((*t).wait_since_ns));
+                let held = read_volatile(addr_of!((*t).wait_held));
+                let sites = read_volatile(addr_of!((*t).wait_held_sites));
+                let n = held.iter().take_while(|&&l| l != 0).count();
+                s.held[..n].copy_from_slice(&held[..n]);
+                s.held_sites[..n].copy_from_slice(&sites[..n]);
+                s.held_count = n as u32;
+            }
+        }
+    }
+    held_of(lane.held_stack, &mut s);
+    if own {
+        s.state = SNAPSHOT_STATE_STARTING_WAIT;
+        s.syscall = SYSCALL_NONE;
+    } else {
+        kernel_view(lane.tid, &mut s);
+    }
+    s
+}
+
+/// The locks the thread holds, read from its held-lock stack (which may
+/// vanish if it exits meanwhile: read with `process_vm_readv`).
+fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
+    let mut found = [(0u32, core::ptr::null_mut()); SNAPSHOT_HELD];
+    let Some(n) = HeldStack::peek(stack, sys::read_own_memory, &mut found) else {
+        if s.wait_kind == 0 {
+            s.held_count = HELD_UNKNOWN;
+        }
+        return;
+    };
+    for (i, &(lock, counter)) in found[..n].iter().enumerate() {
+        s.held[i] = lock;
+        let mut site = [0u8; 4];
+        let at = counter as u64 + core::mem::offset_of!(CounterRecord, site_id) as u64;
+        s.held_sites[i] = if !counter.is_null() && sys::read_own_memory(at, &mut site) {
+            u32::from_ne_bytes(site)
+        } else {
+            0
+        };
+    }
+    s.held[n..].fill(0);
+    s.held_sites[n..].fill(0);
+    s.held_count = n as u32;
+}
+
+/// The kernel's state letter, and the system call it is in with the
+/// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
+fn kernel_view(tid: u32, s: &mut SnapshotThread) {
+    let mut path = super::path::PathBuf::new();
+    path.push(b"/proc/self/task/").push_u32(tid).push(b"/stat");
+    let mut buf = [0u8; 512];
+    if let Some(n) = read_file(path.c_str(), &mut buf) {
+        // "TID (comm) S …": the state follows the last ')'.
+        if let Some(close) = buf[..n].iter().rposition(|&c| c == b')') {
+            s.state = buf.get(close + 2).copied().map_or(0, u32::from);
+        }
+    }
+    let mut path = super::path::PathBuf::new();
+    path.push(b"/proc/self/task/")
+        .push_u32(tid)
+        .push(b"/syscall");
+    if let Some(n) = read_file(path.c_str(), &mut buf) {
+        let text = &buf[..n];
+        if text.starts_with(b"running") {
+            s.syscall = SYSCALL_NONE;
+        } else {
+            // "NR ARG1 … ARG6 SP PC": the call, and where it was made.
+            let mut fields = text
+                .split(|&c| c == b' ' || c == b'\n')
+                .filter(|f| !f.is_empty());
+            if let Some(nr) = fields.next().and_then(parse_decimal) {
+                s.syscall = nr;
+                s.pc = fields.nth(7).and_then(parse_hex).unwrap_or(0);
+            }
+        }
+    }
+}
+
+fn parse_decimal(d: &[u8]) -> Option<i32> {
+    if d.is_empty() || d.len() > 9 || !d.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(d.iter().fold(0i32, |v, &c| v * 10 + i32::from(c - b'0')))
+}
+
+fn parse_hex(d: &[u8]) -> Option<u64> {
+    let d = d.strip_prefix(b"0x")?;
+    if d.is_empty() || d.len() > 16 {
+        return None;
+    }
+    d.iter().try_fold(0u64, |v, &c| {
+        Some(v << 4 | u64::from((c as char).to_digit(16)?))
+    })
+}
