@@ -577,6 +577,7 @@ pub fn analyze(
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
+        wait_tree: crate::stacks::wait_tree(&stops.stacks),
         blocking_stacks: std::mem::take(&mut stops.stacks),
         policy: crate::snapshots::policy(&trace),
         snapshots,

@@ -111,6 +111,13 @@ enum Command {
     /// (category: its blocking class; arguments: its line, lock and call stack), and a
     /// flow arrow from the thread that released a lock to the wait it ended.
     Export(ExportArgs),
+    /// Draw a flame graph (SVG) of the call stacks, weighted by --weight.
+    ///
+    /// Wait (the default): where threads blocked, and for how long: contended lock waits
+    /// and every recorded blocking period, the blocking call on top. Hold, contentions,
+    /// acquisitions: the lines that engaged locks. Drawn by the inferno crate; the same
+    /// stacks as `report --format folded`.
+    Flamegraph(FlamegraphArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -125,6 +132,14 @@ enum Format {
     /// blocked time by class, with tooltips and handoffs; time per class; blocking call
     /// stacks; findings; the text report's tables.
     Html,
+    /// Folded stacks (`frame;frame;… value`), outermost frame first, one line per stack,
+    /// weighted by --weight: what flame-graph tools (inferno, flamegraph.pl, speedscope)
+    /// read. Each stack starts with a frame naming its process.
+    Folded,
+    /// A pprof profile (profile.proto, gzipped; use -o FILE) of the waits, like Go's
+    /// mutex profile: contentions/count and delay/nanoseconds per call stack, with
+    /// functions, files, lines and modules. `go tool pprof`, Pyroscope and Parca read it.
+    Pprof,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -190,6 +205,16 @@ struct ReportOptions {
     /// Text: the locks table in mutrace's columns (Locked, Changed, Cont., tot.Time, avg.Time, max.Time).
     #[arg(long, value_enum, default_value = "locksuit")]
     columns: crate::render::text::Columns,
+    /// Text: also print the waiting call tree (every blocking stack merged from the
+    /// outermost frame in, with share, total, count and longest wait per node).
+    #[arg(long)]
+    tree: bool,
+    /// With --tree: leave out nodes below this share of all the time blocked (1% or 0.01).
+    #[arg(long, default_value = "1%", value_parser = parse_percent, value_name = "SHARE")]
+    tree_min: f64,
+    /// --format folded: what a stack's value measures.
+    #[arg(long, value_enum, default_value = "wait")]
+    weight: crate::stacks::Weight,
     /// Write the report to FILE instead of standard output (keeps it apart
     /// from the recorded program's own output under `run`).
     #[arg(short, long, value_name = "FILE")]
@@ -239,6 +264,21 @@ struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     classes: Option<PathBuf>,
     /// Write to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FlamegraphArgs {
+    /// Trace files or directories of traces (default: as for `report`).
+    paths: Vec<PathBuf>,
+    /// What a stack's width measures.
+    #[arg(long, value_enum, default_value = "wait")]
+    weight: crate::stacks::Weight,
+    /// Blocking classes of your own (as for `report --classes`).
+    #[arg(long, value_name = "FILE")]
+    classes: Option<PathBuf>,
+    /// Write the SVG to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -296,6 +336,17 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "`{s}` is not a number of seconds above 0, e.g. 5 or 0.5"
         )),
+    }
+}
+
+/// A share written as a percentage (`1%`) or a ratio (`0.01`).
+fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.strip_suffix('%') {
+        Some(pct) => match pct.trim().parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+            _ => Err(format!("`{s}` is not a percentage from 0% to 100%")),
+        },
+        None => parse_share(s),
     }
 }
 
@@ -416,6 +467,7 @@ fn print_format(
                     columns: options.columns,
                     width,
                     top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                    tree: options.tree.then_some(options.tree_min),
                 },
             );
             write_out(options.output.as_deref(), |out| {
@@ -430,10 +482,25 @@ fn print_format(
                     columns: options.columns,
                     width: options.width.unwrap_or(120),
                     top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                    tree: options.tree.then_some(options.tree_min),
                 },
             );
             write_out(options.output.as_deref(), |out| {
                 out.write_all(page.as_bytes())
+            })
+        }
+        Format::Folded => write_out(options.output.as_deref(), |out| {
+            render::folded::write(report, options.weight, out)
+        }),
+        Format::Pprof => {
+            if options.output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(InputError(
+                    "--format pprof writes a binary profile: give -o FILE (e.g. -o locks.pb.gz)"
+                        .into(),
+                ));
+            }
+            write_out(options.output.as_deref(), |out| {
+                render::pprof::write(report, out)
             })
         }
         Format::Json => {
@@ -497,28 +564,42 @@ fn report(args: ReportArgs) -> i32 {
 }
 
 fn export(args: ExportArgs) -> i32 {
-    let limits = signatures(args.classes.clone()).map(|signatures| Limits {
-        signatures: std::sync::Arc::new(signatures),
-        ..Limits::default()
-    });
-    let written = limits
-        .and_then(|limits| {
-            build_report(
-                &args.paths,
-                &Selection::default(),
-                &limits,
-                &StreamFilter::Off,
-            )
+    let ExportFormat::Chrome = args.format;
+    write_from_traces(
+        &args.paths,
+        args.classes,
+        args.output.as_deref(),
+        |report, out| {
+            serde_json::to_writer(&mut *out, &render::chrome::render(report))?;
+            out.write_all(b"\n")
+        },
+    )
+}
+
+fn flamegraph(args: FlamegraphArgs) -> i32 {
+    write_from_traces(
+        &args.paths,
+        args.classes,
+        args.output.as_deref(),
+        |report, out| render::flame::write(report, args.weight, out),
+    )
+}
+
+/// Reports on `paths` (with the user's blocking classes) and writes what
+/// `render` makes of it to `output`; the exit status.
+fn write_from_traces(
+    paths: &[PathBuf],
+    classes: Option<PathBuf>,
+    output: Option<&std::path::Path>,
+    render: impl FnOnce(&Report, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> i32 {
+    let written = signatures(classes)
+        .map(|signatures| Limits {
+            signatures: std::sync::Arc::new(signatures),
+            ..Limits::default()
         })
-        .and_then(|report| match args.format {
-            ExportFormat::Chrome => {
-                let trace = render::chrome::render(&report);
-                write_out(args.output.as_deref(), |out| {
-                    serde_json::to_writer(&mut *out, &trace)?;
-                    out.write_all(b"\n")
-                })
-            }
-        });
+        .and_then(|limits| build_report(paths, &Selection::default(), &limits, &StreamFilter::Off))
+        .and_then(|report| write_out(output, |out| render(&report, out)));
     match written {
         Ok(()) => EXIT_OK,
         Err(e) => {
@@ -685,6 +766,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run(args),
         Command::Events(args) => events(args),
         Command::Export(args) => export(args),
+        Command::Flamegraph(args) => flamegraph(args),
     }
 }
 

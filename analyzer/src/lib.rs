@@ -23,6 +23,7 @@ pub mod render;
 pub mod run;
 pub mod samples;
 pub mod snapshots;
+pub mod stacks;
 pub mod stops;
 pub mod stream;
 pub mod symbolize;

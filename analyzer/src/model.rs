@@ -141,6 +141,9 @@ pub struct Process {
     pub block_min_us: u32,
     /// Every distinct blocking call stack, most time first.
     pub blocking_stacks: Vec<BlockingStack>,
+    /// The same merged into a tree from the outermost frame in (roots most
+    /// time first).
+    pub wait_tree: Vec<TreeNode>,
     /// The recording policy in force (`LOCKSUIT_POLICY`), or null.
     pub policy: Option<PolicyInForce>,
     /// The snapshots its triggers took, in order.

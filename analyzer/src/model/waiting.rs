@@ -207,3 +207,14 @@ pub struct BlockingStack {
     /// The call chain, innermost first.
     pub stack: Vec<Frame>,
 }
+
+/// A node of the waiting call tree: the waits whose stacks pass through
+/// this frame (from the outermost frame in; leaves are the blocking calls).
+#[derive(Debug, Serialize)]
+pub struct TreeNode {
+    pub frame: String,
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub children: Vec<TreeNode>,
+}

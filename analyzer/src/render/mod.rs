@@ -2,9 +2,12 @@
 //! computes anything the model does not already hold.
 
 pub mod chrome;
+pub mod flame;
+pub mod folded;
 pub mod html;
 pub mod json;
 pub mod layout;
+pub mod pprof;
 pub mod reasons;
 pub mod snapshots;
 pub mod stops;
@@ -12,6 +15,7 @@ pub mod streams;
 pub mod summary;
 pub mod tables;
 pub mod text;
+pub mod tree;
 
 /// Nanoseconds as a short human duration.
 pub fn duration(ns: u64) -> String {

@@ -118,6 +118,9 @@ pub fn all(out: &mut String, p: &Process, o: &TextOptions) {
     sites_table(out, p, o);
     blocking_tables(out, p, o.width);
     super::stops::tables(out, p, o.width);
+    if let Some(min_share) = o.tree {
+        super::tree::section(out, p, min_share, o.width);
+    }
     super::reasons::table(out, p, o.width);
     super::snapshots::section(out, p, o.width);
     waits_table(out, p, o.width);

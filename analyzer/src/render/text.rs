@@ -43,6 +43,9 @@ pub struct TextOptions {
     pub width: usize,
     /// Findings listed per process, highest ranked first.
     pub top: usize,
+    /// `--tree`: print the waiting call tree, leaving out nodes below this
+    /// share of all the time blocked.
+    pub tree: Option<f64>,
 }
 
 /// Findings listed per process unless `--top` says otherwise.
