@@ -2,7 +2,7 @@
 # Runs any command (a whole test suite, say) with every process it starts
 # recorded by libsyncshim.so, then reports on all of them.
 #
-#   scripts/run-under-shim.sh [--dir DIR] [--report FILE] [REPORT OPTIONS...] -- CMD [ARGS...]
+#   scripts/run-under-shim.sh [--dir DIR] [--report FILE] [--baseline BASE | --against-history N] [REPORT OPTIONS...] -- CMD [ARGS...]
 #
 # The command's own output is left alone: the report goes to stderr, or to
 # FILE with --report FILE, never to stdout. REPORT OPTIONS go to
@@ -11,8 +11,15 @@
 # (see `locksuit report --help`). Last, on stderr, a one-screen summary:
 # processes recorded, findings by kind, which processes fail the gate.
 #
+# The regression gate, in one line of a CI job: --baseline BASE compares
+# this run with BASE (a JSON report, a trace file or a directory of traces:
+# `locksuit diff BASE DIR`); --against-history N with the median of the
+# last N runs saved with --save (under --label and --history, which also
+# go to the report). What regressed is printed on stderr.
+#
 # Exit status: the command's own when it failed; otherwise 1 if
-# --fail-on-findings was given and a process has a finding, else 0. 2: bad
+# --fail-on-findings was given and a process has a finding, or the gate
+# found a regression, else 0. 2: bad
 # usage (a report option locksuit refuses is caught before CMD runs), or the
 # shim or locksuit is missing. Traces stay in DIR (default: a new directory
 # under $TMPDIR), so they can be reported again.
@@ -26,12 +33,19 @@ locksuit=${LOCKSUIT_BIN:-$root/target/release/locksuit}
 dir=
 report_file=
 report_options=()
+gate=()
+history_options=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) [ $# -ge 2 ] || usage; dir=$2; shift 2 ;;
     --report) [ $# -ge 2 ] || usage; report_file=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --baseline) [ $# -ge 2 ] || usage; gate=("$2"); shift 2 ;;
+    --against-history) [ $# -ge 2 ] || usage; gate=(--against-history "$2"); shift 2 ;;
+    --history|--label)
+      [ $# -ge 2 ] || usage
+      history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
   esac
@@ -77,9 +91,26 @@ where="traces in $dir"
 [ -n "$report_file" ] && where="$where; report in $report_file"
 echo "run-under-shim.sh: the command exited with status $status; $where" >&2
 
+gate_status=0
+if [ ${#gate[@]} -gt 0 ]; then
+  if [ "${gate[0]}" = --against-history ]; then
+    diff=(diff "${gate[@]}" "${history_options[@]}" "$dir")
+  else
+    diff=(diff "${gate[0]}" "$dir")
+  fi
+  env -u LD_PRELOAD "$locksuit" "${diff[@]}" >&2
+  gate_status=$?
+  case "$gate_status" in
+    0) echo "run-under-shim.sh: no regression against ${gate[*]}" >&2 ;;
+    1) echo "run-under-shim.sh: REGRESSED against ${gate[*]} (above)" >&2 ;;
+    *) echo "run-under-shim.sh: the regression gate could not compare (above)" >&2 ;;
+  esac
+fi
+
 if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
+[ "$gate_status" -ne 0 ] && exit "$gate_status"
 case "$report_status" in
   0) exit 0 ;;
   1) exit 1 ;;

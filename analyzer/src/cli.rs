@@ -118,6 +118,20 @@ enum Command {
     /// acquisitions: the lines that engaged locks. Drawn by the inferno crate; the same
     /// stacks as `report --format folded`.
     Flamegraph(FlamegraphArgs),
+    /// Compare two runs, or a run with the median of the last N saved runs; exit 1 if
+    /// anything regressed.
+    ///
+    /// BASE and CUR are JSON reports (`report --format json -o FILE`), trace files or
+    /// directories. Locks, sites and findings are matched by their stable names, per
+    /// program. A regression: a lock's or site's contended share up by more than
+    /// --threshold and by at least 1 point and 5 contended acquisitions; its wait per
+    /// acquisition up by more than --threshold and by at least 1 µs, with 1 ms of waiting
+    /// in all; or a finding the base did not have. Exit status: 0 no regression, 1
+    /// regressed, 2 bad input (different programs, other schema versions, an unreadable
+    /// history).
+    Diff(crate::gate::DiffArgs),
+    /// List the runs saved with `report --save`.
+    History(crate::gate::HistoryArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -140,6 +154,10 @@ enum Format {
     /// mutex profile: contentions/count and delay/nanoseconds per call stack, with
     /// functions, files, lines and modules. `go tool pprof`, Pyroscope and Parca read it.
     Pprof,
+    /// The findings as SARIF 2.1.0 (code-scanning UIs show them inline in a pull
+    /// request): a rule per finding kind, each finding's line, its call chain as a code
+    /// flow; paths under the current directory relative to %SRCROOT%.
+    Sarif,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -212,6 +230,12 @@ struct ReportOptions {
     /// With --tree: leave out nodes below this share of all the time blocked (1% or 0.01).
     #[arg(long, default_value = "1%", value_parser = parse_percent, value_name = "SHARE")]
     tree_min: f64,
+    /// Save this run's summary (per program: locks, sites, findings) in the run history,
+    /// for `diff --against-history` and `history`.
+    #[arg(long)]
+    save: bool,
+    #[command(flatten)]
+    history: crate::gate::HistoryOptions,
     /// --format folded: what a stack's value measures.
     #[arg(long, value_enum, default_value = "wait")]
     weight: crate::stacks::Weight,
@@ -340,7 +364,7 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 }
 
 /// A share written as a percentage (`1%`) or a ratio (`0.01`).
-fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, String> {
     match s.strip_suffix('%') {
         Some(pct) => match pct.trim().parse::<f64>() {
             Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
@@ -429,6 +453,9 @@ fn build_report(
 /// `--fail-on-findings` fails: some process has a finding, whatever
 /// `--top` shows.
 fn print(mut report: Report, options: &ReportOptions) -> Result<bool, InputError> {
+    if options.save {
+        crate::gate::save(&report, &options.history)?;
+    }
     let gate_fails =
         options.fail_on_findings && report.processes.iter().any(|p| !p.findings.is_empty());
     // Worked out before --top trims the JSON's findings: it counts them all.
@@ -503,6 +530,10 @@ fn print_format(
                 render::pprof::write(report, out)
             })
         }
+        Format::Sarif => write_out(options.output.as_deref(), |out| {
+            serde_json::to_writer_pretty(&mut *out, &render::sarif::render(report))?;
+            out.write_all(b"\n")
+        }),
         Format::Json => {
             if let Some(top) = options.top {
                 for p in &mut report.processes {
@@ -767,6 +798,15 @@ pub fn main() -> i32 {
         Command::Events(args) => events(args),
         Command::Export(args) => export(args),
         Command::Flamegraph(args) => flamegraph(args),
+        Command::Diff(args) => crate::gate::diff_command(args, &|path| {
+            build_report(
+                &[path.to_path_buf()],
+                &Selection::default(),
+                &Limits::default(),
+                &StreamFilter::Off,
+            )
+        }),
+        Command::History(args) => crate::gate::history_command(args),
     }
 }
 

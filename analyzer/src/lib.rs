@@ -4,10 +4,13 @@
 pub mod analysis;
 pub mod classes;
 pub mod cli;
+pub mod compare;
 pub mod contention;
 pub mod deadlocks;
 pub mod families;
 pub mod findings;
+pub mod gate;
+pub mod history;
 pub mod idle;
 pub mod load;
 pub mod lock_order;

@@ -2,6 +2,7 @@
 //! computes anything the model does not already hold.
 
 pub mod chrome;
+pub mod diff;
 pub mod flame;
 pub mod folded;
 pub mod html;
@@ -9,6 +10,7 @@ pub mod json;
 pub mod layout;
 pub mod pprof;
 pub mod reasons;
+pub mod sarif;
 pub mod snapshots;
 pub mod stops;
 pub mod streams;

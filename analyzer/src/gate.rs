@@ -1,0 +1,230 @@
+//! `locksuit diff` and `locksuit history`, and `report --save`: the
+//! regression gate over the run history (see `compare.rs`, `history.rs`).
+
+use crate::compare::{self, Diff, Summary};
+use crate::history::{self, History};
+use crate::load::InputError;
+use crate::model::Report;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GateFormat {
+    Text,
+    Json,
+}
+
+/// Where the history is and which runs count.
+#[derive(Args, Clone)]
+pub struct HistoryOptions {
+    /// The run history database (default: $XDG_DATA_HOME/locksuit/history.db, else
+    /// ~/.local/share/locksuit/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// The label runs are saved and compared under (e.g. ci-main): runs of one program
+    /// under other labels are kept apart.
+    #[arg(long, default_value = "default", value_name = "LABEL")]
+    pub label: String,
+}
+
+impl HistoryOptions {
+    fn path(&self) -> Result<PathBuf, InputError> {
+        self.history.clone().or_else(history::default_path).ok_or_else(|| {
+            InputError("no place for the run history: set HOME or XDG_DATA_HOME, or give --history PATH".into())
+        })
+    }
+}
+
+#[derive(Args)]
+pub struct DiffArgs {
+    /// The base: a JSON report (`report --format json -o FILE`), a trace file, or a
+    /// directory of traces. Leave it out with --against-history.
+    #[arg(value_name = "BASE")]
+    pub base: Option<PathBuf>,
+    /// The current run, as BASE.
+    #[arg(value_name = "CUR")]
+    pub current: Option<PathBuf>,
+    /// Compare CUR with the median of the last N saved runs of the same program and
+    /// label instead of with BASE.
+    #[arg(long, value_name = "N")]
+    pub against_history: Option<usize>,
+    /// How much worse a figure may get before it is a regression (20% or 0.2).
+    #[arg(long, default_value = "20%", value_parser = crate::cli::parse_percent, value_name = "SHARE")]
+    pub threshold: f64,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: GateFormat,
+    #[command(flatten)]
+    pub history: HistoryOptions,
+}
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// Only runs of this executable (its file name).
+    #[arg(long, value_name = "NAME")]
+    pub exe: Option<String>,
+    /// Only runs under this label.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// The run history database (as for `report --save`).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: GateFormat,
+}
+
+/// A side of a comparison: a JSON report, or traces reported on now.
+fn summaries_of(
+    path: &Path,
+    traces: &dyn Fn(&Path) -> Result<Report, InputError>,
+) -> Result<Vec<Summary>, InputError> {
+    let looks_json = path.is_file()
+        && std::fs::read(path)
+            .map(|b| b.iter().find(|c| !c.is_ascii_whitespace()) == Some(&b'{'))
+            .unwrap_or(false);
+    let value = if looks_json {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError(format!("{}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map_err(|e| InputError(format!("{}: not a JSON report: {e}", path.display())))?
+    } else {
+        let report = traces(path)?;
+        serde_json::to_value(&report).map_err(|e| InputError(e.to_string()))?
+    };
+    compare::summaries(&value).map_err(|e| InputError(format!("{}: {e}", path.display())))
+}
+
+/// Runs `locksuit diff`; the exit status.
+pub fn diff_command(args: DiffArgs, traces: &dyn Fn(&Path) -> Result<Report, InputError>) -> i32 {
+    match diffs(&args, traces) {
+        Ok(diffs) => {
+            let text = match args.format {
+                GateFormat::Text => crate::render::diff::text(&diffs),
+                GateFormat::Json => serde_json::to_string_pretty(&diffs).unwrap_or_default() + "\n",
+            };
+            print!("{text}");
+            if diffs.iter().any(|d| d.regressed) {
+                crate::cli::EXIT_GATE
+            } else {
+                crate::cli::EXIT_OK
+            }
+        }
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            crate::cli::EXIT_USAGE
+        }
+    }
+}
+
+fn diffs(
+    args: &DiffArgs,
+    traces: &dyn Fn(&Path) -> Result<Report, InputError>,
+) -> Result<Vec<Diff>, InputError> {
+    let usage = |m: &str| Err(InputError(m.to_string()));
+    let (current, base) = match (&args.base, &args.current, args.against_history) {
+        (Some(cur), None, Some(n)) => {
+            let current = summaries_of(cur, traces)?;
+            let h = History::open(&args.history.path()?, false).map_err(InputError)?;
+            let mut bases = Vec::new();
+            for c in &current {
+                let runs = h
+                    .runs(Some(&c.exe), Some(&args.history.label), Some(n))
+                    .map_err(InputError)?;
+                if runs.is_empty() {
+                    return Err(InputError(format!(
+                        "no saved runs of {} under the label {:?} to compare with (save some with `report --save`)",
+                        c.exe, args.history.label
+                    )));
+                }
+                let summaries: Vec<Summary> = runs.into_iter().map(|r| r.summary).collect();
+                bases.push(compare::median(&summaries));
+            }
+            (current, bases)
+        }
+        (Some(_), Some(_), Some(_)) => {
+            return usage("give either BASE and CUR, or --against-history N and CUR")
+        }
+        (Some(base), Some(cur), None) => (summaries_of(cur, traces)?, summaries_of(base, traces)?),
+        _ => return usage("give BASE and CUR, or --against-history N and CUR"),
+    };
+    let pairs: Vec<(&Summary, &Summary)> = current
+        .iter()
+        .filter_map(|c| base.iter().find(|b| b.exe == c.exe).map(|b| (b, c)))
+        .collect();
+    if pairs.is_empty() {
+        let names = |s: &[Summary]| {
+            s.iter()
+                .map(|s| s.exe.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(InputError(format!(
+            "the base records {} and the current run {}: different programs, nothing to compare",
+            names(&base),
+            names(&current)
+        )));
+    }
+    Ok(pairs
+        .into_iter()
+        .map(|(b, c)| compare::diff(b, c, args.threshold))
+        .collect())
+}
+
+/// `report --save`: the report's summaries into the history; says where on
+/// stderr.
+pub fn save(report: &Report, options: &HistoryOptions) -> Result<(), InputError> {
+    let value = serde_json::to_value(report).map_err(|e| InputError(e.to_string()))?;
+    let summaries = compare::summaries(&value).map_err(InputError)?;
+    let path = options.path()?;
+    let mut h = History::open(&path, true).map_err(InputError)?;
+    let ids = h.save(&summaries, &options.label).map_err(InputError)?;
+    for (s, id) in summaries.iter().zip(ids) {
+        eprintln!(
+            "locksuit: saved run {id} of {} (label {}) in {}",
+            s.exe,
+            options.label,
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Runs `locksuit history`; the exit status.
+pub fn history_command(args: HistoryArgs) -> i32 {
+    let options = HistoryOptions {
+        history: args.history.clone(),
+        label: String::new(),
+    };
+    let listed = options.path().and_then(|path| {
+        let h = History::open(&path, false).map_err(InputError)?;
+        h.runs(args.exe.as_deref(), args.label.as_deref(), None)
+            .map_err(InputError)
+    });
+    match listed {
+        Ok(runs) => {
+            match args.format {
+                GateFormat::Json => {
+                    let rows: Vec<serde_json::Value> = runs
+                        .iter()
+                        .map(|r| {
+                            serde_json::json!({
+                                "id": r.id, "exe": r.exe, "label": r.label,
+                                "saved_unix": r.saved_unix, "saved_utc": r.saved_utc,
+                                "summary": r.summary,
+                            })
+                        })
+                        .collect();
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).unwrap_or_default()
+                    );
+                }
+                GateFormat::Text => print!("{}", crate::render::diff::runs(&runs)),
+            }
+            crate::cli::EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            crate::cli::EXIT_USAGE
+        }
+    }
+}

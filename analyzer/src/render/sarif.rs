@@ -1,0 +1,128 @@
+//! Findings as SARIF 2.1.0, so code-scanning UIs show them inline in a pull
+//! request: one rule per finding kind, one result per finding with its
+//! line (a path under the current directory is given relative to
+//! `%SRCROOT%`, the directory locksuit ran in) and the call chain of that
+//! line as a code flow.
+
+use crate::model::{Finding, Frame, Process, Report, Site};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// (kind, name, what it means, level)
+const RULES: [(&str, &str, &str, &str); 10] = [
+    ("deadlock", "ThreadsDeadlocked", "Threads that can never run again: a wait-for cycle, a thread relocking a mutex it holds, a lock whose holder exited, or nobody left to wake anyone.", "error"),
+    ("potential-deadlock", "PotentialDeadlock", "Locks taken in orders that form a cycle: they deadlock if the threads run at the same time.", "error"),
+    ("unnecessary-lock", "UnnecessaryLock", "A lock only one thread ever asked for: it protects nothing shared.", "warning"),
+    ("unsuitable-site", "UnsuitableSite", "A line whose locks are rarely shared between threads.", "note"),
+    ("long-hold", "LongHold", "A lock held for a long stretch while another thread waited for it.", "warning"),
+    ("starvation", "WaiterStarved", "One wait during which other threads took the lock many times: an unfair lock.", "warning"),
+    ("high-contention", "HighContention", "A lock whose acquisitions often had to wait.", "warning"),
+    ("asymmetric-contention", "AsymmetricContention", "Locks taken at one line whose contention differs widely.", "note"),
+    ("over-synchronization", "OverSynchronization", "A lock taken very often that almost never contends.", "note"),
+    ("blocking-under-lock", "BlockingUnderLock", "A thread slept, polled or did I/O holding a lock another thread wanted.", "warning"),
+];
+
+fn physical(
+    path: Option<&str>,
+    file: Option<&str>,
+    line: Option<u32>,
+    root: &Path,
+) -> Option<Value> {
+    let path = path.or(file)?;
+    let artifact = match Path::new(path).strip_prefix(root) {
+        Ok(relative) => json!({"uri": relative.to_string_lossy(), "uriBaseId": "%SRCROOT%"}),
+        Err(_) if path.starts_with('/') => json!({"uri": format!("file://{path}")}),
+        Err(_) => json!({"uri": path}),
+    };
+    let mut location = json!({"artifactLocation": artifact});
+    if let Some(line) = line.filter(|&l| l > 0) {
+        location["region"] = json!({"startLine": line});
+    }
+    Some(location)
+}
+
+fn frame_location(f: &Frame, root: &Path) -> Option<Value> {
+    let physical = physical(f.path.as_deref(), f.file.as_deref(), f.line, root)?;
+    let mut location = json!({"physicalLocation": physical});
+    if let Some(function) = &f.function {
+        location["message"] = json!({"text": function});
+    }
+    Some(json!({"location": location}))
+}
+
+fn site_of<'a>(p: &'a Process, f: &Finding) -> Option<&'a Site> {
+    let id = *f.sites.first()?;
+    p.sites.iter().find(|s| s.id == id)
+}
+
+fn result(p: &Process, f: &Finding, rule_index: usize, root: &Path) -> Value {
+    let subject = f
+        .lock
+        .map(|l| l.to_string())
+        .or_else(|| f.sites.first().map(|s| s.to_string()))
+        .unwrap_or_default();
+    let mut r = json!({
+        "ruleId": f.kind,
+        "ruleIndex": rule_index,
+        "level": RULES[rule_index].3,
+        "message": {"text": f.message},
+        "partialFingerprints": {"locksuitFinding/v1": format!("{} {subject}", f.kind)},
+        "properties": {"pid": p.pid, "exe": p.exe, "wait_ns": f.wait_ns, "engagements": f.engagements},
+    });
+    if let Some(site) = site_of(p, f) {
+        let here = physical(site.path.as_deref(), site.file.as_deref(), site.line, root);
+        if let Some(here) = here {
+            r["locations"] = json!([{"physicalLocation": here}]);
+        }
+        // The call chain in execution order: the outermost frame first.
+        let flow: Vec<Value> = site
+            .call_chain
+            .iter()
+            .rev()
+            .filter_map(|fr| frame_location(fr, root))
+            .collect();
+        if !flow.is_empty() {
+            r["codeFlows"] = json!([{"threadFlows": [{"locations": flow}]}]);
+        }
+    }
+    r
+}
+
+pub fn render(report: &Report) -> Value {
+    let root = std::env::current_dir().unwrap_or_default();
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|(id, name, text, level)| {
+            json!({
+                "id": id,
+                "name": name,
+                "shortDescription": {"text": text},
+                "fullDescription": {"text": text},
+                "defaultConfiguration": {"level": level},
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for p in &report.processes {
+        crate::names::with(&p.names, || {
+            for f in &p.findings {
+                if let Some(i) = RULES.iter().position(|r| r.0 == f.kind) {
+                    results.push(result(p, f, i, &root));
+                }
+            }
+        });
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "locksuit",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": format!("file://{}/", root.display())}},
+            "results": results,
+        }],
+    })
+}
