@@ -1,0 +1,286 @@
+//! What the report-reading commands write: the report in each format
+//! (`report`, and `run` after recording), the exports (`export`,
+//! `flamegraph`) and `events`.
+
+use super::*;
+
+/// Prints the report where the options say (and the summary on stderr if
+/// asked for); an unwritable output file is bad usage. Returns whether
+/// `--fail-on-findings` fails: some process has a finding, whatever
+/// `--top` shows.
+pub(super) fn print(mut report: Report, options: &ReportOptions) -> Result<bool, InputError> {
+    if options.save {
+        crate::gate::save(&report, &options.history)?;
+    }
+    let gate_fails =
+        options.fail_on_findings && report.processes.iter().any(|p| !p.findings.is_empty());
+    // Worked out before --top trims the JSON's findings: it counts them all.
+    let summary_on_stderr = options.summary.then(|| {
+        let width = render::layout::resolve(options.width, Destination::Stderr);
+        render::summary::render(&report, options.fail_on_findings, width)
+    });
+    let printed = print_format(&mut report, options, options.width());
+    if let Some(summary) = summary_on_stderr {
+        // Set apart from a JSON report on the same terminal; text ends
+        // with a blank line of its own.
+        let json_above = matches!(options.format, Format::Json) && options.output.is_none();
+        eprint!("{}{summary}", if json_above { "\n" } else { "" });
+    }
+    printed?;
+    Ok(gate_fails)
+}
+
+fn print_format(
+    report: &mut Report,
+    options: &ReportOptions,
+    width: usize,
+) -> Result<(), InputError> {
+    match options.format {
+        Format::Summary => {
+            let text = render::summary::render(report, options.fail_on_findings, width);
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(text.as_bytes())
+            })
+        }
+        Format::Text => {
+            let text = render::text::render(
+                report,
+                &render::text::TextOptions {
+                    sort: options.sort,
+                    columns: options.columns,
+                    width,
+                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                    tree: options.tree.then_some(options.tree_min),
+                },
+            );
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(text.as_bytes())
+            })
+        }
+        Format::Html => {
+            let page = render::html::render(
+                report,
+                &render::text::TextOptions {
+                    sort: options.sort,
+                    columns: options.columns,
+                    width: options.width.unwrap_or(120),
+                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
+                    tree: options.tree.then_some(options.tree_min),
+                },
+            );
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(page.as_bytes())
+            })
+        }
+        Format::Folded => write_out(options.output.as_deref(), |out| {
+            render::folded::write(report, options.weight, out)
+        }),
+        Format::Pprof => {
+            if options.output.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                return Err(InputError(
+                    "--format pprof writes a binary profile: give -o FILE (e.g. -o locks.pb.gz)"
+                        .into(),
+                ));
+            }
+            write_out(options.output.as_deref(), |out| {
+                render::pprof::write(report, out)
+            })
+        }
+        Format::Sarif => write_out(options.output.as_deref(), |out| {
+            serde_json::to_writer_pretty(&mut *out, &render::sarif::render(report))?;
+            out.write_all(b"\n")
+        }),
+        Format::Json => {
+            if let Some(top) = options.top {
+                for p in &mut report.processes {
+                    p.findings.truncate(top);
+                }
+            }
+            write_out(options.output.as_deref(), |out| {
+                render::json::write(report, out)
+            })
+        }
+    }
+}
+
+/// Writes through `write` to `output`, or to standard output. A report of a
+/// million locks is written as it is serialised, never built whole in memory.
+pub(super) fn write_out(
+    output: Option<&std::path::Path>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), InputError> {
+    use std::io::Write;
+    match output {
+        Some(path) => {
+            let cannot = |e: std::io::Error| {
+                InputError(format!("{}: cannot write the report: {e}", path.display()))
+            };
+            let file = std::fs::File::create(path).map_err(cannot)?;
+            let mut out = std::io::BufWriter::new(file);
+            write(&mut out).map_err(cannot)?;
+            out.flush().map_err(cannot)
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            // A closed pipe (e.g. `| head`) is not an error worth a message.
+            let _ = write(&mut out).and_then(|()| out.flush());
+            Ok(())
+        }
+    }
+}
+
+pub(super) fn report(args: ReportArgs) -> i32 {
+    let options = &args.options;
+    let built = options.limits().and_then(|limits| {
+        build_report(
+            &args.paths,
+            &options.selection(),
+            &limits,
+            &StreamFilter::Off,
+        )
+    });
+    match built.and_then(|report| print(report, options)) {
+        Ok(true) => EXIT_GATE,
+        Ok(false) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+pub(super) fn export(args: ExportArgs) -> i32 {
+    let ExportFormat::Chrome = args.format;
+    write_from_traces(
+        &args.paths,
+        args.classes,
+        args.output.as_deref(),
+        |report, out| {
+            serde_json::to_writer(&mut *out, &render::chrome::render(report))?;
+            out.write_all(b"\n")
+        },
+    )
+}
+
+pub(super) fn flamegraph(args: FlamegraphArgs) -> i32 {
+    write_from_traces(
+        &args.paths,
+        args.classes,
+        args.output.as_deref(),
+        |report, out| render::flame::write(report, args.weight, out),
+    )
+}
+
+/// Reports on `paths` (with the user's blocking classes) and writes what
+/// `render` makes of it to `output`; the exit status.
+fn write_from_traces(
+    paths: &[PathBuf],
+    classes: Option<PathBuf>,
+    output: Option<&std::path::Path>,
+    render: impl FnOnce(&Report, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> i32 {
+    let written = signatures(classes)
+        .map(|signatures| Limits {
+            signatures: std::sync::Arc::new(signatures),
+            ..Limits::default()
+        })
+        .and_then(|limits| build_report(paths, &Selection::default(), &limits, &StreamFilter::Off))
+        .and_then(|report| write_out(output, |out| render(&report, out)));
+    match written {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// The user's blocking-class signatures: `--classes FILE`, else
+/// `$LOCKSUIT_CLASSES`, else none.
+pub(super) fn signatures(file: Option<PathBuf>) -> Result<crate::classes::Signatures, InputError> {
+    match file.or_else(|| std::env::var_os("LOCKSUIT_CLASSES").map(PathBuf::from)) {
+        Some(path) => crate::classes::Signatures::load(&path).map_err(InputError),
+        None => Ok(crate::classes::Signatures::default()),
+    }
+}
+
+pub(super) fn events(args: EventsArgs) -> i32 {
+    let filter = if args.objects.is_empty() {
+        StreamFilter::All
+    } else {
+        StreamFilter::Only(args.objects.clone())
+    };
+    let selection = Selection::default();
+    let printed = build_report(&args.paths, &selection, &Limits::default(), &filter).and_then(|mut report| {
+        check_objects(&report, &args.objects)?;
+        let silent: Vec<&str> = args
+            .objects
+            .iter()
+            .filter(|id| {
+                !report
+                    .processes
+                    .iter()
+                    .any(|p| p.streams.iter().any(|s| &&s.object == id))
+            })
+            .map(String::as_str)
+            .collect();
+        if !silent.is_empty() {
+            eprintln!(
+                "locksuit: warning: no events recorded for {} (record with LOCKSUIT_EVENTS=all to see uncontended ones)",
+                silent.join(", ")
+            );
+        }
+        render::streams::relate_deadlines(&mut report);
+        match args.format {
+            EventsFormat::Text => {
+                let to = if args.output.is_some() {
+                    Destination::File
+                } else {
+                    Destination::Stdout
+                };
+                let width = render::layout::resolve(args.width, to);
+                let text = render::streams::render(&report, width);
+                write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
+            }
+            EventsFormat::Json => write_out(args.output.as_deref(), |out| {
+                render::json::write(&report, out)
+            }),
+        }
+    });
+    match printed {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// An `--object` id that no process in the report has (no lock or
+/// condition variable by that id) is bad usage, not an empty answer.
+fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> {
+    let unknown: Vec<&str> = objects
+        .iter()
+        .filter(|id| {
+            !report.processes.iter().any(|p| {
+                crate::names::with(&p.names, || {
+                    p.locks.iter().any(|l| l.id.to_string() == **id)
+                        || p.conds.iter().any(|c| c.id == **id)
+                })
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let traces = match report.processes.as_slice() {
+        [only] => only.trace.clone(),
+        all => format!("none of the {} traces", all.len()),
+    };
+    Err(InputError(format!(
+        "{traces}: no lock or condition variable {} (ids are as in the report, e.g. &total_lock or worker@main.c:40#2)",
+        unknown.join(", ")
+    )))
+}
