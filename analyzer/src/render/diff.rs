@@ -7,6 +7,7 @@ use crate::history::Run;
 fn figure(c: &Change, v: f64) -> String {
     match c.figure {
         "contended-share" => format!("{:.1}%", v * 100.0),
+        "acquisitions" => format!("{v:.0}"),
         _ => duration(v as u64),
     }
 }
@@ -20,9 +21,15 @@ pub fn text(diffs: &[Diff]) -> String {
             d.threshold * 100.0
         ));
         for c in &d.changes {
-            let verdict = if c.regressed { "REGRESSED" } else { "improved" };
+            let verdict = match (c.regressed, c.improved) {
+                (true, _) => "REGRESSED",
+                (_, true) => "improved",
+                _ => "changed",
+            };
             let what = match c.figure {
                 "contended-share" => "contended share",
+                "acquisitions" => "acquisitions",
+                "hold-per-acquisition-ns" => "hold per acquisition",
                 _ => "wait per acquisition",
             };
             let lines = if c.what == "lock" && !c.lines.is_empty() {
