@@ -205,6 +205,9 @@ pub fn analyze(
             wait: None,
             ratio,
             status: site_status(t.task_switches, ratio, limits.threshold),
+            basis: "sharing",
+            suitable_accesses: None,
+            unsuitable_accesses: None,
             reasons: Vec::new(),
             call_chain,
         });
@@ -347,6 +350,13 @@ pub fn analyze(
     } else {
         0
     };
+    // Built with `locksuit cc`: each line judged by the data it touched.
+    let data = crate::data::facts(&trace, &report_site, &mut |address| {
+        symbolizer
+            .variable(&trace.modules, exe, address)
+            .map(|(name, _, _)| format!("&{name}"))
+    });
+    crate::data::apply(data.as_ref(), &mut sites, limits.threshold);
     let (findings, blocked, mut stops, snapshots) = crate::names::with(&names, || {
         let mut findings = crate::findings::build(
             &trace.threads,
@@ -420,6 +430,9 @@ pub fn analyze(
             },
         );
         findings.append(&mut stops.findings);
+        if let Some(data) = &data {
+            findings.extend(crate::data::findings(data, &sites));
+        }
         let snapshots = crate::snapshots::build(&trace, &ids, &chain, header.start_mono_ns);
         // Deadlocks first (they stop the program), then as ranked.
         findings.sort_by_key(|f| match f.kind {
@@ -580,6 +593,10 @@ pub fn analyze(
         wait_tree: crate::stacks::wait_tree(&stops.stacks),
         blocking_stacks: std::mem::take(&mut stops.stacks),
         policy: crate::snapshots::policy(&trace),
+        data_level: data.as_ref().map(|d| DataLevel {
+            accesses: d.accesses,
+            dropped: d.dropped,
+        }),
         snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),
         timeline: std::mem::take(&mut stops.timeline),

@@ -81,6 +81,8 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
         modules: Vec::new(),
         policy: None,
         snapshots: Vec::new(),
+        access_summary: None,
+        accesses: Vec::new(),
         warnings: Vec::new(),
     }
 }

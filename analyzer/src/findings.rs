@@ -526,7 +526,12 @@ pub fn build(
         .flat_map(|f| f.locks.iter().copied())
         .collect();
     for site in sites {
-        if site.status != STATUS_UNSUITABLE || site.ratio >= threshold || site.engagements == 0 {
+        // A line judged by its data has its own finding (data.rs).
+        if site.status != STATUS_UNSUITABLE
+            || site.ratio >= threshold
+            || site.engagements == 0
+            || site.basis == "data"
+        {
             continue;
         }
         // A line that only takes unnecessary locks is said once, there.

@@ -67,6 +67,9 @@ fn site(id: &str, locks: &[&str]) -> Site {
         wait: None,
         ratio: 0.5,
         status: STATUS_SUITABLE,
+        basis: "sharing",
+        suitable_accesses: None,
+        unsuitable_accesses: None,
         reasons: Vec::new(),
         call_chain: Vec::new(),
     }

@@ -2,10 +2,12 @@
 //! report model ([`model`]), which the renderers print as text or JSON.
 
 pub mod analysis;
+pub mod cc;
 pub mod classes;
 pub mod cli;
 pub mod compare;
 pub mod contention;
+pub mod data;
 pub mod deadlocks;
 pub mod families;
 pub mod findings;

@@ -148,6 +148,9 @@ pub struct Process {
     pub policy: Option<PolicyInForce>,
     /// The snapshots its triggers took, in order.
     pub snapshots: Vec<Snapshot>,
+    /// Built with `locksuit cc`: accesses made under a lock, and those the
+    /// shim had no room for; null when the verdicts rest on sharing ratios.
+    pub data_level: Option<DataLevel>,
     /// Processors idle while threads waited; null without the processor
     /// count or threads.
     pub idle_while_waiting: Option<IdleWhileWaiting>,
@@ -541,6 +544,13 @@ pub struct Site {
     /// Engagement-weighted sharing ratio of the locks it engaged.
     pub ratio: f64,
     pub status: &'static str,
+    /// What `status` rests on: `data` (what its critical sections touched,
+    /// in a program built with `locksuit cc`) or `sharing` (`ratio`).
+    pub basis: &'static str,
+    /// `data` basis: accesses its critical sections made to data other
+    /// threads touched too, and to data only one thread touched.
+    pub suitable_accesses: Option<u64>,
+    pub unsuitable_accesses: Option<u64>,
     /// Why the waits at this line ended, most first.
     pub reasons: Vec<ReasonCount>,
     pub call_chain: Vec<Frame>,
@@ -647,3 +657,4 @@ pub const STATUS_SUITABLE: &str = "definitely-suitable";
 pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
 pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
 pub const FINDING_UNSUITABLE: &str = "unsuitable-site";
+pub const FINDING_PRIVATE_DATA: &str = "private-data-under-lock";

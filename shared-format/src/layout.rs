@@ -19,7 +19,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 9: the header's policy fields.
 /// 10: the policy's record (its text and what each rule left out) and
 ///     snapshots.
-pub const FORMAT_VERSION: u32 = 10;
+/// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
+pub const FORMAT_VERSION: u32 = 11;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -172,6 +173,10 @@ pub enum RecordKind {
     Policy = 11,
     /// [`SnapshotRecord`](crate::SnapshotRecord) and its threads.
     Snapshot = 12,
+    /// [`AccessSummaryRecord`](crate::AccessSummaryRecord).
+    AccessSummary = 13,
+    /// [`AccessRecord`](crate::AccessRecord).
+    Access = 14,
 }
 
 impl RecordKind {
@@ -189,6 +194,8 @@ impl RecordKind {
             10 => Self::Edge,
             11 => Self::Policy,
             12 => Self::Snapshot,
+            13 => Self::AccessSummary,
+            14 => Self::Access,
             _ => return None,
         })
     }

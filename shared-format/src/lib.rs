@@ -17,12 +17,14 @@
 //! shim supports); the header carries a byte-order marker so a foreign trace
 //! is rejected rather than misread.
 
+pub mod access;
 pub mod calls;
 pub mod events;
 pub mod layout;
 pub mod policy;
 pub mod reader;
 
+pub use access::*;
 pub use calls::{
     fd_kind_name, BlockingCall, FD_DEVICE, FD_FILE, FD_NONE, FD_OTHER, FD_PIPE, FD_SOCKET,
 };

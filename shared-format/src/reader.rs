@@ -2,6 +2,7 @@
 //! at all is a [`TraceError`]; damage inside an otherwise valid trace becomes
 //! a warning and the rest is still read.
 
+use crate::access::*;
 use crate::events::{Events, TraceBytes};
 use crate::layout::*;
 use crate::policy::*;
@@ -114,6 +115,10 @@ pub struct Trace {
     pub policy: Option<(PolicyRecord, String)>,
     /// Snapshot parts in the order written (see [`SnapshotRecord::number`]).
     pub snapshots: Vec<(SnapshotRecord, Vec<SnapshotThread>)>,
+    /// Data-level accesses (a program built with `locksuit cc`): the
+    /// summary, and every granule touched under a lock.
+    pub access_summary: Option<AccessSummaryRecord>,
+    pub accesses: Vec<AccessRecord>,
     /// Problems found inside an otherwise readable trace.
     pub warnings: Vec<String>,
 }
@@ -302,6 +307,8 @@ pub fn read_trace_releasing(
         modules: Vec::new(),
         policy: None,
         snapshots: Vec::new(),
+        access_summary: None,
+        accesses: Vec::new(),
         warnings,
     };
 
@@ -554,6 +561,18 @@ fn decode_record(
                 .filter_map(read_pod::<SnapshotThread>)
                 .collect();
             trace.snapshots.push((r, threads));
+        }
+        RecordKind::AccessSummary => {
+            let Some(r) = read_pod::<AccessSummaryRecord>(rec) else {
+                return false;
+            };
+            trace.access_summary = Some(r);
+        }
+        RecordKind::Access => {
+            let Some(r) = read_pod::<AccessRecord>(rec) else {
+                return false;
+            };
+            trace.accesses.push(r);
         }
         RecordKind::ThreadName => {
             let Some(r) = read_pod::<ThreadNameRecord>(rec) else {

@@ -135,6 +135,15 @@ impl ThreadState {
         &self.call_cost
     }
 
+    /// Whether this thread holds a lock now: the one question a load or
+    /// store callback asks before anything else, without a guard.
+    #[inline(always)]
+    pub fn holds_a_lock(&self) -> bool {
+        // SAFETY: this thread's own stack, read only; its writer is this
+        // thread, which is here and not in a hook.
+        unsafe { (*self.held.get()).top().is_some() }
+    }
+
     /// The held-lock stack. Only this thread touches it, and only inside a
     /// hook (under a [`HookGuard`]), so no two borrows overlap.
     #[allow(clippy::mut_from_ref)]
@@ -271,6 +280,13 @@ pub fn nested_in_bookkeeping() -> bool {
 #[inline(always)]
 fn this_thread() -> &'static ThreadState {
     crate::tls::thread_state()
+}
+
+/// Whether the calling thread holds a lock now (asked without a guard by
+/// the load and store callbacks, before anything else).
+#[inline(always)]
+pub fn thread_holds_a_lock() -> bool {
+    this_thread().holds_a_lock()
 }
 
 impl Drop for HookGuard {

@@ -902,4 +902,5 @@ unsafe extern "C" {
 
 // Blocking calls beyond the lock API, in a file of their own: they share
 // the macros above.
+mod access;
 mod calls;

@@ -36,6 +36,9 @@ Reading the report:
   unnecessary-lock   a lock only one thread ever asked for: it protects nothing shared
   unsuitable-site    a line whose locks are rarely shared between threads (sharing ratio
                      below --threshold)
+  private-data-under-lock  a line whose critical sections touch only data no other
+                     thread touches, under a lock another line needs for shared data
+                     (programs built with `locksuit cc`)
   long-hold          one hold of --long-hold-ms or more that made a thread wait
   starvation         one wait during which others took the lock --starvation times
   high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)
@@ -137,6 +140,25 @@ enum Command {
     Diff(crate::gate::DiffArgs),
     /// List the runs saved with `report --save`.
     History(crate::gate::HistoryArgs),
+    /// The C compiler (clang) with access instrumentation, for data-level suitability:
+    /// `CC="locksuit cc" make`.
+    ///
+    /// Every load and store calls the shim, which records those made while a lock is
+    /// held: the report then judges each line by what its critical sections touched.
+    /// Without the shim the program runs as before. The compiler: $LOCKSUIT_CC, else
+    /// clang-19, else clang.
+    #[command(disable_help_flag = true)]
+    Cc(CompilerArgs),
+    /// The C++ compiler (clang++) with access instrumentation; as `cc` ($LOCKSUIT_CXX).
+    #[command(name = "c++", disable_help_flag = true)]
+    Cxx(CompilerArgs),
+}
+
+#[derive(Args)]
+struct CompilerArgs {
+    /// The compiler's own arguments, passed on as they are.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -531,6 +553,8 @@ pub fn main() -> i32 {
             )
         }),
         Command::History(args) => crate::gate::history_command(args),
+        Command::Cc(args) => crate::cc::run(&args.args, false),
+        Command::Cxx(args) => crate::cc::run(&args.args, true),
     }
 }
 

@@ -218,3 +218,10 @@ pub struct TreeNode {
     pub max_ns: u64,
     pub children: Vec<TreeNode>,
 }
+
+/// What data-level analysis had to go on (a program built with `locksuit cc`).
+#[derive(Debug, Serialize)]
+pub struct DataLevel {
+    pub accesses: u64,
+    pub dropped: u64,
+}

@@ -203,6 +203,15 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ),
         format!("{} dropped", p.dropped_events),
     ];
+    if !p.sites.is_empty() {
+        facts.push(match &p.data_level {
+            Some(d) => format!(
+                "lines judged by data touched: {} accesses under locks, {} dropped",
+                d.accesses, d.dropped
+            ),
+            None => "lines judged by sharing ratio (not built with locksuit cc)".to_string(),
+        });
+    }
     facts.push(match p.tsc_khz {
         Some(khz) => format!("clock TSC at {:.3} GHz", khz as f64 / 1e6),
         None => "clock clock_gettime".to_string(),

@@ -150,6 +150,12 @@ impl HeldStack {
         Some(n)
     }
 
+    /// The innermost engagement held now, if any.
+    #[inline]
+    pub fn top(&self) -> Option<&HeldEntry> {
+        self.len.checked_sub(1).and_then(|i| self.entries.get(i))
+    }
+
     pub fn entries(&self) -> &[HeldEntry] {
         &self.entries[..self.len]
     }

@@ -112,6 +112,13 @@ pub struct Lane {
     /// The thread's held-lock stack (its `HeldStack`, in its thread-local
     /// storage), which a snapshot reads with `process_vm_readv`.
     pub held_stack: *const super::held::HeldStack,
+    /// Data-level accesses (`access.rs`): this thread's bit, and how many
+    /// accesses under a lock it made since it last added them up.
+    pub access_bit: u64,
+    pub accesses: u64,
+    /// The top of this thread's stack (its locals are never data a lock
+    /// guards), 0 if unknown.
+    pub stack_top: u64,
 }
 
 /// Per event kind: when this thread last wrote one.
@@ -190,6 +197,9 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.policy_thread = (0, false);
     lane.policy_sampling = Sampling { last_ns: [0; 16] };
     lane.held_stack = core::ptr::null();
+    lane.access_bit = 0;
+    lane.accesses = 0;
+    lane.stack_top = 0;
     lane.sample_tick = 0;
     lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);

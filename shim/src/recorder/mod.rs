@@ -10,6 +10,7 @@
 //!
 //! All functions must be called inside a hook guard: they are not reentrant.
 
+pub mod access;
 pub mod by_lock;
 mod calls;
 mod clock;
@@ -93,6 +94,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
     if extra_flags & FLAG_FORK_CHILD != 0 {
         filter::reset_after_fork();
         snapshot::reset_after_fork();
+        access::reset_after_fork();
         objects::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();
@@ -522,6 +524,15 @@ pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
     };
     snapshot::on_wait_begin(p.lane, &cause);
     waiting
+}
+
+/// A load or store of `address` by a thread that holds a lock (a program
+/// built with `locksuit cc`).
+pub fn accessed(g: &HookGuard, address: u64, write: bool) {
+    let Some(lane) = current_lane(g) else { return };
+    if let Some(held) = g.thread().held().top() {
+        access::touched(lane, held, address, write);
+    }
 }
 
 /// A wait a cancellation unwound out of: it no longer waits.

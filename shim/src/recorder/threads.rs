@@ -65,6 +65,8 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
     lane.held_stack = s.held();
+    lane.access_bit = super::access::thread_bit();
+    lane.stack_top = super::access::stack_top(tid == file::pid());
     super::filter::write_record(lane);
     super::switches::open(lane);
     s.set_lane(lane, lifecycle::generation());
@@ -89,6 +91,7 @@ pub fn thread_ended(g: &HookGuard) {
         // SAFETY: our own registered lane.
         let lane = unsafe { &mut *lane };
         super::switches::drain(lane, true);
+        super::access::thread_done(lane);
         super::usage::record_own(lane.thread);
         if !lane.thread.is_null() {
             // SAFETY: our own thread record, in the live mapping.
@@ -306,6 +309,7 @@ pub fn process_exit(code: Option<i32>) {
             unsafe {
                 // The process ends: read the ring to its end, and let it go.
                 super::switches::drain(&mut *lane, true);
+                super::access::write_all(&mut *lane);
                 let thread = (*lane).thread;
                 if !thread.is_null() {
                     (*thread).shim_call_ps = s.call_cost().mean_ps() as u32;

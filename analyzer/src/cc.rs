@@ -1,0 +1,128 @@
+//! `locksuit cc` and `locksuit c++`: the C/C++ compiler with access
+//! instrumentation, for data-level suitability. The program is compiled
+//! with clang's `-fsanitize-coverage=edge,trace-loads,trace-stores`, so
+//! every load and store the compiler emits calls
+//! `__sanitizer_cov_load{1,2,4,8,16}(address)` or `…_store…`, and linked
+//! against liblocksuit_cov.so, whose callbacks do nothing: the program runs
+//! as it did without the shim. Under the shim (which defines the same
+//! callbacks and comes first in the lookup order) the accesses made while
+//! a lock is held are recorded. The callbacks only receive the address:
+//! atomics, ordering and every value stay exactly as compiled.
+//!
+//! Drop-in: `CC="locksuit cc" make`. The compiler is `$LOCKSUIT_CC` (or
+//! `$LOCKSUIT_CXX`), else clang-19, else clang; it must be clang (GCC's
+//! coverage options differ).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The flag that makes every load and store call the shim.
+pub const INSTRUMENT: &str = "-fsanitize-coverage=edge,trace-loads,trace-stores";
+/// Keeps clang from linking its own sanitizer runtime, whose weak
+/// callbacks would bind inside the program where the shim cannot replace
+/// them.
+pub const NO_RUNTIME: &str = "-fno-sanitize-link-runtime";
+
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+fn compiler(cxx: bool) -> OsString {
+    let (var, versioned, plain) = if cxx {
+        ("LOCKSUIT_CXX", "clang++-19", "clang++")
+    } else {
+        ("LOCKSUIT_CC", "clang-19", "clang")
+    };
+    if let Some(c) = std::env::var_os(var).filter(|c| !c.is_empty()) {
+        return c;
+    }
+    if on_path(versioned) {
+        versioned.into()
+    } else {
+        plain.into()
+    }
+}
+
+/// Where liblocksuit_cov.so is: `$LOCKSUIT_COV_DIR`, else beside this
+/// binary (the build directory, or where both were installed).
+fn library_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("LOCKSUIT_COV_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.to_path_buf();
+    dir.join("liblocksuit_cov.so").exists().then_some(dir)
+}
+
+/// Whether the compiler will link (no `-c`, `-S`, `-E` or dependency-only run).
+fn links(args: &[OsString]) -> bool {
+    !args.iter().any(|a| {
+        matches!(
+            a.to_str(),
+            Some("-c" | "-S" | "-E" | "-M" | "-MM" | "-fsyntax-only")
+        )
+    })
+}
+
+/// The compiler's command line for `args`.
+pub fn command_line(
+    args: &[OsString],
+    cxx: bool,
+    libdir: Option<&Path>,
+) -> (OsString, Vec<OsString>) {
+    let mut full: Vec<OsString> = vec![INSTRUMENT.into(), NO_RUNTIME.into()];
+    full.extend(args.iter().cloned());
+    if links(args) {
+        if let Some(dir) = libdir {
+            full.push(format!("-L{}", dir.display()).into());
+            full.push("-llocksuit_cov".into());
+            full.push(format!("-Wl,-rpath,{}", dir.display()).into());
+        }
+    }
+    (compiler(cxx), full)
+}
+
+/// Runs the compiler in place of this process; returns only if it could
+/// not be started (exit status 2, said on stderr).
+pub fn run(args: &[OsString], cxx: bool) -> i32 {
+    let libdir = library_dir();
+    if libdir.is_none() && links(args) {
+        eprintln!(
+            "locksuit: liblocksuit_cov.so is not beside {}; build it (cargo build --release) or set LOCKSUIT_COV_DIR",
+            std::env::current_exe().map_or("locksuit".into(), |p| p.display().to_string())
+        );
+        return crate::cli::EXIT_USAGE;
+    }
+    let (cc, full) = command_line(args, cxx, libdir.as_deref());
+    let err = Command::new(&cc).args(&full).exec();
+    eprintln!(
+        "locksuit: cannot run the compiler {}: {err} (install clang-19, or set {})",
+        cc.to_string_lossy(),
+        if cxx { "LOCKSUIT_CXX" } else { "LOCKSUIT_CC" }
+    );
+    crate::cli::EXIT_USAGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linking_adds_the_callbacks_library_and_compiling_does_not() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let dir = Path::new("/opt/locksuit");
+        let (_, compile) = command_line(&args(&["-c", "a.c", "-o", "a.o"]), false, Some(dir));
+        assert_eq!(compile[0], INSTRUMENT);
+        assert!(!compile.iter().any(|a| a == "-llocksuit_cov"));
+        let (_, link) = command_line(&args(&["a.o", "-o", "a"]), false, Some(dir));
+        assert!(link.ends_with(&args(&[
+            "-L/opt/locksuit",
+            "-llocksuit_cov",
+            "-Wl,-rpath,/opt/locksuit"
+        ])));
+    }
+}

@@ -1,0 +1,63 @@
+//! Data-level suitability (programs built with `locksuit cc`): what the
+//! critical sections touched. The shim keeps, per 8-byte granule of memory
+//! accessed while a lock was held, the threads that touched it and the
+//! lines whose critical sections did; at process exit each granule becomes
+//! an [`AccessRecord`].
+
+use crate::layout::Pod;
+
+/// Bytes of memory one granule covers.
+pub const GRANULE_BYTES: u64 = 8;
+/// Lines (engagement sites) a granule remembers; beyond, it is marked
+/// `ACCESS_MORE_SITES`.
+pub const ACCESS_SITES: usize = 4;
+/// `AccessRecord::threads` bit for every thread from the 64th on: the
+/// analyzer counts it as two threads (never "private").
+pub const ACCESS_MANY_THREADS: u64 = 1 << 63;
+
+/// `AccessRecord::flags`: some access was a store.
+pub const ACCESS_WRITTEN: u32 = 1 << 0;
+/// More lines touched it than `sites` holds.
+pub const ACCESS_MORE_SITES: u32 = 1 << 1;
+
+/// One granule touched under a lock.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AccessRecord {
+    pub hdr: crate::layout::RecordHeader,
+    /// Its address (a multiple of `GRANULE_BYTES`).
+    pub address: u64,
+    /// A bit per thread that touched it under a lock (its registration
+    /// order; `ACCESS_MANY_THREADS` for the 64th and later).
+    pub threads: u64,
+    /// The innermost lock held at its first access.
+    pub lock: u32,
+    pub flags: u32,
+    /// The sites of the engagements whose critical sections touched it
+    /// (the site that took the innermost held lock), and their accesses.
+    pub sites: [u32; ACCESS_SITES],
+    pub accesses: [u32; ACCESS_SITES],
+}
+
+/// Header of the data-level summary, written once at process exit before
+/// the granules: which build, and what could not be kept.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AccessSummaryRecord {
+    pub hdr: crate::layout::RecordHeader,
+    /// Accesses seen under a lock, and those that found no room in the table.
+    pub accesses: u64,
+    pub dropped: u64,
+    /// Granules written as `AccessRecord`s after this one.
+    pub granules: u64,
+}
+
+// SAFETY: plain integers, explicitly padded; every bit pattern is valid.
+unsafe impl Pod for AccessRecord {}
+// SAFETY: as above.
+unsafe impl Pod for AccessSummaryRecord {}
+
+const _: () = {
+    assert!(core::mem::size_of::<AccessRecord>() == 64);
+    assert!(core::mem::size_of::<AccessSummaryRecord>() == 32);
+};

@@ -1,0 +1,41 @@
+//! The load and store callbacks of a program built with `locksuit cc`
+//! (clang's `-fsanitize-coverage=trace-loads,trace-stores`): they replace
+//! the do-nothing ones of liblocksuit_cov.so. An access by a thread that
+//! holds no lock ends at the first test; one under a lock is recorded (see
+//! `recorder::access`). The program's memory is only looked at by
+//! address, never read.
+
+use crate::guard::{self, HookGuard};
+use crate::recorder;
+
+#[inline(always)]
+fn accessed(address: *const u8, write: bool) {
+    if !guard::thread_holds_a_lock() {
+        return;
+    }
+    if let Some(g) = HookGuard::enter_quietly() {
+        recorder::accessed(&g, address as u64, write);
+    }
+}
+
+macro_rules! callbacks {
+    ($($name:ident => $write:expr),* $(,)?) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name(address: *const u8) {
+            accessed(address, $write);
+        }
+    )*};
+}
+
+callbacks!(
+    __sanitizer_cov_load1 => false,
+    __sanitizer_cov_load2 => false,
+    __sanitizer_cov_load4 => false,
+    __sanitizer_cov_load8 => false,
+    __sanitizer_cov_load16 => false,
+    __sanitizer_cov_store1 => true,
+    __sanitizer_cov_store2 => true,
+    __sanitizer_cov_store4 => true,
+    __sanitizer_cov_store8 => true,
+    __sanitizer_cov_store16 => true,
+);

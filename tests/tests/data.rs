@@ -1,0 +1,111 @@
+//! Data-level suitability: tests/c/data_locks.c built with `locksuit cc`
+//! (clang-19, which `.ci/run` installs), whose one lock guards a shared
+//! counter at one line and each thread's own slot at another. The same
+//! program built normally, and the instrumented build run without the
+//! shim, behave and report sensibly.
+
+use locksuit_tests::*;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Every access the critical sections make: 4 threads × 2000 rounds × a
+/// load and a store, at each of the two lines.
+const ACCESSES_PER_LINE: u64 = 4 * 2000 * 2;
+
+/// data_locks.c built with `locksuit cc`, or None when no clang is there
+/// (the test then says so and passes: `.ci/run` installs clang-19).
+fn instrumented() -> Option<PathBuf> {
+    let has_clang = ["clang-19", "clang"].iter().any(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !has_clang {
+        eprintln!(
+            "clang is not installed: the data-level tests are skipped (.ci/run installs clang-19)"
+        );
+        return None;
+    }
+    let out = workspace_root().join("target/c-tests/data_locks.cov");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let src = c_dir().join("data_locks.c");
+    let built = run_locksuit(&[
+        "cc",
+        "-g",
+        "-O0",
+        "-pthread",
+        "-o",
+        out.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    assert_eq!(built.status.code(), Some(0), "{}", describe(&built));
+    Some(out)
+}
+
+fn site<'a>(p: &'a Value, function: &str) -> &'a Value {
+    arr(p, "sites")
+        .iter()
+        .find(|s| str_of(s, "id").starts_with(&format!("{function}@")))
+        .unwrap_or_else(|| panic!("no site in {function}: {}", p["sites"]))
+}
+
+#[test]
+fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
+    let Some(bin) = instrumented() else { return };
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_locks without the shim");
+    assert_eq!(stdout_str(&plain), "shared_counter 8000\nslot_sum 8000\n");
+    let dir = fresh_dir("data-level");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "data_locks");
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert_eq!(u64_of(&p["data_level"], "accesses"), 2 * ACCESSES_PER_LINE);
+    assert_eq!(u64_of(&p["data_level"], "dropped"), 0);
+    let shared = site(p, "bump_shared");
+    assert_eq!(str_of(shared, "basis"), "data");
+    assert_eq!(u64_of(shared, "suitable_accesses"), ACCESSES_PER_LINE);
+    assert_eq!(u64_of(shared, "unsuitable_accesses"), 0);
+    assert_eq!(str_of(shared, "status"), "definitely-suitable");
+    let own = site(p, "bump_own");
+    assert_eq!(str_of(own, "basis"), "data");
+    assert_eq!(u64_of(own, "suitable_accesses"), 0);
+    assert_eq!(u64_of(own, "unsuitable_accesses"), ACCESSES_PER_LINE);
+    let finding = arr(p, "findings")
+        .iter()
+        .find(|f| f["kind"] == "private-data-under-lock")
+        .unwrap_or_else(|| panic!("{}", p["findings"]));
+    assert_eq!(str_of(finding, "lock"), "&table_lock");
+    assert_eq!(finding["sites"][0], own["id"]);
+    assert_eq!(finding["sites"][1], shared["id"]);
+    let message = str_of(finding, "message");
+    assert!(
+        message.contains("&slots") && message.contains("&shared_counter"),
+        "{message}"
+    );
+    // The sharing-ratio verdict is not given for a line judged by its data.
+    assert!(!arr(p, "findings")
+        .iter()
+        .any(|f| f["kind"] == "unsuitable-site"));
+}
+
+#[test]
+fn an_uninstrumented_build_is_judged_by_sharing_and_says_so() {
+    let bin = build_c("data_locks");
+    let dir = fresh_dir("data-level-none");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "data_locks");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert!(p["data_level"].is_null());
+    for s in arr(p, "sites") {
+        assert_eq!(str_of(s, "basis"), "sharing", "{s}");
+        assert!(s["suitable_accesses"].is_null());
+    }
+    assert!(!arr(p, "findings")
+        .iter()
+        .any(|f| f["kind"] == "private-data-under-lock"));
+}
