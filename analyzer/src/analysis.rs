@@ -431,7 +431,7 @@ pub fn analyze(
         );
         findings.append(&mut stops.findings);
         if let Some(data) = &data {
-            findings.extend(crate::data::findings(data, &sites));
+            findings.extend(crate::data::findings(data, &sites, &locks));
         }
         let snapshots = crate::snapshots::build(&trace, &ids, &chain, header.start_mono_ns);
         // Deadlocks first (they stop the program), then as ranked.

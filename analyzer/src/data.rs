@@ -22,12 +22,23 @@ pub struct Datum {
     pub shared: bool,
 }
 
+/// What one line's critical sections touched.
+#[derive(Default, Debug)]
+pub struct SiteData {
+    /// Accesses to data more than one thread touched under a lock.
+    pub suitable: u64,
+    /// Accesses to data only one thread touched.
+    pub unsuitable: u64,
+    /// The data it touched, by name: shared or not.
+    pub data: BTreeMap<String, bool>,
+    /// Some of that data was written under a lock (by any line).
+    pub written: bool,
+}
+
 /// What the accesses say, per report site.
 #[derive(Default, Debug)]
 pub struct Facts {
-    /// Per site: (suitable accesses, unsuitable accesses, the data it
-    /// touched, by name, shared or not).
-    pub sites: BTreeMap<SiteId, (u64, u64, BTreeMap<String, bool>)>,
+    pub sites: BTreeMap<SiteId, SiteData>,
     pub accesses: u64,
     pub dropped: u64,
 }
@@ -65,12 +76,12 @@ pub fn facts(
             };
             let entry = facts.sites.entry(site).or_default();
             if shared {
-                entry.0 += u64::from(count);
+                entry.suitable += u64::from(count);
             } else {
-                entry.1 += u64::from(count);
+                entry.unsuitable += u64::from(count);
             }
-            let seen = entry.2.entry(name.clone()).or_insert(false);
-            *seen |= shared;
+            *entry.data.entry(name.clone()).or_insert(false) |= shared;
+            entry.written |= a.flags & ACCESS_WRITTEN != 0;
         }
     }
     Some(facts)
@@ -80,7 +91,12 @@ pub fn facts(
 /// recorded, its status from them.
 pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
     for site in sites.iter_mut() {
-        let Some((suitable, unsuitable, _)) = facts.and_then(|f| f.sites.get(&site.id)) else {
+        let Some(SiteData {
+            suitable,
+            unsuitable,
+            ..
+        }) = facts.and_then(|f| f.sites.get(&site.id))
+        else {
             continue;
         };
         site.basis = "data";
@@ -99,53 +115,136 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
     }
 }
 
-/// `private-data-under-lock` findings (ids print by name: call under
-/// `names::with`).
-pub fn findings(facts: &Facts, sites: &[Site]) -> Vec<Finding> {
+fn names(data: &BTreeMap<String, bool>, shared: Option<bool>) -> String {
+    let picked: Vec<&str> = data
+        .iter()
+        .filter(|(_, &s)| shared.is_none_or(|want| s == want))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let shown = picked
+        .iter()
+        .take(4)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match picked.len() {
+        0..=4 => shown,
+        n => format!("{shown} and {} more", n - 4),
+    }
+}
+
+fn finding(
+    kind: &'static str,
+    lock: Option<LockId>,
+    sites: Vec<SiteId>,
+    message: String,
+    ranked: (u64, u64),
+) -> Finding {
+    Finding {
+        kind,
+        lock,
+        sites,
+        message,
+        engagements: ranked.0,
+        wait_ns: ranked.1,
+        locks: lock.into_iter().collect(),
+        family: None,
+        family_size: None,
+        cycle: Vec::new(),
+    }
+}
+
+/// The data-level findings (ids print by name: call under `names::with`).
+pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
+    let mut out = private_data(facts, sites);
+    for lock in locks {
+        let on_it: Vec<(&Site, &SiteData)> = sites
+            .iter()
+            .filter(|s| s.locks.contains(&lock.id))
+            .filter_map(|s| Some((s, facts.sites.get(&s.id)?)))
+            .collect();
+        if on_it.is_empty() {
+            continue;
+        }
+        let lines: Vec<SiteId> = on_it.iter().map(|(s, _)| s.id).collect();
+        let mut data = BTreeMap::new();
+        for (_, d) in &on_it {
+            for (name, &shared) in &d.data {
+                *data.entry(name.clone()).or_insert(false) |= shared;
+            }
+        }
+        let ranked = (lock.acquisitions, lock.wait_ns);
+        let all_private = on_it
+            .iter()
+            .all(|(_, d)| d.suitable == 0 && d.unsuitable > 0);
+        if all_private && lock.contended > 0 && lock.threads > 1 {
+            out.push(finding(
+                FINDING_DISJOINT_DATA,
+                Some(lock.id),
+                lines,
+                format!(
+                    "threads waited for {} ({} of {} acquisitions) though their critical sections touched nothing in common: each guards its own data ({}); give each its own lock, or none.",
+                    lock.id, lock.contended, lock.acquisitions, names(&data, None)
+                ),
+                ranked,
+            ));
+            continue;
+        }
+        let all_shared_reads = on_it
+            .iter()
+            .all(|(_, d)| d.suitable > 0 && d.unsuitable == 0 && !d.written);
+        if all_shared_reads {
+            out.push(finding(
+                FINDING_READ_ONLY,
+                Some(lock.id),
+                lines,
+                format!(
+                    "the data {} guards ({}) was only read under it, by {} threads: nothing written there needs excluding; a read-write lock would let the readers run together, or no lock if the data is not written once the threads run.",
+                    lock.id,
+                    names(&data, None),
+                    lock.threads
+                ),
+                ranked,
+            ));
+        }
+    }
+    out
+}
+
+/// `private-data-under-lock`: a line that touched only private data under
+/// a lock another line takes for shared data.
+fn private_data(facts: &Facts, sites: &[Site]) -> Vec<Finding> {
     let mut out = Vec::new();
     for site in sites {
-        let Some((suitable, unsuitable, data)) = facts.sites.get(&site.id) else {
+        let Some(mine) = facts.sites.get(&site.id) else {
             continue;
         };
-        if *suitable > 0 || *unsuitable == 0 {
+        if mine.suitable > 0 || mine.unsuitable == 0 {
             continue;
         }
         // Another line on one of its locks that guards shared data.
         let guarding = sites.iter().find(|other| {
             other.id != site.id
                 && other.locks.iter().any(|l| site.locks.contains(l))
-                && facts.sites.get(&other.id).is_some_and(|f| f.0 > 0)
+                && facts.sites.get(&other.id).is_some_and(|f| f.suitable > 0)
         });
         let Some(other) = guarding else { continue };
-        let private: Vec<&str> = data.keys().take(5).map(String::as_str).collect();
-        let shared: Vec<&str> = facts.sites[&other.id]
-            .2
-            .iter()
-            .filter(|(_, &shared)| shared)
-            .map(|(name, _)| name.as_str())
-            .take(3)
-            .collect();
         let lock = site.locks.iter().find(|l| other.locks.contains(l)).copied();
         let lock_name = lock.map_or("its lock".to_string(), |l| l.to_string());
-        out.push(Finding {
-            kind: FINDING_PRIVATE_DATA,
+        out.push(finding(
+            FINDING_PRIVATE_DATA,
             lock,
-            sites: vec![site.id, other.id],
-            message: format!(
+            vec![site.id, other.id],
+            format!(
                 "{} takes {lock_name} to touch only data no other thread touches ({}; {} accesses), while {} takes it for shared data ({}): give this line's data its own lock, or none.",
                 site.id,
-                private.join(", "),
-                unsuitable,
+                names(&mine.data, None),
+                mine.unsuitable,
                 other.id,
-                shared.join(", ")
+                names(&facts.sites[&other.id].data, Some(true)),
             ),
-            engagements: site.engagements,
-            wait_ns: site.wait_ns,
-            locks: lock.into_iter().collect(),
-            family: None,
-            family_size: None,
-            cycle: Vec::new(),
-        });
+            (site.engagements, site.wait_ns),
+        ));
     }
     out
 }

@@ -658,3 +658,5 @@ pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
 pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
 pub const FINDING_UNSUITABLE: &str = "unsuitable-site";
 pub const FINDING_PRIVATE_DATA: &str = "private-data-under-lock";
+pub const FINDING_DISJOINT_DATA: &str = "disjoint-data";
+pub const FINDING_READ_ONLY: &str = "read-only-sharing";

@@ -1,8 +1,10 @@
-//! Data-level suitability: tests/c/data_locks.c built with `locksuit cc`
-//! (clang-19, which `.ci/run` installs), whose one lock guards a shared
-//! counter at one line and each thread's own slot at another. The same
-//! program built normally, and the instrumented build run without the
-//! shim, behave and report sensibly.
+//! Data-level suitability: programs built with `locksuit cc` (clang-19,
+//! which `.ci/run` installs). tests/c/data_locks.c: one lock guards a
+//! shared counter at one line and each thread's own slot at another.
+//! tests/c/data_shapes.c: a lock whose users each touch their own data,
+//! and one guarding a table only read under it. The same program built
+//! normally, and the instrumented build run without the shim, behave and
+//! report sensibly.
 
 use locksuit_tests::*;
 use serde_json::Value;
@@ -13,9 +15,9 @@ use std::process::Command;
 /// load and a store, at each of the two lines.
 const ACCESSES_PER_LINE: u64 = 4 * 2000 * 2;
 
-/// data_locks.c built with `locksuit cc`, or None when no clang is there
+/// tests/c/NAME.c built with `locksuit cc`, or None when no clang is there
 /// (the test then says so and passes: `.ci/run` installs clang-19).
-fn instrumented() -> Option<PathBuf> {
+fn instrumented(name: &str) -> Option<PathBuf> {
     let has_clang = ["clang-19", "clang"].iter().any(|c| {
         Command::new(c)
             .arg("--version")
@@ -28,9 +30,9 @@ fn instrumented() -> Option<PathBuf> {
         );
         return None;
     }
-    let out = workspace_root().join("target/c-tests/data_locks.cov");
+    let out = workspace_root().join(format!("target/c-tests/{name}.cov"));
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let src = c_dir().join("data_locks.c");
+    let src = c_dir().join(format!("{name}.c"));
     let built = run_locksuit(&[
         "cc",
         "-g",
@@ -53,7 +55,9 @@ fn site<'a>(p: &'a Value, function: &str) -> &'a Value {
 
 #[test]
 fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
-    let Some(bin) = instrumented() else { return };
+    let Some(bin) = instrumented("data_locks") else {
+        return;
+    };
     let plain = run_plain(&bin, &[] as &[&str]);
     assert_success(&plain, "data_locks without the shim");
     assert_eq!(stdout_str(&plain), "shared_counter 8000\nslot_sum 8000\n");
@@ -108,4 +112,44 @@ fn an_uninstrumented_build_is_judged_by_sharing_and_says_so() {
     assert!(!arr(p, "findings")
         .iter()
         .any(|f| f["kind"] == "private-data-under-lock"));
+}
+
+fn finding_on<'a>(p: &'a Value, kind: &str, lock: &str) -> Option<&'a Value> {
+    arr(p, "findings")
+        .iter()
+        .find(|f| f["kind"] == kind && f["lock"] == lock)
+}
+
+#[test]
+fn disjoint_data_and_read_only_sharing_are_found() {
+    let Some(bin) = instrumented("data_shapes") else {
+        return;
+    };
+    let dir = fresh_dir("data-shapes");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "data_shapes");
+    assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let disjoint =
+        finding_on(p, "disjoint-data", "&pair_lock").unwrap_or_else(|| panic!("{}", p["findings"]));
+    assert!(
+        str_of(disjoint, "message").contains("&tallies"),
+        "{disjoint}"
+    );
+    let read_only = finding_on(p, "read-only-sharing", "&config_lock")
+        .unwrap_or_else(|| panic!("{}", p["findings"]));
+    assert!(
+        str_of(read_only, "message").contains("&config"),
+        "{read_only}"
+    );
+    // Neither lock's data is the other shape.
+    assert!(finding_on(p, "read-only-sharing", "&pair_lock").is_none());
+    assert!(finding_on(p, "disjoint-data", "&config_lock").is_none());
+    // Each worker's tally: 1000 loads and stores under pair_lock, by one thread.
+    let tally_line = arr(p, "sites")
+        .iter()
+        .find(|s| s["suitable_accesses"] == 0 && s["unsuitable_accesses"] == 6000)
+        .unwrap_or_else(|| panic!("{}", p["sites"]));
+    assert_eq!(str_of(tally_line, "status"), "apparently-unsuitable");
 }

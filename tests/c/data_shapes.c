@@ -1,0 +1,62 @@
+/* Data-level suitability, built with `locksuit cc`: two locks whose data
+ * says what they are worth.
+ * - pair_lock guards each thread's own tally: no two threads touch the
+ *   same data under it, yet they wait for it (disjoint-data). main holds
+ *   it while the threads start, until each is blocked on it, so they
+ *   surely wait.
+ * - config_lock guards a table main fills before the threads start; under
+ *   the lock the threads only read it (read-only-sharing).
+ *
+ * Prints "tally_sum N" (THREADS * ROUNDS) and "config_sum N". */
+#include "common.h"
+
+#define THREADS 3
+#define ROUNDS 1000
+
+static pthread_mutex_t pair_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    long n;
+    char pad[56];
+} tallies[THREADS];
+static int config[16];
+static volatile int tids[THREADS];
+
+static void *worker(void *arg)
+{
+    int me = (int)(long)arg;
+    tids[me] = gettid_now();
+    long sum = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        CHECK(pthread_mutex_lock(&pair_lock));
+        tallies[me].n++;
+        CHECK(pthread_mutex_unlock(&pair_lock));
+        CHECK(pthread_mutex_lock(&config_lock));
+        sum += config[i % 16];
+        CHECK(pthread_mutex_unlock(&config_lock));
+    }
+    return (void *)sum;
+}
+
+int main(void)
+{
+    for (int i = 0; i < 16; i++)
+        config[i] = i;
+    pthread_t t[THREADS];
+    CHECK(pthread_mutex_lock(&pair_lock));
+    for (long i = 0; i < THREADS; i++) {
+        CHECK(pthread_create(&t[i], NULL, worker, (void *)i));
+        while (tids[i] == 0 || !in_futex_wait(tids[i]))
+            sleep_ms(1);
+    }
+    CHECK(pthread_mutex_unlock(&pair_lock));
+    long tally = 0, config_sum = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *sum;
+        CHECK(pthread_join(t[i], &sum));
+        config_sum += (long)sum;
+        tally += tallies[i].n;
+    }
+    printf("tally_sum %ld\nconfig_sum %ld\n", tally, config_sum);
+    return 0;
+}
