@@ -318,6 +318,26 @@ pub fn analyze(
                 .map(|c| c.id.clone())
         })
     };
+    let (merged, perturbation) = match streams {
+        StreamFilter::Merged(policy) => crate::names::with(&names, || {
+            let thread_names: HashMap<u32, String> = trace
+                .threads
+                .iter()
+                .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
+                .collect();
+            crate::merge::process_stream(
+                &trace,
+                *policy,
+                (
+                    &event_name,
+                    &|raw| report_site(raw).map(|s| s.to_string()),
+                    &|tid| thread_names.get(&tid).cloned(),
+                ),
+                header.start_mono_ns,
+            )
+        }),
+        _ => (Vec::new(), Vec::new()),
+    };
     let streams = crate::names::with(&names, || {
         crate::stream::build(
             &trace,
@@ -603,6 +623,8 @@ pub fn analyze(
         blocked,
         warnings,
         streams,
+        merged,
+        perturbation,
         names,
     }
 }

@@ -18,6 +18,9 @@ pub mod load;
 pub mod lock_order;
 pub mod locks;
 pub mod mapped;
+pub mod merge;
+#[cfg(test)]
+mod merge_tests;
 pub mod model;
 pub mod names;
 pub mod oom;

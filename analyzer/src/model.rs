@@ -171,6 +171,12 @@ pub struct Process {
     /// `locksuit events` only: each object's events in causal order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<ObjectStream>,
+    /// `locksuit events --merged` only: all its events in one order.
+    #[serde(skip)]
+    pub merged: Vec<MergedEvent>,
+    /// `--merged --policy adjusted`: per thread, how its timestamps moved.
+    #[serde(skip)]
+    pub perturbation: Vec<Perturbation>,
     /// The stable names its ids print as (see `names.rs`).
     #[serde(skip)]
     pub names: crate::names::Names,

@@ -32,12 +32,15 @@ pub enum StreamFilter {
     All,
     /// Only these report ids (L3, C1, …).
     Only(Vec<String>),
+    /// No per-object streams: one merged stream per process instead (see
+    /// `merge.rs`), delivered under this policy.
+    Merged(crate::merge::Policy),
 }
 
 impl StreamFilter {
     fn wants(&self, id: &str) -> bool {
         match self {
-            Self::Off => false,
+            Self::Off | Self::Merged(_) => false,
             Self::All => true,
             Self::Only(ids) => ids.iter().any(|i| i == id),
         }
@@ -66,7 +69,7 @@ pub fn build(
     site: &dyn Fn(u32) -> Option<String>,
     start_ns: u64,
 ) -> Vec<ObjectStream> {
-    if matches!(filter, StreamFilter::Off) {
+    if matches!(filter, StreamFilter::Off | StreamFilter::Merged(_)) {
         return Vec::new();
     }
     let mut by_object: HashMap<u32, Vec<Placed>> = HashMap::new();

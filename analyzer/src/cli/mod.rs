@@ -193,6 +193,8 @@ enum Format {
 enum EventsFormat {
     Text,
     Json,
+    /// With --merged: one JSON object per event and line (docs/merged-stream.md).
+    Jsonl,
 }
 
 #[derive(Args)]
@@ -293,6 +295,16 @@ struct EventsArgs {
     /// Output format; json is the report schema with a `streams` field per process.
     #[arg(long, value_enum, default_value = "text")]
     format: EventsFormat,
+    /// One stream per process instead of one per object: every thread's events merged
+    /// into an order that could have happened (happened-before, never clocks across
+    /// threads; docs/merged-stream.md).
+    #[arg(long, conflicts_with = "objects")]
+    merged: bool,
+    /// --merged: minimal delivers each event as soon as it may go; concurrent delivers in
+    /// steps of mutually concurrent events; adjusted raises timestamps just enough to
+    /// agree with the delivery order and says by how much.
+    #[arg(long, value_enum, default_value = "minimal", requires = "merged")]
+    policy: crate::merge::Policy,
     /// Text: no line longer than N columns (default: as for `report`).
     #[arg(long, value_name = "N", value_parser = render::layout::parse_width)]
     width: Option<usize>,

@@ -206,6 +206,13 @@ pub(super) fn signatures(file: Option<PathBuf>) -> Result<crate::classes::Signat
 }
 
 pub(super) fn events(args: EventsArgs) -> i32 {
+    if args.merged {
+        return merged_events(args);
+    }
+    if matches!(args.format, EventsFormat::Jsonl) {
+        eprintln!("locksuit: error: --format jsonl is for --merged\ntry 'locksuit events --help'");
+        return EXIT_USAGE;
+    }
     let filter = if args.objects.is_empty() {
         StreamFilter::All
     } else {
@@ -243,7 +250,7 @@ pub(super) fn events(args: EventsArgs) -> i32 {
                 let text = render::streams::render(&report, width);
                 write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
             }
-            EventsFormat::Json => write_out(args.output.as_deref(), |out| {
+            EventsFormat::Json | EventsFormat::Jsonl => write_out(args.output.as_deref(), |out| {
                 render::json::write(&report, out)
             }),
         }
@@ -283,4 +290,40 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
         "{traces}: no lock or condition variable {} (ids are as in the report, e.g. &total_lock or worker@main.c:40#2)",
         unknown.join(", ")
     )))
+}
+
+/// `locksuit events --merged`: each process's one stream.
+fn merged_events(args: EventsArgs) -> i32 {
+    let filter = StreamFilter::Merged(args.policy);
+    let printed = build_report(
+        &args.paths,
+        &Selection::default(),
+        &Limits::default(),
+        &filter,
+    )
+    .and_then(|report| match args.format {
+        EventsFormat::Jsonl => write_out(args.output.as_deref(), |out| {
+            render::merged::jsonl(&report, out)
+        }),
+        EventsFormat::Json => write_out(args.output.as_deref(), |out| {
+            render::merged::json(&report, out)
+        }),
+        EventsFormat::Text => {
+            let to = if args.output.is_some() {
+                Destination::File
+            } else {
+                Destination::Stdout
+            };
+            let width = render::layout::resolve(args.width, to);
+            let text = render::merged::text(&report, width);
+            write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
+        }
+    });
+    match printed {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
 }

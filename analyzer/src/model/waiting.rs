@@ -225,3 +225,41 @@ pub struct DataLevel {
     pub accesses: u64,
     pub dropped: u64,
 }
+
+/// One event of a process's merged stream (`locksuit events --merged`).
+#[derive(Debug, Serialize)]
+pub struct MergedEvent {
+    /// Delivery index, from 0.
+    pub n: u64,
+    /// `concurrent`: the step it was delivered in (events of one step are
+    /// mutually concurrent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    pub tid: u32,
+    pub thread: Option<String>,
+    /// Its rule's name: `release`, `acquire-after-wait`, `acquire`,
+    /// `timed-out`, `notify`, `cond-wait`, `outcome`, `blocking-call`, `switch`.
+    pub kind: &'static str,
+    pub object: Option<String>,
+    /// The object's sequence after it (a release, a notify) or at it.
+    pub object_seq: u32,
+    /// Its own timestamp, from the process's start.
+    pub ts_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjusted_ts_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjustment_ns: Option<u64>,
+    pub site: Option<String>,
+    /// Something it follows was never recorded: released so the stream goes on.
+    pub released_early: bool,
+}
+
+/// `adjusted`: how much one thread's timestamps were moved.
+#[derive(Debug, Default, Serialize)]
+pub struct Perturbation {
+    pub tid: u32,
+    pub events: u64,
+    pub adjusted: u64,
+    pub total_ns: u64,
+    pub largest_ns: u64,
+}

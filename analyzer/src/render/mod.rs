@@ -8,6 +8,7 @@ pub mod folded;
 pub mod html;
 pub mod json;
 pub mod layout;
+pub mod merged;
 pub mod pprof;
 pub mod reasons;
 pub mod sarif;

@@ -1,0 +1,213 @@
+//! Properties of the merged stream: random valid executions (threads
+//! taking locks, notifying and waiting on conditions), each thread's clock
+//! off by up to ±1 s, and the threads' events arriving interleaved at
+//! random; every policy must deliver each event once, never before what it
+//! follows, with `adjusted` timestamps monotone and minimally raised, and
+//! `concurrent` steps holding only mutually concurrent events.
+
+use crate::merge::*;
+use locksuit_format::*;
+use proptest::prelude::*;
+
+/// One generated event: its item, with its index in the execution.
+type Ev = Item<usize>;
+
+/// A valid execution from a script of (thread, action) choices: the
+/// events in a global order that happened.
+fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
+    let (locks, conds) = (2u32, 1u32);
+    let mut holder: Vec<Option<usize>> = vec![None; locks as usize];
+    let mut lock_seq = vec![0u32; locks as usize];
+    let mut held: Vec<Option<u32>> = vec![None; threads];
+    let mut waiting: Vec<Option<u32>> = vec![None; threads];
+    let mut cond_seq = vec![0u32; conds as usize];
+    let mut events: Vec<Ev> = Vec::new();
+    let push = |events: &mut Vec<Ev>, thread, kind, object, seq, seq2| {
+        let id = events.len();
+        events.push(Item {
+            thread,
+            kind,
+            object,
+            seq,
+            seq2,
+            ts: id as u64 * 1000,
+            data: id,
+        });
+    };
+    for &(t, action) in script {
+        let t = t % threads;
+        if waiting[t].is_some() {
+            continue; // blocked in a condition wait until a notify
+        }
+        match (held[t], action % 4) {
+            (None, 0 | 1) => {
+                let l = u32::from(action % 2);
+                if holder[l as usize].is_none() {
+                    holder[l as usize] = Some(t);
+                    held[t] = Some(l);
+                    let kind = if action & 8 != 0 {
+                        EVENT_BLOCKED
+                    } else {
+                        EVENT_ACQUIRED
+                    };
+                    push(
+                        &mut events,
+                        t,
+                        kind,
+                        100 + l,
+                        lock_seq[l as usize],
+                        lock_seq[l as usize],
+                    );
+                }
+            }
+            (Some(l), _) => {
+                holder[l as usize] = None;
+                held[t] = None;
+                lock_seq[l as usize] += 1;
+                let s = lock_seq[l as usize];
+                push(&mut events, t, EVENT_RELEASED, 100 + l, s - 1, s);
+            }
+            (None, 2) => waiting[t] = Some(cond_seq[0]),
+            (None, _) => {
+                cond_seq[0] += 1;
+                let s = cond_seq[0];
+                push(&mut events, t, EVENT_NOTIFY, 200, s - 1, s);
+                for (w, wait) in waiting.iter_mut().enumerate() {
+                    if let Some(start) = wait.take() {
+                        push(&mut events, w, EVENT_COND_WAIT, 200, start, s);
+                    }
+                }
+            }
+        }
+    }
+    events
+}
+
+/// The events each one must follow (indices into the execution).
+fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
+    let mut before = Vec::new();
+    for (i, o) in events.iter().enumerate() {
+        let same_thread = o.thread == e.thread && o.data < e.data;
+        let released_into = matches!(e.kind, EVENT_ACQUIRED | EVENT_BLOCKED)
+            && o.kind == EVENT_RELEASED
+            && o.object == e.object
+            && e.seq2 > 0
+            && o.seq2 == e.seq2;
+        let woke = e.kind == EVENT_COND_WAIT
+            && o.kind == EVENT_NOTIFY
+            && o.object == e.object
+            && e.seq2 > e.seq
+            && o.seq2 == e.seq + 1;
+        if same_thread || released_into || woke {
+            before.push(i);
+        }
+    }
+    before
+}
+
+fn run(policy: Policy, events: &[Ev], offsets: &[i64], arrival: &[usize]) -> Vec<Delivered<usize>> {
+    let mut merge = Merge::new(policy);
+    let mut out = Vec::new();
+    // Each thread's events in its own order, arriving interleaved as the
+    // arrival script says, with the thread's clock offset.
+    let mut next: Vec<std::collections::VecDeque<Ev>> = vec![Default::default(); offsets.len()];
+    for e in events {
+        let mut e = *e;
+        e.ts = (e.ts as i64 + offsets[e.thread]).max(0) as u64;
+        next[e.thread].push_back(e);
+    }
+    let mut a = 0;
+    while next.iter().any(|q| !q.is_empty()) {
+        let t = arrival.get(a).copied().unwrap_or(a) % next.len();
+        a += 1;
+        let t = (0..next.len())
+            .map(|k| (t + k) % next.len())
+            .find(|&k| !next[k].is_empty())
+            .unwrap();
+        let e = next[t].pop_front().unwrap();
+        merge.push(e);
+        merge.drain(false, &mut |d| out.push(d));
+    }
+    merge.drain(true, &mut |d| out.push(d));
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn every_policy_keeps_happened_before(
+        threads in 2usize..5,
+        script in proptest::collection::vec((0usize..8, 0u8..16), 0..120),
+        offsets in proptest::collection::vec(-1_000_000_000i64..1_000_000_000, 5),
+        arrival in proptest::collection::vec(0usize..8, 0..400),
+    ) {
+        let events = execute(threads, &script);
+        for policy in [Policy::Minimal, Policy::Concurrent, Policy::Adjusted] {
+            let out = run(policy, &events, &offsets[..threads], &arrival);
+            // (b) each exactly once, none released early.
+            prop_assert_eq!(out.len(), events.len());
+            let mut at = vec![usize::MAX; events.len()];
+            for (k, d) in out.iter().enumerate() {
+                prop_assert_eq!(at[d.item.data], usize::MAX);
+                at[d.item.data] = k;
+                prop_assert!(!d.released_early);
+            }
+            // (a) nothing before what it follows.
+            for e in &events {
+                for b in must_follow(&events, e) {
+                    prop_assert!(at[b] < at[e.data], "{:?}: {:?} delivered after {:?}", policy, events[b], e);
+                }
+            }
+            if policy == Policy::Adjusted {
+                // (c) monotone, each raised by the least that keeps it so.
+                let mut last = 0;
+                for d in &out {
+                    prop_assert_eq!(d.adjusted_ts, d.item.ts.max(last));
+                    last = d.adjusted_ts;
+                }
+            }
+            if policy == Policy::Concurrent {
+                // (d) one step: distinct threads, none following another.
+                for (i, a) in out.iter().enumerate() {
+                    for b in &out[i + 1..] {
+                        if a.step == b.step {
+                            prop_assert_ne!(a.item.thread, b.item.thread);
+                            prop_assert!(!must_follow(&events, &b.item).contains(&a.item.data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_missing_predecessor_is_released_early_not_waited_for() {
+    let mut merge = Merge::new(Policy::Minimal);
+    // An acquisition after release 3, whose release was never recorded.
+    merge.push(Item {
+        thread: 0,
+        kind: EVENT_BLOCKED,
+        object: 1,
+        seq: 3,
+        seq2: 3,
+        ts: 10,
+        data: 0,
+    });
+    merge.push(Item {
+        thread: 1,
+        kind: EVENT_NOTIFY,
+        object: 2,
+        seq: 0,
+        seq2: 1,
+        ts: 20,
+        data: 1,
+    });
+    let mut out = Vec::new();
+    merge.drain(false, &mut |d| out.push(d));
+    assert_eq!(out.len(), 1, "the notify goes; the acquisition waits");
+    merge.drain(true, &mut |d| out.push(d));
+    assert_eq!(out.len(), 2);
+    assert!(out[1].released_early);
+}

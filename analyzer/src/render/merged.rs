@@ -1,0 +1,104 @@
+//! `locksuit events --merged`: each process's merged stream (see
+//! `merge.rs`) as text, JSON lines or one JSON document.
+
+use super::{duration, layout::wrap};
+use crate::model::{MergedEvent, Report};
+use std::io::Write;
+
+/// One event per line: `{"pid", "exe", …the event}`.
+pub fn jsonl(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(out);
+    for p in &report.processes {
+        for e in &p.merged {
+            let mut v = serde_json::to_value(e).map_err(std::io::Error::from)?;
+            v["pid"] = p.pid.into();
+            serde_json::to_writer(&mut out, &v).map_err(std::io::Error::from)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()
+}
+
+/// `{"processes": [{"pid", "exe", "events", "perturbation"}]}`.
+pub fn json(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    let processes: Vec<serde_json::Value> = report
+        .processes
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "pid": p.pid,
+                "exe": p.exe,
+                "events": p.merged,
+                "perturbation": p.perturbation,
+                "released_early": p.merged.iter().filter(|e| e.released_early).count(),
+            })
+        })
+        .collect();
+    serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "processes": processes }))?;
+    out.write_all(b"\n")
+}
+
+fn line(e: &MergedEvent) -> String {
+    let mut s = format!("{:>6} ", e.n);
+    if let Some(step) = e.step {
+        s.push_str(&format!("step {step:<5} "));
+    }
+    let at = e.adjusted_ts_ns.unwrap_or(e.ts_ns);
+    s.push_str(&format!("{:>10}  {}", duration(at), e.tid));
+    if let Some(name) = &e.thread {
+        s.push_str(&format!(" ({name})"));
+    }
+    s.push_str(&format!(" {}", e.kind));
+    if let Some(object) = &e.object {
+        s.push_str(&format!(" {object} #{}", e.object_seq));
+    }
+    if let Some(site) = &e.site {
+        s.push_str(&format!(" at {site}"));
+    }
+    if let Some(adj) = e.adjustment_ns.filter(|&a| a > 0) {
+        s.push_str(&format!(" (moved {} later)", duration(adj)));
+    }
+    if e.released_early {
+        s.push_str(" [released early: what it follows was not recorded]");
+    }
+    s
+}
+
+pub fn text(report: &Report, width: usize) -> String {
+    let mut out = String::new();
+    for p in &report.processes {
+        if p.merged.is_empty() {
+            continue;
+        }
+        out.push_str(&super::process_heading(p, width));
+        let early = p.merged.iter().filter(|e| e.released_early).count();
+        if early > 0 {
+            out.push_str(&wrap(
+                &format!("{early} events released early: something they follow was not recorded (dropped, overwritten or left out by a policy)"),
+                width,
+                "   ",
+                "   ",
+            ));
+        }
+        for e in &p.merged {
+            out.push_str(&wrap(&line(e), width, "", "          "));
+        }
+        for t in &p.perturbation {
+            out.push_str(&wrap(
+                &format!(
+                    "thread {}: {} of {} events moved, {} in all, at most {}",
+                    t.tid,
+                    t.adjusted,
+                    t.events,
+                    duration(t.total_ns),
+                    duration(t.largest_ns)
+                ),
+                width,
+                "   ",
+                "     ",
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
