@@ -1,28 +1,34 @@
 //! `locksuit events --merged`: one stream per process, checked edge by
-//! edge on real runs (bench/pingpong.c hands a turn back and forth through
-//! a mutex and a condition variable; tests/c/knob.c hands a lock over
-//! through pipes). The properties over random executions and clock offsets
-//! are in analyzer/src/merge_tests.rs.
+//! edge on real runs: tests/c/knob.c (ten acquisitions that surely wait,
+//! each let in by a release) and tests/c/conds.c (a handshake whose every
+//! signal finds its waiter waiting). The properties over random executions
+//! and clock offsets are in analyzer/src/merge_tests.rs.
 
 use locksuit_tests::*;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
-fn pingpong_trace(name: &str) -> std::path::PathBuf {
-    let bin = workspace_root().join("target/c-tests/pingpong-merged");
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    let built = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O2", "-g", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(workspace_root().join("bench/pingpong.c"))
-        .status()
-        .unwrap();
-    assert!(built.success());
+/// A recorded run of knob.c (10 contended acquisitions) and of conds.c,
+/// in one directory.
+fn handoffs_trace(name: &str) -> std::path::PathBuf {
     let dir = fresh_dir(name);
-    assert_success(&run_under_shim(&bin, &["2000"], &dir), "pingpong");
+    let knob = build_c("knob");
+    let out = run_under_shim_env(&knob, &[] as &[&str], &dir, &[("KNOB_CONTENDED", "10")]);
+    assert_success(&out, "knob");
+    assert_success(
+        &run_under_shim(&build_c("conds"), &[] as &[&str], &dir),
+        "conds",
+    );
     dir
+}
+
+/// The events of one program (by its pid's executable name).
+fn of<'a>(events: &'a [Value], exe_pid: u64) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| u64_of(e, "pid") == exe_pid)
+        .collect()
 }
 
 fn merged(dir: &Path, policy: &str) -> Vec<Value> {
@@ -44,16 +50,37 @@ fn merged(dir: &Path, policy: &str) -> Vec<Value> {
 
 /// Every acquisition after a wait comes after the release that let it in;
 /// every notified condition wait after a notify of its condition; each
-/// thread's own events in its own clock's order; each event once.
-fn check_edges(events: &[Value]) {
+/// thread's own events in its own clock's order; each event once. An event
+/// released early is one whose predecessor is nowhere in the stream (a
+/// release that raced with the start of the wait it ended does not see the
+/// waiter, and writes no event).
+fn check_edges(events: &[&Value]) {
+    let recorded: std::collections::HashSet<(String, u64)> = events
+        .iter()
+        .filter(|e| e["kind"] == "release")
+        .map(|e| {
+            (
+                e["object"].as_str().unwrap_or("").to_string(),
+                u64_of(e, "object_seq"),
+            )
+        })
+        .collect();
     let mut released: HashMap<(String, u64), u64> = HashMap::new();
     let mut notified: HashMap<String, u64> = HashMap::new();
     let mut last_ts: HashMap<u64, u64> = HashMap::new();
     for (i, e) in events.iter().enumerate() {
         assert_eq!(u64_of(e, "n"), i as u64, "{e}");
-        assert_eq!(e["released_early"], false, "{e}");
+        let e = *e;
         let object = e["object"].as_str().unwrap_or("").to_string();
         let seq = u64_of(e, "object_seq");
+        if e["released_early"] == true {
+            assert_eq!(str_of(e, "kind"), "acquire-after-wait", "{e}");
+            assert!(
+                !recorded.contains(&(object.clone(), seq)),
+                "{e}: its release is there"
+            );
+            continue;
+        }
         match str_of(e, "kind") {
             "release" => {
                 released.insert((object, seq), i as u64);
@@ -65,8 +92,9 @@ fn check_edges(events: &[Value]) {
                 let r = released.get(&(object.clone(), seq));
                 assert!(r.is_some_and(|&r| r < i as u64), "{e} before its release");
             }
-            "cond-wait" => {
-                // Woken by a notify: one of its condition came first.
+            "cond-wait" if seq > 0 => {
+                // Its condition had been notified by its end: a notify of
+                // it came first (a wait that timed out before any has 0).
                 assert!(notified.contains_key(&object), "{e} before any notify");
             }
             _ => {}
@@ -78,47 +106,70 @@ fn check_edges(events: &[Value]) {
     }
 }
 
+/// Each process's events, checked; returns them.
+fn checked(dir: &Path, policy: &str) -> Vec<Vec<Value>> {
+    let all = merged(dir, policy);
+    let mut pids: Vec<u64> = all.iter().map(|e| u64_of(e, "pid")).collect();
+    pids.dedup();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 2, "knob and conds");
+    pids.iter()
+        .map(|&pid| {
+            let events = of(&all, pid);
+            check_edges(&events);
+            events.into_iter().cloned().collect()
+        })
+        .collect()
+}
+
 #[test]
 fn the_merged_stream_keeps_every_handoff_under_each_policy() {
-    let dir = pingpong_trace("merged-pingpong");
-    let minimal = merged(&dir, "minimal");
-    assert!(minimal.len() > 1000, "{} events", minimal.len());
-    assert!(minimal.iter().any(|e| e["kind"] == "acquire-after-wait"));
-    assert!(minimal.iter().any(|e| e["kind"] == "cond-wait"));
-    check_edges(&minimal);
-    let adjusted = merged(&dir, "adjusted");
-    check_edges(&adjusted);
-    let mut last = 0;
-    for e in &adjusted {
-        let at = u64_of(e, "adjusted_ts_ns");
-        assert!(at >= last, "{e}");
-        assert_eq!(at - u64_of(e, "ts_ns"), u64_of(e, "adjustment_ns"));
-        // The least raise: to the previous event's time, or none.
-        assert!(at == u64_of(e, "ts_ns") || at == last, "{e}");
-        last = at;
+    let dir = handoffs_trace("merged-handoffs");
+    let minimal = checked(&dir, "minimal");
+    let kinds = |events: &[Value], kind: &str| events.iter().filter(|e| e["kind"] == kind).count();
+    let all: Vec<Value> = minimal.iter().flatten().cloned().collect();
+    assert_eq!(
+        kinds(&all, "acquire-after-wait") >= 10,
+        true,
+        "knob's ten waits"
+    );
+    assert!(kinds(&all, "cond-wait") >= 12, "conds' twelve handshakes");
+    assert!(kinds(&all, "notify") >= 12);
+    for events in checked(&dir, "adjusted") {
+        let mut last = 0;
+        for e in &events {
+            let at = u64_of(e, "adjusted_ts_ns");
+            assert!(at >= last, "{e}");
+            assert_eq!(at - u64_of(e, "ts_ns"), u64_of(e, "adjustment_ns"));
+            // The least raise: to the previous event's time, or none.
+            assert!(at == u64_of(e, "ts_ns") || at == last, "{e}");
+            last = at;
+        }
     }
-    let concurrent = merged(&dir, "concurrent");
-    check_edges(&concurrent);
-    let mut step_threads: HashMap<u64, Vec<u64>> = HashMap::new();
-    let mut last_step = 0;
-    for e in &concurrent {
-        let step = u64_of(e, "step");
-        assert!(step >= last_step, "{e}");
-        last_step = step;
-        let threads = step_threads.entry(step).or_default();
-        assert!(
-            !threads.contains(&u64_of(e, "tid")),
-            "two of one thread in step {step}"
-        );
-        threads.push(u64_of(e, "tid"));
+    let concurrent = checked(&dir, "concurrent");
+    for events in &concurrent {
+        let mut step_threads: HashMap<u64, Vec<u64>> = HashMap::new();
+        let mut last_step = 0;
+        for e in events {
+            let step = u64_of(e, "step");
+            assert!(step >= last_step, "{e}");
+            last_step = step;
+            let threads = step_threads.entry(step).or_default();
+            assert!(
+                !threads.contains(&u64_of(e, "tid")),
+                "two of one thread in step {step}"
+            );
+            threads.push(u64_of(e, "tid"));
+        }
     }
-    assert_eq!(minimal.len(), adjusted.len());
-    assert_eq!(minimal.len(), concurrent.len());
+    let count = |v: &[Vec<Value>]| v.iter().map(Vec::len).sum::<usize>();
+    assert_eq!(count(&minimal), count(&concurrent));
 }
 
 #[test]
 fn merged_options_are_checked() {
-    let dir = pingpong_trace("merged-options");
+    let dir = handoffs_trace("merged-options");
     let d = dir.to_str().unwrap();
     let out = run_locksuit(&["events", "--policy", "adjusted", d]);
     assert_eq!(
