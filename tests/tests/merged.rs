@@ -24,7 +24,7 @@ fn handoffs_trace(name: &str) -> std::path::PathBuf {
 }
 
 /// The events of one program (by its pid's executable name).
-fn of<'a>(events: &'a [Value], exe_pid: u64) -> Vec<&'a Value> {
+fn of(events: &[Value], exe_pid: u64) -> Vec<&Value> {
     events
         .iter()
         .filter(|e| u64_of(e, "pid") == exe_pid)
