@@ -420,6 +420,17 @@ fn parse_share(s: &str) -> Result<f64, String> {
 }
 
 impl ReportOptions {
+    /// The text renderers' options, at `width` columns.
+    fn text_options(&self, width: usize) -> render::text::TextOptions {
+        render::text::TextOptions {
+            sort: self.sort,
+            columns: self.columns,
+            width,
+            top: self.top.unwrap_or(render::text::DEFAULT_TOP),
+            tree: self.tree.then_some(self.tree_min),
+        }
+    }
+
     fn selection(&self) -> Selection {
         Selection {
             exes: self.exes.clone(),

@@ -43,31 +43,14 @@ fn print_format(
             })
         }
         Format::Text => {
-            let text = render::text::render(
-                report,
-                &render::text::TextOptions {
-                    sort: options.sort,
-                    columns: options.columns,
-                    width,
-                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
-                    tree: options.tree.then_some(options.tree_min),
-                },
-            );
+            let text = render::text::render(report, &options.text_options(width));
             write_out(options.output.as_deref(), |out| {
                 out.write_all(text.as_bytes())
             })
         }
         Format::Html => {
-            let page = render::html::render(
-                report,
-                &render::text::TextOptions {
-                    sort: options.sort,
-                    columns: options.columns,
-                    width: options.width.unwrap_or(120),
-                    top: options.top.unwrap_or(render::text::DEFAULT_TOP),
-                    tree: options.tree.then_some(options.tree_min),
-                },
-            );
+            let page =
+                render::html::render(report, &options.text_options(options.width.unwrap_or(120)));
             write_out(options.output.as_deref(), |out| {
                 out.write_all(page.as_bytes())
             })
