@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 mod output;
+mod top;
 use output::{events, export, flamegraph, print, report, signatures};
 
 /// Exit status: success.
@@ -154,6 +155,11 @@ enum Command {
     /// The C++ compiler (clang++) with access instrumentation; as `cc` ($LOCKSUIT_CXX).
     #[command(name = "c++", disable_help_flag = true)]
     Cxx(CompilerArgs),
+    /// A live view of a running program: locks by wait in the last interval and in all,
+    /// threads blocked now and on whom, the hottest lines; refreshed every second.
+    ///
+    /// Keys: s sorts by the interval or the total, p pauses, q quits.
+    Top(top::TopArgs),
 }
 
 #[derive(Args)]
@@ -580,6 +586,7 @@ pub fn main() -> i32 {
         Command::History(args) => crate::gate::history_command(args),
         Command::Cc(args) => crate::cc::run(&args.args, false),
         Command::Cxx(args) => crate::cc::run(&args.args, true),
+        Command::Top(args) => top::top(args),
     }
 }
 

@@ -1,0 +1,318 @@
+//! `locksuit top`: a live view of a running program, refreshed every
+//! second from its trace (read-only, as `report` reads a live trace): the
+//! locks by wait in the last interval and in all, the threads blocked right
+//! now and on whom, the hottest lines. Keys: `s` sorts by the interval or
+//! the total, `p` pauses, `q` quits. The view only moves forward: each
+//! refresh is a later state of the same trace.
+
+use super::*;
+use crate::model::{Lock, Process};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub(super) struct TopArgs {
+    /// A running program's pid (its trace is looked for in $LOCKSUIT_DIR, else the
+    /// current directory), a trace file, or a directory of traces (the newest process
+    /// with lock activity).
+    target: Option<String>,
+    /// Seconds between refreshes.
+    #[arg(long, default_value = "1", value_parser = parse_timeout, value_name = "SECONDS")]
+    interval: f64,
+}
+
+/// What is shown, kept between refreshes for the interval's deltas.
+struct View {
+    process: Option<Process>,
+    /// Each lock's total wait at the previous refresh, and now minus then.
+    previous: HashMap<String, u64>,
+    recent: HashMap<String, u64>,
+    by_total: bool,
+    paused: bool,
+    error: Option<String>,
+}
+
+fn read(
+    target: &(Vec<PathBuf>, Selection),
+    symbolizer: &mut Symbolizer,
+) -> Result<Option<Process>, InputError> {
+    let mut newest: Option<Process> = None;
+    load::for_each(&target.0, &target.1, |path, mapped| {
+        let load::Mapped { trace, pages, .. } = mapped;
+        let p = crate::analysis::analyze(
+            &path.display().to_string(),
+            trace,
+            &Limits::default(),
+            &StreamFilter::Off,
+            symbolizer,
+            &mut || pages.release(),
+        );
+        if newest
+            .as_ref()
+            .is_none_or(|n| p.start_unix_ns >= n.start_unix_ns)
+            && !p.locks.is_empty()
+        {
+            newest = Some(p);
+        }
+    })?;
+    Ok(newest)
+}
+
+fn refresh(view: &mut View, target: &(Vec<PathBuf>, Selection), symbolizer: &mut Symbolizer) {
+    match read(target, symbolizer) {
+        Ok(p) => {
+            if let Some(p) = &p {
+                crate::names::with(&p.names, || {
+                    let now: HashMap<String, u64> = p
+                        .locks
+                        .iter()
+                        .map(|l| (l.id.to_string(), l.wait_ns))
+                        .collect();
+                    view.recent = now
+                        .iter()
+                        .map(|(k, &v)| {
+                            (
+                                k.clone(),
+                                v.saturating_sub(*view.previous.get(k).unwrap_or(&0)),
+                            )
+                        })
+                        .collect();
+                    view.previous = now;
+                });
+            }
+            view.process = p.or(view.process.take());
+            view.error = None;
+        }
+        Err(e) => view.error = Some(e.to_string()),
+    }
+}
+
+fn draw(frame: &mut ratatui::Frame, view: &View) {
+    let [head, locks, blocked, lines] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Percentage(45),
+        Constraint::Percentage(25),
+        Constraint::Min(4),
+    ])
+    .areas(frame.area());
+    let Some(p) = &view.process else {
+        let text = view
+            .error
+            .clone()
+            .unwrap_or_else(|| "waiting for a trace with lock activity…".into());
+        frame.render_widget(
+            Paragraph::new(text)
+                .block(Block::default().borders(Borders::ALL).title("locksuit top")),
+            head,
+        );
+        return;
+    };
+    crate::names::with(&p.names, || {
+        let state = match p.ended_by {
+            "running" => "running",
+            "exit" => "exited",
+            other => other,
+        };
+        let title = format!(
+            "locksuit top: {} (pid {}) {state}{}   s: sort by {}   p: {}   q: quit",
+            crate::symbolize::basename(&p.exe),
+            p.pid,
+            if view.paused { ", paused" } else { "" },
+            if view.by_total {
+                "last interval"
+            } else {
+                "total"
+            },
+            if view.paused { "resume" } else { "pause" },
+        );
+        let summary = format!(
+            "{} threads, {} locks, {} events{}",
+            p.threads.len(),
+            p.locks.len(),
+            p.events,
+            view.error
+                .as_ref()
+                .map_or(String::new(), |e| format!("   ({e})"))
+        );
+        frame.render_widget(
+            Paragraph::new(summary).block(Block::default().borders(Borders::ALL).title(title)),
+            head,
+        );
+
+        let mut rows: Vec<&Lock> = p.locks.iter().collect();
+        let recent = |l: &Lock| *view.recent.get(&l.id.to_string()).unwrap_or(&0);
+        if view.by_total {
+            rows.sort_by_key(|l| std::cmp::Reverse(l.wait_ns));
+        } else {
+            rows.sort_by(|a, b| recent(b).cmp(&recent(a)).then(b.wait_ns.cmp(&a.wait_ns)));
+        }
+        let lock_rows = rows.iter().map(|l| {
+            Row::new(vec![
+                Cell::from(l.id.to_string()),
+                Cell::from(render::duration(recent(l))),
+                Cell::from(render::duration(l.wait_ns)),
+                Cell::from(l.contended.to_string()),
+                Cell::from(l.acquisitions.to_string()),
+            ])
+        });
+        let header = Row::new(vec![
+            "lock",
+            "wait (interval)",
+            "wait (total)",
+            "contended",
+            "acquired",
+        ])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+        let widths = [
+            Constraint::Percentage(36),
+            Constraint::Percentage(16),
+            Constraint::Percentage(16),
+            Constraint::Percentage(16),
+            Constraint::Percentage(16),
+        ];
+        frame.render_widget(
+            Table::new(lock_rows, widths)
+                .header(header)
+                .block(Block::default().borders(Borders::ALL).title("Locks")),
+            locks,
+        );
+
+        let blocked_rows = p.blocked.iter().map(|b| {
+            Row::new(vec![
+                Cell::from(match &b.thread_name {
+                    Some(n) => format!("{} ({n})", b.tid),
+                    None => b.tid.to_string(),
+                }),
+                Cell::from(format!(
+                    "{} {}",
+                    b.waits_in,
+                    b.object.clone().unwrap_or_default()
+                )),
+                Cell::from(
+                    b.holder_tid
+                        .map_or(String::new(), |t| format!("held by {t}")),
+                ),
+                Cell::from(b.waited_ns.map_or(String::new(), render::duration)),
+            ])
+        });
+        let header = Row::new(vec!["thread", "waits for", "holder", "for"])
+            .style(Style::default().add_modifier(Modifier::BOLD));
+        let widths = [
+            Constraint::Percentage(30),
+            Constraint::Percentage(35),
+            Constraint::Percentage(20),
+            Constraint::Percentage(15),
+        ];
+        frame.render_widget(
+            Table::new(blocked_rows, widths)
+                .header(header)
+                .block(Block::default().borders(Borders::ALL).title("Blocked now")),
+            blocked,
+        );
+
+        let mut sites: Vec<_> = p.sites.iter().collect();
+        sites.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
+        let site_rows = sites.iter().map(|s| {
+            Row::new(vec![
+                Cell::from(s.id.to_string()),
+                Cell::from(render::duration(s.wait_ns)),
+                Cell::from(s.contended.to_string()),
+                Cell::from(s.engagements.to_string()),
+            ])
+        });
+        let header = Row::new(vec!["line", "wait (total)", "contended", "engaged"])
+            .style(Style::default().add_modifier(Modifier::BOLD));
+        let widths = [
+            Constraint::Percentage(52),
+            Constraint::Percentage(16),
+            Constraint::Percentage(16),
+            Constraint::Percentage(16),
+        ];
+        frame.render_widget(
+            Table::new(site_rows, widths).header(header).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title("Hottest lines"),
+            ),
+            lines,
+        );
+    });
+}
+
+pub(super) fn top(args: TopArgs) -> i32 {
+    let target = match &args.target {
+        Some(t) if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) => (
+            Vec::new(),
+            Selection {
+                exes: Vec::new(),
+                pids: vec![t.parse().unwrap_or(0)],
+            },
+        ),
+        Some(path) => (vec![PathBuf::from(path)], Selection::default()),
+        None => (Vec::new(), Selection::default()),
+    };
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        eprintln!("locksuit: top draws on a terminal; for a report of a running program use `locksuit report`");
+        return EXIT_USAGE;
+    }
+    let mut symbolizer = Symbolizer::default();
+    let mut view = View {
+        process: None,
+        previous: HashMap::new(),
+        recent: HashMap::new(),
+        by_total: false,
+        paused: false,
+        error: None,
+    };
+    refresh(&mut view, &target, &mut symbolizer);
+    if view.process.is_none() {
+        if let Some(e) = &view.error {
+            eprintln!("locksuit: {e}");
+            return EXIT_USAGE;
+        }
+    }
+    let mut terminal = ratatui::init();
+    let interval = Duration::from_secs_f64(args.interval);
+    let mut last = Instant::now();
+    let result = loop {
+        if let Err(e) = terminal.draw(|f| draw(f, &view)) {
+            break Err(e);
+        }
+        let wait = interval.saturating_sub(last.elapsed());
+        match event::poll(wait) {
+            Ok(true) => {
+                if let Ok(Event::Key(key)) = event::read() {
+                    if key.kind != KeyEventKind::Press {
+                        continue;
+                    }
+                    match key.code {
+                        KeyCode::Char('q') | KeyCode::Esc => break Ok(()),
+                        KeyCode::Char('s') => view.by_total = !view.by_total,
+                        KeyCode::Char('p') => view.paused = !view.paused,
+                        _ => {}
+                    }
+                }
+            }
+            Ok(false) => {}
+            Err(e) => break Err(e),
+        }
+        if last.elapsed() >= interval {
+            last = Instant::now();
+            if !view.paused {
+                refresh(&mut view, &target, &mut symbolizer);
+            }
+        }
+    };
+    ratatui::restore();
+    match result {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: top: {e}");
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/* A running program for `locksuit top`: two workers take turns on
+ * hot_lock, each holding it 2 ms (asleep) at a time, until SIGTERM (or
+ * 60 s). Prints "ready" once both have taken it. */
+#include "common.h"
+
+#include <signal.h>
+
+static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t stop;
+static volatile int started;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    long long until = now_ns() + 60LL * 1000000000LL;
+    int first = 1;
+    while (!stop && now_ns() < until) {
+        CHECK(pthread_mutex_lock(&hot_lock));
+        if (first) {
+            __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+            first = 0;
+        }
+        sleep_ms(2);
+        CHECK(pthread_mutex_unlock(&hot_lock));
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_term;
+    sigemptyset(&action.sa_mask);
+    CHECK(sigaction(SIGTERM, &action, NULL));
+    pthread_t a, b;
+    CHECK(pthread_create(&a, NULL, worker, NULL));
+    CHECK(pthread_create(&b, NULL, worker, NULL));
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < 2)
+        sleep_ms(1);
+    printf("ready\n");
+    fflush(stdout);
+    CHECK(pthread_join(a, NULL));
+    CHECK(pthread_join(b, NULL));
+    return 0;
+}

@@ -1,0 +1,103 @@
+//! `locksuit top` in a real terminal: tmux runs it against a program that
+//! is running (tests/c/top_target.c, two threads taking turns on one lock);
+//! the test reads the pane as a person would see it, presses keys, and
+//! quits. Every wait polls the pane until what it looks for is there (or
+//! 30 s pass), never a fixed sleep.
+
+use locksuit_tests::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux").args(args).output().unwrap()
+}
+
+fn pane(session: &str) -> String {
+    stdout_str(&tmux(&["capture-pane", "-p", "-t", session]))
+}
+
+/// Polls the pane until `want` holds; the pane as last seen.
+fn until(session: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
+    let started = Instant::now();
+    loop {
+        let seen = pane(session);
+        if want(&seen) {
+            return seen;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no {what} in:\n{seen}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn top_shows_a_running_programs_locks_and_answers_keys() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux is not installed: the terminal view is not checked (.ci/run installs it)");
+        return;
+    }
+    let bin = build_c("top_target");
+    let dir = fresh_dir("top");
+    let mut target = Command::new(&bin)
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", &dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(target.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    let session = format!("locksuit-top-{}", std::process::id());
+    let command = format!(
+        "env -u LD_PRELOAD {} top {}",
+        locksuit_path().display(),
+        dir.display()
+    );
+    let made = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &command,
+    ]);
+    assert!(made.status.success(), "{}", describe(&made));
+    let seen = until(&session, "lock table", |p| {
+        p.contains("&hot_lock") && p.contains("Locks")
+    });
+    assert!(seen.contains("top_target"), "{seen}");
+    assert!(seen.contains("running"), "{seen}");
+    assert!(
+        seen.contains("worker@top_target.c:"),
+        "the hottest line:\n{seen}"
+    );
+    // A second later the interval's wait is there too (two threads taking
+    // turns on a 2 ms hold wait most of the time).
+    until(&session, "sort key", |p| p.contains("s: sort by total"));
+    tmux(&["send-keys", "-t", &session, "s"]);
+    until(&session, "the other sort", |p| {
+        p.contains("s: sort by last interval")
+    });
+    tmux(&["send-keys", "-t", &session, "p"]);
+    until(&session, "pause", |p| p.contains("paused"));
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let started = Instant::now();
+    while tmux(&["has-session", "-t", &session]).status.success() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "top did not quit"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
+    unsafe { libc::kill(target.id() as i32, libc::SIGTERM) };
+    assert!(target.wait().unwrap().success());
+}
