@@ -588,7 +588,9 @@ pub fn analyze(
         parallelism,
         dropped_events,
         hold_sample_period: header.hold_sample_period,
-        events_mode: if header.flags & FLAG_EVENTS_ALL != 0 {
+        events_mode: if header.flags & FLAG_EVENTS_SWITCHED != 0 {
+            "switched"
+        } else if header.flags & FLAG_EVENTS_ALL != 0 {
             "all"
         } else {
             "contended"

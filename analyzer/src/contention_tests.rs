@@ -60,6 +60,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             cpus: 2,
             policy_min_wait_us: 0,
             events_filtered: 0,
+            control: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

@@ -114,8 +114,9 @@ pub struct Process {
     pub dropped_events: u64,
     /// Uncontended holds are timed once in this many engagements (0 = never).
     pub hold_sample_period: u32,
-    /// Which operations were written as events: "contended" (the default)
-    /// or "all" (`LOCKSUIT_EVENTS=all`).
+    /// Which operations were written as events: "contended" (the default),
+    /// "all" (`LOCKSUIT_EVENTS=all`), or "switched" (`locksuit top` switched
+    /// between the two while it ran: every operation for part of the run).
     pub events_mode: &'static str,
     /// Events read from the trace.
     pub events: u64,

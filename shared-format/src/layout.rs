@@ -64,6 +64,15 @@ pub const FLAG_SWITCHES_FULL: u32 = 1 << 9;
 
 /// A policy (`LOCKSUIT_POLICY`) was in force.
 pub const FLAG_POLICY: u32 = 1 << 10;
+/// The recording mode was switched while the process ran (`control`):
+/// every operation was an event for part of the run only.
+pub const FLAG_EVENTS_SWITCHED: u32 = 1 << 11;
+
+/// `FileHeader::control`: write every acquisition and release as an
+/// event from now on (as `LOCKSUIT_EVENTS=all`).
+pub const CONTROL_EVENTS_ALL: u32 = 1;
+/// Back to events for contended operations only.
+pub const CONTROL_EVENTS_CONTENDED: u32 = 2;
 
 /// Block 0 of every trace.
 #[repr(C)]
@@ -114,7 +123,10 @@ pub struct FileHeader {
     /// it left out (saturating).
     pub policy_min_wait_us: u32,
     pub events_filtered: u32,
-    pub _reserved: u32,
+    /// Written by a reader (`locksuit top`) to steer a running process
+    /// (`CONTROL_*`; 0: nothing asked); the shim reads it on its slow paths
+    /// and applies it (a reserved word, always 0, before version 11).
+    pub control: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 

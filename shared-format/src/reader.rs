@@ -54,6 +54,8 @@ pub struct HeaderInfo {
     /// `LOCKSUIT_POLICY`'s `min_wait_us`, and the wait events it left out.
     pub policy_min_wait_us: u32,
     pub events_filtered: u32,
+    /// What a reader last asked the running process (`CONTROL_*`, 0: nothing).
+    pub control: u32,
     pub exe: String,
 }
 
@@ -292,6 +294,7 @@ pub fn read_trace_releasing(
         cpus: header.cpus,
         policy_min_wait_us: header.policy_min_wait_us,
         events_filtered: header.events_filtered,
+        control: header.control,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

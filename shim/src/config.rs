@@ -42,6 +42,14 @@ pub fn events_all() -> bool {
     EVENTS_ALL.load(Ordering::Relaxed)
 }
 
+/// Switches full tracing on or off while the process runs (a reader's
+/// request, see `recorder::control`); the hot path reads the same flags
+/// it always does.
+pub fn set_events_all(on: bool) {
+    EVENTS_ALL.store(on, Ordering::Relaxed);
+    UNTIMED_UNCONTENDED.store(!on && hold_sample_period() == 0, Ordering::Relaxed);
+}
+
 /// `LOCKSUIT_FLIGHT=1`: when the trace is full, reuse each thread's oldest
 /// event blocks instead of dropping new events (keep the most recent).
 pub fn flight_recorder() -> bool {

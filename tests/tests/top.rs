@@ -1,7 +1,7 @@
 //! `locksuit top` in a real terminal: tmux runs it against a program that
 //! is running (tests/c/top_target.c, two threads taking turns on one lock);
-//! the test reads the pane as a person would see it, presses keys, and
-//! quits. Every wait polls the pane until what it looks for is there (or
+//! the test reads the pane as a person would see it, presses keys (sort,
+//! switch the program to recording every operation, pause), and quits. Every wait polls the pane until what it looks for is there (or
 //! 30 s pass), never a fixed sleep.
 
 use locksuit_tests::*;
@@ -86,6 +86,15 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
     until(&session, "the other sort", |p| {
         p.contains("s: sort by last interval")
     });
+    // Steering: every operation recorded from now on, seen by the shim on
+    // its next slow path.
+    until(&session, "recording mode", |p| {
+        p.contains("recording contended operations")
+    });
+    tmux(&["send-keys", "-t", &session, "e"]);
+    until(&session, "full recording", |p| {
+        p.contains("recording every operation")
+    });
     tmux(&["send-keys", "-t", &session, "p"]);
     until(&session, "pause", |p| p.contains("paused"));
     tmux(&["send-keys", "-t", &session, "q"]);
@@ -100,4 +109,7 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
     // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
     unsafe { libc::kill(target.id() as i32, libc::SIGTERM) };
     assert!(target.wait().unwrap().success());
+    // The trace says its recording mode was switched while it ran.
+    let report = report_json(&[&dir], None);
+    assert_eq!(only_process(&report)["events_mode"], "switched");
 }

@@ -1,9 +1,12 @@
 //! `locksuit top`: a live view of a running program, refreshed every
-//! second from its trace (read-only, as `report` reads a live trace): the
-//! locks by wait in the last interval and in all, the threads blocked right
-//! now and on whom, the hottest lines. Keys: `s` sorts by the interval or
-//! the total, `p` pauses, `q` quits. The view only moves forward: each
-//! refresh is a later state of the same trace.
+//! second from its trace (as `report` reads a live trace): the locks by
+//! wait in the last interval and in all, the threads blocked right now and
+//! on whom, the hottest lines. Keys: `s` sorts by the interval or the
+//! total, `p` pauses, `e` switches the program between events for
+//! contended operations and events for every one (a request written into
+//! the trace's header, which the shim reads on its slow paths), `q` quits.
+//! The view only moves forward: each refresh is a later state of the same
+//! trace.
 
 use super::*;
 use crate::model::{Lock, Process};
@@ -34,6 +37,20 @@ struct View {
     by_total: bool,
     paused: bool,
     error: Option<String>,
+    /// What `e` last asked the program (`CONTROL_*`), 0 if nothing.
+    asked: u32,
+}
+
+/// Writes a request into the running program's trace header.
+fn ask(trace: &str, request: u32) -> Result<(), String> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(trace)
+        .map_err(|e| format!("{trace}: {e}"))?;
+    let at = core::mem::offset_of!(locksuit_format::FileHeader, control) as u64;
+    file.write_all_at(&request.to_le_bytes(), at)
+        .map_err(|e| format!("{trace}: {e}"))
 }
 
 fn read(
@@ -130,10 +147,17 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
             if view.paused { "resume" } else { "pause" },
         );
         let summary = format!(
-            "{} threads, {} locks, {} events{}",
+            "{} threads, {} locks, {} events ({}){}",
             p.threads.len(),
             p.locks.len(),
             p.events,
+            match (view.asked, p.events_mode) {
+                (locksuit_format::CONTROL_EVENTS_ALL, _) => "recording every operation",
+                (locksuit_format::CONTROL_EVENTS_CONTENDED, _) | (_, "contended") =>
+                    "recording contended operations",
+                (_, "all") => "recording every operation",
+                _ => "recording mode switched",
+            },
             view.error
                 .as_ref()
                 .map_or(String::new(), |e| format!("   ({e})"))
@@ -267,6 +291,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
         by_total: false,
         paused: false,
         error: None,
+        asked: 0,
     };
     refresh(&mut view, &target, &mut symbolizer);
     if view.process.is_none() {
@@ -293,6 +318,21 @@ pub(super) fn top(args: TopArgs) -> i32 {
                         KeyCode::Char('q') | KeyCode::Esc => break Ok(()),
                         KeyCode::Char('s') => view.by_total = !view.by_total,
                         KeyCode::Char('p') => view.paused = !view.paused,
+                        KeyCode::Char('e') => {
+                            if let Some(p) = &view.process {
+                                let every = view.asked != locksuit_format::CONTROL_EVENTS_ALL
+                                    && !(view.asked == 0 && p.events_mode == "all");
+                                let request = if every {
+                                    locksuit_format::CONTROL_EVENTS_ALL
+                                } else {
+                                    locksuit_format::CONTROL_EVENTS_CONTENDED
+                                };
+                                match ask(&p.trace, request) {
+                                    Ok(()) => view.asked = request,
+                                    Err(e) => view.error = Some(e),
+                                }
+                            }
+                        }
                         _ => {}
                     }
                 }

@@ -189,6 +189,11 @@ pub fn count_lost_switches(n: u64) {
     }
 }
 
+/// What a reader asked of this process (`CONTROL_*`, 0: nothing).
+pub fn control() -> u32 {
+    header_u32(offset_of!(FileHeader, control)).map_or(0, |f| f.load(Ordering::Acquire))
+}
+
 /// Processors the process may run on (0: unknown).
 pub fn cpus() -> u32 {
     header_u32(offset_of!(FileHeader, cpus)).map_or(0, |f| f.load(Ordering::Relaxed))

@@ -15,6 +15,7 @@ pub mod by_lock;
 mod calls;
 mod clock;
 mod conds;
+mod control;
 mod events;
 pub mod file;
 mod filter;
@@ -95,6 +96,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         filter::reset_after_fork();
         snapshot::reset_after_fork();
         access::reset_after_fork();
+        control::reset_after_fork();
         objects::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();
@@ -497,6 +499,7 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
 /// About to block on the lock: count ourselves as a waiter, note who holds
 /// it and its release sequence, and start the clock.
 pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
+    control::poll();
     let seq = p.slot.seq.load(Ordering::Relaxed);
     p.slot.begin_wait(seq);
     let waiting = Waiting {

@@ -65,6 +65,7 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
     lane.held_stack = s.held();
+    super::control::poll();
     lane.access_bit = super::access::thread_bit();
     lane.stack_top = super::access::stack_top(tid == file::pid());
     super::filter::write_record(lane);
