@@ -12,7 +12,8 @@
 //! timestamp is released early, and marked so.
 
 use locksuit_format::*;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// What an event makes possible for others: a token `(object, n)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,39 +152,89 @@ pub struct Delivered<T> {
     pub released_early: bool,
 }
 
-/// Tokens delivered per object: the last few sequences exactly, and a
-/// floor below which everything counts as delivered (memory stays
-/// bounded per object whatever the trace's length).
+/// Tokens delivered per object: a window of the sequences just above a
+/// floor, one bit each, below which everything counts as delivered (memory
+/// stays bounded per object whatever the trace's length), and the threads
+/// whose head waits for a token of it.
 #[derive(Default)]
 struct Tokens {
-    recent: BTreeSet<u32>,
     floor: u32,
+    bits: [u64; WINDOW / 64],
+    waiting: BTreeMap<u32, Vec<usize>>,
 }
 
-const TOKENS_KEPT: usize = 256;
+const WINDOW: usize = 256;
 
 impl Tokens {
-    fn add(&mut self, n: u32) {
-        if n >= self.floor {
-            self.recent.insert(n);
+    /// Adds token `n`; the threads that waited for it (or for one now
+    /// below the floor) go into `wake`.
+    fn add(&mut self, n: u32, wake: &mut Vec<usize>) {
+        if n < self.floor {
+            return;
         }
-        while self.recent.len() > TOKENS_KEPT {
-            if let Some(least) = self.recent.pop_first() {
-                self.floor = least + 1;
+        let top = self.floor.saturating_add(WINDOW as u32);
+        if n >= top {
+            let new_floor = n - (WINDOW as u32 - 1);
+            self.slide(new_floor - self.floor);
+            self.floor = new_floor;
+            if !self.waiting.is_empty() {
+                let above = self.waiting.split_off(&self.floor);
+                for (_, threads) in std::mem::replace(&mut self.waiting, above) {
+                    wake.extend(threads);
+                }
+            }
+        }
+        let at = (n - self.floor) as usize;
+        self.bits[at / 64] |= 1 << (at % 64);
+        if !self.waiting.is_empty() {
+            if let Some(threads) = self.waiting.remove(&n) {
+                wake.extend(threads);
             }
         }
     }
 
+    /// Moves the window up by `by` sequences.
+    fn slide(&mut self, by: u32) {
+        let by = by as usize;
+        if by >= WINDOW {
+            self.bits = [0; WINDOW / 64];
+            return;
+        }
+        let (words, shift) = (by / 64, by % 64);
+        let old = self.bits;
+        for i in 0..self.bits.len() {
+            let lo = old.get(i + words).copied().unwrap_or(0);
+            let hi = old.get(i + words + 1).copied().unwrap_or(0);
+            self.bits[i] = if shift == 0 {
+                lo
+            } else {
+                lo >> shift | hi << (64 - shift)
+            };
+        }
+    }
+
     fn has(&self, n: u32) -> bool {
-        n < self.floor || self.recent.contains(&n)
+        if n < self.floor {
+            return true;
+        }
+        let at = (n - self.floor) as usize;
+        at < WINDOW && self.bits[at / 64] & 1 << (at % 64) != 0
     }
 }
 
 /// The merge: feed items (each thread's in program order), then drain.
+///
+/// `minimal` and `adjusted` work from a list of threads worth a look: a
+/// thread whose queue was empty when an event came, or whose head waited
+/// for a token just delivered; a head that must wait is filed under the
+/// token it waits for. So each event costs a few map operations whatever
+/// the number of threads. `concurrent` goes in rounds over every queue.
 pub struct Merge<T> {
     policy: Policy,
     queues: Vec<VecDeque<Item<T>>>,
-    tokens: HashMap<u32, Tokens>,
+    tokens: FxHashMap<u32, Tokens>,
+    /// Threads worth a look.
+    ready: Vec<usize>,
     n: u64,
     step: u64,
     last_ts: u64,
@@ -194,7 +245,8 @@ impl<T: Copy> Merge<T> {
         Merge {
             policy,
             queues: Vec::new(),
-            tokens: HashMap::new(),
+            tokens: FxHashMap::default(),
+            ready: Vec::new(),
             n: 0,
             step: 0,
             last_ts: 0,
@@ -205,21 +257,28 @@ impl<T: Copy> Merge<T> {
         if self.queues.len() <= item.thread {
             self.queues.resize_with(item.thread + 1, VecDeque::new);
         }
-        self.queues[item.thread].push_back(item);
+        let queue = &mut self.queues[item.thread];
+        if queue.is_empty() {
+            self.ready.push(item.thread);
+        }
+        queue.push_back(item);
     }
 
-    fn ready(&self, item: &Item<T>) -> bool {
+    /// The token `item` waits for that is not delivered yet, if any.
+    fn missing(&self, item: &Item<T>) -> Option<u32> {
         let has = |n: u32| self.tokens.get(&item.object).is_some_and(|t| t.has(n));
-        match rule(item.kind).requires {
-            Requires::Nothing => true,
-            Requires::SequenceAt => item.seq2 == 0 || has(item.seq2),
-            Requires::NotifiedDuring => item.seq2 <= item.seq || has(item.seq + 1),
-        }
+        let needed = match rule(item.kind).requires {
+            Requires::Nothing => None,
+            Requires::SequenceAt => (item.seq2 != 0).then_some(item.seq2),
+            Requires::NotifiedDuring => (item.seq2 > item.seq).then(|| item.seq + 1),
+        };
+        needed.filter(|&n| !has(n))
     }
 
     fn deliver(&mut self, item: Item<T>, early: bool, out: &mut impl FnMut(Delivered<T>)) {
         if rule(item.kind).produces == Produces::SequenceAfter {
-            self.tokens.entry(item.object).or_default().add(item.seq2);
+            let Merge { tokens, ready, .. } = self;
+            tokens.entry(item.object).or_default().add(item.seq2, ready);
         }
         let adjusted_ts = if self.policy == Policy::Adjusted {
             item.ts.max(self.last_ts)
@@ -237,35 +296,16 @@ impl<T: Copy> Merge<T> {
         self.n += 1;
     }
 
-    /// Delivers every event that can go now, in rounds; with `all`, also
-    /// releases held-back events early until every queue is empty (the
-    /// input is complete).
+    /// Delivers every event that can go now; with `all`, also releases
+    /// held-back events early until every queue is empty (the input is
+    /// complete).
     pub fn drain(&mut self, all: bool, out: &mut impl FnMut(Delivered<T>)) {
         loop {
-            let mut moved = false;
-            if self.policy == Policy::Concurrent {
-                // One step: the heads that can go now, together.
-                let heads: Vec<usize> = (0..self.queues.len())
-                    .filter(|&t| self.queues[t].front().is_some_and(|i| self.ready(i)))
-                    .collect();
-                for t in heads {
-                    if let Some(item) = self.queues[t].pop_front() {
-                        self.deliver(item, false, out);
-                        moved = true;
-                    }
-                }
+            let moved = if self.policy == Policy::Concurrent {
+                self.round(out)
             } else {
-                for t in 0..self.queues.len() {
-                    while let Some(item) = self.queues[t].front().copied() {
-                        if !self.ready(&item) {
-                            break;
-                        }
-                        self.queues[t].pop_front();
-                        self.deliver(item, false, out);
-                        moved = true;
-                    }
-                }
-            }
+                self.work(out)
+            };
             if moved {
                 self.step += 1;
                 continue;
@@ -282,9 +322,50 @@ impl<T: Copy> Merge<T> {
             };
             if let Some(item) = self.queues[t].pop_front() {
                 self.deliver(item, true, out);
+                self.ready.push(t);
                 self.step += 1;
             }
         }
+    }
+
+    /// `minimal`, `adjusted`: each thread worth a look, as far as it goes.
+    fn work(&mut self, out: &mut impl FnMut(Delivered<T>)) -> bool {
+        let mut moved = false;
+        while let Some(t) = self.ready.pop() {
+            while let Some(item) = self.queues[t].front().copied() {
+                if let Some(n) = self.missing(&item) {
+                    let waiting = &mut self.tokens.entry(item.object).or_default().waiting;
+                    let threads = waiting.entry(n).or_default();
+                    if !threads.contains(&t) {
+                        threads.push(t);
+                    }
+                    break;
+                }
+                self.queues[t].pop_front();
+                self.deliver(item, false, out);
+                moved = true;
+            }
+        }
+        moved
+    }
+
+    /// `concurrent`: one step, the heads that can go now, together.
+    fn round(&mut self, out: &mut impl FnMut(Delivered<T>)) -> bool {
+        self.ready.clear();
+        let heads: Vec<usize> = (0..self.queues.len())
+            .filter(|&t| {
+                self.queues[t]
+                    .front()
+                    .is_some_and(|i| self.missing(i).is_none())
+            })
+            .collect();
+        for &t in &heads {
+            if let Some(item) = self.queues[t].pop_front() {
+                self.deliver(item, false, out);
+            }
+        }
+        self.ready.clear();
+        !heads.is_empty()
     }
 }
 
