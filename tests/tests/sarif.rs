@@ -1,6 +1,8 @@
-//! Findings as SARIF 2.1.0, checked by Microsoft's SARIF multitool (its
-//! `validate` command: the schema and the specification's rules), which
-//! `.ci/run` fetches from the npm registry into target/tools. Ground truth
+//! Findings as SARIF 2.1.0, validated against the SARIF 2.1.0 JSON schema
+//! (vendored in tests/schemas, with its licence) with the jsonschema
+//! crate, and checked by Microsoft's SARIF multitool (its `validate`
+//! command: the schema and the specification's rules), which `.ci/run`
+//! fetches from the npm registry into target/tools. Ground truth
 //! from tests/c/knob.c at 30 contended acquisitions: a high-contention
 //! finding on `knob_lock` at contend().
 
@@ -69,6 +71,21 @@ fn findings_are_valid_sarif_with_lines_and_code_flows() {
         .collect();
     assert_eq!(flow.last(), Some(&"contend"), "{flow:?}");
     assert!(flow.contains(&"main"), "{flow:?}");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace_root().join("tests/schemas/sarif-2.1.0-rtm.5.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft4::new(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // And the schema does catch what is wrong.
+    let mut broken = sarif.clone();
+    broken["runs"][0]["results"][0]["level"] = "severe".into();
+    assert!(!validator.is_valid(&broken));
     let Some(tool) = multitool() else {
         eprintln!("the SARIF multitool is not installed: validation skipped (.ci/run fetches it)");
         return;
