@@ -25,6 +25,28 @@ type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
 /// Blocking calls beyond the lock API: all cancellation points, so a
 /// cancellation may unwind out of them.
 type ReadFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t) -> ssize_t;
+/// `_FORTIFY_SOURCE`'s checked reads: the buffer's size comes last (after
+/// the offset, the flags' place differs: see each).
+type ReadChkFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, size_t) -> ssize_t;
+type PreadChkFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, off_t, size_t) -> ssize_t;
+type RecvChkFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, size_t, c_int) -> ssize_t;
+type RecvFromChkFn = unsafe extern "C-unwind" fn(
+    c_int,
+    *mut c_void,
+    size_t,
+    size_t,
+    c_int,
+    *mut sockaddr,
+    *mut socklen_t,
+) -> ssize_t;
+type PollChkFn = unsafe extern "C-unwind" fn(*mut pollfd, nfds_t, c_int, size_t) -> c_int;
+type PpollChkFn = unsafe extern "C-unwind" fn(
+    *mut pollfd,
+    nfds_t,
+    *const timespec,
+    *const sigset_t,
+    size_t,
+) -> c_int;
 type WriteFn = unsafe extern "C-unwind" fn(c_int, *const c_void, size_t) -> ssize_t;
 type PreadFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t, off_t) -> ssize_t;
 type PwriteFn = unsafe extern "C-unwind" fn(c_int, *const c_void, size_t, off_t) -> ssize_t;
@@ -206,6 +228,12 @@ pub struct RealFns {
     pub wait: Option<unsafe extern "C-unwind" fn(*mut c_int) -> pid_t>,
     pub waitid: Option<unsafe extern "C-unwind" fn(idtype_t, id_t, *mut siginfo_t, c_int) -> c_int>,
     pub read: Option<ReadFn>,
+    pub read_chk: Option<ReadChkFn>,
+    pub pread_chk: Option<PreadChkFn>,
+    pub recv_chk: Option<RecvChkFn>,
+    pub recvfrom_chk: Option<RecvFromChkFn>,
+    pub poll_chk: Option<PollChkFn>,
+    pub ppoll_chk: Option<PpollChkFn>,
     pub write: Option<WriteFn>,
     pub pread: Option<PreadFn>,
     pub pwrite: Option<PwriteFn>,
@@ -365,6 +393,12 @@ fn resolve_all() -> RealFns {
             wait: next(c"wait"),
             waitid: next(c"waitid"),
             read: next(c"read"),
+            read_chk: next(c"__read_chk"),
+            pread_chk: next(c"__pread64_chk"),
+            recv_chk: next(c"__recv_chk"),
+            recvfrom_chk: next(c"__recvfrom_chk"),
+            poll_chk: next(c"__poll_chk"),
+            ppoll_chk: next(c"__ppoll_chk"),
             write: next(c"write"),
             pread: next(c"pread64"),
             pwrite: next(c"pwrite64"),

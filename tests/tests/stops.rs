@@ -338,3 +338,31 @@ fn stops_behaves_the_same_with_and_without_the_shim() {
     };
     assert_eq!(keys(&traced), keys(&plain));
 }
+
+#[test]
+fn fortified_reads_and_polls_are_seen_as_the_calls_they_check() {
+    // -D_FORTIFY_SOURCE=2 at -O2, as Debian builds: poll and read reach
+    // the C library as __poll_chk and __read_chk.
+    let src = c_dir().join("fortified.c");
+    let bin = build_c_with(&src, "fortified", &["-O2", "-D_FORTIFY_SOURCE=2"], &[]);
+    let dir = fresh_dir("stops-fortified");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "fortified");
+    let stdout = stdout_str(&out);
+    assert!(stdout.contains("got xy"), "{stdout}");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let total = |api: &str| -> u64 {
+        arr(p, "blocking_stacks")
+            .iter()
+            .filter(|s| {
+                str_of(s, "api") == api && str_of(s, "line").starts_with("main@fortified.c:")
+            })
+            .map(|s| u64_of(s, "total_ns"))
+            .sum()
+    };
+    for (api, key) in [("poll", "poll_ns"), ("read", "read_ns")] {
+        let measured: u64 = stdout_value(&stdout, key).parse().unwrap();
+        within_tenth(total(api), measured, api);
+    }
+}

@@ -10,6 +10,10 @@
 //! recvfrom, sendto) find their caller by unwinding, which they do only
 //! when they record.
 //!
+//! The `_FORTIFY_SOURCE` variants (`__read_chk`, `__pread_chk`,
+//! `__recv_chk`, `__recvfrom_chk`, `__poll_chk`, `__ppoll_chk`) are
+//! recorded as the calls they check.
+//!
 //! Calls that glibc makes internally (`fread` reaching `read`, `sleep`
 //! reaching `nanosleep`) do not go through the dynamic linker and are not
 //! seen twice; the program's own calls through stdio are not seen at all.
@@ -137,6 +141,11 @@ call_hook!(sleep(seconds: c_uint) -> c_uint => sleep_handler,
 call_hook!(poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int => poll_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: poll, call: Poll, fd: None,
     unresolved: enosys());
+call_hook!(__poll_chk(fds: *mut pollfd, n: nfds_t, timeout: c_int, size: size_t) -> c_int => poll_chk_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: poll_chk, call: Poll, fd: None,
+    unresolved: enosys());
+unwound_call_hook!(__ppoll_chk(fds: *mut pollfd, n: nfds_t, timeout: *const timespec, mask: *const sigset_t, size: size_t) -> c_int,
+    real: ppoll_chk, call: Ppoll, fd: None);
 call_hook!(ppoll(fds: *mut pollfd, n: nfds_t, timeout: *const timespec, mask: *const sigset_t) -> c_int
     => ppoll_handler, x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: ppoll, call: Ppoll,
     fd: None, unresolved: enosys());
@@ -180,6 +189,15 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
     unresolved: libc_result(sys!(libc::SYS_read, fd, buf, n)));
+// `_FORTIFY_SOURCE` turns reads into a known buffer into these (Debian
+// builds its packages so); the checks are the real functions' own.
+call_hook!(__read_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t) -> ssize_t => read_chk_handler,
+    x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: read_chk, call: Read, fd: Some(fd),
+    unresolved: enosys());
+unwound_call_hook!(__pread_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
+    real: pread_chk, call: Pread, fd: Some(fd));
+unwound_call_hook!(__pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
+    real: pread_chk, call: Pread, fd: Some(fd));
 call_hook!(write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t => write_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: write, call: Write, fd: Some(fd),
     unresolved: libc_result(sys!(libc::SYS_write, fd, buf, n)));
@@ -227,6 +245,10 @@ call_hook!(openat64(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint)
 call_hook!(recv(fd: c_int, buf: *mut c_void, n: size_t, flags: c_int) -> ssize_t => recv_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: recv, call: Recv, fd: Some(fd),
     unresolved: enosys());
+unwound_call_hook!(__recv_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t, flags: c_int) -> ssize_t,
+    real: recv_chk, call: Recv, fd: Some(fd));
+unwound_call_hook!(__recvfrom_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t, flags: c_int, addr: *mut sockaddr, len: *mut socklen_t) -> ssize_t,
+    real: recvfrom_chk, call: Recvfrom, fd: Some(fd));
 call_hook!(send(fd: c_int, buf: *const c_void, n: size_t, flags: c_int) -> ssize_t => send_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: send, call: Send, fd: Some(fd),
     unresolved: enosys());
