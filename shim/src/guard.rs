@@ -139,9 +139,11 @@ impl ThreadState {
     /// store callback asks before anything else, without a guard.
     #[inline(always)]
     pub fn holds_a_lock(&self) -> bool {
-        // SAFETY: this thread's own stack, read only; its writer is this
-        // thread, which is here and not in a hook.
-        unsafe { (*self.held.get()).top().is_some() }
+        // SAFETY: this thread's own stack, its depth read through a raw
+        // pointer (no reference made): a signal handler's callback may run
+        // while a hook of this thread is changing the stack, and then reads
+        // the depth before or after the change, either of which is sound.
+        unsafe { HeldStack::depth(self.held.get()) != 0 }
     }
 
     /// The held-lock stack. Only this thread touches it, and only inside a

@@ -164,7 +164,10 @@ pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> bool {
         iov_base: addr as *mut libc::c_void,
         iov_len: buf.len(),
     };
+    // SAFETY: getpid takes nothing and cannot fail.
     let pid = sys!(libc::SYS_getpid);
+    // SAFETY: both vectors describe valid memory of ours for the call; the
+    // kernel writes only into `buf` and fails (EFAULT) instead of faulting.
     let n = sys!(
         libc::SYS_process_vm_readv,
         pid,

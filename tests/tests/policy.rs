@@ -163,3 +163,27 @@ fn a_thread_of_interest_alone_writes_events_and_every_counter_stays_exact() {
         }
     }
 }
+
+#[test]
+fn a_policy_path_that_is_a_fifo_never_blocks_the_program() {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("policy-fifo");
+    let fifo = dir.join("policy.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Nobody writes the FIFO: a blocking open or read would hang tiny.
+    let out = run_under_shim_env(
+        &bin,
+        &[] as &[&str],
+        &dir,
+        &[("LOCKSUIT_POLICY", fifo.to_str().unwrap())],
+    );
+    assert_success(&out, "tiny with a FIFO for a policy");
+    assert_eq!(stdout_str(&out), "counter 400\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot be read"), "{stderr}");
+}

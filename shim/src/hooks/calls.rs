@@ -193,7 +193,7 @@ call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handl
 // builds its packages so); the checks are the real functions' own.
 call_hook!(__read_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t) -> ssize_t => read_chk_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: read_chk, call: Read, fd: Some(fd),
-    unresolved: enosys());
+    unresolved: if n <= size { libc_result(sys!(libc::SYS_read, fd, buf, n)) } else { enosys() });
 unwound_call_hook!(__pread_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 unwound_call_hook!(__pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,

@@ -115,12 +115,26 @@ pub fn load() {
     let mut text = [0u8; TEXT_MAX];
     let mut name = crate::recorder::path::PathBuf::new();
     name.push(path);
-    let read = crate::sys::open(name.c_str(), libc::O_RDONLY | libc::O_CLOEXEC, 0)
+    // Never blocks start-up (a FIFO), reads a regular file to its end.
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK;
+    let read = crate::sys::open(name.c_str(), flags, 0)
         .ok()
         .and_then(|fd| {
-            let n = crate::sys::read(fd, &mut text);
+            let regular = crate::sys::fstat(fd).is_some_and(|s| s.regular);
+            let mut len = 0;
+            while regular && len < TEXT_MAX {
+                match crate::sys::read(fd, &mut text[len..]) {
+                    Ok(0) => break,
+                    Ok(n) => len += n,
+                    Err(libc::EINTR) => continue,
+                    Err(_) => {
+                        len = usize::MAX;
+                        break;
+                    }
+                }
+            }
             crate::sys::close(fd);
-            n.ok()
+            (regular && len != usize::MAX).then_some(len)
         });
     let Some(len) = read else {
         return refuse(path, 0, b"cannot be read");
@@ -217,6 +231,7 @@ pub fn keeps_thread(cached: &mut (u32, bool), tid: u32) -> bool {
     let names = NAMES.load(Ordering::Relaxed);
     if cached.0 != names {
         let mut name = [0u8; 16];
+        // SAFETY: PR_GET_NAME writes at most 16 bytes into `name`.
         let _ = crate::sys::sys!(libc::SYS_prctl, libc::PR_GET_NAME, name.as_mut_ptr());
         let len = name.iter().position(|&c| c == 0).unwrap_or(name.len());
         let keep = threads.items().any(|item| match tid_of(item) {

@@ -20,6 +20,8 @@ use locksuit_format::*;
 /// Granules the table holds: 2 Mi slots of 64 bytes, 128 MiB reserved.
 const SLOTS: usize = 1 << 21;
 const PROBES: usize = 32;
+/// A thread's stack above the current frame is believed only this deep.
+const MAX_STACK: u64 = 64 << 20;
 
 #[repr(C, align(64))]
 struct Slot {
@@ -133,9 +135,11 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<&'static Slot> {
 /// innermost; `write` for a store.
 pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     // The thread's own locals (between here and its stack's top) are not
-    // data: every thread has its own.
+    // data: every thread has its own. Only a believable range counts (not
+    // after a fork from another thread, nor on a coroutine's stack).
     let here = core::ptr::addr_of!(lane) as u64;
-    if address >= here && address < lane.stack_top {
+    let believable = lane.stack_top > here && lane.stack_top - here <= MAX_STACK;
+    if believable && address >= here && address < lane.stack_top {
         return;
     }
     // Counted per thread: one shared counter would bounce between cores.

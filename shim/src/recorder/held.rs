@@ -150,6 +150,16 @@ impl HeldStack {
         Some(n)
     }
 
+    /// The number of engagements held, read without making a reference.
+    ///
+    /// # Safety
+    /// `stack` points to a live `HeldStack` of the calling thread.
+    #[inline(always)]
+    pub unsafe fn depth(stack: *const HeldStack) -> usize {
+        // SAFETY: per the contract; a plain word read.
+        unsafe { core::ptr::addr_of!((*stack).len).read_volatile() }
+    }
+
     /// The innermost engagement held now, if any.
     #[inline]
     pub fn top(&self) -> Option<&HeldEntry> {

@@ -28,6 +28,18 @@ pub fn init() {
     }
 }
 
+/// In a fork child: ids start again at 1, so the parent's decisions would
+/// apply to other objects and sites.
+pub fn reset_after_fork() {
+    for (map, ids) in [(&OBJECTS, OBJECT_IDS), (&SITES, SITE_IDS)] {
+        let bits = map.load(Ordering::Acquire);
+        if !bits.is_null() {
+            // SAFETY: our own private anonymous pages; they read back as zeros.
+            unsafe { libc::madvise(bits.cast(), ids / 8, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
 fn set(map: &AtomicPtr<AtomicU64>, ids: usize, id: u32) {
     let bits = map.load(Ordering::Acquire);
     if !bits.is_null() && (id as usize) < ids {

@@ -97,6 +97,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         snapshot::reset_after_fork();
         access::reset_after_fork();
         control::reset_after_fork();
+        interest::reset_after_fork();
         objects::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();

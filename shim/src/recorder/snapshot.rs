@@ -19,6 +19,9 @@ use core::ptr::{addr_of, read_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
+// The published held locks fit a snapshot's.
+const _: () = assert!(WAIT_HELD <= SNAPSHOT_HELD);
+
 /// Per object with waiters: the waiter count at its last snapshot.
 const LEVELS: usize = 1024;
 static LEVEL_IDS: [AtomicU32; LEVELS] = [const { AtomicU32::new(0) }; LEVELS];
@@ -26,6 +29,7 @@ static LEVEL_AT: [AtomicU32; LEVELS] = [const { AtomicU32::new(0) }; LEVELS];
 
 static TAKEN: AtomicU32 = AtomicU32::new(0);
 static LAST_NS: AtomicU64 = AtomicU64::new(0);
+static LAST_IDLE_CHECK_NS: AtomicU64 = AtomicU64::new(0);
 /// One snapshot at a time: it fills the one buffer below.
 static BUSY: AtomicBool = AtomicBool::new(false);
 
@@ -54,6 +58,7 @@ static BUFFER: Buffer = Buffer(UnsafeCell::new(
 pub fn reset_after_fork() {
     TAKEN.store(0, Ordering::Relaxed);
     LAST_NS.store(0, Ordering::Relaxed);
+    LAST_IDLE_CHECK_NS.store(0, Ordering::Relaxed);
     BUSY.store(false, Ordering::Relaxed);
     for (id, at) in LEVEL_IDS.iter().zip(&LEVEL_AT) {
         id.store(0, Ordering::Relaxed);
@@ -74,17 +79,27 @@ pub struct Cause {
 /// trigger says so.
 pub fn on_wait_begin(lane: *mut Lane, cause: &Cause) {
     let Some(t) = policy::triggers() else { return };
-    let wanted =
-        t.waiters != 0 && cause.waiters >= t.waiters || t.on_idle && interest::object(cause.object);
-    if !wanted {
+    let waiters_due =
+        t.waiters != 0 && cause.waiters >= t.waiters && level_due(&t, cause).is_some();
+    // Past the limits a snapshot that was due is refused (and counted);
+    // the idle trigger does not even read /proc then.
+    if !allowed(&t, cause.now) {
+        if waiters_due {
+            filter::count_snapshot(false);
+        }
         return;
     }
-    // One snapshot at a time; a trigger that finds one being taken is
-    // refused, and leaves the object's level for a later waiter.
+    let idle_due =
+        !waiters_due && t.on_idle && interest::object(cause.object) && idle_check_due(cause.now);
+    if !waiters_due && !idle_due {
+        return;
+    }
+    // One snapshot at a time: one that was due finds another being taken
+    // is refused, and leaves the object's level for a later waiter.
     if BUSY.swap(true, Ordering::Acquire) {
         return filter::count_snapshot(false);
     }
-    if let Some((trigger, idle)) = trigger(&t, cause) {
+    if let Some((trigger, idle)) = trigger(&t, cause, waiters_due) {
         let number = TAKEN.fetch_add(1, Ordering::Relaxed) + 1;
         LAST_NS.store(cause.now, Ordering::Relaxed);
         let idle = if idle == u32::MAX { idle_cpus() } else { idle };
@@ -94,34 +109,38 @@ pub fn on_wait_begin(lane: *mut Lane, cause: &Cause) {
     BUSY.store(false, Ordering::Release);
 }
 
-/// Which trigger fires for this wait, with the idle processors if they
-/// were read; counts a refusal by `snapshot_max` or the interval.
-fn trigger(t: &Triggers, cause: &Cause) -> Option<(u32, u32)> {
-    if t.waiters != 0 && cause.waiters >= t.waiters {
-        if let Some(level) = level_of(cause.object) {
-            let last = level.load(Ordering::Relaxed);
-            let due = if last == 0 {
-                t.waiters
-            } else {
-                last.saturating_add(t.step)
-            };
-            if cause.waiters >= due {
-                if !allowed(t, cause.now) {
-                    filter::count_snapshot(false);
-                    return None;
-                }
-                level.store(cause.waiters, Ordering::Relaxed);
-                return Some((SNAPSHOT_WAITERS, u32::MAX));
-            }
-        }
+/// The object's level, if its waiters are a snapshot's worth past it.
+fn level_due(t: &Triggers, cause: &Cause) -> Option<&'static AtomicU32> {
+    let level = level_of(cause.object)?;
+    let last = level.load(Ordering::Relaxed);
+    let due = if last == 0 {
+        t.waiters
+    } else {
+        last.saturating_add(t.step)
+    };
+    (cause.waiters >= due).then_some(level)
+}
+
+/// `/proc/loadavg` is read at most once per 10 ms for the idle trigger.
+fn idle_check_due(now: u64) -> bool {
+    let last = LAST_IDLE_CHECK_NS.load(Ordering::Relaxed);
+    now.saturating_sub(last) >= 10_000_000
+        && LAST_IDLE_CHECK_NS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
+/// Which trigger fires for this wait (under BUSY), with the idle
+/// processors if they were read.
+fn trigger(t: &Triggers, cause: &Cause, waiters_due: bool) -> Option<(u32, u32)> {
+    if waiters_due {
+        // Checked again under BUSY: another snapshot may have moved it.
+        let level = level_due(t, cause)?;
+        level.store(cause.waiters, Ordering::Relaxed);
+        return Some((SNAPSHOT_WAITERS, u32::MAX));
     }
-    if t.on_idle && interest::object(cause.object) && allowed(t, cause.now) {
-        let idle = idle_cpus();
-        if idle != 0 && idle != u32::MAX {
-            return Some((SNAPSHOT_IDLE, idle));
-        }
-    }
-    None
+    let idle = idle_cpus();
+    (idle != 0 && idle != u32::MAX).then_some((SNAPSHOT_IDLE, idle))
 }
 
 fn allowed(t: &Triggers, now: u64) -> bool {
@@ -275,6 +294,16 @@ fn describe(lane: &Lane, own: bool) -> SnapshotThread {
                 s.held[..n].copy_from_slice(&held[..n]);
                 s.held_sites[..n].copy_from_slice(&sites[..n]);
                 s.held_count = n as u32;
+                // The thread may have ended that wait and begun another
+                // meanwhile: a mix of two is no wait at all.
+                let kind = AtomicU32::from_ptr(addr_of!((*t).wait_kind).cast_mut())
+                    .load(Ordering::Acquire);
+                if kind != s.wait_kind
+                    || read_volatile(addr_of!((*t).wait_since_ns)) != s.wait_since_ns
+                {
+                    s.wait_kind = 0;
+                    s.held_count = 0;
+                }
             }
         }
     }
@@ -316,10 +345,8 @@ fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
 /// The kernel's state letter, and the system call it is in with the
 /// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
 fn kernel_view(tid: u32, s: &mut SnapshotThread) {
-    let mut path = super::path::PathBuf::new();
-    path.push(b"/proc/self/task/").push_u32(tid).push(b"/stat");
     let mut buf = [0u8; 512];
-    if let Some(n) = read_file(path.c_str(), &mut buf) {
+    if let Some(n) = read_file(task_file(tid, b"stat", &mut [0u8; 64]), &mut buf) {
         // "TID (comm) S …": the state follows the last ')'.
         if let Some(close) = buf[..n].iter().rposition(|&c| c == b')') {
             s.state = buf.get(close + 2).copied().map_or(0, u32::from);
@@ -344,6 +371,34 @@ fn kernel_view(tid: u32, s: &mut SnapshotThread) {
             }
         }
     }
+}
+
+/// `/proc/self/task/TID/NAME` in `buf` (small: this may run in a signal
+/// handler's stack).
+fn task_file<'a>(tid: u32, name: &[u8], buf: &'a mut [u8; 64]) -> &'a core::ffi::CStr {
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        let n = bytes.len().min(buf.len() - 1 - len);
+        buf[len..len + n].copy_from_slice(&bytes[..n]);
+        len += n;
+    };
+    put(b"/proc/self/task/");
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut v = tid;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    put(&digits[at..]);
+    put(b"/");
+    put(name);
+    buf[len] = 0;
+    core::ffi::CStr::from_bytes_until_nul(&buf[..=len]).unwrap_or(c"")
 }
 
 fn parse_decimal(d: &[u8]) -> Option<i32> {
