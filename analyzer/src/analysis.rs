@@ -338,6 +338,28 @@ pub fn analyze(
         }),
         _ => (Vec::new(), Vec::new()),
     };
+    let raw_names = match streams {
+        StreamFilter::Names => crate::names::with(&names, || crate::model::RawNames {
+            objects: trace
+                .locks
+                .iter()
+                .map(|l| l.id)
+                .chain(cond_ids.iter().copied())
+                .filter_map(|raw| Some((raw, event_name(raw)?)))
+                .collect(),
+            sites: trace
+                .sites
+                .iter()
+                .filter_map(|s| Some((s.id, report_site(s.id)?.to_string())))
+                .collect(),
+            threads: trace
+                .threads
+                .iter()
+                .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
+                .collect(),
+        }),
+        _ => crate::model::RawNames::default(),
+    };
     let streams = crate::names::with(&names, || {
         crate::stream::build(
             &trace,
@@ -627,6 +649,7 @@ pub fn analyze(
         streams,
         merged,
         perturbation,
+        raw_names,
         names,
     }
 }

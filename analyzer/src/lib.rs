@@ -11,6 +11,7 @@ pub mod data;
 pub mod deadlocks;
 pub mod families;
 pub mod findings;
+pub mod follow;
 pub mod gate;
 pub mod history;
 pub mod idle;

@@ -419,47 +419,63 @@ pub fn process_stream(
     let events = out
         .into_iter()
         .map(|d| {
-            let e = d.item.data;
-            let rule = rule(d.item.kind);
-            let adjustment = d.adjusted_ts - d.item.ts;
             if policy == Policy::Adjusted {
-                let p = match perturbation.iter_mut().position(|p| p.tid == e.tid) {
-                    Some(i) => &mut perturbation[i],
-                    None => {
-                        perturbation.push(crate::model::Perturbation {
-                            tid: e.tid,
-                            ..Default::default()
-                        });
-                        perturbation.last_mut().expect("just pushed")
-                    }
-                };
-                p.events += 1;
-                if adjustment > 0 {
-                    p.adjusted += 1;
-                    p.total_ns += adjustment;
-                    p.largest_ns = p.largest_ns.max(adjustment);
-                }
+                perturb(&mut perturbation, &d);
             }
-            crate::model::MergedEvent {
-                n: d.n,
-                step: (policy == Policy::Concurrent).then_some(d.step),
-                tid: e.tid,
-                thread: thread_name(e.tid),
-                kind: rule.name,
-                object: (e.lock_id != 0
-                    && d.item.kind != EVENT_CALL
-                    && d.item.kind != EVENT_SWITCH)
-                    .then(|| object(e.lock_id))
-                    .flatten(),
-                object_seq: e.seq2,
-                ts_ns: d.item.ts.saturating_sub(start_ns),
-                adjusted_ts_ns: (policy == Policy::Adjusted)
-                    .then(|| d.adjusted_ts.saturating_sub(start_ns)),
-                adjustment_ns: (policy == Policy::Adjusted).then_some(adjustment),
-                site: site(e.site_id),
-                released_early: d.released_early,
-            }
+            model_event(&d, policy, (object, site, thread_name), start_ns)
         })
         .collect();
     (events, perturbation)
+}
+
+/// `adjusted`: counts how far a delivered event was moved, for its thread.
+pub fn perturb(perturbation: &mut Vec<crate::model::Perturbation>, d: &Delivered<EventRecord>) {
+    let tid = d.item.data.tid;
+    let adjustment = d.adjusted_ts - d.item.ts;
+    let at = match perturbation.iter().position(|p| p.tid == tid) {
+        Some(i) => i,
+        None => {
+            perturbation.push(crate::model::Perturbation {
+                tid,
+                ..Default::default()
+            });
+            perturbation.len() - 1
+        }
+    };
+    let p = &mut perturbation[at];
+    p.events += 1;
+    if adjustment > 0 {
+        p.adjusted += 1;
+        p.total_ns += adjustment;
+        p.largest_ns = p.largest_ns.max(adjustment);
+    }
+}
+
+/// A delivered event as the report shows it.
+pub fn model_event(
+    d: &Delivered<EventRecord>,
+    policy: Policy,
+    (object, site, thread_name): (Namer<'_>, Namer<'_>, Namer<'_>),
+    start_ns: u64,
+) -> crate::model::MergedEvent {
+    let e = d.item.data;
+    let adjustment = d.adjusted_ts - d.item.ts;
+    crate::model::MergedEvent {
+        n: d.n,
+        step: (policy == Policy::Concurrent).then_some(d.step),
+        tid: e.tid,
+        thread: thread_name(e.tid),
+        kind: rule(d.item.kind).name,
+        object: (e.lock_id != 0 && d.item.kind != EVENT_CALL && d.item.kind != EVENT_SWITCH)
+            .then(|| object(e.lock_id))
+            .flatten(),
+        object_seq: e.seq2,
+        ts_ns: d.item.ts.saturating_sub(start_ns),
+        mono_ns: d.item.ts,
+        adjusted_ts_ns: (policy == Policy::Adjusted)
+            .then(|| d.adjusted_ts.saturating_sub(start_ns)),
+        adjustment_ns: (policy == Policy::Adjusted).then_some(adjustment),
+        site: site(e.site_id),
+        released_early: d.released_early,
+    }
 }

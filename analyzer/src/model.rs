@@ -178,6 +178,9 @@ pub struct Process {
     /// `--merged --policy adjusted`: per thread, how its timestamps moved.
     #[serde(skip)]
     pub perturbation: Vec<Perturbation>,
+    /// `events --merged --follow` only: the report's names of raw ids.
+    #[serde(skip)]
+    pub raw_names: RawNames,
     /// The stable names its ids print as (see `names.rs`).
     #[serde(skip)]
     pub names: crate::names::Names,

@@ -182,3 +182,73 @@ fn merged_options_are_checked() {
     assert!(text.contains("acquire-after-wait"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80));
 }
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[test]
+fn following_a_running_program_streams_its_events_and_ends_with_it() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = build_c("top_target");
+    let dir = fresh_dir("merged-follow");
+    let mut target = Command::new(&bin)
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", &dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(target.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    let trace = traces_in(&dir).pop().unwrap();
+    let mut follow = Command::new(locksuit_path())
+        .args(["events", "--merged", "--follow", "--format", "jsonl"])
+        .arg(&trace)
+        .env_remove("LD_PRELOAD")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    // While the program runs: events arrive, each soon after it was
+    // written (its own CLOCK_MONOTONIC timestamp against ours on arrival).
+    let mut events = Vec::new();
+    let mut latencies = Vec::new();
+    while events.len() < 300 {
+        let line = lines
+            .next()
+            .expect("the stream ended while the program ran")
+            .unwrap();
+        let e: Value = serde_json::from_str(&line).unwrap();
+        latencies.push(monotonic_ns().saturating_sub(u64_of(&e, "mono_ns")));
+        events.push(e);
+    }
+    // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
+    unsafe { libc::kill(target.id() as i32, libc::SIGTERM) };
+    assert!(target.wait().unwrap().success());
+    // The process exiting ends the stream.
+    for line in lines {
+        events.push(serde_json::from_str(&line.unwrap()).unwrap());
+    }
+    assert!(follow.wait().unwrap().success());
+    let refs: Vec<&Value> = events.iter().collect();
+    check_edges(&refs);
+    assert!(events.iter().any(|e| e["kind"] == "acquire-after-wait"));
+    latencies.sort_unstable();
+    let median = latencies[latencies.len() / 2];
+    eprintln!(
+        "follow: median latency {:.1} ms over {} events",
+        median as f64 / 1e6,
+        latencies.len()
+    );
+    assert!(median < 100_000_000, "median latency {median} ns");
+}

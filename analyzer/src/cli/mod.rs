@@ -311,6 +311,10 @@ struct EventsArgs {
     /// agree with the delivery order and says by how much.
     #[arg(long, value_enum, default_value = "minimal", requires = "merged")]
     policy: crate::merge::Policy,
+    /// --merged: follow a running program's trace (one process): each event is written
+    /// as soon as it is valid, and the stream ends when the process does.
+    #[arg(long, requires = "merged")]
+    follow: bool,
     /// Text: no line longer than N columns (default: as for `report`).
     #[arg(long, value_name = "N", value_parser = render::layout::parse_width)]
     width: Option<usize>,

@@ -277,6 +277,9 @@ fn check_objects(report: &Report, objects: &[String]) -> Result<(), InputError> 
 
 /// `locksuit events --merged`: each process's one stream.
 fn merged_events(args: EventsArgs) -> i32 {
+    if args.follow {
+        return followed_events(args);
+    }
     let filter = StreamFilter::Merged(args.policy);
     let printed = build_report(
         &args.paths,
@@ -303,6 +306,31 @@ fn merged_events(args: EventsArgs) -> i32 {
         }
     });
     match printed {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// `locksuit events --merged --follow`: written line by line, flushed.
+fn followed_events(args: EventsArgs) -> i32 {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let width = render::layout::resolve(args.width, Destination::Stdout);
+    let jsonl = matches!(args.format, EventsFormat::Jsonl | EventsFormat::Json);
+    let mut emit = |e: &crate::model::MergedEvent| -> std::io::Result<()> {
+        if jsonl {
+            serde_json::to_writer(&mut out, e)?;
+            out.write_all(b"\n")?;
+        } else {
+            out.write_all(render::merged::line_wrapped(e, width).as_bytes())?;
+        }
+        out.flush()
+    };
+    match crate::follow::follow(&args.paths, args.policy, &mut emit) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("locksuit: {e}");

@@ -245,6 +245,8 @@ pub struct MergedEvent {
     pub object_seq: u32,
     /// Its own timestamp, from the process's start.
     pub ts_ns: u64,
+    /// The same on CLOCK_MONOTONIC (comparable with any other process's).
+    pub mono_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adjusted_ts_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -262,4 +264,13 @@ pub struct Perturbation {
     pub adjusted: u64,
     pub total_ns: u64,
     pub largest_ns: u64,
+}
+
+/// The report's names of a trace's raw ids (objects, sites, thread names),
+/// for a reader of a live trace that merges its events itself.
+#[derive(Debug, Default)]
+pub struct RawNames {
+    pub objects: std::collections::HashMap<u32, String>,
+    pub sites: std::collections::HashMap<u32, String>,
+    pub threads: std::collections::HashMap<u32, String>,
 }

@@ -64,6 +64,11 @@ fn line(e: &MergedEvent) -> String {
     s
 }
 
+/// One event as a wrapped text line (`--follow`).
+pub fn line_wrapped(e: &MergedEvent, width: usize) -> String {
+    wrap(&line(e), width, "", "          ")
+}
+
 pub fn text(report: &Report, width: usize) -> String {
     let mut out = String::new();
     for p in &report.processes {
