@@ -101,7 +101,8 @@ pub fn diff_command(args: DiffArgs, traces: &dyn Fn(&Path) -> Result<Report, Inp
                 GateFormat::Text => crate::render::diff::text(&diffs),
                 GateFormat::Json => serde_json::to_string_pretty(&diffs).unwrap_or_default() + "\n",
             };
-            print!("{text}");
+            // A closed pipe (`| head`) is not an error of the comparison.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
             if diffs.iter().any(|d| d.regressed) {
                 crate::cli::EXIT_GATE
             } else {
@@ -213,12 +214,13 @@ pub fn history_command(args: HistoryArgs) -> i32 {
                             })
                         })
                         .collect();
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&rows).unwrap_or_default()
-                    );
+                    let text = serde_json::to_string_pretty(&rows).unwrap_or_default() + "\n";
+                    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 }
-                GateFormat::Text => print!("{}", crate::render::diff::runs(&runs)),
+                GateFormat::Text => {
+                    let text = crate::render::diff::runs(&runs);
+                    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+                }
             }
             crate::cli::EXIT_OK
         }
