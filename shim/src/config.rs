@@ -112,17 +112,7 @@ pub fn getenv(name: &CStr) -> Option<&'static [u8]> {
 }
 
 fn parse_u32(bytes: &[u8]) -> Option<u32> {
-    if bytes.is_empty() || bytes.len() > 9 {
-        return None;
-    }
-    let mut v: u32 = 0;
-    for &b in bytes {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        v = v * 10 + (b - b'0') as u32;
-    }
-    Some(v)
+    crate::text::decimal(bytes, 9).map(|v| v as u32)
 }
 
 pub fn load() {

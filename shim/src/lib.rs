@@ -29,4 +29,5 @@ pub mod policy;
 pub mod real;
 pub mod recorder;
 pub mod sys;
+pub mod text;
 pub mod tls;

@@ -176,16 +176,8 @@ fn refuse(path: &[u8], line: usize, why: &[u8]) {
     put(b"LOCKSUIT_POLICY: ");
     put(&path[..path.len().min(300)]);
     if line > 0 {
-        let mut digits = [0u8; 10];
-        let mut n = line;
-        let mut at = digits.len();
-        while n > 0 && at > 0 {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
         put(b":");
-        put(&digits[at..]);
+        put(crate::text::format_u32(line as u32, &mut [0; 10]));
     }
     put(b": ");
     put(why);
@@ -244,10 +236,7 @@ pub fn keeps_thread(cached: &mut (u32, bool), tid: u32) -> bool {
 }
 
 fn tid_of(item: &[u8]) -> Option<u32> {
-    if item.is_empty() || item.len() > 10 || !item.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    u32::try_from(item.iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'))).ok()
+    crate::text::decimal(item, 10).and_then(|v| u32::try_from(v).ok())
 }
 
 /// Whether the policy picks objects of interest (then every new object is
@@ -266,20 +255,10 @@ pub fn object_selected(kind: &[u8], addr: u64, symbol: Option<&[u8]>) -> bool {
             return trim(k) == kind;
         }
         if let Some(hex) = item.strip_prefix(b"0x") {
-            return hex_of(hex) == Some(addr);
+            return crate::text::hex(hex) == Some(addr);
         }
         let glob = item.strip_prefix(b"&").unwrap_or(item);
         symbol.is_some_and(|name| glob_matches(glob, name))
-    })
-}
-
-fn hex_of(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |v, &d| {
-        let x = (d as char).to_digit(16)?;
-        Some(v << 4 | u64::from(x))
     })
 }
 

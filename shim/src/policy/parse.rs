@@ -54,10 +54,7 @@ pub fn trim(mut s: &[u8]) -> &[u8] {
 }
 
 fn number(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || value.len() > 12 || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(value.iter().fold(0, |v, &d| v * 10 + u64::from(d - b'0')))
+    crate::text::decimal(value, 12)
 }
 
 fn yes_no(value: &[u8]) -> Option<u64> {

@@ -28,6 +28,7 @@ mod lock_order;
 pub mod modules;
 pub mod objects;
 pub mod path;
+mod procfs;
 pub mod selfcost;
 pub mod sites;
 mod snapshot;

@@ -39,18 +39,8 @@ impl PathBuf {
         self
     }
 
-    pub fn push_u32(&mut self, mut v: u32) -> &mut Self {
-        let mut digits = [0u8; 10];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
-        }
-        self.push(&digits[i..])
+    pub fn push_u32(&mut self, v: u32) -> &mut Self {
+        self.push(crate::text::format_u32(v, &mut [0; 10]))
     }
 
     pub fn as_bytes(&self) -> &[u8] {

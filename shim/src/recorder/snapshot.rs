@@ -11,9 +11,10 @@
 
 use super::held::HeldStack;
 use super::lanes::{self, Lane};
-use super::{file, filter, interest};
+use super::{file, filter, interest, procfs};
 use crate::policy::{self, Triggers};
 use crate::sys;
+use crate::text;
 use core::cell::UnsafeCell;
 use core::ptr::{addr_of, read_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -172,33 +173,22 @@ fn level_of(object: u32) -> Option<&'static AtomicU32> {
     None
 }
 
-/// Reads a small file of ours (`/proc/self/…`) into `buf`.
-fn read_file(path: &core::ffi::CStr, buf: &mut [u8]) -> Option<usize> {
-    let fd = sys::open(path, libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
-    let n = sys::read(fd, buf).ok();
-    sys::close(fd);
-    n
-}
-
 /// Processors idle now: those the process may use minus the system's
 /// runnable tasks (`/proc/loadavg`, which counts this thread); `u32::MAX`
 /// if unknown.
 fn idle_cpus() -> u32 {
     let mut buf = [0u8; 128];
     let cpus = file::cpus();
-    let Some(n) = read_file(c"/proc/loadavg", &mut buf) else {
+    let Some(loadavg) = procfs::read(c"/proc/loadavg", &mut buf) else {
         return u32::MAX;
     };
     // "0.12 0.08 0.01 RUNNING/TOTAL LAST_PID"
-    let field = buf[..n].split(|&c| c == b' ').nth(3).unwrap_or(&[]);
+    let field = loadavg.split(|&c| c == b' ').nth(3).unwrap_or(&[]);
     let running = field
         .split(|&c| c == b'/')
         .next()
-        .filter(|d| !d.is_empty() && d.iter().all(u8::is_ascii_digit))
-        .map(|d| {
-            d.iter()
-                .fold(0u32, |v, &c| v.saturating_mul(10) + u32::from(c - b'0'))
-        });
+        .and_then(|d| text::decimal(d, 9))
+        .map(|v| v as u32);
     match running {
         Some(running) if cpus != 0 => cpus.saturating_sub(running),
         _ => u32::MAX,
@@ -346,74 +336,28 @@ fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
 /// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
 fn kernel_view(tid: u32, s: &mut SnapshotThread) {
     let mut buf = [0u8; 512];
-    if let Some(n) = read_file(task_file(tid, b"stat", &mut [0u8; 64]), &mut buf) {
+    if let Some(stat) = procfs::read_task_file(tid, b"stat", &mut buf) {
         // "TID (comm) S …": the state follows the last ')'.
-        if let Some(close) = buf[..n].iter().rposition(|&c| c == b')') {
-            s.state = buf.get(close + 2).copied().map_or(0, u32::from);
+        if let Some(close) = stat.iter().rposition(|&c| c == b')') {
+            s.state = stat.get(close + 2).copied().map_or(0, u32::from);
         }
     }
-    let mut path = super::path::PathBuf::new();
-    path.push(b"/proc/self/task/")
-        .push_u32(tid)
-        .push(b"/syscall");
-    if let Some(n) = read_file(path.c_str(), &mut buf) {
-        let text = &buf[..n];
-        if text.starts_with(b"running") {
+    if let Some(call) = procfs::read_task_file(tid, b"syscall", &mut buf) {
+        if call.starts_with(b"running") {
             s.syscall = SYSCALL_NONE;
         } else {
             // "NR ARG1 … ARG6 SP PC": the call, and where it was made.
-            let mut fields = text
+            let mut fields = call
                 .split(|&c| c == b' ' || c == b'\n')
                 .filter(|f| !f.is_empty());
-            if let Some(nr) = fields.next().and_then(parse_decimal) {
-                s.syscall = nr;
-                s.pc = fields.nth(7).and_then(parse_hex).unwrap_or(0);
+            if let Some(nr) = fields.next().and_then(|f| text::decimal(f, 9)) {
+                s.syscall = nr as i32;
+                s.pc = fields
+                    .nth(7)
+                    .and_then(|f| f.strip_prefix(b"0x"))
+                    .and_then(text::hex)
+                    .unwrap_or(0);
             }
         }
     }
-}
-
-/// `/proc/self/task/TID/NAME` in `buf` (small: this may run in a signal
-/// handler's stack).
-fn task_file<'a>(tid: u32, name: &[u8], buf: &'a mut [u8; 64]) -> &'a core::ffi::CStr {
-    let mut len = 0;
-    let mut put = |bytes: &[u8]| {
-        let n = bytes.len().min(buf.len() - 1 - len);
-        buf[len..len + n].copy_from_slice(&bytes[..n]);
-        len += n;
-    };
-    put(b"/proc/self/task/");
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut v = tid;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    put(&digits[at..]);
-    put(b"/");
-    put(name);
-    buf[len] = 0;
-    core::ffi::CStr::from_bytes_until_nul(&buf[..=len]).unwrap_or(c"")
-}
-
-fn parse_decimal(d: &[u8]) -> Option<i32> {
-    if d.is_empty() || d.len() > 9 || !d.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(d.iter().fold(0i32, |v, &c| v * 10 + i32::from(c - b'0')))
-}
-
-fn parse_hex(d: &[u8]) -> Option<u64> {
-    let d = d.strip_prefix(b"0x")?;
-    if d.is_empty() || d.len() > 16 {
-        return None;
-    }
-    d.iter().try_fold(0u64, |v, &c| {
-        Some(v << 4 | u64::from((c as char).to_digit(16)?))
-    })
 }

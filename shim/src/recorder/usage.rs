@@ -6,8 +6,9 @@
 //! run-queue time in nanoseconds, `status` the switch counts; a thread
 //! reading its own takes `getrusage(RUSAGE_THREAD)` for the switches.
 
-use super::path::PathBuf;
+use super::procfs::read_task_file;
 use crate::sys;
+use crate::text::leading_decimal as number;
 use core::ptr::addr_of_mut;
 use locksuit_format::*;
 
@@ -17,31 +18,6 @@ struct Usage {
     cpu_ns: Option<u64>,
     runnable_ns: Option<u64>,
     switches: Option<(u64, u64)>,
-}
-
-/// Reads `/proc/self/task/TID/NAME` into `buf`; the bytes read.
-fn read_task_file<'a>(tid: u32, name: &[u8], buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    let mut path = PathBuf::new();
-    path.push(b"/proc/self/task/")
-        .push_u32(tid)
-        .push(b"/")
-        .push(name);
-    let fd = sys::open(path.c_str(), libc::O_RDONLY | libc::O_CLOEXEC, 0).ok()?;
-    let n = sys::read(fd, buf).unwrap_or(0);
-    sys::close(fd);
-    (n > 0).then(|| &buf[..n])
-}
-
-/// The leading decimal number of `bytes`, and what follows it.
-fn number(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || digits > 19 {
-        return None;
-    }
-    let v = bytes[..digits]
-        .iter()
-        .fold(0u64, |v, &b| v * 10 + u64::from(b - b'0'));
-    Some((v, &bytes[digits..]))
 }
 
 /// `schedstat`: "<ns on CPU> <ns waiting on a run queue> <timeslices>".
@@ -156,8 +132,6 @@ mod tests {
 
     #[test]
     fn proc_fields_are_parsed() {
-        assert_eq!(number(b"123 45"), Some((123, &b" 45"[..])));
-        assert_eq!(number(b"x"), None);
         let status = b"Name:\tx\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t3\n";
         assert_eq!(
             status_value(status, b"\nvoluntary_ctxt_switches:"),
