@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,16 @@ static inline void spin_ms(long ms)
     while (now_ns() - t0 < ms * 1000000LL)
         for (int k = 0; k < 1000; k++)
             x += k;
+}
+
+/* Runs `handler` on SIGTERM instead of dying of it. */
+static inline void catch_sigterm(void (*handler)(int))
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    sigemptyset(&action.sa_mask);
+    CHECK(sigaction(SIGTERM, &action, NULL));
 }
 
 /* This thread's kernel id. */

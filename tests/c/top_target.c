@@ -3,7 +3,6 @@
  * 60 s). Prints "ready" once both have taken it. */
 #include "common.h"
 
-#include <signal.h>
 
 static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t stop;
@@ -34,11 +33,7 @@ static void *worker(void *arg)
 
 int main(void)
 {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_term;
-    sigemptyset(&action.sa_mask);
-    CHECK(sigaction(SIGTERM, &action, NULL));
+    catch_sigterm(on_term);
     pthread_t a, b;
     CHECK(pthread_create(&a, NULL, worker, NULL));
     CHECK(pthread_create(&b, NULL, worker, NULL));

@@ -7,7 +7,6 @@
  *                  has its default action. Exits 3 if nothing came. */
 #include "common.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -21,11 +20,7 @@ static void on_term(int sig)
 
 int main(void)
 {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_term;
-    sigemptyset(&action.sa_mask);
-    CHECK(sigaction(SIGTERM, &action, NULL));
+    catch_sigterm(on_term);
     CHECK(pthread_mutex_lock(&lock));
     CHECK(pthread_mutex_unlock(&lock));
     printf("ready %d\n", (int)getpid());

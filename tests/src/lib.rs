@@ -431,6 +431,32 @@ pub fn stable_stdout(out: &Output) -> Vec<String> {
         .collect()
 }
 
+/// Starts `bin` under the shim, its traces in `dir`, and returns once it
+/// printed its first line, which must be `ready` (a program that keeps
+/// running until stopped, e.g. tests/c/top_target.c).
+pub fn spawn_ready_under_shim(bin: &Path, dir: &Path) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin)
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let mut ready = String::new();
+    if let Some(out) = child.stdout.take() {
+        BufReader::new(out).read_line(&mut ready).unwrap();
+    }
+    assert_eq!(ready, "ready\n", "{} did not start", bin.display());
+    child
+}
+
+/// Stops a child with SIGTERM and checks it then exited successfully.
+pub fn terminate(mut child: std::process::Child) {
+    // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+}
+
 /// Writes a recording policy (docs/policy.md) into `dir`; returns its
 /// absolute path, for `LOCKSUIT_POLICY`.
 pub fn write_policy(dir: &Path, text: &str) -> String {
@@ -917,6 +943,27 @@ pub fn assert_same_output(plain: &Output, shim: &Output) {
         "exit status\n{}",
         describe(shim)
     );
+}
+
+/// Like [`assert_same_output`] for programs whose stdout lines carry
+/// figures that differ from run to run (times, tids): the lines are
+/// compared by what they name (their first word); the exit status and
+/// stderr exactly.
+pub fn assert_same_output_keys(plain: &Output, shim: &Output) {
+    assert_eq!(
+        shim.status.code(),
+        plain.status.code(),
+        "exit status\n{}",
+        describe(shim)
+    );
+    assert_eq!(shim.stderr, plain.stderr, "stderr\n{}", describe(shim));
+    let keys = |out: &Output| -> Vec<String> {
+        stdout_str(out)
+            .lines()
+            .map(|l| l.split(' ').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(keys(shim), keys(plain), "stdout lines\n{}", describe(shim));
 }
 
 /// Like [`assert_same_output`], for programs that print `name value` lines

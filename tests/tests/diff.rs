@@ -100,7 +100,7 @@ fn the_history_gate_holds_over_repeated_runs_and_catches_a_regression() {
     );
     // Each of the five, and a sixth, against the median of the five.
     let sixth = knob_run("diff-history-6", 10);
-    let against = |run: &Path| {
+    let against_label = |run: &Path, label: &str| {
         locksuit(&[
             "diff",
             "--against-history",
@@ -108,10 +108,11 @@ fn the_history_gate_holds_over_repeated_runs_and_catches_a_regression() {
             "--history",
             s(&db),
             "--label",
-            "ci",
+            label,
             s(run),
         ])
     };
+    let against = |run: &Path| against_label(run, "ci");
     // No false alarm for any run at the setting the history was made at.
     runs.push(sixth);
     for run in &runs {
@@ -123,16 +124,7 @@ fn the_history_gate_holds_over_repeated_runs_and_catches_a_regression() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(stdout_str(&out).contains("&knob_lock"));
     // Another label has no runs to compare with.
-    let out = locksuit(&[
-        "diff",
-        "--against-history",
-        "5",
-        "--history",
-        s(&db),
-        "--label",
-        "other",
-        s(&worse),
-    ]);
+    let out = against_label(&worse, "other");
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
 }
 

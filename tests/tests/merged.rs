@@ -199,17 +199,7 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
     use std::process::{Command, Stdio};
     let bin = build_c("top_target");
     let dir = fresh_dir("merged-follow");
-    let mut target = Command::new(&bin)
-        .env("LD_PRELOAD", shim_path())
-        .env("LOCKSUIT_DIR", &dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    BufReader::new(target.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert_eq!(ready, "ready\n");
+    let target = spawn_ready_under_shim(&bin, &dir);
     let trace = traces_in(&dir).pop().unwrap();
     let mut follow = Command::new(locksuit_path())
         .args(["events", "--merged", "--follow", "--format", "jsonl"])
@@ -232,9 +222,7 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
         latencies.push(monotonic_ns().saturating_sub(u64_of(&e, "mono_ns")));
         events.push(e);
     }
-    // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
-    unsafe { libc::kill(target.id() as i32, libc::SIGTERM) };
-    assert!(target.wait().unwrap().success());
+    terminate(target);
     // The process exiting ends the stream.
     for line in lines {
         events.push(serde_json::from_str(&line.unwrap()).unwrap());

@@ -30,6 +30,16 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
     let bin = build_c("snapshots");
     let policy = "snapshot_waiters = 2\nsnapshot_step = 2\n";
     let (stdout, report) = run_with(&bin, "snapshots-steps", Some(policy));
+    // Snapshots read every thread's state: the program notices nothing
+    // (its lines name tids, compared by what they name).
+    let dir = fresh_dir("snapshots-with-without");
+    let traced = run_under_shim_env(
+        &bin,
+        &[] as &[&str],
+        &dir,
+        &[("LOCKSUIT_POLICY", &write_policy(&dir, policy))],
+    );
+    assert_same_output_keys(&run_plain(&bin, &[] as &[&str]), &traced);
     let tid = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
     let holder = tid("holder");
     let p = only_process(&report);

@@ -5,8 +5,7 @@
 //! 30 s pass), never a fixed sleep.
 
 use locksuit_tests::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn tmux(args: &[&str]) -> std::process::Output {
@@ -41,17 +40,7 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
     }
     let bin = build_c("top_target");
     let dir = fresh_dir("top");
-    let mut target = Command::new(&bin)
-        .env("LD_PRELOAD", shim_path())
-        .env("LOCKSUIT_DIR", &dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    BufReader::new(target.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert_eq!(ready, "ready\n");
+    let target = spawn_ready_under_shim(&bin, &dir);
     let session = format!("locksuit-top-{}", std::process::id());
     let command = format!(
         "env -u LD_PRELOAD {} top {}",
@@ -106,9 +95,7 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // SAFETY: kill(2) with our own child's pid; it cannot touch our memory.
-    unsafe { libc::kill(target.id() as i32, libc::SIGTERM) };
-    assert!(target.wait().unwrap().success());
+    terminate(target);
     // The trace says its recording mode was switched while it ran.
     let report = report_json(&[&dir], None);
     assert_eq!(only_process(&report)["events_mode"], "switched");

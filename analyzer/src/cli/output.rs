@@ -224,12 +224,7 @@ pub(super) fn events(args: EventsArgs) -> i32 {
         render::streams::relate_deadlines(&mut report);
         match args.format {
             EventsFormat::Text => {
-                let to = if args.output.is_some() {
-                    Destination::File
-                } else {
-                    Destination::Stdout
-                };
-                let width = render::layout::resolve(args.width, to);
+                let width = text_width(&args);
                 let text = render::streams::render(&report, width);
                 write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
             }
@@ -295,13 +290,7 @@ fn merged_events(args: EventsArgs) -> i32 {
             render::merged::json(&report, out)
         }),
         EventsFormat::Text => {
-            let to = if args.output.is_some() {
-                Destination::File
-            } else {
-                Destination::Stdout
-            };
-            let width = render::layout::resolve(args.width, to);
-            let text = render::merged::text(&report, width);
+            let text = render::merged::text(&report, text_width(&args));
             write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
         }
     });
@@ -317,9 +306,18 @@ fn merged_events(args: EventsArgs) -> i32 {
 /// `locksuit events --merged --follow`: written line by line, flushed.
 fn followed_events(args: EventsArgs) -> i32 {
     use std::io::Write;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let width = render::layout::resolve(args.width, Destination::Stdout);
+    // To -o FILE when given, line by line as to standard output.
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                eprintln!("locksuit: {}: cannot write: {e}", path.display());
+                return EXIT_USAGE;
+            }
+        },
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let width = text_width(&args);
     let jsonl = matches!(args.format, EventsFormat::Jsonl | EventsFormat::Json);
     let mut emit = |e: &crate::model::MergedEvent| -> std::io::Result<()> {
         if jsonl {
@@ -337,4 +335,14 @@ fn followed_events(args: EventsArgs) -> i32 {
             EXIT_USAGE
         }
     }
+}
+
+/// `events` in text: `--width`, else what the destination suggests.
+fn text_width(args: &EventsArgs) -> usize {
+    let to = if args.output.is_some() {
+        Destination::File
+    } else {
+        Destination::Stdout
+    };
+    render::layout::resolve(args.width, to)
 }
