@@ -102,17 +102,25 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
         site.basis = "data";
         site.suitable_accesses = Some(*suitable);
         site.unsuitable_accesses = Some(*unsuitable);
-        let all = suitable + unsuitable;
-        let ratio = if all == 0 {
-            1.0
-        } else {
-            *suitable as f64 / all as f64
-        };
-        site.status = crate::analysis::site_status(site.task_switches, ratio, threshold);
-        if *suitable > 0 && *unsuitable == 0 {
-            site.status = STATUS_SUITABLE;
-        }
+        site.status = data_status(*suitable, *unsuitable, site.task_switches, threshold);
     }
+}
+
+/// A line's status from its data: definitely suitable when everything its
+/// critical sections touched is shared (the seed's "definitely suitable":
+/// another thread needs it); otherwise the sharing rule on the data ratio
+/// (suitable / all accesses).
+fn data_status(suitable: u64, unsuitable: u64, task_switches: u64, threshold: f64) -> &'static str {
+    if suitable > 0 && unsuitable == 0 {
+        return STATUS_SUITABLE;
+    }
+    let all = suitable + unsuitable;
+    let ratio = if all == 0 {
+        1.0
+    } else {
+        suitable as f64 / all as f64
+    };
+    crate::analysis::site_status(task_switches, ratio, threshold)
 }
 
 fn names(data: &BTreeMap<String, bool>, shared: Option<bool>) -> String {
