@@ -268,10 +268,11 @@ pub fn sites_ruled() -> bool {
     list(ListKey::Sites).is_set()
 }
 
-/// Whether a site whose call chain runs through `functions` is of interest.
-pub fn site_selected<'a>(mut functions: impl Iterator<Item = &'a [u8]>) -> bool {
-    let sites = list(ListKey::Sites);
-    functions.any(|f| sites.items().any(|glob| glob_matches(glob, f)))
+/// Whether a call chain running through `function` makes a site of interest.
+pub fn site_selected(function: &[u8]) -> bool {
+    list(ListKey::Sites)
+        .items()
+        .any(|glob| glob_matches(glob, function))
 }
 
 /// Waits shorter than this write no events (0: every wait does).

@@ -81,19 +81,16 @@ pub fn decide_site(id: u32, frames: &[u64]) {
     if !policy::sites_ruled() {
         return;
     }
-    let mut names = [[0u8; 128]; locksuit_format::MAX_CHAIN_DEPTH];
-    let mut lens = [0usize; locksuit_format::MAX_CHAIN_DEPTH];
-    for (i, &ret) in frames.iter().enumerate().take(names.len()) {
+    // One name at a time, matched as it is found: little stack, since
+    // this may run inside a signal handler.
+    let mut name = [0u8; 128];
+    for &ret in frames {
         // A return address may sit just past its function's end.
-        lens[i] = symbols::name_at(ret.saturating_sub(1), STT_FUNC, &mut names[i]).unwrap_or(0);
-    }
-    let functions = names
-        .iter()
-        .zip(lens)
-        .map(|(name, n)| &name[..n])
-        .filter(|f| !f.is_empty());
-    if policy::site_selected(functions) {
-        set(&SITES, SITE_IDS, id);
+        let n = symbols::name_at(ret.saturating_sub(1), STT_FUNC, &mut name).unwrap_or(0);
+        if n > 0 && policy::site_selected(&name[..n]) {
+            set(&SITES, SITE_IDS, id);
+            return;
+        }
     }
 }
 
