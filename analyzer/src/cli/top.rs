@@ -151,10 +151,16 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
             p.threads.len(),
             p.locks.len(),
             p.events,
+            // What the program does, not what was asked: a request shows as
+            // pending until the shim has applied it (its trace says
+            // "switched").
             match (view.asked, p.events_mode) {
-                (locksuit_format::CONTROL_EVENTS_ALL, _) => "recording every operation",
-                (locksuit_format::CONTROL_EVENTS_CONTENDED, _) | (_, "contended") =>
+                (locksuit_format::CONTROL_EVENTS_ALL, "switched") => "recording every operation",
+                (locksuit_format::CONTROL_EVENTS_CONTENDED, "switched") =>
                     "recording contended operations",
+                (locksuit_format::CONTROL_EVENTS_ALL, _) =>
+                    "asked to record every operation; waiting for the program",
+                (_, "contended") => "recording contended operations",
                 (_, "all") => "recording every operation",
                 _ => "recording mode switched",
             },
