@@ -169,7 +169,12 @@ pub fn analyze(
             }),
         )
     });
-    // Lock records are not needed past this point.
+    // Lock records are not needed past this point (but for the merged
+    // stream's semaphores).
+    let semaphores = match streams {
+        StreamFilter::Merged(_) => crate::merge_trace::semaphores(&trace),
+        _ => Default::default(),
+    };
     trace.locks = Vec::new();
 
     // Only lines that engaged a lock are sites of this report (a line that
@@ -325,8 +330,8 @@ pub fn analyze(
                 .iter()
                 .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
                 .collect();
-            crate::merge::process_stream(
-                &trace,
+            crate::merge_trace::process_stream(
+                (&trace, semaphores),
                 *policy,
                 (
                     &event_name,

@@ -7,7 +7,8 @@
 
 use crate::findings::Limits;
 use crate::load::{self, InputError, Selection};
-use crate::merge::{model_event, perturb, Delivered, Item, Merge, Policy};
+use crate::merge::{Delivered, Merge, Policy};
+use crate::merge_trace::{model_event, perturb, Context};
 use crate::model::MergedEvent;
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
@@ -29,7 +30,7 @@ pub fn follow(
     let mut symbolizer = Symbolizer::default();
     let mut merge: Merge<EventRecord> = Merge::new(policy);
     let mut seen: HashMap<u32, u64> = HashMap::new();
-    let mut threads: Vec<u32> = Vec::new();
+    let mut context = Context::default();
     let mut perturbation = Vec::new();
     let mut followed: Option<u32> = None;
     loop {
@@ -42,6 +43,7 @@ pub fn follow(
             if followed.is_some_and(|pid| pid != trace.header.pid) {
                 return;
             }
+            context.learn(&trace, crate::merge_trace::semaphores(&trace));
             let mut counts: HashMap<u32, u64> = HashMap::new();
             trace.events.for_each_merged(|e| {
                 let count = counts.entry(e.tid).or_default();
@@ -78,22 +80,7 @@ pub fn follow(
         let mut out: Vec<Delivered<EventRecord>> = Vec::new();
         for e in fresh {
             *seen.entry(e.tid).or_default() += 1;
-            let thread_index = match threads.iter().position(|&t| t == e.tid) {
-                Some(i) => i,
-                None => {
-                    threads.push(e.tid);
-                    threads.len() - 1
-                }
-            };
-            merge.push(Item {
-                thread: thread_index,
-                kind: e.hdr.aux & 0xff,
-                object: e.lock_id,
-                seq: e.seq,
-                seq2: e.seq2,
-                ts: emission_time(&e),
-                data: e,
-            });
+            merge.push(context.item(&e));
             merge.drain(false, &mut |d| out.push(d));
         }
         let done = p.ended_by != "running";
@@ -104,7 +91,13 @@ pub fn follow(
             if policy == Policy::Adjusted {
                 perturb(&mut perturbation, d);
             }
-            let event = model_event(d, policy, (&object, &site, &thread), p.start_mono_ns);
+            let event = model_event(
+                d,
+                policy,
+                &context,
+                (&object, &site, &thread),
+                p.start_mono_ns,
+            );
             emit(&event).map_err(|e| InputError(format!("cannot write: {e}")))?;
         }
         if done {

@@ -22,6 +22,7 @@ pub mod mapped;
 pub mod merge;
 #[cfg(test)]
 mod merge_tests;
+pub mod merge_trace;
 pub mod model;
 pub mod names;
 pub mod oom;

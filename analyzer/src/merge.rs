@@ -35,82 +35,103 @@ pub enum Requires {
     NotifiedDuring,
 }
 
-/// A row of the happened-before table: an event kind, its name in the
-/// output, and the relation it implies. A new kind adds a row.
+/// Which objects a row is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applies {
+    Any,
+    /// Semaphores only: their count moves by posts, not by releases.
+    Semaphores,
+}
+
+/// Whose tokens a row makes or waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum On {
+    /// The event's own object (a lock, a condition variable, a semaphore).
+    Object,
+    /// Thread creations, by creation number: a creation before the
+    /// created thread's start.
+    Creations,
+    /// Thread exits, by creation number: an exit before the join that
+    /// returned it.
+    Exits,
+}
+
+/// A row of the happened-before table: an event kind (on which objects),
+/// its name in the output, and the relation it implies. A new kind adds a
+/// row.
 pub struct Rule {
     pub kind: u32,
+    pub applies: Applies,
     pub name: &'static str,
     pub produces: Produces,
     pub requires: Requires,
+    pub on: On,
 }
 
+const fn row(
+    kind: u32,
+    applies: Applies,
+    name: &'static str,
+    (produces, requires): (Produces, Requires),
+    on: On,
+) -> Rule {
+    Rule {
+        kind,
+        applies,
+        name,
+        produces,
+        requires,
+        on,
+    }
+}
+
+use Applies::{Any, Semaphores};
+use Produces::{Nothing as Makes, SequenceAfter};
+use Requires::{Nothing as Follows, NotifiedDuring, SequenceAt};
+
+/// The table. The first row that fits an event is its rule.
+#[rustfmt::skip]
 pub const RULES: &[Rule] = &[
-    Rule {
-        kind: EVENT_RELEASED,
-        name: "release",
-        produces: Produces::SequenceAfter,
-        requires: Requires::Nothing,
-    },
-    Rule {
-        kind: EVENT_BLOCKED,
-        name: "acquire-after-wait",
-        produces: Produces::Nothing,
-        requires: Requires::SequenceAt,
-    },
-    Rule {
-        kind: EVENT_ACQUIRED,
-        name: "acquire",
-        produces: Produces::Nothing,
-        requires: Requires::SequenceAt,
-    },
-    Rule {
-        kind: EVENT_TIMED_OUT,
-        name: "timed-out",
-        produces: Produces::Nothing,
-        requires: Requires::Nothing,
-    },
-    Rule {
-        kind: EVENT_NOTIFY,
-        name: "notify",
-        produces: Produces::SequenceAfter,
-        requires: Requires::Nothing,
-    },
-    Rule {
-        kind: EVENT_COND_WAIT,
-        name: "cond-wait",
-        produces: Produces::Nothing,
-        requires: Requires::NotifiedDuring,
-    },
-    Rule {
-        kind: EVENT_OUTCOME,
-        name: "outcome",
-        produces: Produces::Nothing,
-        requires: Requires::Nothing,
-    },
-    Rule {
-        kind: EVENT_CALL,
-        name: "blocking-call",
-        produces: Produces::Nothing,
-        requires: Requires::Nothing,
-    },
-    Rule {
-        kind: EVENT_SWITCH,
-        name: "switch",
-        produces: Produces::Nothing,
-        requires: Requires::Nothing,
-    },
+    // Semaphores: a post that found waiters makes the next count; a wait
+    // that blocked and saw the count move follows the first post after it
+    // began. A wait that did not block follows no recorded post (a post
+    // that finds no waiter writes nothing).
+    row(EVENT_POSTED, Any, "post", (SequenceAfter, Follows), On::Object),
+    row(EVENT_BLOCKED, Semaphores, "sem-acquire-after-wait", (Makes, NotifiedDuring), On::Object),
+    row(EVENT_ACQUIRED, Semaphores, "sem-acquire", (Makes, Follows), On::Object),
+    // Locks: a release makes the acquisition it lets in possible.
+    row(EVENT_RELEASED, Any, "release", (SequenceAfter, Follows), On::Object),
+    row(EVENT_BLOCKED, Any, "acquire-after-wait", (Makes, SequenceAt), On::Object),
+    row(EVENT_ACQUIRED, Any, "acquire", (Makes, SequenceAt), On::Object),
+    row(EVENT_TIMED_OUT, Any, "timed-out", (Makes, Follows), On::Object),
+    // Condition variables.
+    row(EVENT_NOTIFY, Any, "notify", (SequenceAfter, Follows), On::Object),
+    row(EVENT_COND_WAIT, Any, "cond-wait", (Makes, NotifiedDuring), On::Object),
+    // Threads: created before started; exited before joined.
+    row(EVENT_CREATED, Any, "create", (SequenceAfter, Follows), On::Creations),
+    row(EVENT_STARTED, Any, "start", (Makes, SequenceAt), On::Creations),
+    row(EVENT_EXITED, Any, "exit", (SequenceAfter, Follows), On::Exits),
+    row(EVENT_JOINED, Any, "join", (Makes, SequenceAt), On::Exits),
+    // Program order only.
+    row(EVENT_OUTCOME, Any, "outcome", (Makes, Follows), On::Object),
+    row(EVENT_CALL, Any, "blocking-call", (Makes, Follows), On::Object),
+    row(EVENT_SWITCH, Any, "switch", (Makes, Follows), On::Object),
 ];
 
-/// The rule of an event kind (an unknown kind follows its thread only).
-pub fn rule(kind: u32) -> &'static Rule {
-    const UNKNOWN: Rule = Rule {
-        kind: 0,
-        name: "event",
-        produces: Produces::Nothing,
-        requires: Requires::Nothing,
-    };
-    RULES.iter().find(|r| r.kind == kind).unwrap_or(&UNKNOWN)
+/// The rule of an event kind on an object (semaphore or not); an unknown
+/// kind follows its thread only.
+pub fn rule(kind: u32, semaphore: bool) -> &'static Rule {
+    const UNKNOWN: Rule = row(0, Any, "event", (Makes, Follows), On::Object);
+    RULES
+        .iter()
+        .find(|r| r.kind == kind && (r.applies == Any || semaphore))
+        .unwrap_or(&UNKNOWN)
 }
+
+/// The token objects of thread creations and exits (no lock id comes
+/// near them).
+const CREATIONS: u32 = u32::MAX;
+const EXITS: u32 = u32::MAX - 1;
 
 /// How events are delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -132,6 +153,8 @@ pub struct Item<T> {
     pub thread: usize,
     pub kind: u32,
     pub object: u32,
+    /// The object is a semaphore (some rows apply to semaphores only).
+    pub semaphore: bool,
     pub seq: u32,
     pub seq2: u32,
     pub ts: u64,
@@ -156,19 +179,36 @@ pub struct Delivered<T> {
 /// floor, one bit each, below which everything counts as delivered (memory
 /// stays bounded per object whatever the trace's length), and the threads
 /// whose head waits for a token of it.
+/// Thread creations and exits are kept exactly instead (one per thread,
+/// and exits come in any order).
 #[derive(Default)]
 struct Tokens {
     floor: u32,
     bits: [u64; WINDOW / 64],
+    exact: Option<rustc_hash::FxHashSet<u32>>,
     waiting: BTreeMap<u32, Vec<usize>>,
 }
 
 const WINDOW: usize = 256;
 
 impl Tokens {
+    fn of(object: u32) -> Tokens {
+        Tokens {
+            exact: (object >= EXITS).then(Default::default),
+            ..Default::default()
+        }
+    }
+
     /// Adds token `n`; the threads that waited for it (or for one now
     /// below the floor) go into `wake`.
     fn add(&mut self, n: u32, wake: &mut Vec<usize>) {
+        if let Some(exact) = &mut self.exact {
+            exact.insert(n);
+            if let Some(threads) = self.waiting.remove(&n) {
+                wake.extend(threads);
+            }
+            return;
+        }
         if n < self.floor {
             return;
         }
@@ -214,11 +254,23 @@ impl Tokens {
     }
 
     fn has(&self, n: u32) -> bool {
+        if let Some(exact) = &self.exact {
+            return exact.contains(&n);
+        }
         if n < self.floor {
             return true;
         }
         let at = (n - self.floor) as usize;
         at < WINDOW && self.bits[at / 64] & 1 << (at % 64) != 0
+    }
+}
+
+/// The object whose tokens `item` makes or waits for.
+fn token_object<T>(item: &Item<T>) -> u32 {
+    match rule(item.kind, item.semaphore).on {
+        On::Object => item.object,
+        On::Creations => CREATIONS,
+        On::Exits => EXITS,
     }
 }
 
@@ -266,8 +318,9 @@ impl<T: Copy> Merge<T> {
 
     /// The token `item` waits for that is not delivered yet, if any.
     fn missing(&self, item: &Item<T>) -> Option<u32> {
-        let has = |n: u32| self.tokens.get(&item.object).is_some_and(|t| t.has(n));
-        let needed = match rule(item.kind).requires {
+        let object = token_object(item);
+        let has = |n: u32| self.tokens.get(&object).is_some_and(|t| t.has(n));
+        let needed = match rule(item.kind, item.semaphore).requires {
             Requires::Nothing => None,
             Requires::SequenceAt => (item.seq2 != 0).then_some(item.seq2),
             Requires::NotifiedDuring => (item.seq2 > item.seq).then(|| item.seq + 1),
@@ -276,9 +329,13 @@ impl<T: Copy> Merge<T> {
     }
 
     fn deliver(&mut self, item: Item<T>, early: bool, out: &mut impl FnMut(Delivered<T>)) {
-        if rule(item.kind).produces == Produces::SequenceAfter {
+        if rule(item.kind, item.semaphore).produces == Produces::SequenceAfter {
             let Merge { tokens, ready, .. } = self;
-            tokens.entry(item.object).or_default().add(item.seq2, ready);
+            let object = token_object(&item);
+            tokens
+                .entry(object)
+                .or_insert_with(|| Tokens::of(object))
+                .add(item.seq2, ready);
         }
         let adjusted_ts = if self.policy == Policy::Adjusted {
             item.ts.max(self.last_ts)
@@ -334,7 +391,9 @@ impl<T: Copy> Merge<T> {
         while let Some(t) = self.ready.pop() {
             while let Some(item) = self.queues[t].front().copied() {
                 if let Some(n) = self.missing(&item) {
-                    let waiting = &mut self.tokens.entry(item.object).or_default().waiting;
+                    let object = token_object(&item);
+                    let tokens = self.tokens.entry(object);
+                    let waiting = &mut tokens.or_insert_with(|| Tokens::of(object)).waiting;
                     let threads = waiting.entry(n).or_default();
                     if !threads.contains(&t) {
                         threads.push(t);
@@ -366,116 +425,5 @@ impl<T: Copy> Merge<T> {
         }
         self.ready.clear();
         !heads.is_empty()
-    }
-}
-
-/// Names a raw id (an object, a site, a thread), if it has one.
-pub type Namer<'a> = &'a dyn Fn(u32) -> Option<String>;
-
-/// A process's events merged (for `locksuit events --merged`): `object`
-/// and `site` name raw ids, `thread_name` a tid; times from `start_ns`.
-pub fn process_stream(
-    trace: &locksuit_format::reader::Trace,
-    policy: Policy,
-    (object, site, thread_name): (Namer<'_>, Namer<'_>, Namer<'_>),
-    start_ns: u64,
-) -> (
-    Vec<crate::model::MergedEvent>,
-    Vec<crate::model::Perturbation>,
-) {
-    let mut threads: Vec<u32> = Vec::new();
-    let mut merge = Merge::new(policy);
-    let mut out = Vec::new();
-    let mut on_delivery = |d: Delivered<EventRecord>| out.push(d);
-    // Events arrive as they were written (by each one's emission time,
-    // each thread's in its own order), as a live reader would see them:
-    // the merge then only repairs what the clocks got wrong. `concurrent`
-    // delivers in steps of whatever can go together, so it takes them all
-    // first.
-    let online = policy != Policy::Concurrent;
-    trace.events.for_each_merged(|e| {
-        let thread = match threads.iter().position(|&t| t == e.tid) {
-            Some(i) => i,
-            None => {
-                threads.push(e.tid);
-                threads.len() - 1
-            }
-        };
-        merge.push(Item {
-            thread,
-            kind: e.hdr.aux & 0xff,
-            object: e.lock_id,
-            seq: e.seq,
-            seq2: e.seq2,
-            ts: emission_time(e),
-            data: *e,
-        });
-        if online {
-            merge.drain(false, &mut on_delivery);
-        }
-    });
-    merge.drain(true, &mut on_delivery);
-    let mut perturbation: Vec<crate::model::Perturbation> = Vec::new();
-    let events = out
-        .into_iter()
-        .map(|d| {
-            if policy == Policy::Adjusted {
-                perturb(&mut perturbation, &d);
-            }
-            model_event(&d, policy, (object, site, thread_name), start_ns)
-        })
-        .collect();
-    (events, perturbation)
-}
-
-/// `adjusted`: counts how far a delivered event was moved, for its thread.
-pub fn perturb(perturbation: &mut Vec<crate::model::Perturbation>, d: &Delivered<EventRecord>) {
-    let tid = d.item.data.tid;
-    let adjustment = d.adjusted_ts - d.item.ts;
-    let at = match perturbation.iter().position(|p| p.tid == tid) {
-        Some(i) => i,
-        None => {
-            perturbation.push(crate::model::Perturbation {
-                tid,
-                ..Default::default()
-            });
-            perturbation.len() - 1
-        }
-    };
-    let p = &mut perturbation[at];
-    p.events += 1;
-    if adjustment > 0 {
-        p.adjusted += 1;
-        p.total_ns += adjustment;
-        p.largest_ns = p.largest_ns.max(adjustment);
-    }
-}
-
-/// A delivered event as the report shows it.
-pub fn model_event(
-    d: &Delivered<EventRecord>,
-    policy: Policy,
-    (object, site, thread_name): (Namer<'_>, Namer<'_>, Namer<'_>),
-    start_ns: u64,
-) -> crate::model::MergedEvent {
-    let e = d.item.data;
-    let adjustment = d.adjusted_ts - d.item.ts;
-    crate::model::MergedEvent {
-        n: d.n,
-        step: (policy == Policy::Concurrent).then_some(d.step),
-        tid: e.tid,
-        thread: thread_name(e.tid),
-        kind: rule(d.item.kind).name,
-        object: (e.lock_id != 0 && d.item.kind != EVENT_CALL && d.item.kind != EVENT_SWITCH)
-            .then(|| object(e.lock_id))
-            .flatten(),
-        object_seq: e.seq2,
-        ts_ns: d.item.ts.saturating_sub(start_ns),
-        mono_ns: d.item.ts,
-        adjusted_ts_ns: (policy == Policy::Adjusted)
-            .then(|| d.adjusted_ts.saturating_sub(start_ns)),
-        adjustment_ns: (policy == Policy::Adjusted).then_some(adjustment),
-        site: site(e.site_id),
-        released_early: d.released_early,
     }
 }

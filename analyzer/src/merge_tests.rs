@@ -1,5 +1,6 @@
 //! Properties of the merged stream: random valid executions (threads
-//! taking locks, notifying and waiting on conditions), each thread's clock
+//! taking locks, notifying and waiting on conditions, posting and waiting
+//! on a semaphore, creating, exiting and joining threads), each thread's clock
 //! off by up to ±1 s, and the threads' events arriving interleaved at
 //! random; every policy must deliver each event once, never before what it
 //! follows, with `adjusted` timestamps monotone and minimally raised, and
@@ -12,15 +13,27 @@ use proptest::prelude::*;
 /// One generated event: its item, with its index in the execution.
 type Ev = Item<usize>;
 
+/// Most threads an execution creates beyond the ones it starts with.
+const CREATED_MAX: usize = 3;
+
 /// A valid execution from a script of (thread, action) choices: the
-/// events in a global order that happened.
+/// events in a global order that happened. `threads` run from the start;
+/// they may create up to [`CREATED_MAX`] more, which may exit and be
+/// joined. Objects: locks 100 and 101, condition 200, semaphore 300.
 fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     let (locks, conds) = (2u32, 1u32);
+    let total = threads + CREATED_MAX;
     let mut holder: Vec<Option<usize>> = vec![None; locks as usize];
     let mut lock_seq = vec![0u32; locks as usize];
-    let mut held: Vec<Option<u32>> = vec![None; threads];
-    let mut waiting: Vec<Option<u32>> = vec![None; threads];
+    let mut held: Vec<Option<u32>> = vec![None; total];
+    let mut waiting: Vec<Option<u32>> = vec![None; total];
     let mut cond_seq = vec![0u32; conds as usize];
+    let (mut sem_count, mut posts) = (0u32, 0u32);
+    let mut sem_waiting: Vec<Option<u32>> = vec![None; total];
+    let mut alive: Vec<bool> = (0..total).map(|t| t < threads).collect();
+    let mut serial = vec![0u32; total];
+    let mut existing = threads;
+    let mut exited: Vec<u32> = Vec::new();
     let mut events: Vec<Ev> = Vec::new();
     let push = |events: &mut Vec<Ev>, thread, kind, object, seq, seq2| {
         let id = events.len();
@@ -28,6 +41,7 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
             thread,
             kind,
             object,
+            semaphore: object == 300,
             seq,
             seq2,
             ts: id as u64 * 1000,
@@ -35,13 +49,21 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
         });
     };
     for &(t, action) in script {
-        let t = t % threads;
-        if waiting[t].is_some() {
-            continue; // blocked in a condition wait until a notify
+        let t = t % existing;
+        if !alive[t] || waiting[t].is_some() || sem_waiting[t].is_some() {
+            continue; // not running, or blocked until a notify or a post
         }
-        match (held[t], action % 4) {
-            (None, 0 | 1) => {
-                let l = u32::from(action % 2);
+        if let Some(l) = held[t] {
+            holder[l as usize] = None;
+            held[t] = None;
+            lock_seq[l as usize] += 1;
+            let s = lock_seq[l as usize];
+            push(&mut events, t, EVENT_RELEASED, 100 + l, s - 1, s);
+            continue;
+        }
+        match action % 8 {
+            op @ (0 | 1) => {
+                let l = u32::from(op);
                 if holder[l as usize].is_none() {
                     holder[l as usize] = Some(t);
                     held[t] = Some(l);
@@ -50,25 +72,12 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
                     } else {
                         EVENT_ACQUIRED
                     };
-                    push(
-                        &mut events,
-                        t,
-                        kind,
-                        100 + l,
-                        lock_seq[l as usize],
-                        lock_seq[l as usize],
-                    );
+                    let s = lock_seq[l as usize];
+                    push(&mut events, t, kind, 100 + l, s, s);
                 }
             }
-            (Some(l), _) => {
-                holder[l as usize] = None;
-                held[t] = None;
-                lock_seq[l as usize] += 1;
-                let s = lock_seq[l as usize];
-                push(&mut events, t, EVENT_RELEASED, 100 + l, s - 1, s);
-            }
-            (None, 2) => waiting[t] = Some(cond_seq[0]),
-            (None, _) => {
+            2 => waiting[t] = Some(cond_seq[0]),
+            3 => {
                 cond_seq[0] += 1;
                 let s = cond_seq[0];
                 push(&mut events, t, EVENT_NOTIFY, 200, s - 1, s);
@@ -76,6 +85,42 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
                     if let Some(start) = wait.take() {
                         push(&mut events, w, EVENT_COND_WAIT, 200, start, s);
                     }
+                }
+            }
+            4 => {
+                posts += 1;
+                push(&mut events, t, EVENT_POSTED, 300, posts - 1, posts);
+                // The post wakes one waiter, or raises the count.
+                match sem_waiting.iter().position(Option::is_some) {
+                    Some(w) => {
+                        let start = sem_waiting[w].take().unwrap_or(0);
+                        push(&mut events, w, EVENT_BLOCKED, 300, start, posts);
+                    }
+                    None => sem_count += 1,
+                }
+            }
+            5 if sem_count > 0 => {
+                sem_count -= 1;
+                push(&mut events, t, EVENT_ACQUIRED, 300, posts, posts);
+            }
+            5 => sem_waiting[t] = Some(posts),
+            6 if existing < total => {
+                let child = existing;
+                existing += 1;
+                alive[child] = true;
+                serial[child] = child as u32 + 1;
+                push(&mut events, t, EVENT_CREATED, 0, 0, serial[child]);
+                push(&mut events, child, EVENT_STARTED, 0, 0, serial[child]);
+            }
+            6 => {}
+            _ if serial[t] != 0 => {
+                alive[t] = false;
+                exited.push(serial[t]);
+                push(&mut events, t, EVENT_EXITED, 0, 0, serial[t]);
+            }
+            _ => {
+                if let Some(joined) = exited.pop() {
+                    push(&mut events, t, EVENT_JOINED, 0, 0, joined);
                 }
             }
         }
@@ -89,6 +134,7 @@ fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
     for (i, o) in events.iter().enumerate() {
         let same_thread = o.thread == e.thread && o.data < e.data;
         let released_into = matches!(e.kind, EVENT_ACQUIRED | EVENT_BLOCKED)
+            && !e.semaphore
             && o.kind == EVENT_RELEASED
             && o.object == e.object
             && e.seq2 > 0
@@ -98,7 +144,18 @@ fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
             && o.object == e.object
             && e.seq2 > e.seq
             && o.seq2 == e.seq + 1;
-        if same_thread || released_into || woke {
+        let posted_before = e.semaphore
+            && o.kind == EVENT_POSTED
+            && o.object == e.object
+            && match e.kind {
+                EVENT_BLOCKED => e.seq2 > e.seq && o.seq2 == e.seq + 1,
+                _ => false,
+            };
+        let thread_edge = matches!(
+            (o.kind, e.kind),
+            (EVENT_CREATED, EVENT_STARTED) | (EVENT_EXITED, EVENT_JOINED)
+        ) && o.seq2 == e.seq2;
+        if same_thread || released_into || woke || posted_before || thread_edge {
             before.push(i);
         }
     }
@@ -110,10 +167,11 @@ fn run(policy: Policy, events: &[Ev], offsets: &[i64], arrival: &[usize]) -> Vec
     let mut out = Vec::new();
     // Each thread's events in its own order, arriving interleaved as the
     // arrival script says, with the thread's clock offset.
-    let mut next: Vec<std::collections::VecDeque<Ev>> = vec![Default::default(); offsets.len()];
+    let threads = events.iter().map(|e| e.thread + 1).max().unwrap_or(1);
+    let mut next: Vec<std::collections::VecDeque<Ev>> = vec![Default::default(); threads];
     for e in events {
         let mut e = *e;
-        e.ts = (e.ts as i64 + offsets[e.thread]).max(0) as u64;
+        e.ts = (e.ts as i64 + offsets[e.thread % offsets.len()]).max(0) as u64;
         next[e.thread].push_back(e);
     }
     let mut a = 0;
@@ -138,13 +196,13 @@ proptest! {
     #[test]
     fn every_policy_keeps_happened_before(
         threads in 2usize..5,
-        script in proptest::collection::vec((0usize..8, 0u8..16), 0..120),
-        offsets in proptest::collection::vec(-1_000_000_000i64..1_000_000_000, 5),
+        script in proptest::collection::vec((0usize..8, 0u8..16), 0..160),
+        offsets in proptest::collection::vec(-1_000_000_000i64..1_000_000_000, 8),
         arrival in proptest::collection::vec(0usize..8, 0..400),
     ) {
         let events = execute(threads, &script);
         for policy in [Policy::Minimal, Policy::Concurrent, Policy::Adjusted] {
-            let out = run(policy, &events, &offsets[..threads], &arrival);
+            let out = run(policy, &events, &offsets, &arrival);
             // (b) each exactly once, none released early.
             prop_assert_eq!(out.len(), events.len());
             let mut at = vec![usize::MAX; events.len()];
@@ -190,6 +248,7 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
         thread: 0,
         kind: EVENT_BLOCKED,
         object: 1,
+        semaphore: false,
         seq: 3,
         seq2: 3,
         ts: 10,
@@ -199,6 +258,7 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
         thread: 1,
         kind: EVENT_NOTIFY,
         object: 2,
+        semaphore: false,
         seq: 0,
         seq2: 1,
         ts: 20,
@@ -229,6 +289,7 @@ fn merge_speed() {
             thread: t,
             kind: EVENT_BLOCKED,
             object: l as u32,
+            semaphore: false,
             seq: seq[l],
             seq2: seq[l],
             ts: i as u64,
@@ -239,6 +300,7 @@ fn merge_speed() {
             thread: t,
             kind: EVENT_RELEASED,
             object: l as u32,
+            semaphore: false,
             seq: seq[l] - 1,
             seq2: seq[l],
             ts: i as u64,
@@ -279,13 +341,23 @@ fn long_runs_slide_the_token_window() {
     let script: Vec<(usize, u8)> = (0..8000)
         .map(|_| {
             let action = (next() % 16) as u8;
-            (
-                next() % 3,
-                if action % 4 == 2 { action + 1 } else { action },
-            )
+            let waits = matches!(action % 8, 2 | 5);
+            (next() % 6, if waits { action + 1 } else { action })
         })
         .collect();
     let events = execute(3, &script);
+    for kind in [
+        EVENT_POSTED,
+        EVENT_CREATED,
+        EVENT_STARTED,
+        EVENT_EXITED,
+        EVENT_JOINED,
+    ] {
+        assert!(
+            events.iter().any(|e| e.kind == kind),
+            "no event of kind {kind}"
+        );
+    }
     let longest = events.iter().map(|e| e.seq2).max().unwrap_or(0);
     assert!(longest > 2 * 256, "long enough to slide: {longest}");
     // One thread's events all arrive before the others' (far apart).

@@ -20,7 +20,7 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 10: the policy's record (its text and what each rule left out) and
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
-pub const FORMAT_VERSION: u32 = 11;
+pub const FORMAT_VERSION: u32 = 12;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -281,6 +281,12 @@ pub struct ThreadRecord {
     pub runnable_ns: u64,
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
+    /// This thread's creation number in the process (from 1, in the order
+    /// `pthread_create` was called; 0: not created through a traced
+    /// `pthread_create`), the token its [`EVENT_STARTED`] and
+    /// [`EVENT_EXITED`] carry (since version 12).
+    pub create_serial: u32,
+    pub _pad2: u32,
 }
 
 /// How many held locks a waiting thread publishes.
@@ -582,6 +588,26 @@ pub const EVENT_CALL: u32 = 8;
 /// for (0 otherwise). Some fall inside waits the hooks recorded (the
 /// analyzer drops those).
 pub const EVENT_SWITCH: u32 = 9;
+/// A `pthread_create` that succeeded, at `time` (taken before the call):
+/// `seq2` is the new thread's creation number (`ThreadRecord::create_serial`).
+pub const EVENT_CREATED: u32 = 10;
+/// A created thread's first recorded moment, at `time`: `seq2` is its
+/// creation number, `other` the creating thread's tid.
+pub const EVENT_STARTED: u32 = 11;
+/// A created thread's last recorded moment (its exit), at `time`: `seq2`
+/// is its creation number.
+pub const EVENT_EXITED: u32 = 12;
+/// A `pthread_join` that returned 0: began at `time`, returned at `time2`;
+/// `site_id`: the joining line; `deadline`: here, the `pthread_t` joined
+/// (the analyzer finds its thread, and so its creation number, from the
+/// thread records).
+pub const EVENT_JOINED: u32 = 13;
+/// A semaphore post that found threads waiting (even under full tracing,
+/// a post that found none writes nothing), at `time`: `seq2` is the semaphore's post count after it,
+/// `other` the threads waiting. A wait that blocked and saw the count move
+/// past its `seq` follows post `seq + 1`.
+pub const EVENT_POSTED: u32 = 14;
+
 /// Switched out while runnable (preempted).
 pub const SWITCH_PREEMPTED: u32 = 1 << 0;
 /// Switched out just after a major page fault: waiting for it.
@@ -699,7 +725,7 @@ const _: () = {
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);
-    assert!(size_of::<ThreadRecord>() == 192);
+    assert!(size_of::<ThreadRecord>() == 200);
     assert!(size_of::<LockRecord>() == 48);
     assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);

@@ -28,6 +28,8 @@ pub struct ThreadState {
     retired: Cell<bool>,
     /// tid of the creating thread, handed over by the start wrapper.
     parent_tid: Cell<u32>,
+    /// This thread's creation number (0: not created through our wrapper).
+    create_serial: Cell<u32>,
     /// How many times the thread-exit destructor has run on this thread.
     exit_rounds: Cell<u32>,
     /// This thread is inside `fork` (between our prepare handler and our
@@ -51,6 +53,7 @@ impl ThreadState {
             lane_generation: Cell::new(0),
             retired: Cell::new(false),
             parent_tid: Cell::new(0),
+            create_serial: Cell::new(0),
             exit_rounds: Cell::new(0),
             forking: Cell::new(false),
             held: UnsafeCell::new(HeldStack::new()),
@@ -68,6 +71,7 @@ impl ThreadState {
             && self.lane_generation.get() == other.lane_generation.get()
             && self.retired.get() == other.retired.get()
             && self.parent_tid.get() == other.parent_tid.get()
+            && self.create_serial.get() == other.create_serial.get()
             && self.exit_rounds.get() == other.exit_rounds.get()
             && self.forking.get() == other.forking.get()
             && self.held().same_as(other.held())
@@ -117,6 +121,14 @@ impl ThreadState {
 
     pub fn set_parent_tid(&self, tid: u32) {
         self.parent_tid.set(tid);
+    }
+
+    pub fn create_serial(&self) -> u32 {
+        self.create_serial.get()
+    }
+
+    pub fn set_create_serial(&self, serial: u32) {
+        self.create_serial.set(serial);
     }
 
     pub fn set_forking(&self, v: bool) {

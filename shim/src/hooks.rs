@@ -505,11 +505,15 @@ pub unsafe extern "C-unwind" fn pthread_create(
     match handoff {
         // SAFETY: forwarding with our wrapper, which calls `start(arg)`.
         Some(h) => {
+            let asked_ns = recorder::now_ns();
+            let serial = h.serial();
             let rc = crate::guard::calling_out(|| unsafe {
                 create(thread, attr, spawn::START_WRAPPER, h.as_arg())
             });
             if rc != 0 {
                 h.release();
+            } else if let Some(g) = &guard {
+                recorder::thread_created(g, serial, asked_ns);
             }
             rc
         }

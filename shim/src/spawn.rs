@@ -16,6 +16,7 @@ struct Slot {
     start: AtomicUsize,
     arg: AtomicUsize,
     parent_tid: AtomicU32,
+    serial: AtomicU32,
 }
 
 static POOL: [Slot; SLOTS] = [const {
@@ -24,6 +25,7 @@ static POOL: [Slot; SLOTS] = [const {
         start: AtomicUsize::new(0),
         arg: AtomicUsize::new(0),
         parent_tid: AtomicU32::new(0),
+        serial: AtomicU32::new(0),
     }
 }; SLOTS];
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -31,6 +33,7 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 /// A claimed slot holding `start` and `arg` for the new thread.
 pub struct StartHandoff {
     index: usize,
+    serial: u32,
 }
 
 impl StartHandoff {
@@ -44,7 +47,9 @@ impl StartHandoff {
                 slot.arg.store(arg as usize, Ordering::Relaxed);
                 let parent = recorder::current_lane(guard).map_or(0, |l| l.tid);
                 slot.parent_tid.store(parent, Ordering::Relaxed);
-                return Some(StartHandoff { index });
+                let serial = recorder::next_create_serial();
+                slot.serial.store(serial, Ordering::Relaxed);
+                return Some(StartHandoff { index, serial });
             }
         }
         None
@@ -54,6 +59,11 @@ impl StartHandoff {
     pub fn as_arg(&self) -> *mut c_void {
         // The slot index + 1 travels as the pointer value; 0 never occurs.
         (self.index + 1) as *mut c_void
+    }
+
+    /// The new thread's creation number.
+    pub fn serial(&self) -> u32 {
+        self.serial
     }
 
     /// The thread was not created; give the slot back.
@@ -71,8 +81,12 @@ pub extern "C-unwind" fn start_wrapper_impl(token: *mut c_void) -> *mut c_void {
     let start = slot.start.load(Ordering::Relaxed);
     let arg = slot.arg.load(Ordering::Relaxed) as *mut c_void;
     let parent = slot.parent_tid.load(Ordering::Relaxed);
+    let serial = slot.serial.load(Ordering::Relaxed);
     slot.busy.store(false, Ordering::Release);
-    ThreadState::with(|s| s.set_parent_tid(parent));
+    ThreadState::with(|s| {
+        s.set_parent_tid(parent);
+        s.set_create_serial(serial);
+    });
     if let Some(guard) = HookGuard::enter() {
         recorder::current_lane(&guard);
     }

@@ -93,10 +93,11 @@ fn thirty_thousand_threads_recycle_their_state() {
     // trace stays small although 30,000 threads came and went (without
     // recycling, a block each would be 469 MiB). How many lanes are live at
     // once depends on scheduling: 6.4 MiB on a quiet machine, 8.5 MiB seen
-    // on a loaded one.
+    // on a loaded one. Each thread's creation, start, exit and join are
+    // events of the merged stream (4 x 64 bytes a thread: 7.3 MiB more).
     let size = std::fs::metadata(&trace).unwrap().len();
     assert!(
-        size < 16 << 20,
+        size < 24 << 20,
         "trace of 30,000 short threads is {size} bytes"
     );
     let (anon0, _) = memory(&plain);

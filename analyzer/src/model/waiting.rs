@@ -238,11 +238,20 @@ pub struct MergedEvent {
     pub tid: u32,
     pub thread: Option<String>,
     /// Its rule's name: `release`, `acquire-after-wait`, `acquire`,
-    /// `timed-out`, `notify`, `cond-wait`, `outcome`, `blocking-call`, `switch`.
+    /// `timed-out`, `notify`, `cond-wait`, `post`, `sem-acquire-after-wait`,
+    /// `sem-acquire`,
+    /// `create`, `start`, `exit`, `join`, `outcome`, `blocking-call`,
+    /// `switch`.
     pub kind: &'static str,
     pub object: Option<String>,
-    /// The object's sequence after it (a release, a notify) or at it.
+    /// The object's sequence after it (a release, a notify, a post) or at
+    /// it; for a thread's creation, start, exit or join, the created
+    /// thread's creation number.
     pub object_seq: u32,
+    /// The other thread of a `create` (the new one), a `start` (its
+    /// creator) or a `join` (the joined one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_tid: Option<u32>,
     /// Its own timestamp, from the process's start.
     pub ts_ns: u64,
     /// The same on CLOCK_MONOTONIC (comparable with any other process's).

@@ -49,6 +49,9 @@ fn line(e: &MergedEvent) -> String {
         s.push_str(&format!(" ({name})"));
     }
     s.push_str(&format!(" {}", e.kind));
+    if let Some(peer) = e.peer_tid {
+        s.push_str(&format!(" thread {peer}"));
+    }
     if let Some(object) = &e.object {
         s.push_str(&format!(" {object} #{}", e.object_seq));
     }

@@ -185,3 +185,38 @@ pub fn call_blocked(lane: &mut Lane, c: &CallBlocked) {
     e.deadline = u64::from(c.held.2);
     write(lane, e);
 }
+
+/// A semaphore post (see [`EVENT_POSTED`]): the count after it, and the
+/// threads that were waiting.
+pub fn posted(
+    lane: &mut Lane,
+    (sem_id, site_id): (u32, u32),
+    count_after: u32,
+    waiters: u32,
+    now: u64,
+) {
+    let mut e = event(EVENT_POSTED, sem_id, site_id);
+    e.seq2 = count_after;
+    e.other = waiters;
+    e.time = now;
+    write(lane, e);
+}
+
+/// A thread's creation, start or exit (`EVENT_CREATED`, `EVENT_STARTED`,
+/// `EVENT_EXITED`), carrying the created thread's number.
+pub fn thread_moment(lane: &mut Lane, kind: u32, serial: u32, other: u32, at: u64) {
+    let mut e = event(kind, 0, 0);
+    e.seq2 = serial;
+    e.other = other;
+    e.time = at;
+    write(lane, e);
+}
+
+/// A join of `target` from `site_id` that returned 0.
+pub fn joined(lane: &mut Lane, site_id: u32, target: u64, (started, now): (u64, u64)) {
+    let mut e = event(EVENT_JOINED, 0, site_id);
+    e.time = started;
+    e.time2 = now;
+    e.deadline = target;
+    write(lane, e);
+}

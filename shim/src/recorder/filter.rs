@@ -95,12 +95,18 @@ pub fn event_kept(lane: &mut Lane, event: &EventRecord) -> bool {
         return true;
     }
     let kind = event.hdr.aux & 0xff;
-    let on_object = !matches!(kind, EVENT_CALL | EVENT_SWITCH);
+    // A thread's creation, start, exit and join are on no object, and
+    // (creation, start, exit) at no line: rules on those do not apply.
+    let lifecycle = matches!(
+        kind,
+        EVENT_CREATED | EVENT_STARTED | EVENT_EXITED | EVENT_JOINED
+    );
+    let on_object = !lifecycle && !matches!(kind, EVENT_CALL | EVENT_SWITCH);
     let rule = if !policy::keeps_thread(&mut lane.policy_thread, lane.tid) {
         FILTER_THREAD
     } else if on_object && !interest::object(event.lock_id) {
         FILTER_OBJECT
-    } else if !interest::site(event.site_id) {
+    } else if !lifecycle && !interest::site(event.site_id) {
         FILTER_SITE
     } else if !sampled(lane, kind as usize, event.time) {
         FILTER_SAMPLED

@@ -55,8 +55,8 @@ use identity::object;
 pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use sites::Caller;
 pub use threads::{
-    current_lane, exec_failed, exec_starting, join_begin, join_finished, process_exit,
-    thread_ended, thread_named, JoinStarted,
+    current_lane, exec_failed, exec_starting, join_begin, join_finished, next_create_serial,
+    process_exit, thread_created, thread_ended, thread_named, JoinStarted,
 };
 use threads::{wait_ended, wait_started, PendingWait};
 
@@ -659,10 +659,23 @@ fn record_released(g: &HookGuard, addr: u64, extra: u32) {
 pub fn posted(p: &Prepared) {
     let counter = p.counter();
     counter.engagements += 1;
-    if p.slot.waiting() > 0 {
+    let waiters = p.slot.waiting();
+    let before = p.slot.seq.fetch_add(1, Ordering::Relaxed);
+    // A post that wakes someone writes an event (the merged stream's edge
+    // to the wait it ends); an uncontended one stays as cheap as it was,
+    // even under full tracing. Plain values go to the cold path, so `p`
+    // need not be kept in memory for it.
+    if waiters > 0 {
         counter.task_switches += 1;
+        let at = (p.lock_id, counter.site_id);
+        post_event(p.lane(), at, before.wrapping_add(1), waiters);
     }
-    p.slot.seq.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cold]
+#[inline(never)]
+fn post_event(lane: &mut Lane, at: (u32, u32), count_after: u32, waiters: u32) {
+    events::posted(lane, at, count_after, waiters, now_ns());
 }
 
 /// About to wait at a barrier; returns when the wait began.

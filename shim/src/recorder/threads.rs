@@ -12,6 +12,21 @@ use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, Ordering};
 use locksuit_format::*;
 
+/// Threads created so far through `pthread_create` (the last number given).
+static CREATED: AtomicU32 = AtomicU32::new(0);
+
+/// The number of a thread about to be created.
+pub fn next_create_serial() -> u32 {
+    CREATED.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
+}
+
+/// The calling thread created thread number `serial`, asking at `asked_ns`.
+pub fn thread_created(g: &HookGuard, serial: u32, asked_ns: u64) {
+    if let Some(lane) = current_lane(g) {
+        super::events::thread_moment(lane, EVENT_CREATED, serial, 0, asked_ns);
+    }
+}
+
 fn gettid() -> u32 {
     // gettid takes no arguments and cannot fail.
     crate::sys::sys!(libc::SYS_gettid) as u32
@@ -61,6 +76,7 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         pthread: unsafe { libc::pthread_self() } as u64,
         start_ns: now_ns(),
         flags,
+        create_serial: s.create_serial(),
         ..Default::default()
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
@@ -72,6 +88,10 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
     super::switches::open(lane);
     s.set_lane(lane, lifecycle::generation());
     lifecycle::arm_thread_exit();
+    if record.create_serial != 0 {
+        let (serial, at) = (record.create_serial, record.start_ns);
+        super::events::thread_moment(lane, EVENT_STARTED, serial, parent_tid, at);
+    }
     Some(lane)
 }
 
@@ -94,6 +114,10 @@ pub fn thread_ended(g: &HookGuard) {
         super::switches::drain(lane, true);
         super::access::thread_done(lane);
         super::usage::record_own(lane.thread);
+        let serial = s.create_serial();
+        if serial != 0 {
+            super::events::thread_moment(lane, EVENT_EXITED, serial, 0, now_ns());
+        }
         if !lane.thread.is_null() {
             // SAFETY: our own thread record, in the live mapping.
             unsafe {
@@ -229,13 +253,18 @@ pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> 
         };
         wait_started(lane, wait, g.thread().held().entries());
     }
-    JoinStarted { since_ns, site_id }
+    JoinStarted {
+        since_ns,
+        site_id,
+        target,
+    }
 }
 
-/// When a join began, and at which line.
+/// When a join began, at which line, and of which thread.
 pub struct JoinStarted {
     since_ns: u64,
     site_id: u32,
+    target: u64,
 }
 
 /// A join begun as `started` returned `rc`.
@@ -243,12 +272,16 @@ pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
     let Some(lane) = current_lane(g) else { return };
     wait_ended(lane);
     let now = now_ns();
-    if rc == 0 && !lane.thread.is_null() {
-        // SAFETY: our own thread record.
-        unsafe {
-            (*lane.thread).joins += 1;
-            (*lane.thread).join_wait_ns += now.saturating_sub(started.since_ns);
+    if rc == 0 {
+        if !lane.thread.is_null() {
+            // SAFETY: our own thread record.
+            unsafe {
+                (*lane.thread).joins += 1;
+                (*lane.thread).join_wait_ns += now.saturating_sub(started.since_ns);
+            }
         }
+        let span = (started.since_ns, now);
+        super::events::joined(lane, started.site_id, started.target, span);
     }
     if crate::config::calls_timed()
         && now.saturating_sub(started.since_ns) >= crate::config::block_min_ns()

@@ -1,0 +1,207 @@
+//! Between a trace and the merge (`merge.rs`): each event record becomes
+//! an item (its thread's queue, the tokens it makes or waits for), and each
+//! delivered item becomes a row of the report.
+
+use crate::merge::{rule, Delivered, Item, Merge, Policy};
+use crate::model::{MergedEvent, Perturbation};
+use locksuit_format::reader::Trace;
+use locksuit_format::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Names a raw id (an object, a site, a thread), if it has one.
+pub type Namer<'a> = &'a dyn Fn(u32) -> Option<String>;
+
+/// What an event record alone does not say: which objects are semaphores,
+/// which thread a join's `pthread_t` was, and each thread's queue.
+#[derive(Default)]
+pub struct Context {
+    semaphores: FxHashSet<u32>,
+    /// Each `pthread_t`'s threads as (start, creation number), by start: a
+    /// `pthread_t` is reused once its thread was joined.
+    by_pthread: FxHashMap<u64, Vec<(u64, u32)>>,
+    tid_of_serial: FxHashMap<u32, u32>,
+    /// The queue of each tid, in order of first appearance.
+    queues: Vec<u32>,
+}
+
+impl Context {
+    /// Learns (again) what `trace` says, given its semaphores (see
+    /// [`semaphores`]); queues already given keep their index (a followed
+    /// trace is read again and again).
+    pub fn learn(&mut self, trace: &Trace, semaphores: FxHashSet<u32>) {
+        self.semaphores = semaphores;
+        self.by_pthread.clear();
+        self.tid_of_serial.clear();
+        for t in &trace.threads {
+            let r = &t.record;
+            if r.create_serial == 0 {
+                continue;
+            }
+            self.tid_of_serial.insert(r.create_serial, r.tid);
+            let starts = self.by_pthread.entry(r.pthread).or_default();
+            starts.push((r.start_ns, r.create_serial));
+            starts.sort_unstable();
+        }
+    }
+
+    fn queue(&mut self, tid: u32) -> usize {
+        match self.queues.iter().position(|&t| t == tid) {
+            Some(i) => i,
+            None => {
+                self.queues.push(tid);
+                self.queues.len() - 1
+            }
+        }
+    }
+
+    /// The creation number of the thread a join returned: of the threads
+    /// that had its `pthread_t`, the last to start before the join ended.
+    fn joined_serial(&self, e: &EventRecord) -> u32 {
+        let Some(starts) = self.by_pthread.get(&e.deadline) else {
+            return 0;
+        };
+        starts
+            .iter()
+            .rev()
+            .find(|(start, _)| *start <= e.time2)
+            .or(starts.first())
+            .map_or(0, |&(_, serial)| serial)
+    }
+
+    /// `e` as the merge takes it.
+    pub fn item(&mut self, e: &EventRecord) -> Item<EventRecord> {
+        let kind = e.hdr.aux & 0xff;
+        Item {
+            thread: self.queue(e.tid),
+            kind,
+            object: e.lock_id,
+            semaphore: self.semaphores.contains(&e.lock_id),
+            seq: e.seq,
+            seq2: if kind == EVENT_JOINED {
+                self.joined_serial(e)
+            } else {
+                e.seq2
+            },
+            ts: emission_time(e),
+            data: *e,
+        }
+    }
+
+    /// The other thread of a creation (the new one), a start (its
+    /// creator) or a join (the joined one).
+    fn peer(&self, d: &Delivered<EventRecord>) -> Option<u32> {
+        match d.item.kind {
+            EVENT_CREATED | EVENT_JOINED => self.tid_of_serial.get(&d.item.seq2).copied(),
+            EVENT_STARTED => Some(d.item.data.other).filter(|&t| t != 0),
+            _ => None,
+        }
+    }
+}
+
+/// The ids of a trace's semaphores (from its object records, which the
+/// analysis frees early: take them first).
+pub fn semaphores(trace: &Trace) -> FxHashSet<u32> {
+    trace
+        .locks
+        .iter()
+        .filter(|l| l.kind == ObjectKind::Sem as u32)
+        .map(|l| l.id)
+        .collect()
+}
+
+/// A process's events merged (for `locksuit events --merged`): `object`
+/// and `site` name raw ids, `thread_name` a tid; times from `start_ns`.
+pub fn process_stream(
+    (trace, semaphores): (&Trace, FxHashSet<u32>),
+    policy: Policy,
+    names: (Namer<'_>, Namer<'_>, Namer<'_>),
+    start_ns: u64,
+) -> (Vec<MergedEvent>, Vec<Perturbation>) {
+    let mut context = Context::default();
+    context.learn(trace, semaphores);
+    let mut merge = Merge::new(policy);
+    let mut out = Vec::new();
+    let mut on_delivery = |d: Delivered<EventRecord>| out.push(d);
+    // Events arrive as they were written (by each one's emission time,
+    // each thread's in its own order), as a live reader would see them:
+    // the merge then only repairs what the clocks got wrong. `concurrent`
+    // delivers in steps of whatever can go together, so it takes them all
+    // first.
+    let online = policy != Policy::Concurrent;
+    trace.events.for_each_merged(|e| {
+        merge.push(context.item(e));
+        if online {
+            merge.drain(false, &mut on_delivery);
+        }
+    });
+    merge.drain(true, &mut on_delivery);
+    let mut perturbation: Vec<Perturbation> = Vec::new();
+    let events = out
+        .into_iter()
+        .map(|d| {
+            if policy == Policy::Adjusted {
+                perturb(&mut perturbation, &d);
+            }
+            model_event(&d, policy, &context, names, start_ns)
+        })
+        .collect();
+    (events, perturbation)
+}
+
+/// `adjusted`: counts how far a delivered event was moved, for its thread.
+pub fn perturb(perturbation: &mut Vec<Perturbation>, d: &Delivered<EventRecord>) {
+    let tid = d.item.data.tid;
+    let adjustment = d.adjusted_ts - d.item.ts;
+    let at = match perturbation.iter().position(|p| p.tid == tid) {
+        Some(i) => i,
+        None => {
+            perturbation.push(Perturbation {
+                tid,
+                ..Default::default()
+            });
+            perturbation.len() - 1
+        }
+    };
+    let p = &mut perturbation[at];
+    p.events += 1;
+    if adjustment > 0 {
+        p.adjusted += 1;
+        p.total_ns += adjustment;
+        p.largest_ns = p.largest_ns.max(adjustment);
+    }
+}
+
+/// A delivered event as the report shows it.
+pub fn model_event(
+    d: &Delivered<EventRecord>,
+    policy: Policy,
+    context: &Context,
+    (object, site, thread_name): (Namer<'_>, Namer<'_>, Namer<'_>),
+    start_ns: u64,
+) -> MergedEvent {
+    let e = d.item.data;
+    let adjustment = d.adjusted_ts - d.item.ts;
+    let on_object = !matches!(
+        d.item.kind,
+        EVENT_CALL | EVENT_SWITCH | EVENT_CREATED | EVENT_STARTED | EVENT_EXITED | EVENT_JOINED
+    );
+    MergedEvent {
+        n: d.n,
+        step: (policy == Policy::Concurrent).then_some(d.step),
+        tid: e.tid,
+        thread: thread_name(e.tid),
+        kind: rule(d.item.kind, d.item.semaphore).name,
+        object: (on_object && e.lock_id != 0)
+            .then(|| object(e.lock_id))
+            .flatten(),
+        object_seq: d.item.seq2,
+        peer_tid: context.peer(d),
+        ts_ns: d.item.ts.saturating_sub(start_ns),
+        mono_ns: d.item.ts,
+        adjusted_ts_ns: (policy == Policy::Adjusted)
+            .then(|| d.adjusted_ts.saturating_sub(start_ns)),
+        adjustment_ns: (policy == Policy::Adjusted).then_some(adjustment),
+        site: site(e.site_id),
+        released_early: d.released_early,
+    }
+}

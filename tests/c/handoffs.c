@@ -1,0 +1,52 @@
+/* Handoffs between threads that are not locks, for the merged stream:
+ * main creates a poster and a waiter; the waiter waits on `ready` and the
+ * poster posts it 3 ms after the waiter's previous turn, until the waiter
+ * has measured five waits that surely blocked (over 1 ms); then both
+ * exit and main joins them.
+ *
+ * Prints "blocked K" (the waits it measured over 1 ms). */
+#include "common.h"
+#include <semaphore.h>
+
+static sem_t ready, again;
+static volatile int done;
+static int blocked;
+
+static void *poster(void *arg)
+{
+    (void)arg;
+    while (!done) {
+        sleep_ms(3);
+        CHECK(sem_post(&ready));
+        CHECK(sem_wait(&again));
+    }
+    return NULL;
+}
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    for (int round = 0; round < 200 && blocked < 5; round++) {
+        long long t0 = now_ns();
+        CHECK(sem_wait(&ready));
+        if (now_ns() - t0 > 1000000LL)
+            blocked++;
+        if (blocked >= 5 || round == 199)
+            done = 1;
+        CHECK(sem_post(&again));
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    CHECK(sem_init(&ready, 0, 0));
+    CHECK(sem_init(&again, 0, 0));
+    pthread_t p, w;
+    CHECK(pthread_create(&p, NULL, poster, NULL));
+    CHECK(pthread_create(&w, NULL, waiter, NULL));
+    CHECK(pthread_join(w, NULL));
+    CHECK(pthread_join(p, NULL));
+    printf("blocked %d\n", blocked);
+    return 0;
+}
