@@ -27,6 +27,7 @@ pub mod model;
 pub mod names;
 pub mod oom;
 pub mod periods;
+pub mod policy_lines;
 pub mod progress;
 pub mod reasons;
 pub mod render;

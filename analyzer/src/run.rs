@@ -1,7 +1,7 @@
 //! `locksuit run`: record a command and its children under the shim.
 
 use crate::load::InputError;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,6 +160,25 @@ fn stop_forwarding() {
     }
 }
 
+/// The policy at `path`, or its copy in `dir` with its `FILE:LINE` sites
+/// resolved in `program`.
+fn resolved_policy(path: &Path, program: &OsStr, dir: &Path) -> Result<PathBuf, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError(format!("{}: cannot read the policy: {e}", path.display())))?;
+    let exe = crate::policy_lines::program_path(Path::new(program))
+        .unwrap_or_else(|| PathBuf::from(program));
+    match crate::policy_lines::resolve(&text, &exe) {
+        Ok(None) => Ok(path.to_path_buf()),
+        Ok(Some(resolved)) => {
+            let copy = dir.join("locksuit.policy");
+            std::fs::write(&copy, resolved)
+                .map_err(|e| InputError(format!("{}: {e}", copy.display())))?;
+            Ok(copy)
+        }
+        Err(e) => Err(InputError(format!("{}: {e}", path.display()))),
+    }
+}
+
 pub fn record(
     command: &[OsString],
     (dir, shim): (Option<&Path>, Option<&Path>),
@@ -199,6 +218,13 @@ pub fn record(
     let abs_dir = dir
         .canonicalize()
         .map_err(|e| give_up(InputError(format!("{}: {e}", dir.display()))))?;
+    // Lines named as sites become address ranges of the program, which
+    // the shim can match (it reads no line tables): a resolved copy of the
+    // policy goes next to the traces.
+    let policy = match policy {
+        Some(path) => Some(resolved_policy(&path, program, &abs_dir).map_err(give_up)?),
+        None => None,
+    };
     let mut preload = OsString::from(shim.as_os_str());
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");

@@ -187,3 +187,95 @@ fn a_policy_path_that_is_a_fifo_never_blocks_the_program() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("cannot be read"), "{stderr}");
 }
+
+/// `sites = FILE:LINE` under `locksuit run --policy`: the line is resolved
+/// into addresses of the program before it starts. knob.c's main waits
+/// ten times at one line; its helper's holds, taken at another line, write
+/// no events, and are counted as left out; the counters stay whole.
+#[test]
+fn a_line_named_as_a_site_is_resolved_by_run() {
+    let knob = build_c("knob");
+    let source = std::fs::read_to_string(workspace_root().join("tests/c/knob.c")).unwrap();
+    let contend = source.find("static void contend").unwrap();
+    let line = source[..contend].lines().count()
+        + source[contend..]
+            .lines()
+            .position(|l| l.contains("pthread_mutex_lock(&knob_lock)"))
+            .unwrap()
+        + 1;
+    let dir = fresh_dir("policy-line");
+    let policy = write_policy(&dir, &format!("sites = knob.c:{line}\n"));
+    let runs = dir.join("traces");
+    let mut command = std::process::Command::new(locksuit_path());
+    command
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR")
+        .args([
+            "run",
+            "--policy",
+            &policy,
+            "--dir",
+            runs.to_str().unwrap(),
+            "--format",
+            "json",
+            "--",
+            knob.to_str().unwrap(),
+        ]);
+    let out = command.env("KNOB_CONTENDED", "10").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let resolved = std::fs::read_to_string(runs.join("locksuit.policy")).unwrap();
+    assert!(resolved.contains("sites = 0x"), "{resolved}");
+    assert!(resolved.contains(&format!("knob.c:{line}")), "{resolved}");
+    let stream = run_locksuit(&[
+        "events",
+        "--merged",
+        "--format",
+        "jsonl",
+        runs.to_str().unwrap(),
+    ]);
+    assert_eq!(stream.status.code(), Some(0), "{}", describe(&stream));
+    let events: Vec<Value> = stdout_str(&stream)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at_line = format!("knob.c:{line}");
+    let waits: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "acquire-after-wait")
+        .collect();
+    assert_eq!(waits.len(), 10, "main's ten waits");
+    for w in &waits {
+        assert!(str_of(w, "site").ends_with(&at_line), "{w}");
+    }
+    // The helper's holds (taken at another line) wrote nothing; main's
+    // own releases carry the line that took the lock.
+    for e in events.iter().filter(|e| e["kind"] == "release") {
+        assert!(str_of(e, "site").ends_with(&at_line), "{e}");
+    }
+    let report = report_json(&[&runs], None);
+    let p = only_process(&report);
+    assert!(u64_of(&p["policy"], "events_filtered") >= 10);
+    assert_eq!(u64_of(lock_by_id(p, "&knob_lock"), "contended"), 10);
+    // A line with no code stops `run` before the program starts.
+    let empty = write_policy(&fresh_dir("policy-line-empty"), "sites = knob.c:1\n");
+    let out = run_locksuit(&["run", "--policy", &empty, "--", knob.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("policy line 1: no code at knob.c:1"),
+        "{said}"
+    );
+    // Outside `run`, a line cannot be resolved: the shim says so.
+    let out = run_under_shim_env(
+        &knob,
+        &[] as &[&str],
+        &fresh_dir("policy-line-by-hand"),
+        &[("LOCKSUIT_POLICY", &policy)],
+    );
+    assert_success(&out, "knob with a line policy by hand");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("locksuit run --policy"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -275,6 +275,22 @@ pub fn site_selected(function: &[u8]) -> bool {
         .any(|glob| glob_matches(glob, function))
 }
 
+/// Whether the policy names address ranges of the executable as sites.
+pub fn site_ranges_ruled() -> bool {
+    list(ListKey::Sites)
+        .items()
+        .any(|item| parse::address_range(item).is_some())
+}
+
+/// Whether `offset` (an address in the executable file) lies in one of the
+/// policy's site ranges.
+pub fn site_offset_selected(offset: u64) -> bool {
+    list(ListKey::Sites)
+        .items()
+        .filter_map(parse::address_range)
+        .any(|(lo, hi)| (lo..hi).contains(&offset))
+}
+
 /// Waits shorter than this write no events (0: every wait does).
 #[inline]
 pub fn min_wait_ns() -> u64 {

@@ -182,7 +182,9 @@ sample_every, sample_period_ms, depth)",
     )
 }
 
-/// Sites are named by function; a `FILE:LINE` needs line tables the shim
+/// Sites are named by function, or by a range of addresses in the
+/// program's executable file (`0xLO-0xHI`, what `locksuit run --policy`
+/// makes of a `FILE:LINE`). A `FILE:LINE` itself needs line tables the shim
 /// does not read.
 fn bad_site(value: &[u8]) -> Option<&'static [u8]> {
     let file_line = value.split(|&c| c == b',').map(trim).any(|item| {
@@ -191,9 +193,18 @@ fn bad_site(value: &[u8]) -> Option<&'static [u8]> {
             .is_some_and(|at| at + 1 < item.len() && item[at + 1..].iter().all(u8::is_ascii_digit))
     });
     file_line.then_some(
-        b"sites are function names (globs); FILE:LINE is not supported while recording, \
-name the function instead" as &[u8],
+        b"a FILE:LINE site is resolved by `locksuit run --policy`, before the program starts; \
+with $LOCKSUIT_POLICY set by hand, name the function instead" as &[u8],
     )
+}
+
+/// A site item `0xLO-0xHI`: a range of addresses in the executable file.
+pub fn address_range(item: &[u8]) -> Option<(u64, u64)> {
+    let dash = item.iter().position(|&c| c == b'-')?;
+    let (lo, hi) = (&item[..dash], &item[dash + 1..]);
+    let lo = crate::text::hex(lo.strip_prefix(b"0x")?)?;
+    let hi = crate::text::hex(hi.strip_prefix(b"0x")?)?;
+    (lo < hi).then_some((lo, hi))
 }
 
 #[cfg(test)]
@@ -228,6 +239,13 @@ mod tests {
             Line::Number(NumberKey::Depth, 4)
         ));
         assert!(matches!(parse_line(b"sites = main.c:42"), Line::Bad(_)));
+        assert!(matches!(
+            parse_line(b"sites = 0x1189-0x11a0, worker"),
+            Line::List(ListKey::Sites, _)
+        ));
+        assert_eq!(address_range(b"0x1189-0x11a0"), Some((0x1189, 0x11a0)));
+        assert_eq!(address_range(b"0x11a0-0x1189"), None);
+        assert_eq!(address_range(b"worker"), None);
         assert!(matches!(
             parse_line(b"sites = worker*, std::*"),
             Line::List(ListKey::Sites, _)

@@ -3,6 +3,7 @@
 //! so deciding whether to write an event costs a bit test. Nothing here
 //! runs unless the policy names objects or sites.
 
+use super::modules;
 use super::symbols::{self, STT_FUNC, STT_OBJECT};
 use crate::policy;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -84,10 +85,17 @@ pub fn decide_site(id: u32, frames: &[u64]) {
     // One name at a time, matched as it is found: little stack, since
     // this may run inside a signal handler.
     let mut name = [0u8; 128];
+    let ranges = policy::site_ranges_ruled();
     for &ret in frames {
-        // A return address may sit just past its function's end.
-        let n = symbols::name_at(ret.saturating_sub(1), STT_FUNC, &mut name).unwrap_or(0);
-        if n > 0 && policy::site_selected(&name[..n]) {
+        // A return address may sit just past its function's end (and its
+        // call instruction, which is the line's code, just before it).
+        let at = ret.saturating_sub(1);
+        let in_range = ranges
+            && modules::locate(at).is_some_and(|(bias, path)| {
+                path.is_empty() && policy::site_offset_selected(at.wrapping_sub(bias))
+            });
+        let n = symbols::name_at(at, STT_FUNC, &mut name).unwrap_or(0);
+        if in_range || (n > 0 && policy::site_selected(&name[..n])) {
             set(&SITES, SITE_IDS, id);
             return;
         }
