@@ -4,20 +4,43 @@
  *
  *   uncontended [PAIRS] [held]   with "held", another mutex is held all
  *                                along: every pair is a nested acquisition
- *                                (a lock-order edge for the shim). */
+ *                                (a lock-order edge for the shim).
+ *   uncontended [PAIRS] sem      sem_trywait + sem_post pairs instead. */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER;
+static sem_t sem;
+
+static void sem_pairs(long n) {
+    for (long i = 0; i < n; i++)
+        if (sem_trywait(&sem) == 0)
+            sem_post(&sem);
+}
+
 
 int main(int argc, char **argv) {
     long pairs = argc > 1 ? atol(argv[1]) : 20000000L;
-    if (argc > 2)
+    int on_sem = argc > 2 && strcmp(argv[2], "sem") == 0;
+    int held = argc > 2 && !on_sem;
+    if (sem_init(&sem, 0, 1) != 0)
+        return 1;
+    if (held)
         pthread_mutex_lock(&outer);
     struct timespec a, b;
+    if (on_sem) {
+        sem_pairs(1000);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        sem_pairs(pairs);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / pairs);
+        return 0;
+    }
     /* Warm up: the first engagement records the lock and the call site. */
     for (int i = 0; i < 1000; i++) {
         pthread_mutex_lock(&lock);
@@ -31,7 +54,7 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &b);
     double ns = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
     printf("%.2f\n", ns / pairs);
-    if (argc > 2)
+    if (held)
         pthread_mutex_unlock(&outer);
     return 0;
 }
