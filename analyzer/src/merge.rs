@@ -33,6 +33,9 @@ pub enum Requires {
     /// A condition wait that saw notifies (`seq2 > seq`) follows the first
     /// notify after it began, `seq + 1`.
     NotifiedDuring,
+    /// Every token from `seq` to `seq2` (a barrier departure follows every
+    /// arrival of its round).
+    AllOf,
 }
 
 /// Which objects a row is about.
@@ -87,7 +90,7 @@ const fn row(
 
 use Applies::{Any, Semaphores};
 use Produces::{Nothing as Makes, SequenceAfter};
-use Requires::{Nothing as Follows, NotifiedDuring, SequenceAt};
+use Requires::{AllOf, Nothing as Follows, NotifiedDuring, SequenceAt};
 
 /// The table. The first row that fits an event is its rule.
 #[rustfmt::skip]
@@ -107,6 +110,9 @@ pub const RULES: &[Rule] = &[
     // Condition variables.
     row(EVENT_NOTIFY, Any, "notify", (SequenceAfter, Follows), On::Object),
     row(EVENT_COND_WAIT, Any, "cond-wait", (Makes, NotifiedDuring), On::Object),
+    // Barriers: every arrival of a round before any departure from it.
+    row(EVENT_ARRIVED, Any, "arrive", (SequenceAfter, Follows), On::Object),
+    row(EVENT_DEPARTED, Any, "depart", (Makes, AllOf), On::Object),
     // Threads: created before started; exited before joined.
     row(EVENT_CREATED, Any, "create", (SequenceAfter, Follows), On::Creations),
     row(EVENT_STARTED, Any, "start", (Makes, SequenceAt), On::Creations),
@@ -324,6 +330,7 @@ impl<T: Copy> Merge<T> {
             Requires::Nothing => None,
             Requires::SequenceAt => (item.seq2 != 0).then_some(item.seq2),
             Requires::NotifiedDuring => (item.seq2 > item.seq).then(|| item.seq + 1),
+            Requires::AllOf => return (item.seq..=item.seq2).find(|&n| !has(n)),
         };
         needed.filter(|&n| !has(n))
     }

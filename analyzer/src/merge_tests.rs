@@ -19,7 +19,8 @@ const CREATED_MAX: usize = 3;
 /// A valid execution from a script of (thread, action) choices: the
 /// events in a global order that happened. `threads` run from the start;
 /// they may create up to [`CREATED_MAX`] more, which may exit and be
-/// joined. Objects: locks 100 and 101, condition 200, semaphore 300.
+/// joined. Objects: locks 100 and 101, condition 200, semaphore 300,
+/// barrier 400 (for two threads).
 fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     let (locks, conds) = (2u32, 1u32);
     let total = threads + CREATED_MAX;
@@ -30,6 +31,8 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     let mut cond_seq = vec![0u32; conds as usize];
     let (mut sem_count, mut posts) = (0u32, 0u32);
     let mut sem_waiting: Vec<Option<u32>> = vec![None; total];
+    let mut arrivals = 0u32;
+    let mut at_barrier: Vec<bool> = vec![false; total];
     let mut alive: Vec<bool> = (0..total).map(|t| t < threads).collect();
     let mut serial = vec![0u32; total];
     let mut existing = threads;
@@ -50,8 +53,8 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     };
     for &(t, action) in script {
         let t = t % existing;
-        if !alive[t] || waiting[t].is_some() || sem_waiting[t].is_some() {
-            continue; // not running, or blocked until a notify or a post
+        if !alive[t] || waiting[t].is_some() || sem_waiting[t].is_some() || at_barrier[t] {
+            continue; // not running, or blocked until a notify, a post, a round
         }
         if let Some(l) = held[t] {
             holder[l as usize] = None;
@@ -61,13 +64,13 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
             push(&mut events, t, EVENT_RELEASED, 100 + l, s - 1, s);
             continue;
         }
-        match action % 8 {
+        match action % 9 {
             op @ (0 | 1) => {
                 let l = u32::from(op);
                 if holder[l as usize].is_none() {
                     holder[l as usize] = Some(t);
                     held[t] = Some(l);
-                    let kind = if action & 8 != 0 {
+                    let kind = if action / 9 % 2 != 0 {
                         EVENT_BLOCKED
                     } else {
                         EVENT_ACQUIRED
@@ -113,6 +116,26 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
                 push(&mut events, child, EVENT_STARTED, 0, 0, serial[child]);
             }
             6 => {}
+            8 => {
+                arrivals += 1;
+                push(&mut events, t, EVENT_ARRIVED, 400, arrivals, arrivals);
+                if arrivals % 2 == 1 {
+                    at_barrier[t] = true;
+                } else {
+                    // The round is complete: both leave.
+                    let other = at_barrier.iter().position(|&b| b).unwrap_or(t);
+                    at_barrier[other] = false;
+                    push(
+                        &mut events,
+                        other,
+                        EVENT_DEPARTED,
+                        400,
+                        arrivals - 1,
+                        arrivals,
+                    );
+                    push(&mut events, t, EVENT_DEPARTED, 400, arrivals - 1, arrivals);
+                }
+            }
             _ if serial[t] != 0 => {
                 alive[t] = false;
                 exited.push(serial[t]);
@@ -151,11 +174,15 @@ fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
                 EVENT_BLOCKED => e.seq2 > e.seq && o.seq2 == e.seq + 1,
                 _ => false,
             };
+        let round_arrival = e.kind == EVENT_DEPARTED
+            && o.kind == EVENT_ARRIVED
+            && o.object == e.object
+            && (e.seq..=e.seq2).contains(&o.seq2);
         let thread_edge = matches!(
             (o.kind, e.kind),
             (EVENT_CREATED, EVENT_STARTED) | (EVENT_EXITED, EVENT_JOINED)
         ) && o.seq2 == e.seq2;
-        if same_thread || released_into || woke || posted_before || thread_edge {
+        if same_thread || released_into || woke || posted_before || round_arrival || thread_edge {
             before.push(i);
         }
     }
@@ -196,7 +223,7 @@ proptest! {
     #[test]
     fn every_policy_keeps_happened_before(
         threads in 2usize..5,
-        script in proptest::collection::vec((0usize..8, 0u8..16), 0..160),
+        script in proptest::collection::vec((0usize..8, 0u8..18), 0..160),
         offsets in proptest::collection::vec(-1_000_000_000i64..1_000_000_000, 8),
         arrival in proptest::collection::vec(0usize..8, 0..400),
     ) {
@@ -340,8 +367,8 @@ fn long_runs_slide_the_token_window() {
     // No condition waits here: threads that all wait would stop the run.
     let script: Vec<(usize, u8)> = (0..8000)
         .map(|_| {
-            let action = (next() % 16) as u8;
-            let waits = matches!(action % 8, 2 | 5);
+            let action = (next() % 18) as u8;
+            let waits = matches!(action % 9, 2 | 5 | 8);
             (next() % 6, if waits { action + 1 } else { action })
         })
         .collect();

@@ -608,6 +608,15 @@ pub const EVENT_JOINED: u32 = 13;
 /// past its `seq` follows post `seq + 1`.
 pub const EVENT_POSTED: u32 = 14;
 
+/// A thread arrived at a barrier, at `time`: `seq` and `seq2` are its
+/// arrival's number (from 1, counted since the barrier's initialisation).
+pub const EVENT_ARRIVED: u32 = 15;
+/// A thread left a barrier: arrived at `time`, left at `time2`; `seq` and
+/// `seq2` are the first and last arrival numbers of its round (the
+/// barrier's count apart), all of which came before it; both its own
+/// arrival's number when the count is unknown.
+pub const EVENT_DEPARTED: u32 = 16;
+
 /// Switched out while runnable (preempted).
 pub const SWITCH_PREEMPTED: u32 = 1 << 0;
 /// Switched out just after a major page fault: waiting for it.

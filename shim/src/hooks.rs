@@ -80,7 +80,7 @@ macro_rules! real_pair_or {
 /// from the object).
 macro_rules! init_hook {
     ($name:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
-     real: $real:ident, kind: $kind:expr, shared: $shared:expr) => {
+     real: $real:ident, kind: $kind:expr, shared: $shared:expr $(, then: $then:expr)?) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let init = real_or!($real, libc::EINVAL);
@@ -92,6 +92,7 @@ macro_rules! init_hook {
             if let (Some(g), 0) = (&guard, rc) {
                 let shared: Option<bool> = $shared;
                 recorder::object_initialized(g, $obj as u64, $kind, Caller::new(caller, sp), shared);
+                $( $then($obj as u64); )?
             }
             rc
         }
@@ -347,7 +348,8 @@ unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize, sp: u
 // --------------------------------------------------------------- barriers
 
 init_hook!(pthread_barrier_init(b: *mut pthread_barrier_t, attr: *const pthread_barrierattr_t, count: c_uint) => barrier_init_handler, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
-    real: barrier_init, kind: ObjectKind::Barrier, shared: None);
+    real: barrier_init, kind: ObjectKind::Barrier, shared: None,
+    then: |addr| recorder::barrier_initialized(addr, count));
 destroy_hook!(pthread_barrier_destroy(b: *mut pthread_barrier_t) => barrier_destroy);
 
 export_with_caller!(pthread_barrier_wait(b: *mut pthread_barrier_t) -> c_int => barrier_wait, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));

@@ -1,14 +1,24 @@
 /* Handoffs between threads that are not locks, for the merged stream:
  * main creates a poster and a waiter; the waiter waits on `ready` and the
  * poster posts it 3 ms after the waiter's previous turn, until the waiter
- * has measured five waits that surely blocked (over 1 ms); then both
- * exit and main joins them.
+ * has measured five waits that surely blocked (over 1 ms); then both meet
+ * three times at a barrier for two, exit, and main joins them.
  *
  * Prints "blocked K" (the waits it measured over 1 ms). */
 #include "common.h"
 #include <semaphore.h>
 
 static sem_t ready, again;
+static pthread_barrier_t meet;
+
+static void meet_three_times(void)
+{
+    for (int i = 0; i < 3; i++) {
+        int rc = pthread_barrier_wait(&meet);
+        if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+            die_rc("pthread_barrier_wait", rc, __LINE__);
+    }
+}
 static volatile int done;
 static int blocked;
 
@@ -20,6 +30,7 @@ static void *poster(void *arg)
         CHECK(sem_post(&ready));
         CHECK(sem_wait(&again));
     }
+    meet_three_times();
     return NULL;
 }
 
@@ -35,6 +46,7 @@ static void *waiter(void *arg)
             done = 1;
         CHECK(sem_post(&again));
     }
+    meet_three_times();
     return NULL;
 }
 
@@ -42,6 +54,7 @@ int main(void)
 {
     CHECK(sem_init(&ready, 0, 0));
     CHECK(sem_init(&again, 0, 0));
+    CHECK(pthread_barrier_init(&meet, NULL, 2));
     pthread_t p, w;
     CHECK(pthread_create(&p, NULL, poster, NULL));
     CHECK(pthread_create(&w, NULL, waiter, NULL));

@@ -241,11 +241,12 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
     assert!(median < 100_000_000, "median latency {median} ns");
 }
 
-/// tests/c/handoffs.c: semaphore posts before the waits they ended,
-/// creations before the created threads' starts, exits before the joins
-/// that returned them, under each policy.
+/// tests/c/handoffs.c: semaphore posts before the waits they ended, both
+/// arrivals of a barrier round before either departure, creations before
+/// the created threads' starts, exits before the joins that returned them,
+/// under each policy.
 #[test]
-fn semaphores_creations_and_joins_keep_their_order() {
+fn semaphores_barriers_creations_and_joins_keep_their_order() {
     let dir = fresh_dir("merged-threads");
     let out = run_under_shim(&build_c("handoffs"), &[] as &[&str], &dir);
     assert_success(&out, "handoffs");
@@ -264,6 +265,9 @@ fn semaphores_creations_and_joins_keep_their_order() {
         assert_eq!(count("start"), 2, "{policy}");
         assert_eq!(count("exit"), 2, "{policy}");
         assert_eq!(count("join"), 2, "{policy}");
+        assert_eq!(count("arrive"), 6, "{policy}: two threads, three rounds");
+        assert_eq!(count("depart"), 6, "{policy}");
+        let mut arrived: Vec<u64> = Vec::new();
         let mut created: HashMap<u64, u64> = HashMap::new();
         let mut exited: HashMap<u64, u64> = HashMap::new();
         let mut posted: HashMap<String, u64> = HashMap::new();
@@ -296,6 +300,13 @@ fn semaphores_creations_and_joins_keep_their_order() {
                 }
                 "post" => {
                     posted.entry(object).or_insert(seq);
+                }
+                "arrive" => arrived.push(seq),
+                "depart" => {
+                    // Its round: arrivals seq - 1 and seq (a barrier for two).
+                    for a in [seq - 1, seq] {
+                        assert!(arrived.contains(&a), "{policy}: {e} before arrival {a}");
+                    }
                 }
                 "sem-acquire-after-wait" => {
                     let first = posted.get(&object);

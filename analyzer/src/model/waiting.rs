@@ -239,7 +239,7 @@ pub struct MergedEvent {
     pub thread: Option<String>,
     /// Its rule's name: `release`, `acquire-after-wait`, `acquire`,
     /// `timed-out`, `notify`, `cond-wait`, `post`, `sem-acquire-after-wait`,
-    /// `sem-acquire`,
+    /// `sem-acquire`, `arrive`, `depart`,
     /// `create`, `start`, `exit`, `join`, `outcome`, `blocking-call`,
     /// `switch`.
     pub kind: &'static str,

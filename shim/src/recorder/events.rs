@@ -220,3 +220,21 @@ pub fn joined(lane: &mut Lane, site_id: u32, target: u64, (started, now): (u64, 
     e.deadline = target;
     write(lane, e);
 }
+
+/// A barrier arrival or departure (`EVENT_ARRIVED`, `EVENT_DEPARTED`):
+/// `arrivals` is the arrival's own number twice, or the first and last
+/// arrival of the round departed from.
+pub fn barrier(
+    lane: &mut Lane,
+    kind: u32,
+    (barrier_id, site_id): (u32, u32),
+    arrivals: (u32, u32),
+    (arrived, departed): (u64, u64),
+) {
+    let mut e = event(kind, barrier_id, site_id);
+    e.seq = arrivals.0;
+    e.seq2 = arrivals.1;
+    e.time = arrived;
+    e.time2 = departed;
+    write(lane, e);
+}

@@ -678,9 +678,28 @@ fn post_event(lane: &mut Lane, at: (u32, u32), count_after: u32, waiters: u32) {
     events::posted(lane, at, count_after, waiters, now_ns());
 }
 
-/// About to wait at a barrier; returns when the wait began.
-pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> u64 {
+pub use objects::barrier_initialized;
+
+/// A barrier wait in progress: when it began, and its arrival's number
+/// (from 1, counted since the barrier's initialisation).
+pub struct BarrierArrival {
+    since_ns: u64,
+    arrival: u32,
+}
+
+/// About to wait at a barrier: counts the arrival (its event makes the
+/// round's departures possible in the merged stream).
+pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> BarrierArrival {
     let since_ns = now_ns();
+    let arrival = p.slot.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+    let at = (p.lock_id, p.counter().site_id);
+    events::barrier(
+        p.lane(),
+        EVENT_ARRIVED,
+        at,
+        (arrival, arrival),
+        (since_ns, 0),
+    );
     let pending = PendingWait {
         kind: WAIT_BARRIER,
         object: p.lock_id,
@@ -691,16 +710,29 @@ pub fn barrier_begin(g: &HookGuard, p: &Prepared) -> u64 {
         deadline: 0,
     };
     wait_started(p.lane(), pending, g.thread().held().entries());
-    since_ns
+    BarrierArrival { since_ns, arrival }
 }
 
-/// A barrier wait begun at `since_ns` returned `rc`.
-pub fn barrier_end(g: &HookGuard, p: &Prepared, since_ns: u64, rc: i32) {
+/// A barrier wait begun as `arrived` returned `rc`.
+pub fn barrier_end(g: &HookGuard, p: &Prepared, arrived: BarrierArrival, rc: i32) {
+    let BarrierArrival { since_ns, arrival } = arrived;
     wait_ended(p.lane());
     let now = now_ns();
     let waited = now.saturating_sub(since_ns);
     if rc == 0 || rc == libc::PTHREAD_BARRIER_SERIAL_THREAD {
         barrier_waited(p, waited, rc == libc::PTHREAD_BARRIER_SERIAL_THREAD);
+        // The round's arrivals, all before this departure (only its own if
+        // the count is unknown: a barrier initialised before the shim).
+        let count = p.slot.holder.load(Ordering::Relaxed);
+        let round = match count {
+            0 => (arrival, arrival),
+            n => {
+                let first = (arrival.wrapping_sub(1) / n * n).wrapping_add(1);
+                (first, first.wrapping_add(n - 1))
+            }
+        };
+        let at = (p.lock_id, p.counter().site_id);
+        events::barrier(p.lane(), EVENT_DEPARTED, at, round, (since_ns, now));
     }
     if config::calls_timed() && waited >= config::block_min_ns() {
         let site = p.counter().site_id;

@@ -243,6 +243,16 @@ pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
     })
 }
 
+/// A barrier at `addr` initialised for `count` threads: its slot keeps the
+/// count (in `holder`, unused for barriers) and counts arrivals from 0 (in
+/// `seq`), so each arrival knows its round.
+pub fn barrier_initialized(addr: u64, count: u32) {
+    if let Some(slot) = slot_for(addr) {
+        slot.holder.store(count, Ordering::Relaxed);
+        slot.seq.store(0, Ordering::Relaxed);
+    }
+}
+
 /// `*_destroy` at `addr`: ends the identity; returns the id it had.
 pub fn destroy(addr: u64) -> Option<u32> {
     let slot = slot_for(addr)?;
