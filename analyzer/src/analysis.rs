@@ -170,9 +170,9 @@ pub fn analyze(
         )
     });
     // Lock records are not needed past this point (but for the merged
-    // stream's semaphores).
-    let semaphores = match streams {
-        StreamFilter::Merged(_) => crate::merge_trace::semaphores(&trace),
+    // stream's objects of kinds with rules of their own).
+    let object_kinds = match streams {
+        StreamFilter::Merged(_) => crate::merge_trace::object_kinds(&trace),
         _ => Default::default(),
     };
     trace.locks = Vec::new();
@@ -331,7 +331,7 @@ pub fn analyze(
                 .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
                 .collect();
             crate::merge_trace::process_stream(
-                (&trace, semaphores),
+                (&trace, object_kinds),
                 *policy,
                 (
                     &event_name,

@@ -43,7 +43,7 @@ pub fn follow(
             if followed.is_some_and(|pid| pid != trace.header.pid) {
                 return;
             }
-            context.learn(&trace, crate::merge_trace::semaphores(&trace));
+            context.learn(&trace, crate::merge_trace::object_kinds(&trace));
             let mut counts: HashMap<u32, u64> = HashMap::new();
             trace.events.for_each_merged(|e| {
                 let count = counts.entry(e.tid).or_default();

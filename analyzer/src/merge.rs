@@ -36,14 +36,19 @@ pub enum Requires {
     /// Every token from `seq` to `seq2` (a barrier departure follows every
     /// arrival of its round).
     AllOf,
+    /// Every token after `seq` up to `seq2` (an acquisition of a read-write
+    /// lock after a wait follows every release made while it waited: a
+    /// writer, all the readers it waited for).
+    AllSince,
 }
 
 /// Which objects a row is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applies {
     Any,
-    /// Semaphores only: their count moves by posts, not by releases.
-    Semaphores,
+    /// Objects of one kind only (a semaphore's count moves by posts, not
+    /// releases; a read-write lock lets several holders in).
+    Only(ObjectKind),
 }
 
 /// Whose tokens a row makes or waits for.
@@ -88,9 +93,11 @@ const fn row(
     }
 }
 
-use Applies::{Any, Semaphores};
+use Applies::{Any, Only};
+const SEMAPHORES: Applies = Only(ObjectKind::Sem);
+const RWLOCKS: Applies = Only(ObjectKind::Rwlock);
 use Produces::{Nothing as Makes, SequenceAfter};
-use Requires::{AllOf, Nothing as Follows, NotifiedDuring, SequenceAt};
+use Requires::{AllOf, AllSince, Nothing as Follows, NotifiedDuring, SequenceAt};
 
 /// The table. The first row that fits an event is its rule.
 #[rustfmt::skip]
@@ -100,8 +107,11 @@ pub const RULES: &[Rule] = &[
     // began. A wait that did not block follows no recorded post (a post
     // that finds no waiter writes nothing).
     row(EVENT_POSTED, Any, "post", (SequenceAfter, Follows), On::Object),
-    row(EVENT_BLOCKED, Semaphores, "sem-acquire-after-wait", (Makes, NotifiedDuring), On::Object),
-    row(EVENT_ACQUIRED, Semaphores, "sem-acquire", (Makes, Follows), On::Object),
+    row(EVENT_BLOCKED, SEMAPHORES, "sem-acquire-after-wait", (Makes, NotifiedDuring), On::Object),
+    row(EVENT_ACQUIRED, SEMAPHORES, "sem-acquire", (Makes, Follows), On::Object),
+    // Read-write locks: an acquisition after a wait follows every release
+    // made while it waited (a writer waits for every reader).
+    row(EVENT_BLOCKED, RWLOCKS, "acquire-after-wait", (Makes, AllSince), On::Object),
     // Locks: a release makes the acquisition it lets in possible.
     row(EVENT_RELEASED, Any, "release", (SequenceAfter, Follows), On::Object),
     row(EVENT_BLOCKED, Any, "acquire-after-wait", (Makes, SequenceAt), On::Object),
@@ -124,13 +134,13 @@ pub const RULES: &[Rule] = &[
     row(EVENT_SWITCH, Any, "switch", (Makes, Follows), On::Object),
 ];
 
-/// The rule of an event kind on an object (semaphore or not); an unknown
-/// kind follows its thread only.
-pub fn rule(kind: u32, semaphore: bool) -> &'static Rule {
+/// The rule of an event kind on an object of a kind (if known); an
+/// unknown event kind follows its thread only.
+pub fn rule(kind: u32, object: Option<ObjectKind>) -> &'static Rule {
     const UNKNOWN: Rule = row(0, Any, "event", (Makes, Follows), On::Object);
     RULES
         .iter()
-        .find(|r| r.kind == kind && (r.applies == Any || semaphore))
+        .find(|r| r.kind == kind && (r.applies == Any || Some(r.applies) == object.map(Only)))
         .unwrap_or(&UNKNOWN)
 }
 
@@ -159,8 +169,8 @@ pub struct Item<T> {
     pub thread: usize,
     pub kind: u32,
     pub object: u32,
-    /// The object is a semaphore (some rows apply to semaphores only).
-    pub semaphore: bool,
+    /// The object's kind, where it matters (some rows apply to one kind).
+    pub object_kind: Option<ObjectKind>,
     pub seq: u32,
     pub seq2: u32,
     pub ts: u64,
@@ -273,7 +283,7 @@ impl Tokens {
 
 /// The object whose tokens `item` makes or waits for.
 fn token_object<T>(item: &Item<T>) -> u32 {
-    match rule(item.kind, item.semaphore).on {
+    match rule(item.kind, item.object_kind).on {
         On::Object => item.object,
         On::Creations => CREATIONS,
         On::Exits => EXITS,
@@ -326,17 +336,20 @@ impl<T: Copy> Merge<T> {
     fn missing(&self, item: &Item<T>) -> Option<u32> {
         let object = token_object(item);
         let has = |n: u32| self.tokens.get(&object).is_some_and(|t| t.has(n));
-        let needed = match rule(item.kind, item.semaphore).requires {
+        let needed = match rule(item.kind, item.object_kind).requires {
             Requires::Nothing => None,
             Requires::SequenceAt => (item.seq2 != 0).then_some(item.seq2),
             Requires::NotifiedDuring => (item.seq2 > item.seq).then(|| item.seq + 1),
             Requires::AllOf => return (item.seq..=item.seq2).find(|&n| !has(n)),
+            Requires::AllSince => {
+                return (item.seq.wrapping_add(1)..=item.seq2).find(|&n| !has(n));
+            }
         };
         needed.filter(|&n| !has(n))
     }
 
     fn deliver(&mut self, item: Item<T>, early: bool, out: &mut impl FnMut(Delivered<T>)) {
-        if rule(item.kind, item.semaphore).produces == Produces::SequenceAfter {
+        if rule(item.kind, item.object_kind).produces == Produces::SequenceAfter {
             let Merge { tokens, ready, .. } = self;
             let object = token_object(&item);
             tokens

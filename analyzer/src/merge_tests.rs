@@ -1,6 +1,7 @@
 //! Properties of the merged stream: random valid executions (threads
 //! taking locks, notifying and waiting on conditions, posting and waiting
-//! on a semaphore, creating, exiting and joining threads), each thread's clock
+//! on a semaphore, meeting at a barrier, reading and writing a read-write
+//! lock, creating, exiting and joining threads), each thread's clock
 //! off by up to ±1 s, and the threads' events arriving interleaved at
 //! random; every policy must deliver each event once, never before what it
 //! follows, with `adjusted` timestamps monotone and minimally raised, and
@@ -20,7 +21,7 @@ const CREATED_MAX: usize = 3;
 /// events in a global order that happened. `threads` run from the start;
 /// they may create up to [`CREATED_MAX`] more, which may exit and be
 /// joined. Objects: locks 100 and 101, condition 200, semaphore 300,
-/// barrier 400 (for two threads).
+/// barrier 400 (for two threads), read-write lock 500.
 fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     let (locks, conds) = (2u32, 1u32);
     let total = threads + CREATED_MAX;
@@ -33,6 +34,7 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     let mut sem_waiting: Vec<Option<u32>> = vec![None; total];
     let mut arrivals = 0u32;
     let mut at_barrier: Vec<bool> = vec![false; total];
+    let mut rw = Rw::default();
     let mut alive: Vec<bool> = (0..total).map(|t| t < threads).collect();
     let mut serial = vec![0u32; total];
     let mut existing = threads;
@@ -44,7 +46,11 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
             thread,
             kind,
             object,
-            semaphore: object == 300,
+            object_kind: match object {
+                300 => Some(ObjectKind::Sem),
+                500 => Some(ObjectKind::Rwlock),
+                _ => None,
+            },
             seq,
             seq2,
             ts: id as u64 * 1000,
@@ -53,8 +59,15 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     };
     for &(t, action) in script {
         let t = t % existing;
-        if !alive[t] || waiting[t].is_some() || sem_waiting[t].is_some() || at_barrier[t] {
+        let blocked = waiting[t].is_some() || sem_waiting[t].is_some() || at_barrier[t];
+        if !alive[t] || blocked || rw.waiting.iter().any(|w| w.0 == t) {
             continue; // not running, or blocked until a notify, a post, a round
+        }
+        if rw.readers.contains(&t) || rw.writer == Some(t) {
+            rw.release(t, &mut |thread, kind, seq, seq2| {
+                push(&mut events, thread, kind, 500, seq, seq2)
+            });
+            continue;
         }
         if let Some(l) = held[t] {
             holder[l as usize] = None;
@@ -64,13 +77,13 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
             push(&mut events, t, EVENT_RELEASED, 100 + l, s - 1, s);
             continue;
         }
-        match action % 9 {
+        match action % 10 {
             op @ (0 | 1) => {
                 let l = u32::from(op);
                 if holder[l as usize].is_none() {
                     holder[l as usize] = Some(t);
                     held[t] = Some(l);
-                    let kind = if action / 9 % 2 != 0 {
+                    let kind = if action / 10 % 2 != 0 {
                         EVENT_BLOCKED
                     } else {
                         EVENT_ACQUIRED
@@ -116,6 +129,15 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
                 push(&mut events, child, EVENT_STARTED, 0, 0, serial[child]);
             }
             6 => {}
+            9 => {
+                let write = action / 10 % 2 != 0;
+                if rw.free_for(write) {
+                    rw.grant(t, write);
+                    push(&mut events, t, EVENT_ACQUIRED, 500, rw.seq, rw.seq);
+                } else {
+                    rw.waiting.push((t, write, rw.seq));
+                }
+            }
             8 => {
                 arrivals += 1;
                 push(&mut events, t, EVENT_ARRIVED, 400, arrivals, arrivals);
@@ -151,13 +173,57 @@ fn execute(threads: usize, script: &[(usize, u8)]) -> Vec<Ev> {
     events
 }
 
+/// The read-write lock of a generated execution: its release sequence,
+/// holders, and the threads waiting (thread, for writing, sequence when
+/// they asked), let in first come first served.
+#[derive(Default)]
+struct Rw {
+    seq: u32,
+    readers: Vec<usize>,
+    writer: Option<usize>,
+    waiting: Vec<(usize, bool, u32)>,
+}
+
+impl Rw {
+    fn free_for(&self, write: bool) -> bool {
+        self.writer.is_none() && (!write || self.readers.is_empty())
+    }
+
+    fn grant(&mut self, t: usize, write: bool) {
+        if write {
+            self.writer = Some(t);
+        } else {
+            self.readers.push(t);
+        }
+    }
+
+    /// `t` releases; `event(thread, kind, seq, seq2)` writes the release and
+    /// the acquisitions it lets in.
+    fn release(&mut self, t: usize, event: &mut dyn FnMut(usize, u32, u32, u32)) {
+        self.readers.retain(|&r| r != t);
+        if self.writer == Some(t) {
+            self.writer = None;
+        }
+        self.seq += 1;
+        event(t, EVENT_RELEASED, self.seq - 1, self.seq);
+        while let Some(&(w, write, asked)) = self.waiting.first() {
+            if !self.free_for(write) {
+                break;
+            }
+            self.waiting.remove(0);
+            self.grant(w, write);
+            event(w, EVENT_BLOCKED, asked, self.seq);
+        }
+    }
+}
+
 /// The events each one must follow (indices into the execution).
 fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
     let mut before = Vec::new();
     for (i, o) in events.iter().enumerate() {
         let same_thread = o.thread == e.thread && o.data < e.data;
         let released_into = matches!(e.kind, EVENT_ACQUIRED | EVENT_BLOCKED)
-            && !e.semaphore
+            && e.object_kind.is_none()
             && o.kind == EVENT_RELEASED
             && o.object == e.object
             && e.seq2 > 0
@@ -167,11 +233,21 @@ fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
             && o.object == e.object
             && e.seq2 > e.seq
             && o.seq2 == e.seq + 1;
-        let posted_before = e.semaphore
+        let posted_before = e.object_kind == Some(ObjectKind::Sem)
             && o.kind == EVENT_POSTED
             && o.object == e.object
             && match e.kind {
                 EVENT_BLOCKED => e.seq2 > e.seq && o.seq2 == e.seq + 1,
+                _ => false,
+            };
+        // A read-write lock: an acquisition after a wait follows every
+        // release made while it waited; one without, the last release.
+        let rw_released = e.object_kind == Some(ObjectKind::Rwlock)
+            && o.kind == EVENT_RELEASED
+            && o.object == e.object
+            && match e.kind {
+                EVENT_BLOCKED => e.seq < o.seq2 && o.seq2 <= e.seq2,
+                EVENT_ACQUIRED => e.seq2 > 0 && o.seq2 == e.seq2,
                 _ => false,
             };
         let round_arrival = e.kind == EVENT_DEPARTED
@@ -182,7 +258,8 @@ fn must_follow(events: &[Ev], e: &Ev) -> Vec<usize> {
             (o.kind, e.kind),
             (EVENT_CREATED, EVENT_STARTED) | (EVENT_EXITED, EVENT_JOINED)
         ) && o.seq2 == e.seq2;
-        if same_thread || released_into || woke || posted_before || round_arrival || thread_edge {
+        let between_threads = released_into || woke || posted_before || rw_released;
+        if same_thread || between_threads || round_arrival || thread_edge {
             before.push(i);
         }
     }
@@ -223,7 +300,7 @@ proptest! {
     #[test]
     fn every_policy_keeps_happened_before(
         threads in 2usize..5,
-        script in proptest::collection::vec((0usize..8, 0u8..18), 0..160),
+        script in proptest::collection::vec((0usize..8, 0u8..20), 0..160),
         offsets in proptest::collection::vec(-1_000_000_000i64..1_000_000_000, 8),
         arrival in proptest::collection::vec(0usize..8, 0..400),
     ) {
@@ -275,7 +352,7 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
         thread: 0,
         kind: EVENT_BLOCKED,
         object: 1,
-        semaphore: false,
+        object_kind: None,
         seq: 3,
         seq2: 3,
         ts: 10,
@@ -285,7 +362,7 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
         thread: 1,
         kind: EVENT_NOTIFY,
         object: 2,
-        semaphore: false,
+        object_kind: None,
         seq: 0,
         seq2: 1,
         ts: 20,
@@ -316,7 +393,7 @@ fn merge_speed() {
             thread: t,
             kind: EVENT_BLOCKED,
             object: l as u32,
-            semaphore: false,
+            object_kind: None,
             seq: seq[l],
             seq2: seq[l],
             ts: i as u64,
@@ -327,7 +404,7 @@ fn merge_speed() {
             thread: t,
             kind: EVENT_RELEASED,
             object: l as u32,
-            semaphore: false,
+            object_kind: None,
             seq: seq[l] - 1,
             seq2: seq[l],
             ts: i as u64,
@@ -367,8 +444,8 @@ fn long_runs_slide_the_token_window() {
     // No condition waits here: threads that all wait would stop the run.
     let script: Vec<(usize, u8)> = (0..8000)
         .map(|_| {
-            let action = (next() % 18) as u8;
-            let waits = matches!(action % 9, 2 | 5 | 8);
+            let action = (next() % 20) as u8;
+            let waits = matches!(action % 10, 2 | 5 | 8 | 9);
             (next() % 6, if waits { action + 1 } else { action })
         })
         .collect();
@@ -406,6 +483,30 @@ fn long_runs_slide_the_token_window() {
                     e
                 );
             }
+        }
+    }
+}
+
+/// A writer that waited for two readers comes after both releases, even
+/// when the first reader's events arrive last (the last release alone
+/// would let it through too early).
+#[test]
+fn a_writer_follows_every_reader_it_waited_for() {
+    // Threads 0 and 1 read, 2 asks to write and waits, 0 and 1 release.
+    let script = [(0, 9), (1, 9), (2, 19), (0, 0), (1, 0)];
+    let events = execute(3, &script);
+    let writer = events
+        .iter()
+        .find(|e| e.kind == EVENT_BLOCKED && e.object == 500)
+        .expect("the writer waited");
+    assert_eq!((writer.seq, writer.seq2), (0, 2));
+    // Thread 0's events arrive after everyone else's.
+    let arrival = [1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 0];
+    for policy in [Policy::Minimal, Policy::Concurrent, Policy::Adjusted] {
+        let out = run(policy, &events, &[0; 3], &arrival);
+        let at = |e: &Ev| out.iter().position(|d| d.item.data == e.data).unwrap();
+        for e in events.iter().filter(|e| e.kind == EVENT_RELEASED) {
+            assert!(at(e) < at(writer), "{policy:?}: {e:?} after the writer");
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::merge::{rule, Delivered, Item, Merge, Policy};
 use crate::model::{MergedEvent, Perturbation};
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 /// Names a raw id (an object, a site, a thread), if it has one.
 pub type Namer<'a> = &'a dyn Fn(u32) -> Option<String>;
@@ -15,7 +15,9 @@ pub type Namer<'a> = &'a dyn Fn(u32) -> Option<String>;
 /// which thread a join's `pthread_t` was, and each thread's queue.
 #[derive(Default)]
 pub struct Context {
-    semaphores: FxHashSet<u32>,
+    /// The kinds of the objects some rules single out (semaphores,
+    /// read-write locks).
+    kinds: FxHashMap<u32, ObjectKind>,
     /// Each `pthread_t`'s threads as (start, creation number), by start: a
     /// `pthread_t` is reused once its thread was joined.
     by_pthread: FxHashMap<u64, Vec<(u64, u32)>>,
@@ -25,11 +27,11 @@ pub struct Context {
 }
 
 impl Context {
-    /// Learns (again) what `trace` says, given its semaphores (see
-    /// [`semaphores`]); queues already given keep their index (a followed
+    /// Learns (again) what `trace` says, given its objects' kinds (see
+    /// [`object_kinds`]); queues already given keep their index (a followed
     /// trace is read again and again).
-    pub fn learn(&mut self, trace: &Trace, semaphores: FxHashSet<u32>) {
-        self.semaphores = semaphores;
+    pub fn learn(&mut self, trace: &Trace, kinds: FxHashMap<u32, ObjectKind>) {
+        self.kinds = kinds;
         self.by_pthread.clear();
         self.tid_of_serial.clear();
         for t in &trace.threads {
@@ -75,7 +77,7 @@ impl Context {
             thread: self.queue(e.tid),
             kind,
             object: e.lock_id,
-            semaphore: self.semaphores.contains(&e.lock_id),
+            object_kind: self.kinds.get(&e.lock_id).copied(),
             seq: e.seq,
             seq2: if kind == EVENT_JOINED {
                 self.joined_serial(e)
@@ -98,27 +100,29 @@ impl Context {
     }
 }
 
-/// The ids of a trace's semaphores (from its object records, which the
-/// analysis frees early: take them first).
-pub fn semaphores(trace: &Trace) -> FxHashSet<u32> {
+/// The kinds of a trace's semaphores and read-write locks (from its object
+/// records, which the analysis frees early: take them first).
+pub fn object_kinds(trace: &Trace) -> FxHashMap<u32, ObjectKind> {
     trace
         .locks
         .iter()
-        .filter(|l| l.kind == ObjectKind::Sem as u32)
-        .map(|l| l.id)
+        .filter_map(|l| {
+            let kind = ObjectKind::from_u8(l.kind as u8)?;
+            matches!(kind, ObjectKind::Sem | ObjectKind::Rwlock).then_some((l.id, kind))
+        })
         .collect()
 }
 
 /// A process's events merged (for `locksuit events --merged`): `object`
 /// and `site` name raw ids, `thread_name` a tid; times from `start_ns`.
 pub fn process_stream(
-    (trace, semaphores): (&Trace, FxHashSet<u32>),
+    (trace, kinds): (&Trace, FxHashMap<u32, ObjectKind>),
     policy: Policy,
     names: (Namer<'_>, Namer<'_>, Namer<'_>),
     start_ns: u64,
 ) -> (Vec<MergedEvent>, Vec<Perturbation>) {
     let mut context = Context::default();
-    context.learn(trace, semaphores);
+    context.learn(trace, kinds);
     let mut merge = Merge::new(policy);
     let mut out = Vec::new();
     let mut on_delivery = |d: Delivered<EventRecord>| out.push(d);
@@ -190,7 +194,7 @@ pub fn model_event(
         step: (policy == Policy::Concurrent).then_some(d.step),
         tid: e.tid,
         thread: thread_name(e.tid),
-        kind: rule(d.item.kind, d.item.semaphore).name,
+        kind: rule(d.item.kind, d.item.object_kind).name,
         object: (on_object && e.lock_id != 0)
             .then(|| object(e.lock_id))
             .flatten(),

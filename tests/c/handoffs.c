@@ -2,14 +2,30 @@
  * main creates a poster and a waiter; the waiter waits on `ready` and the
  * poster posts it 3 ms after the waiter's previous turn, until the waiter
  * has measured five waits that surely blocked (over 1 ms); then both meet
- * three times at a barrier for two, exit, and main joins them.
+ * three times at a barrier for two. Last, both take `rw` for reading and
+ * hold it 2 and 4 ms, while main waits to take it for writing (a barrier
+ * for three starts the holds and main's wait together); they exit, and
+ * main joins them.
  *
  * Prints "blocked K" (the waits it measured over 1 ms). */
 #include "common.h"
 #include <semaphore.h>
 
 static sem_t ready, again;
-static pthread_barrier_t meet;
+static pthread_barrier_t meet, three;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+
+/* Holds `rw` for reading for `ms` milliseconds, held from before main asks
+ * to write. */
+static void read_for(long ms)
+{
+    CHECK(pthread_rwlock_rdlock(&rw));
+    int rc = pthread_barrier_wait(&three);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        die_rc("pthread_barrier_wait", rc, __LINE__);
+    sleep_ms(ms);
+    CHECK(pthread_rwlock_unlock(&rw));
+}
 
 static void meet_three_times(void)
 {
@@ -31,6 +47,7 @@ static void *poster(void *arg)
         CHECK(sem_wait(&again));
     }
     meet_three_times();
+    read_for(2);
     return NULL;
 }
 
@@ -47,6 +64,7 @@ static void *waiter(void *arg)
         CHECK(sem_post(&again));
     }
     meet_three_times();
+    read_for(4);
     return NULL;
 }
 
@@ -55,9 +73,15 @@ int main(void)
     CHECK(sem_init(&ready, 0, 0));
     CHECK(sem_init(&again, 0, 0));
     CHECK(pthread_barrier_init(&meet, NULL, 2));
+    CHECK(pthread_barrier_init(&three, NULL, 3));
     pthread_t p, w;
     CHECK(pthread_create(&p, NULL, poster, NULL));
     CHECK(pthread_create(&w, NULL, waiter, NULL));
+    int rc = pthread_barrier_wait(&three);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
+        die_rc("pthread_barrier_wait", rc, __LINE__);
+    CHECK(pthread_rwlock_wrlock(&rw));
+    CHECK(pthread_rwlock_unlock(&rw));
     CHECK(pthread_join(w, NULL));
     CHECK(pthread_join(p, NULL));
     printf("blocked %d\n", blocked);

@@ -242,11 +242,12 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
 }
 
 /// tests/c/handoffs.c: semaphore posts before the waits they ended, both
-/// arrivals of a barrier round before either departure, creations before
-/// the created threads' starts, exits before the joins that returned them,
+/// arrivals of a barrier round before either departure, both readers'
+/// releases before the writer that waited for them, creations before the
+/// created threads' starts, exits before the joins that returned them,
 /// under each policy.
 #[test]
-fn semaphores_barriers_creations_and_joins_keep_their_order() {
+fn semaphores_barriers_rwlocks_creations_and_joins_keep_their_order() {
     let dir = fresh_dir("merged-threads");
     let out = run_under_shim(&build_c("handoffs"), &[] as &[&str], &dir);
     assert_success(&out, "handoffs");
@@ -265,8 +266,11 @@ fn semaphores_barriers_creations_and_joins_keep_their_order() {
         assert_eq!(count("start"), 2, "{policy}");
         assert_eq!(count("exit"), 2, "{policy}");
         assert_eq!(count("join"), 2, "{policy}");
-        assert_eq!(count("arrive"), 6, "{policy}: two threads, three rounds");
-        assert_eq!(count("depart"), 6, "{policy}");
+        // Two threads three times at one barrier, three once at another.
+        assert_eq!(count("arrive"), 9, "{policy}");
+        assert_eq!(count("depart"), 9, "{policy}");
+        let mut rw_released: Vec<u64> = Vec::new();
+        let mut writer_seen = false;
         let mut arrived: Vec<u64> = Vec::new();
         let mut created: HashMap<u64, u64> = HashMap::new();
         let mut exited: HashMap<u64, u64> = HashMap::new();
@@ -302,7 +306,22 @@ fn semaphores_barriers_creations_and_joins_keep_their_order() {
                     posted.entry(object).or_insert(seq);
                 }
                 "arrive" => arrived.push(seq),
-                "depart" => {
+                "release" if object == "&rw" => rw_released.push(seq),
+                "acquire-after-wait" if object == "&rw" => {
+                    // main's write: every recorded release of `rw` found it
+                    // waiting, so each came before it.
+                    assert!(seq >= 1, "{e}");
+                    for r in (1..=seq).filter(|r| !rw_released.contains(r)) {
+                        let later = events.iter().any(|l| {
+                            l["kind"] == "release"
+                                && l["object"] == "&rw"
+                                && u64_of(l, "object_seq") == r
+                        });
+                        assert!(!later, "{policy}: {e} before release {r}");
+                    }
+                    writer_seen = true;
+                }
+                "depart" if object == "&meet" => {
                     // Its round: arrivals seq - 1 and seq (a barrier for two).
                     for a in [seq - 1, seq] {
                         assert!(arrived.contains(&a), "{policy}: {e} before arrival {a}");
@@ -318,5 +337,6 @@ fn semaphores_barriers_creations_and_joins_keep_their_order() {
                 _ => {}
             }
         }
+        assert!(writer_seen, "{policy}: main waited to write");
     }
 }
