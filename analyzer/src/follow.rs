@@ -20,6 +20,22 @@ use std::time::Duration;
 /// How often the live trace is read.
 pub const POLL: Duration = Duration::from_millis(20);
 
+/// How long, while following, an event is held back for a predecessor
+/// that has not come: far above the follower's own latency (one poll),
+/// short enough that a lost event does not stop the stream.
+pub const HOLD_BOUND: Duration = Duration::from_secs(1);
+
+/// CLOCK_MONOTONIC now, the clock of the trace's timestamps.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
 /// Follows the one process traced at `paths`, handing each event to
 /// `emit` as it becomes valid; returns when the process is gone.
 pub fn follow(
@@ -86,6 +102,11 @@ pub fn follow(
         let done = p.ended_by != "running";
         if done {
             merge.drain(true, &mut |d| out.push(d));
+        } else {
+            // What waited longer than the bound for a predecessor is let
+            // go (marked): it was dropped, or its thread died.
+            let limit = monotonic_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
+            merge.drain_releasing_before(limit, &mut |d| out.push(d));
         }
         for d in &out {
             if policy == Policy::Adjusted {

@@ -377,6 +377,14 @@ impl<T: Copy> Merge<T> {
     /// held-back events early until every queue is empty (the input is
     /// complete).
     pub fn drain(&mut self, all: bool, out: &mut impl FnMut(Delivered<T>)) {
+        self.drain_releasing_before(if all { u64::MAX } else { 0 }, out);
+    }
+
+    /// Delivers every event that can go now; when nothing can move, a
+    /// held-back event with a timestamp before `limit` is released early
+    /// (the earliest first), and so on. A follower passes "now minus a
+    /// bound": a predecessor that has not come by then never will.
+    pub fn drain_releasing_before(&mut self, limit: u64, out: &mut impl FnMut(Delivered<T>)) {
         loop {
             let moved = if self.policy == Policy::Concurrent {
                 self.round(out)
@@ -387,12 +395,10 @@ impl<T: Copy> Merge<T> {
                 self.step += 1;
                 continue;
             }
-            if !all {
-                return;
-            }
-            // Stuck: the earliest held-back head goes, marked.
+            // Stuck: the earliest held-back head goes, marked, if it is
+            // old enough.
             let Some(t) = (0..self.queues.len())
-                .filter(|&t| !self.queues[t].is_empty())
+                .filter(|&t| self.queues[t].front().is_some_and(|i| i.ts < limit))
                 .min_by_key(|&t| self.queues[t].front().map_or(u64::MAX, |i| i.ts))
             else {
                 return;

@@ -376,6 +376,29 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
     assert!(out[1].released_early);
 }
 
+/// A follower's bound: an event held back for a predecessor is released
+/// once its time is older than the limit given, not before.
+#[test]
+fn a_follower_releases_what_waited_too_long() {
+    let mut merge = Merge::new(Policy::Minimal);
+    merge.push(Item {
+        thread: 0,
+        kind: EVENT_BLOCKED,
+        object: 1,
+        object_kind: None,
+        seq: 3,
+        seq2: 3,
+        ts: 10,
+        data: 0,
+    });
+    let mut out = Vec::new();
+    merge.drain_releasing_before(10, &mut |d| out.push(d));
+    assert!(out.is_empty(), "not older than the limit yet");
+    merge.drain_releasing_before(11, &mut |d| out.push(d));
+    assert_eq!(out.len(), 1);
+    assert!(out[0].released_early);
+}
+
 /// The merge's own speed (no trace reading, no output): 10 M events of 8
 /// threads handing 64 locks around. `cargo test --release -p locksuit
 /// merge_speed -- --ignored --nocapture` prints events per second
