@@ -19,6 +19,9 @@ pub const ACCESS_MANY_THREADS: u64 = 1 << 63;
 pub const ACCESS_WRITTEN: u32 = 1 << 0;
 /// More lines touched it than `sites` holds.
 pub const ACCESS_MORE_SITES: u32 = 1 << 1;
+/// The granule lay in a heap block that was freed later (a block at the
+/// same address afterwards is another resource, with a record of its own).
+pub const ACCESS_FREED: u32 = 1 << 2;
 
 /// One granule touched under a lock.
 #[repr(C)]

@@ -2,9 +2,10 @@
 //! which `.ci/run` installs). tests/c/data_locks.c: one lock guards a
 //! shared counter at one line and each thread's own slot at another.
 //! tests/c/data_shapes.c: a lock whose users each touch their own data,
-//! and one guarding a table only read under it. The same program built
-//! normally, and the instrumented build run without the shim, behave and
-//! report sensibly.
+//! and one guarding a table only read under it. tests/c/data_reuse.c: a
+//! heap block freed and allocated again by another thread. The same
+//! program built normally, and the instrumented build run without the
+//! shim, behave and report sensibly.
 
 use locksuit_tests::*;
 use serde_json::Value;
@@ -152,4 +153,45 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         .find(|s| s["suitable_accesses"] == 0 && s["unsuitable_accesses"] == 6000)
         .unwrap_or_else(|| panic!("{}", p["sites"]));
     assert_eq!(str_of(tally_line, "status"), "apparently-unsuitable");
+}
+
+/// tests/c/data_reuse.c: a heap block freed by one thread and allocated
+/// again, at the same address, by another. liblocksuit_cov.so tells the
+/// shim of the free, so the second block is a resource of its own: the
+/// line that fills each thread's block guards private data, not data two
+/// threads share.
+#[test]
+fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
+    let Some(bin) = instrumented("data_reuse") else {
+        return;
+    };
+    // One arena (set by the program) and no per-thread cache: the second
+    // thread's block is the first's.
+    let tunables = [("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")];
+    let dir = fresh_dir("data-reuse");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &tunables);
+    assert_success(&out, "data_reuse");
+    assert_eq!(stdout_str(&out), "reused yes\ncounter 200\n");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let fill = site(p, "fill");
+    // Six stores a round, a hundred rounds, two threads: every one to a
+    // block only its thread ever had.
+    assert_eq!(u64_of(fill, "suitable_accesses"), 0, "{fill}");
+    assert_eq!(u64_of(fill, "unsuitable_accesses"), 2 * 100 * 6, "{fill}");
+    let bump = site(p, "bump");
+    assert_eq!(u64_of(bump, "unsuitable_accesses"), 0, "{bump}");
+    let finding = arr(p, "findings")
+        .iter()
+        .find(|f| f["kind"] == "private-data-under-lock")
+        .unwrap_or_else(|| panic!("{}", p["findings"]));
+    assert_eq!(finding["sites"][0], fill["id"]);
+    // Without the shim, the instrumented build's `free` only forwards.
+    let plain = Command::new(&bin)
+        .env_remove("LD_PRELOAD")
+        .env(tunables[0].0, tunables[0].1)
+        .output()
+        .unwrap();
+    assert_success(&plain, "data_reuse without the shim");
+    assert_eq!(stdout_str(&plain), "reused yes\ncounter 200\n");
 }

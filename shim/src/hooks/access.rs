@@ -39,3 +39,13 @@ callbacks!(
     __sanitizer_cov_store8 => true,
     __sanitizer_cov_store16 => true,
 );
+
+/// liblocksuit_cov.so's `free` and `realloc` call this (found by name, so
+/// only when the shim is loaded) with each heap block they free: its
+/// granules become a finished resource of their own.
+#[no_mangle]
+pub extern "C" fn locksuit_block_freed(address: *const u8, size: usize) {
+    if let Some(_g) = HookGuard::enter_quietly() {
+        recorder::block_freed(address as u64, size as u64);
+    }
+}

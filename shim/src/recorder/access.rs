@@ -11,10 +11,15 @@
 //! The table is lock-free open addressing over a lazily touched anonymous
 //! mapping of bounded size; a granule that finds no room is counted as
 //! dropped. Accesses by a thread holding no lock stop at one test.
+//!
+//! A heap block freed (liblocksuit_cov.so tells, see `block_freed`) retires
+//! its granules: their slots keep what they saw under a key no address
+//! maps to, so a block allocated later at the same address (by another
+//! thread, say) is a new resource and does not look shared.
 
 use super::held::HeldEntry;
 use super::lanes::Lane;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
 /// Granules the table holds: 2 Mi slots of 64 bytes, 128 MiB reserved.
@@ -35,6 +40,17 @@ struct Slot {
 }
 
 static TABLE: AtomicPtr<Slot> = AtomicPtr::new(core::ptr::null_mut());
+/// A retired slot's key: its granule's, with this bit (no address reaches it).
+const RETIRED: u64 = 1 << 62;
+/// The 4 KiB pages that hold a granule of the table, so that freeing a
+/// block looks only at pages where something was recorded: open
+/// addressing, `page + 1` per entry (512 KiB reserved).
+const PAGE_SLOTS: usize = 1 << 16;
+static PAGES: AtomicPtr<AtomicU64> = AtomicPtr::new(core::ptr::null_mut());
+/// The page set was full once: a freed block is then searched granule by
+/// granule, up to `SEARCHED_MAX` bytes of it.
+static PAGES_FULL: AtomicBool = AtomicBool::new(false);
+const SEARCHED_MAX: u64 = 64 << 10;
 static ACCESSES: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Threads registered so far: each gets the next bit.
@@ -103,6 +119,12 @@ pub fn reset_after_fork() {
             )
         };
     }
+    let pages = PAGES.load(Ordering::Acquire);
+    if !pages.is_null() {
+        // SAFETY: as above.
+        unsafe { libc::madvise(pages.cast(), PAGE_SLOTS * 8, libc::MADV_DONTNEED) };
+    }
+    PAGES_FULL.store(false, Ordering::Relaxed);
     ACCESSES.store(0, Ordering::Relaxed);
     DROPPED.store(0, Ordering::Relaxed);
     THREADS.store(0, Ordering::Relaxed);
@@ -122,13 +144,115 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<&'static Slot> {
                 .key
                 .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Some(slot),
+                Ok(_) => {
+                    note_page(key);
+                    return Some(slot);
+                }
                 Err(now) if now == key => return Some(slot),
                 Err(_) => continue,
             }
         }
     }
     None
+}
+
+/// The slot of granule `key`, if the table has one (no insertion).
+fn find(table: *mut Slot, key: u64) -> Option<&'static Slot> {
+    let home = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
+    for i in 0..PROBES {
+        // SAFETY: the index is masked into the table.
+        let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
+        match slot.key.load(Ordering::Acquire) {
+            0 => return None,
+            cur if cur == key => return Some(slot),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn page_hash(page: u64) -> usize {
+    (page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as usize
+}
+
+/// Granule `key` got a slot: its page joins the page set.
+fn note_page(key: u64) {
+    let page = ((key - 1) * GRANULE_BYTES) >> 12;
+    let mut pages = PAGES.load(Ordering::Acquire);
+    if pages.is_null() {
+        let Some(fresh) = super::map_anonymous::<AtomicU64>(PAGE_SLOTS * 8) else {
+            PAGES_FULL.store(true, Ordering::Relaxed);
+            return;
+        };
+        pages = match PAGES.compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => fresh,
+            Err(theirs) => {
+                // SAFETY: our own mapping, never published.
+                unsafe { libc::munmap(fresh.cast(), PAGE_SLOTS * 8) };
+                theirs
+            }
+        };
+    }
+    let home = page_hash(page);
+    for i in 0..PROBES {
+        // SAFETY: the index is masked into the page set.
+        let entry = unsafe { &*pages.add((home + i) & (PAGE_SLOTS - 1)) };
+        match entry.compare_exchange(0, page + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(now) if now == page + 1 => return,
+            Err(_) => {}
+        }
+    }
+    PAGES_FULL.store(true, Ordering::Relaxed);
+}
+
+/// Whether page `page` holds a granule of the table (or may: the set was
+/// full once).
+fn page_noted(page: u64) -> bool {
+    let pages = PAGES.load(Ordering::Acquire);
+    if pages.is_null() {
+        return false;
+    }
+    let home = page_hash(page);
+    for i in 0..PROBES {
+        // SAFETY: the index is masked into the page set.
+        let entry = unsafe { &*pages.add((home + i) & (PAGE_SLOTS - 1)) };
+        match entry.load(Ordering::Acquire) {
+            0 => return false,
+            cur if cur == page + 1 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The heap block of `size` bytes at `address` was freed: its granules'
+/// slots retire (see the module's comment).
+pub fn block_freed(address: u64, size: u64) {
+    let table = TABLE.load(Ordering::Acquire);
+    if table.is_null() || size == 0 {
+        return;
+    }
+    let end = address.saturating_add(size);
+    let searched = PAGES_FULL.load(Ordering::Relaxed) && size <= SEARCHED_MAX;
+    for page in address >> 12..=(end - 1) >> 12 {
+        if !searched && !page_noted(page) {
+            continue;
+        }
+        let from = address.max(page << 12) / GRANULE_BYTES;
+        let to = end.min((page + 1) << 12).div_ceil(GRANULE_BYTES);
+        for granule in from..to {
+            if let Some(slot) = find(table, granule + 1) {
+                slot.flags.fetch_or(ACCESS_FREED, Ordering::Relaxed);
+                slot.key.store((granule + 1) | RETIRED, Ordering::Release);
+            }
+        }
+    }
 }
 
 /// The calling thread (its lane) touched `address` while holding `held`
@@ -240,7 +364,7 @@ pub fn write_all(lane: &mut Lane) {
                 size: core::mem::size_of::<AccessRecord>() as u16,
                 aux: 0,
             },
-            address: (key - 1) * GRANULE_BYTES,
+            address: ((key & !RETIRED) - 1) * GRANULE_BYTES,
             threads: slot.threads.load(Ordering::Relaxed),
             lock: slot.lock.load(Ordering::Relaxed),
             flags: slot.flags.load(Ordering::Relaxed),

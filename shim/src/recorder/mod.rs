@@ -540,6 +540,12 @@ pub fn accessed(g: &HookGuard, address: u64, write: bool) {
     }
 }
 
+/// A heap block of `size` bytes at `address` was freed (a program built
+/// with `locksuit cc`): what was recorded on it is finished.
+pub fn block_freed(address: u64, size: u64) {
+    access::block_freed(address, size);
+}
+
 /// A wait a cancellation unwound out of: it no longer waits.
 pub fn wait_abandoned(p: &Prepared) {
     p.slot.end_wait();
