@@ -345,10 +345,10 @@ pub fn analyze(
     };
     let raw_names = match streams {
         StreamFilter::Names => crate::names::with(&names, || crate::model::RawNames {
-            objects: trace
-                .locks
+            // The lock records are gone by now: their raw ids are kept.
+            objects: raw_ids
                 .iter()
-                .map(|l| l.id)
+                .copied()
                 .chain(cond_ids.iter().copied())
                 .filter_map(|raw| Some((raw, event_name(raw)?)))
                 .collect(),

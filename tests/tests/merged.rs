@@ -231,6 +231,10 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
     let refs: Vec<&Value> = events.iter().collect();
     check_edges(&refs);
     assert!(events.iter().any(|e| e["kind"] == "acquire-after-wait"));
+    // Objects are named while the program runs, as after.
+    for e in events.iter().filter(|e| e["kind"] == "release") {
+        assert_eq!(e["object"], "&hot_lock", "{e}");
+    }
     latencies.sort_unstable();
     let median = latencies[latencies.len() / 2];
     eprintln!(
