@@ -1,23 +1,25 @@
-//! `locksuit events --merged --follow`: one process's merged stream while
-//! it runs. Every `POLL` the live trace is read again; the events not seen
-//! yet (each thread's own come in its program order, so a count per thread
-//! says which) go into one merge that lives for the whole run, and what
-//! becomes valid is written at once. When the process has exited (or
-//! died), what is still held back is released, marked, and the stream ends.
+//! One process's merged stream while it runs: `locksuit events --merged
+//! --follow`, and the event pane of `locksuit top`. Every read of the live
+//! trace, the events not seen yet (each thread's own come in its program
+//! order, so a count per thread says which) go into one merge that lives
+//! for the whole run, and what becomes valid is handed on at once. What
+//! waited too long for a predecessor is let go, marked; when the process
+//! has exited (or died), everything still held back is.
 
 use crate::findings::Limits;
 use crate::load::{self, InputError, Selection};
 use crate::merge::{Delivered, Merge, Policy};
-use crate::merge_trace::{model_event, perturb, Context};
-use crate::model::MergedEvent;
+use crate::merge_trace::{model_event, object_kinds, perturb, Context};
+use crate::model::{MergedEvent, Perturbation, RawNames};
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
+use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How often the live trace is read.
+/// How often `--follow` reads the live trace.
 pub const POLL: Duration = Duration::from_millis(20);
 
 /// How long, while following, an event is held back for a predecessor
@@ -36,6 +38,82 @@ fn monotonic_ns() -> u64 {
     now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
+/// The merge of one running process, fed read after read.
+pub struct Follower {
+    policy: Policy,
+    merge: Merge<EventRecord>,
+    /// Events taken so far, per thread.
+    seen: HashMap<u32, u64>,
+    context: Context,
+    /// Taken from the last read, not merged yet.
+    fresh: Vec<EventRecord>,
+    pub perturbation: Vec<Perturbation>,
+}
+
+impl Follower {
+    pub fn new(policy: Policy) -> Follower {
+        Follower {
+            policy,
+            merge: Merge::new(policy),
+            seen: HashMap::new(),
+            context: Context::default(),
+            fresh: Vec::new(),
+            perturbation: Vec::new(),
+        }
+    }
+
+    /// Takes from `trace` (read again) what is new since the last read.
+    pub fn take(&mut self, trace: &Trace) {
+        self.context.learn(trace, object_kinds(trace));
+        let mut counts: HashMap<u32, u64> = HashMap::new();
+        let (seen, fresh) = (&self.seen, &mut self.fresh);
+        trace.events.for_each_merged(|e| {
+            let count = counts.entry(e.tid).or_default();
+            *count += 1;
+            if *count > seen.get(&e.tid).copied().unwrap_or(0) {
+                fresh.push(*e);
+            }
+        });
+    }
+
+    /// Merges what was taken and returns what is valid now, named by
+    /// `names`; with `ended` (the process is gone), everything held back.
+    pub fn deliver(
+        &mut self,
+        names: &RawNames,
+        start_mono_ns: u64,
+        ended: bool,
+    ) -> Vec<MergedEvent> {
+        let mut out: Vec<Delivered<EventRecord>> = Vec::new();
+        for e in std::mem::take(&mut self.fresh) {
+            *self.seen.entry(e.tid).or_default() += 1;
+            self.merge.push(self.context.item(&e));
+            self.merge.drain(false, &mut |d| out.push(d));
+        }
+        if ended {
+            self.merge.drain(true, &mut |d| out.push(d));
+        } else {
+            // What waited longer than the bound for a predecessor is let
+            // go (marked): it was dropped, or its thread died.
+            let limit = monotonic_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
+            self.merge
+                .drain_releasing_before(limit, &mut |d| out.push(d));
+        }
+        let object = |raw: u32| names.objects.get(&raw).cloned();
+        let site = |raw: u32| names.sites.get(&raw).cloned();
+        let thread = |tid: u32| names.threads.get(&tid).cloned();
+        out.iter()
+            .map(|d| {
+                if self.policy == Policy::Adjusted {
+                    perturb(&mut self.perturbation, d);
+                }
+                let names = (&object as _, &site as _, &thread as _);
+                model_event(d, self.policy, &self.context, names, start_mono_ns)
+            })
+            .collect()
+    }
+}
+
 /// Follows the one process traced at `paths`, handing each event to
 /// `emit` as it becomes valid; returns when the process is gone.
 pub fn follow(
@@ -44,13 +122,9 @@ pub fn follow(
     emit: &mut dyn FnMut(&MergedEvent) -> std::io::Result<()>,
 ) -> Result<(), InputError> {
     let mut symbolizer = Symbolizer::default();
-    let mut merge: Merge<EventRecord> = Merge::new(policy);
-    let mut seen: HashMap<u32, u64> = HashMap::new();
-    let mut context = Context::default();
-    let mut perturbation = Vec::new();
+    let mut follower = Follower::new(policy);
     let mut followed: Option<u32> = None;
     loop {
-        let mut fresh: Vec<EventRecord> = Vec::new();
         let mut process = None;
         let mut pids = Vec::new();
         load::for_each(paths, &Selection::default(), |path, mapped| {
@@ -59,15 +133,7 @@ pub fn follow(
             if followed.is_some_and(|pid| pid != trace.header.pid) {
                 return;
             }
-            context.learn(&trace, crate::merge_trace::object_kinds(&trace));
-            let mut counts: HashMap<u32, u64> = HashMap::new();
-            trace.events.for_each_merged(|e| {
-                let count = counts.entry(e.tid).or_default();
-                *count += 1;
-                if *count > seen.get(&e.tid).copied().unwrap_or(0) {
-                    fresh.push(*e);
-                }
-            });
+            follower.take(&trace);
             process = Some(crate::analysis::analyze(
                 &path.display().to_string(),
                 trace,
@@ -89,36 +155,8 @@ pub fn follow(
         let Some(p) = process else {
             return Err(InputError("the followed trace is gone".into()));
         };
-        let names = &p.raw_names;
-        let object = |raw: u32| names.objects.get(&raw).cloned();
-        let site = |raw: u32| names.sites.get(&raw).cloned();
-        let thread = |tid: u32| names.threads.get(&tid).cloned();
-        let mut out: Vec<Delivered<EventRecord>> = Vec::new();
-        for e in fresh {
-            *seen.entry(e.tid).or_default() += 1;
-            merge.push(context.item(&e));
-            merge.drain(false, &mut |d| out.push(d));
-        }
         let done = p.ended_by != "running";
-        if done {
-            merge.drain(true, &mut |d| out.push(d));
-        } else {
-            // What waited longer than the bound for a predecessor is let
-            // go (marked): it was dropped, or its thread died.
-            let limit = monotonic_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
-            merge.drain_releasing_before(limit, &mut |d| out.push(d));
-        }
-        for d in &out {
-            if policy == Policy::Adjusted {
-                perturb(&mut perturbation, d);
-            }
-            let event = model_event(
-                d,
-                policy,
-                &context,
-                (&object, &site, &thread),
-                p.start_mono_ns,
-            );
+        for event in follower.deliver(&p.raw_names, p.start_mono_ns, done) {
             emit(&event).map_err(|e| InputError(format!("cannot write: {e}")))?;
         }
         if done {

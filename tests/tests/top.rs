@@ -1,7 +1,9 @@
 //! `locksuit top` in a real terminal: tmux runs it against a program that
 //! is running (tests/c/top_target.c, two threads taking turns on one lock);
-//! the test reads the pane as a person would see it, presses keys (sort,
-//! switch the program to recording every operation, pause), and quits. Every wait polls the pane until what it looks for is there (or
+//! the test reads the pane as a person would see it (the lock table, the
+//! hottest line, the merged event stream in causal order), presses keys
+//! (sort, switch the program to recording every operation, pause), and
+//! quits. Every wait polls the pane until what it looks for is there (or
 //! 30 s pass), never a fixed sleep.
 
 use locksuit_tests::*;
@@ -30,6 +32,13 @@ fn until(session: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The number right after `pattern` in `line`, if it is there.
+fn number_after(line: &str, pattern: &str) -> Option<u64> {
+    let rest = &line[line.find(pattern)? + pattern.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 #[test]
@@ -68,6 +77,25 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
         seen.contains("worker@top_target.c:"),
         "the hottest line:\n{seen}"
     );
+    // The event pane: the merged stream, where an acquisition never shows
+    // above the release that let it in.
+    let seen = until(&session, "the event stream", |p| {
+        p.contains("Events, in causal order")
+            && p.contains("release &hot_lock #")
+            && p.contains("acquire-after-wait &hot_lock #")
+    });
+    let lines: Vec<&str> = seen.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(n) = number_after(line, "acquire-after-wait &hot_lock #") else {
+            continue;
+        };
+        let release = lines
+            .iter()
+            .position(|l| number_after(l, "release &hot_lock #") == Some(n));
+        if let Some(j) = release {
+            assert!(j < i, "acquisition #{n} above its release:\n{seen}");
+        }
+    }
     // A second later the interval's wait is there too (two threads taking
     // turns on a 2 ms hold wait most of the time).
     until(&session, "sort key", |p| p.contains("s: sort by total"));

@@ -6,15 +6,19 @@
 //! contended operations and events for every one (a request written into
 //! the trace's header, which the shim reads on its slow paths), `q` quits.
 //! The view only moves forward: each refresh is a later state of the same
-//! trace.
+//! trace, and the event pane shows the process's merged stream (see
+//! `follow.rs`), so no acquisition appears before the release that let it
+//! in.
 
 use super::*;
+use crate::follow::Follower;
+use crate::merge::Policy;
 use crate::model::{Lock, Process};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
@@ -39,6 +43,27 @@ struct View {
     error: Option<String>,
     /// What `e` last asked the program (`CONTROL_*`), 0 if nothing.
     asked: u32,
+    events: Events,
+}
+
+/// The event pane: the newest process's merged stream, its latest lines.
+struct Events {
+    pid: Option<u32>,
+    follower: Follower,
+    lines: VecDeque<String>,
+}
+
+/// Lines the event pane keeps (more than any terminal shows).
+const EVENT_LINES: usize = 200;
+
+impl Events {
+    fn new() -> Events {
+        Events {
+            pid: None,
+            follower: Follower::new(Policy::Minimal),
+            lines: VecDeque::new(),
+        }
+    }
 }
 
 /// Writes a request into the running program's trace header.
@@ -56,18 +81,40 @@ fn ask(trace: &str, request: u32) -> Result<(), String> {
 fn read(
     target: &(Vec<PathBuf>, Selection),
     symbolizer: &mut Symbolizer,
+    events: &mut Events,
 ) -> Result<Option<Process>, InputError> {
     let mut newest: Option<Process> = None;
     load::for_each(&target.0, &target.1, |path, mapped| {
         let load::Mapped { trace, pages, .. } = mapped;
+        // The process whose events are shown: its new events go into the
+        // merge, and its raw ids get names.
+        let followed = events.pid == Some(trace.header.pid);
+        if followed {
+            events.follower.take(&trace);
+        }
         let p = crate::analysis::analyze(
             &path.display().to_string(),
             trace,
             &Limits::default(),
-            &StreamFilter::Off,
+            if followed {
+                &StreamFilter::Names
+            } else {
+                &StreamFilter::Off
+            },
             symbolizer,
             &mut || pages.release(),
         );
+        if followed {
+            let ended = p.ended_by != "running";
+            let delivered = events
+                .follower
+                .deliver(&p.raw_names, p.start_mono_ns, ended);
+            events
+                .lines
+                .extend(delivered.iter().map(crate::render::merged::line));
+            let over = events.lines.len().saturating_sub(EVENT_LINES);
+            events.lines.drain(..over);
+        }
         if newest
             .as_ref()
             .is_none_or(|n| p.start_unix_ns >= n.start_unix_ns)
@@ -80,8 +127,14 @@ fn read(
 }
 
 fn refresh(view: &mut View, target: &(Vec<PathBuf>, Selection), symbolizer: &mut Symbolizer) {
-    match read(target, symbolizer) {
+    match read(target, symbolizer, &mut view.events) {
         Ok(p) => {
+            // Another process is the newest now: its stream from the start,
+            // from the next refresh on.
+            if let Some(p) = p.as_ref().filter(|p| view.events.pid != Some(p.pid)) {
+                view.events = Events::new();
+                view.events.pid = Some(p.pid);
+            }
             if let Some(p) = &p {
                 crate::names::with(&p.names, || {
                     let now: HashMap<String, u64> = p
@@ -109,10 +162,11 @@ fn refresh(view: &mut View, target: &(Vec<PathBuf>, Selection), symbolizer: &mut
 }
 
 fn draw(frame: &mut ratatui::Frame, view: &View) {
-    let [head, locks, blocked, lines] = Layout::vertical([
+    let [head, locks, blocked, lines, stream] = Layout::vertical([
         Constraint::Length(3),
-        Constraint::Percentage(45),
-        Constraint::Percentage(25),
+        Constraint::Percentage(30),
+        Constraint::Percentage(15),
+        Constraint::Percentage(20),
         Constraint::Min(4),
     ])
     .areas(frame.area());
@@ -270,6 +324,25 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
             ),
             lines,
         );
+
+        // The newest lines that fit, oldest first.
+        let fits = usize::from(stream.height.saturating_sub(2));
+        let skip = view.events.lines.len().saturating_sub(fits);
+        let text: Vec<ratatui::text::Line> = view
+            .events
+            .lines
+            .iter()
+            .skip(skip)
+            .map(|l| ratatui::text::Line::from(l.as_str()))
+            .collect();
+        frame.render_widget(
+            Paragraph::new(text).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title("Events, in causal order"),
+            ),
+            stream,
+        );
     });
 }
 
@@ -298,6 +371,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
         paused: false,
         error: None,
         asked: 0,
+        events: Events::new(),
     };
     refresh(&mut view, &target, &mut symbolizer);
     if view.process.is_none() {

@@ -38,7 +38,8 @@ pub fn json(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     out.write_all(b"\n")
 }
 
-fn line(e: &MergedEvent) -> String {
+/// One event as a line of text.
+pub fn line(e: &MergedEvent) -> String {
     let mut s = format!("{:>6} ", e.n);
     if let Some(step) = e.step {
         s.push_str(&format!("step {step:<5} "));
