@@ -645,6 +645,7 @@ pub fn analyze(
         data_level: data.as_ref().map(|d| DataLevel {
             accesses: d.accesses,
             dropped: d.dropped,
+            complete: d.complete,
         }),
         snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),

@@ -41,6 +41,9 @@ pub struct Facts {
     pub sites: BTreeMap<SiteId, SiteData>,
     pub accesses: u64,
     pub dropped: u64,
+    /// The totals written at exit are there (false: the process did not
+    /// exit, and `accesses` counts what the granules' records hold).
+    pub complete: bool,
 }
 
 fn threads_of(bits: u64) -> u32 {
@@ -49,17 +52,22 @@ fn threads_of(bits: u64) -> u32 {
 }
 
 /// Reads the accesses of a trace, or `None` if it has none (the program
-/// was not built with `locksuit cc`, or the process was killed before
-/// they were written).
+/// was not built with `locksuit cc`). A process that did not exit (killed,
+/// or still running) has its granules' records but not the totals written
+/// at exit: the accesses are then those the records count, and
+/// `complete` is false.
 pub fn facts(
     trace: &locksuit_format::reader::Trace,
     report_site: &dyn Fn(u32) -> Option<SiteId>,
     name_of: &mut dyn FnMut(u64) -> Option<String>,
 ) -> Option<Facts> {
-    let summary = trace.access_summary?;
+    if trace.access_summary.is_none() && trace.accesses.is_empty() {
+        return None;
+    }
     let mut facts = Facts {
-        accesses: summary.accesses,
-        dropped: summary.dropped,
+        accesses: trace.access_summary.map_or(0, |s| s.accesses),
+        dropped: trace.access_summary.map_or(0, |s| s.dropped),
+        complete: trace.access_summary.is_some(),
         ..Facts::default()
     };
     // Adjacent granules of one variable make one datum.
@@ -82,6 +90,9 @@ pub fn facts(
             }
             *entry.data.entry(name.clone()).or_insert(false) |= shared;
             entry.written |= a.flags & ACCESS_WRITTEN != 0;
+        }
+        if !facts.complete {
+            facts.accesses += a.accesses.iter().map(|&n| u64::from(n)).sum::<u64>();
         }
     }
     Some(facts)

@@ -3,7 +3,9 @@
  * lock is needed there); bump_own() guards each thread's own slot, which
  * no other thread touches (private-data-under-lock: split the lock).
  *
- * Prints "shared_counter N" and "slot_sum N" (both THREADS * ROUNDS). */
+ * Prints "shared_counter N" and "slot_sum N" (both THREADS * ROUNDS).
+ * With the argument "hang" it prints "ready" instead once the work is
+ * done, and waits to be killed. */
 #include "common.h"
 
 #define THREADS 4
@@ -40,7 +42,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     pthread_t t[THREADS];
     for (long i = 0; i < THREADS; i++)
@@ -49,6 +51,13 @@ int main(void)
     for (int i = 0; i < THREADS; i++) {
         CHECK(pthread_join(t[i], NULL));
         sum += slots[i].count;
+    }
+    if (argc > 1 && strcmp(argv[1], "hang") == 0) {
+        /* For the test that kills it: the work is done, the exit is not. */
+        printf("ready\n");
+        fflush(stdout);
+        for (;;)
+            pause();
     }
     printf("shared_counter %ld\nslot_sum %ld\n", shared_counter, sum);
     return 0;

@@ -195,3 +195,47 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
     assert_success(&plain, "data_reuse without the shim");
     assert_eq!(stdout_str(&plain), "reused yes\ncounter 200\n");
 }
+
+/// The granules' records are in the trace from the first touch: a
+/// process killed with SIGKILL after its work is judged by its data as
+/// one that exited, and the report says the totals are missing.
+#[test]
+fn a_killed_process_keeps_its_data_level_records() {
+    use std::io::{BufRead, BufReader};
+    let Some(bin) = instrumented("data_locks") else {
+        return;
+    };
+    let dir = fresh_dir("data-level-killed");
+    let mut child = Command::new(&bin)
+        .arg("hang")
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", &dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert_eq!(p["data_level"]["complete"], false, "{}", p["data_level"]);
+    assert_eq!(u64_of(&p["data_level"], "accesses"), 2 * ACCESSES_PER_LINE);
+    let shared = site(p, "bump_shared");
+    assert_eq!(str_of(shared, "basis"), "data");
+    assert_eq!(u64_of(shared, "suitable_accesses"), ACCESSES_PER_LINE);
+    let own = site(p, "bump_own");
+    assert_eq!(u64_of(own, "unsuitable_accesses"), ACCESSES_PER_LINE);
+    assert!(arr(p, "findings")
+        .iter()
+        .any(|f| f["kind"] == "private-data-under-lock"));
+    let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("recorded; no totals (it did not exit)"),
+        "{text}"
+    );
+}

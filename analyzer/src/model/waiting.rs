@@ -224,6 +224,10 @@ pub struct TreeNode {
 pub struct DataLevel {
     pub accesses: u64,
     pub dropped: u64,
+    /// The process exited and wrote its totals; false when it was killed
+    /// (or still runs): `accesses` then counts what its granules' records
+    /// hold, and `dropped` is unknown (0).
+    pub complete: bool,
 }
 
 /// One event of a process's merged stream (`locksuit events --merged`).

@@ -205,9 +205,13 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     ];
     if !p.sites.is_empty() {
         facts.push(match &p.data_level {
-            Some(d) => format!(
+            Some(d) if d.complete => format!(
                 "lines judged by data touched: {} accesses under locks, {} dropped",
                 d.accesses, d.dropped
+            ),
+            Some(d) => format!(
+                "lines judged by data touched: {} accesses under locks recorded; no totals (it did not exit)",
+                d.accesses
             ),
             None => "lines judged by sharing ratio (not built with locksuit cc)".to_string(),
         });

@@ -4,9 +4,12 @@
 //! process-wide table: the threads that touched it (a bit each, by
 //! registration order), the lines whose critical sections did (the site
 //! that took the innermost held lock) with their access counts, and
-//! whether it was written. At process exit every slot becomes an
-//! `AccessRecord`; the analyzer decides from them which lines guard data
-//! other threads share and which guard data only one thread ever touches.
+//! whether it was written. That lives in an `AccessRecord` in the trace,
+//! written by the thread that first touched the granule and updated in
+//! place by every thread (so it survives the process's death, like the
+//! counters); the slot only finds it. The analyzer decides from them which
+//! lines guard data other threads share and which guard data only one
+//! thread ever touches.
 //!
 //! The table is lock-free open addressing over a lazily touched anonymous
 //! mapping of bounded size; a granule that finds no room is counted as
@@ -22,22 +25,49 @@ use super::lanes::Lane;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
-/// Granules the table holds: 2 Mi slots of 64 bytes, 128 MiB reserved.
+/// Granules the table holds: 2 Mi slots of 16 bytes, 32 MiB reserved.
 const SLOTS: usize = 1 << 21;
 const PROBES: usize = 32;
 /// A thread's stack above the current frame is believed only this deep.
 const MAX_STACK: u64 = 64 << 20;
 
-#[repr(C, align(64))]
+#[repr(C)]
 struct Slot {
     /// `address / GRANULE_BYTES + 1`; 0 = empty.
     key: AtomicU64,
+    /// The granule's record in the trace; null while its first toucher
+    /// writes it, `NO_ROOM` if the trace had no room for it.
+    record: AtomicPtr<LiveRecord>,
+}
+
+/// An `AccessRecord` in the trace, as the threads that update it see it.
+#[repr(C)]
+struct LiveRecord {
+    hdr: [u32; 2],
+    address: AtomicU64,
     threads: AtomicU64,
     lock: AtomicU32,
     flags: AtomicU32,
     sites: [AtomicU32; ACCESS_SITES],
     accesses: [AtomicU32; ACCESS_SITES],
 }
+
+const _: () = {
+    assert!(core::mem::size_of::<LiveRecord>() == core::mem::size_of::<AccessRecord>());
+    assert!(
+        core::mem::offset_of!(LiveRecord, threads) == core::mem::offset_of!(AccessRecord, threads)
+    );
+    assert!(core::mem::offset_of!(LiveRecord, sites) == core::mem::offset_of!(AccessRecord, sites));
+    assert!(
+        core::mem::offset_of!(LiveRecord, accesses)
+            == core::mem::offset_of!(AccessRecord, accesses)
+    );
+};
+
+/// `Slot::record` when the trace had no room for the granule's record.
+const NO_ROOM: *mut LiveRecord = core::ptr::dangling_mut::<LiveRecord>();
+/// How long a thread waits for another to publish a record it is writing.
+const PUBLISH_SPINS: u32 = 1000;
 
 static TABLE: AtomicPtr<Slot> = AtomicPtr::new(core::ptr::null_mut());
 /// A retired slot's key: its granule's, with this bit (no address reaches it).
@@ -130,14 +160,16 @@ pub fn reset_after_fork() {
     THREADS.store(0, Ordering::Relaxed);
 }
 
-fn slot_of(table: *mut Slot, key: u64) -> Option<&'static Slot> {
+/// The slot of granule `key`, claimed if new (then `true`: the caller
+/// writes its record).
+fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
     let home = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
         let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
         let cur = slot.key.load(Ordering::Acquire);
         if cur == key {
-            return Some(slot);
+            return Some((slot, false));
         }
         if cur == 0 {
             match slot
@@ -146,14 +178,48 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<&'static Slot> {
             {
                 Ok(_) => {
                     note_page(key);
-                    return Some(slot);
+                    return Some((slot, true));
                 }
-                Err(now) if now == key => return Some(slot),
+                Err(now) if now == key => return Some((slot, false)),
                 Err(_) => continue,
             }
         }
     }
     None
+}
+
+/// The record of a granule whose slot was just claimed: written into the
+/// claiming thread's lane, then published.
+fn new_record(lane: &mut Lane, slot: &Slot, key: u64) -> *mut LiveRecord {
+    let record = AccessRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Access as u16,
+            size: core::mem::size_of::<AccessRecord>() as u16,
+            aux: 0,
+        },
+        address: (key - 1) * GRANULE_BYTES,
+        ..Default::default()
+    };
+    let written = match lane.append(&record, &[]) {
+        // Records are 8-byte aligned in their blocks; the atomics need it.
+        Some(at) if (at as usize).is_multiple_of(8) => at.cast::<LiveRecord>(),
+        _ => NO_ROOM,
+    };
+    slot.record.store(written, Ordering::Release);
+    written
+}
+
+/// The record of a granule another thread claimed: published at once
+/// unless that thread is between its claim and its write.
+fn published(slot: &Slot) -> *mut LiveRecord {
+    for _ in 0..PUBLISH_SPINS {
+        let record = slot.record.load(Ordering::Acquire);
+        if !record.is_null() {
+            return record;
+        }
+        core::hint::spin_loop();
+    }
+    NO_ROOM
 }
 
 /// The slot of granule `key`, if the table has one (no insertion).
@@ -248,7 +314,13 @@ pub fn block_freed(address: u64, size: u64) {
         let to = end.min((page + 1) << 12).div_ceil(GRANULE_BYTES);
         for granule in from..to {
             if let Some(slot) = find(table, granule + 1) {
-                slot.flags.fetch_or(ACCESS_FREED, Ordering::Relaxed);
+                let record = slot.record.load(Ordering::Acquire);
+                if !record.is_null() && record != NO_ROOM {
+                    // SAFETY: a published record, as in `touched`.
+                    unsafe { &*record }
+                        .flags
+                        .fetch_or(ACCESS_FREED, Ordering::Relaxed);
+                }
                 slot.key.store((granule + 1) | RETIRED, Ordering::Release);
             }
         }
@@ -273,10 +345,22 @@ pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
         return;
     };
     let key = address / GRANULE_BYTES + 1;
-    let Some(slot) = slot_of(table, key) else {
+    let Some((slot, new)) = slot_of(table, key) else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
+    let record = match slot.record.load(Ordering::Acquire) {
+        r if !r.is_null() => r,
+        _ if new => new_record(lane, slot, key),
+        _ => published(slot),
+    };
+    if record == NO_ROOM {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    // SAFETY: a published record in the live trace mapping, 8-byte aligned,
+    // updated only through atomics.
+    let slot = unsafe { &*record };
     // Loads before stores: a granule touched again and again by the same
     // thread and line is only read, and its cache line stays shared.
     if slot.threads.load(Ordering::Relaxed) & lane.access_bit == 0 {
@@ -322,7 +406,8 @@ pub fn thread_done(lane: &mut Lane) {
     ACCESSES.fetch_add(core::mem::take(&mut lane.accesses), Ordering::Relaxed);
 }
 
-/// At process exit: every granule touched under a lock, into the trace.
+/// At process exit: the totals (the granules' records are in the trace
+/// since each was first touched).
 pub fn write_all(lane: &mut Lane) {
     thread_done(lane);
     // Threads still running: their counts as they stand.
@@ -351,30 +436,14 @@ pub fn write_all(lane: &mut Lane) {
     let Some(written) = lane.append(&summary, &[]) else {
         return;
     };
+    // The records are in the trace already; count them.
     for i in 0..SLOTS {
         // SAFETY: index inside the table.
         let slot = unsafe { &*table.add(i) };
-        let key = slot.key.load(Ordering::Acquire);
-        if key == 0 {
-            continue;
+        let record = slot.record.load(Ordering::Acquire);
+        if !record.is_null() && record != NO_ROOM {
+            summary.granules += 1;
         }
-        let record = AccessRecord {
-            hdr: RecordHeader {
-                kind: RecordKind::Access as u16,
-                size: core::mem::size_of::<AccessRecord>() as u16,
-                aux: 0,
-            },
-            address: ((key & !RETIRED) - 1) * GRANULE_BYTES,
-            threads: slot.threads.load(Ordering::Relaxed),
-            lock: slot.lock.load(Ordering::Relaxed),
-            flags: slot.flags.load(Ordering::Relaxed),
-            sites: core::array::from_fn(|k| slot.sites[k].load(Ordering::Relaxed)),
-            accesses: core::array::from_fn(|k| slot.accesses[k].load(Ordering::Relaxed)),
-        };
-        if lane.append(&record, &[]).is_none() {
-            break;
-        }
-        summary.granules += 1;
     }
     // SAFETY: the summary this thread appended to its own lane above.
     unsafe { (*written).granules = summary.granules };
