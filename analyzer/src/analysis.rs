@@ -398,10 +398,24 @@ pub fn analyze(
         0
     };
     // Built with `locksuit cc`: each line judged by the data it touched.
-    let data = crate::data::facts(&trace, &report_site, &mut |address| {
-        symbolizer
-            .variable(&trace.modules, exe, address)
-            .map(|(name, _, _)| format!("&{name}"))
+    let data = crate::data::facts(&trace, &report_site, &mut |granule| {
+        if let Some((name, _, _)) = symbolizer.variable(&trace.modules, exe, granule.address) {
+            return Some(format!("&{name}"));
+        }
+        // A heap block: by the line that allocated it.
+        if granule.alloc_pc == 0 {
+            return None;
+        }
+        let frames = symbolizer.frames(&trace.modules, exe, granule.alloc_pc, granule.alloc_epoch);
+        let at = frames.first()?;
+        Some(match (&at.function, &at.file, at.line) {
+            (Some(f), Some(file), Some(line)) => format!("blocks from {f}@{file}:{line}"),
+            (Some(f), _, _) => format!("blocks from {f}"),
+            _ => format!(
+                "blocks from {}",
+                at.offset.as_deref().unwrap_or(&at.address)
+            ),
+        })
     });
     crate::data::apply(data.as_ref(), &mut sites, limits.threshold);
     let (findings, blocked, mut stops, snapshots) = crate::names::with(&names, || {

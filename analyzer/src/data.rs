@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 /// A granule of memory touched under a lock, as the report names it.
 #[derive(Clone, Debug)]
 pub struct Datum {
-    /// `&variable`, `&table[3]`, `&state+0x8`, or `0x…` (heap or unknown).
+    /// `&variable`, `&table[3]`, `&state+0x8`, `blocks from f@file.c:12`
+    /// (heap blocks that line allocated), or `0x…` (unknown).
     pub name: String,
     pub shared: bool,
 }
@@ -59,7 +60,7 @@ fn threads_of(bits: u64) -> u32 {
 pub fn facts(
     trace: &locksuit_format::reader::Trace,
     report_site: &dyn Fn(u32) -> Option<SiteId>,
-    name_of: &mut dyn FnMut(u64) -> Option<String>,
+    name_of: &mut dyn FnMut(&AccessRecord) -> Option<String>,
 ) -> Option<Facts> {
     if trace.access_summary.is_none() && trace.accesses.is_empty() {
         return None;
@@ -70,13 +71,14 @@ pub fn facts(
         complete: trace.access_summary.is_some(),
         ..Facts::default()
     };
-    // Adjacent granules of one variable make one datum.
-    let mut names: BTreeMap<u64, String> = BTreeMap::new();
+    // Adjacent granules of one variable, or of the blocks one line
+    // allocated, make one datum.
+    let mut names: BTreeMap<(u64, u64), String> = BTreeMap::new();
     for a in &trace.accesses {
         let shared = threads_of(a.threads) > 1;
         let name = names
-            .entry(a.address)
-            .or_insert_with(|| name_of(a.address).unwrap_or_else(|| format!("{:#x}", a.address)))
+            .entry((a.address, a.alloc_pc))
+            .or_insert_with(|| name_of(a).unwrap_or_else(|| format!("{:#x}", a.address)))
             .clone();
         for (&raw, &count) in a.sites.iter().zip(&a.accesses) {
             let Some(site) = (raw != 0).then(|| report_site(raw)).flatten() else {

@@ -40,6 +40,12 @@ pub struct AccessRecord {
     /// (the site that took the innermost held lock), and their accesses.
     pub sites: [u32; ACCESS_SITES],
     pub accesses: [u32; ACCESS_SITES],
+    /// The heap block it lies in was allocated by the call returning here
+    /// (0: not a heap block seen allocated), in module-map epoch
+    /// `alloc_epoch`: the report names the data by that line.
+    pub alloc_pc: u64,
+    pub alloc_epoch: u32,
+    pub _pad: u32,
 }
 
 /// Header of the data-level summary, written once at process exit before
@@ -61,6 +67,6 @@ unsafe impl Pod for AccessRecord {}
 unsafe impl Pod for AccessSummaryRecord {}
 
 const _: () = {
-    assert!(core::mem::size_of::<AccessRecord>() == 64);
+    assert!(core::mem::size_of::<AccessRecord>() == 80);
     assert!(core::mem::size_of::<AccessSummaryRecord>() == 32);
 };

@@ -5,6 +5,8 @@
  * per-thread cache off) and fills it at the same line. Both also bump a
  * shared counter under the same lock. Each block was only ever one
  * thread's: fill()'s line guards private data, bump()'s shared data.
+ * Then `second` frees its block and allocates it again AGAIN times,
+ * filling each once.
  *
  * Prints "reused yes" (or "no" if the allocator gave another address)
  * and "counter 200". */
@@ -14,6 +16,7 @@
 
 #define ROUNDS 100
 #define WORDS 6
+#define AGAIN 100
 
 static pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 static long counter;
@@ -66,6 +69,16 @@ static void *second(void *arg)
         exit(3);
     reused = (void *)block == first_block;
     use(block);
+    /* The same address freed and taken again, many times over: each
+     * block is a resource of its own, and the shim's table has room for
+     * them all (a freed block's slots are free again). */
+    for (int r = 0; r < AGAIN; r++) {
+        free(block);
+        block = malloc(WORDS * sizeof(long));
+        if (!block)
+            exit(3);
+        fill(block, r);
+    }
     free(block);
     return NULL;
 }

@@ -175,10 +175,16 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     let fill = site(p, "fill");
-    // Six stores a round, a hundred rounds, two threads: every one to a
-    // block only its thread ever had.
+    // Six stores a fill: a hundred rounds by two threads, then a hundred
+    // blocks at one address: every store to a block only its thread had,
+    // and none dropped (freed blocks give their table slots back).
     assert_eq!(u64_of(fill, "suitable_accesses"), 0, "{fill}");
-    assert_eq!(u64_of(fill, "unsuitable_accesses"), 2 * 100 * 6, "{fill}");
+    assert_eq!(
+        u64_of(fill, "unsuitable_accesses"),
+        (2 * 100 + 100) * 6,
+        "{fill}"
+    );
+    assert_eq!(u64_of(&p["data_level"], "dropped"), 0);
     let bump = site(p, "bump");
     assert_eq!(u64_of(bump, "unsuitable_accesses"), 0, "{bump}");
     let finding = arr(p, "findings")
@@ -186,6 +192,12 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
         .find(|f| f["kind"] == "private-data-under-lock")
         .unwrap_or_else(|| panic!("{}", p["findings"]));
     assert_eq!(finding["sites"][0], fill["id"]);
+    // Heap data is named by the line that allocated it.
+    let message = str_of(finding, "message");
+    for allocator in ["first", "second"] {
+        let named = format!("blocks from {allocator}@data_reuse.c:");
+        assert!(message.contains(&named), "{message}");
+    }
     // Without the shim, the instrumented build's `free` only forwards.
     let plain = Command::new(&bin)
         .env_remove("LD_PRELOAD")

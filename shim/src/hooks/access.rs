@@ -49,3 +49,12 @@ pub extern "C" fn locksuit_block_freed(address: *const u8, size: usize) {
         recorder::block_freed(address as u64, size as u64);
     }
 }
+
+/// liblocksuit_cov.so's allocation calls call this with each block and
+/// the return address of the call that allocated it.
+#[no_mangle]
+pub extern "C" fn locksuit_block_allocated(address: *const u8, size: usize, caller: usize) {
+    if let Some(_g) = HookGuard::enter_quietly() {
+        recorder::block_allocated(address as u64, size as u64, caller as u64);
+    }
+}

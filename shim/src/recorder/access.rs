@@ -16,9 +16,9 @@
 //! dropped. Accesses by a thread holding no lock stop at one test.
 //!
 //! A heap block freed (liblocksuit_cov.so tells, see `block_freed`) retires
-//! its granules: their slots keep what they saw under a key no address
-//! maps to, so a block allocated later at the same address (by another
-//! thread, say) is a new resource and does not look shared.
+//! its granules: their records (marked freed) keep what they saw, and their
+//! slots are freed, so a block allocated later at the same address (by
+//! another thread, say) is a new resource and does not look shared.
 
 use super::held::HeldEntry;
 use super::lanes::Lane;
@@ -50,6 +50,10 @@ struct LiveRecord {
     flags: AtomicU32,
     sites: [AtomicU32; ACCESS_SITES],
     accesses: [AtomicU32; ACCESS_SITES],
+    /// Written before the record is published, never after.
+    alloc_pc: u64,
+    alloc_epoch: u32,
+    _pad: u32,
 }
 
 const _: () = {
@@ -66,12 +70,15 @@ const _: () = {
 
 /// `Slot::record` when the trace had no room for the granule's record.
 const NO_ROOM: *mut LiveRecord = core::ptr::dangling_mut::<LiveRecord>();
-/// How long a thread waits for another to publish a record it is writing.
+/// How long a thread waits for another to publish a record it is writing:
+/// spins, then yields.
 const PUBLISH_SPINS: u32 = 1000;
+const PUBLISH_YIELDS: u32 = 100;
 
 static TABLE: AtomicPtr<Slot> = AtomicPtr::new(core::ptr::null_mut());
-/// A retired slot's key: its granule's, with this bit (no address reaches it).
-const RETIRED: u64 = 1 << 62;
+/// The key of a slot whose block was freed: free for another granule (no
+/// address maps to it).
+const TOMB: u64 = u64::MAX;
 /// The 4 KiB pages that hold a granule of the table, so that freeing a
 /// block looks only at pages where something was recorded: open
 /// addressing, `page + 1` per entry (512 KiB reserved).
@@ -161,28 +168,45 @@ pub fn reset_after_fork() {
 }
 
 /// The slot of granule `key`, claimed if new (then `true`: the caller
-/// writes its record).
+/// writes its record). A freed block's slots become tombstones, which a
+/// new granule may take (the first one in its chain, so that two threads
+/// claiming one granule meet at the same slot).
 fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
     let home = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
-    for i in 0..PROBES {
-        // SAFETY: the index is masked into the table.
-        let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
-        let cur = slot.key.load(Ordering::Acquire);
-        if cur == key {
-            return Some((slot, false));
-        }
-        if cur == 0 {
-            match slot
-                .key
-                .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    note_page(key);
-                    return Some((slot, true));
+    // A claim that loses to another granule looks again (a few times).
+    for _ in 0..4 {
+        let mut tomb: Option<&'static Slot> = None;
+        let mut target = None;
+        for i in 0..PROBES {
+            // SAFETY: the index is masked into the table.
+            let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
+            match slot.key.load(Ordering::Acquire) {
+                cur if cur == key => return Some((slot, false)),
+                TOMB => {
+                    tomb = tomb.or(Some(slot));
                 }
-                Err(now) if now == key => return Some((slot, false)),
-                Err(_) => continue,
+                0 => {
+                    target = Some(tomb.map_or((slot, 0), |t| (t, TOMB)));
+                    break;
+                }
+                _ => {}
             }
+        }
+        let (slot, expected) = match (target, tomb) {
+            (Some(t), _) => t,
+            (None, Some(t)) => (t, TOMB),
+            (None, None) => return None,
+        };
+        match slot
+            .key
+            .compare_exchange(expected, key, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                note_page(key);
+                return Some((slot, true));
+            }
+            Err(now) if now == key => return Some((slot, false)),
+            Err(_) => {}
         }
     }
     None
@@ -191,13 +215,21 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
 /// The record of a granule whose slot was just claimed: written into the
 /// claiming thread's lane, then published.
 fn new_record(lane: &mut Lane, slot: &Slot, key: u64) -> *mut LiveRecord {
+    let address = (key - 1) * GRANULE_BYTES;
+    let alloc_pc = super::heap::allocated_by(address);
+    if alloc_pc != 0 {
+        // The allocating line's module, so the analyzer can name it.
+        super::modules::ensure_covered(lane, &[alloc_pc]);
+    }
     let record = AccessRecord {
         hdr: RecordHeader {
             kind: RecordKind::Access as u16,
             size: core::mem::size_of::<AccessRecord>() as u16,
             aux: 0,
         },
-        address: (key - 1) * GRANULE_BYTES,
+        address,
+        alloc_pc,
+        alloc_epoch: super::modules::epoch(),
         ..Default::default()
     };
     let written = match lane.append(&record, &[]) {
@@ -210,14 +242,20 @@ fn new_record(lane: &mut Lane, slot: &Slot, key: u64) -> *mut LiveRecord {
 }
 
 /// The record of a granule another thread claimed: published at once
-/// unless that thread is between its claim and its write.
+/// unless that thread is between its claim and its write (which may grow
+/// the trace: then this one yields the processor for a while).
 fn published(slot: &Slot) -> *mut LiveRecord {
-    for _ in 0..PUBLISH_SPINS {
+    for round in 0..PUBLISH_SPINS + PUBLISH_YIELDS {
         let record = slot.record.load(Ordering::Acquire);
         if !record.is_null() {
             return record;
         }
-        core::hint::spin_loop();
+        if round < PUBLISH_SPINS {
+            core::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield takes no arguments.
+            unsafe { libc::sched_yield() };
+        }
     }
     NO_ROOM
 }
@@ -298,8 +336,9 @@ fn page_noted(page: u64) -> bool {
 }
 
 /// The heap block of `size` bytes at `address` was freed: its granules'
-/// slots retire (see the module's comment).
+/// slots retire (see the module's comment), and it leaves the live blocks.
 pub fn block_freed(address: u64, size: u64) {
+    super::heap::block_gone(address);
     let table = TABLE.load(Ordering::Acquire);
     if table.is_null() || size == 0 {
         return;
@@ -321,7 +360,11 @@ pub fn block_freed(address: u64, size: u64) {
                         .flags
                         .fetch_or(ACCESS_FREED, Ordering::Relaxed);
                 }
-                slot.key.store((granule + 1) | RETIRED, Ordering::Release);
+                // The record keeps what was seen; the slot is free again
+                // (emptied before it is marked, so a new claimer finds it
+                // empty).
+                slot.record.store(core::ptr::null_mut(), Ordering::Release);
+                slot.key.store(TOMB, Ordering::Release);
             }
         }
     }

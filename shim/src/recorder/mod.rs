@@ -19,6 +19,7 @@ mod control;
 mod events;
 pub mod file;
 mod filter;
+mod heap;
 pub mod held;
 mod identity;
 mod image;
@@ -538,6 +539,12 @@ pub fn accessed(g: &HookGuard, address: u64, write: bool) {
     if let Some(held) = g.thread().held().top() {
         access::touched(lane, held, address, write);
     }
+}
+
+/// A heap block of `size` bytes at `address` was allocated by the call
+/// returning to `pc` (a program built with `locksuit cc`).
+pub fn block_allocated(address: u64, size: u64, pc: u64) {
+    heap::block_allocated(address, size, pc);
 }
 
 /// A heap block of `size` bytes at `address` was freed (a program built
