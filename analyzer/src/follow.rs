@@ -64,7 +64,7 @@ impl Follower {
 
     /// Takes from `trace` (read again) what is new since the last read.
     pub fn take(&mut self, trace: &Trace) {
-        self.context.learn(trace, object_kinds(trace));
+        self.context.learn(&trace.threads, object_kinds(trace));
         let mut counts: HashMap<u32, u64> = HashMap::new();
         let (seen, fresh) = (&self.seen, &mut self.fresh);
         trace.events.for_each_merged(|e| {

@@ -4,7 +4,8 @@
 
 use crate::merge::{rule, Delivered, Item, Merge, Policy};
 use crate::model::{MergedEvent, Perturbation};
-use locksuit_format::reader::Trace;
+use locksuit_format::events::Events;
+use locksuit_format::reader::{ThreadInfo, Trace};
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
 
@@ -30,11 +31,11 @@ impl Context {
     /// Learns (again) what `trace` says, given its objects' kinds (see
     /// [`object_kinds`]); queues already given keep their index (a followed
     /// trace is read again and again).
-    pub fn learn(&mut self, trace: &Trace, kinds: FxHashMap<u32, ObjectKind>) {
+    pub fn learn(&mut self, threads: &[ThreadInfo], kinds: FxHashMap<u32, ObjectKind>) {
         self.kinds = kinds;
         self.by_pthread.clear();
         self.tid_of_serial.clear();
-        for t in &trace.threads {
+        for t in threads {
             let r = &t.record;
             if r.create_serial == 0 {
                 continue;
@@ -113,42 +114,86 @@ pub fn object_kinds(trace: &Trace) -> FxHashMap<u32, ObjectKind> {
         .collect()
 }
 
-/// A process's events merged (for `locksuit events --merged`): `object`
-/// and `site` name raw ids, `thread_name` a tid; times from `start_ns`.
-pub fn process_stream(
-    (trace, kinds): (&Trace, FxHashMap<u32, ObjectKind>),
+/// What the merge of one process needs from its trace: its events, its
+/// threads, and its objects' kinds (see [`object_kinds`]; take them before
+/// the analysis frees the object records).
+pub struct Input<'a> {
+    pub events: &'a Events,
+    pub threads: &'a [ThreadInfo],
+    pub kinds: FxHashMap<u32, ObjectKind>,
+}
+
+/// A process's events merged, each handed to `sink` as it is delivered
+/// (memory: the events held back, not the trace); returns the threads'
+/// perturbation (`adjusted`). `names` name raw ids (objects, sites, thread
+/// names); times from `start_ns`.
+pub fn stream(
+    input: Input<'_>,
     policy: Policy,
     names: (Namer<'_>, Namer<'_>, Namer<'_>),
     start_ns: u64,
-) -> (Vec<MergedEvent>, Vec<Perturbation>) {
+    sink: &mut dyn FnMut(MergedEvent) -> std::io::Result<()>,
+) -> std::io::Result<Vec<Perturbation>> {
     let mut context = Context::default();
-    context.learn(trace, kinds);
+    context.learn(input.threads, input.kinds);
     let mut merge = Merge::new(policy);
-    let mut out = Vec::new();
-    let mut on_delivery = |d: Delivered<EventRecord>| out.push(d);
+    let mut perturbation: Vec<Perturbation> = Vec::new();
+    let mut failed: Option<std::io::Error> = None;
+    let mut on_delivery = |d: Delivered<EventRecord>, context: &Context| {
+        if failed.is_some() {
+            return;
+        }
+        if policy == Policy::Adjusted {
+            perturb(&mut perturbation, &d);
+        }
+        if let Err(e) = sink(model_event(&d, policy, context, names, start_ns)) {
+            failed = Some(e);
+        }
+    };
     // Events arrive as they were written (by each one's emission time,
     // each thread's in its own order), as a live reader would see them:
     // the merge then only repairs what the clocks got wrong. `concurrent`
     // delivers in steps of whatever can go together, so it takes them all
     // first.
     let online = policy != Policy::Concurrent;
-    trace.events.for_each_merged(|e| {
+    let mut delivered: Vec<Delivered<EventRecord>> = Vec::new();
+    input.events.for_each_merged(|e| {
         merge.push(context.item(e));
         if online {
-            merge.drain(false, &mut on_delivery);
+            merge.drain(false, &mut |d| delivered.push(d));
+            for d in delivered.drain(..) {
+                on_delivery(d, &context);
+            }
         }
     });
-    merge.drain(true, &mut on_delivery);
-    let mut perturbation: Vec<Perturbation> = Vec::new();
-    let events = out
-        .into_iter()
-        .map(|d| {
-            if policy == Policy::Adjusted {
-                perturb(&mut perturbation, &d);
-            }
-            model_event(&d, policy, &context, names, start_ns)
-        })
-        .collect();
+    merge.drain(true, &mut |d| delivered.push(d));
+    for d in delivered.drain(..) {
+        on_delivery(d, &context);
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(perturbation),
+    }
+}
+
+/// A process's events merged into a list (for the report's model).
+pub fn process_stream(
+    (trace, kinds): (&Trace, FxHashMap<u32, ObjectKind>),
+    policy: Policy,
+    names: (Namer<'_>, Namer<'_>, Namer<'_>),
+    start_ns: u64,
+) -> (Vec<MergedEvent>, Vec<Perturbation>) {
+    let input = Input {
+        events: &trace.events,
+        threads: &trace.threads,
+        kinds,
+    };
+    let mut events = Vec::new();
+    let perturbation = stream(input, policy, names, start_ns, &mut |e| {
+        events.push(e);
+        Ok(())
+    })
+    .unwrap_or_default();
     (events, perturbation)
 }
 

@@ -275,6 +275,9 @@ fn merged_events(args: EventsArgs) -> i32 {
     if args.follow {
         return followed_events(args);
     }
+    if matches!(args.format, EventsFormat::Jsonl) {
+        return streamed_events(&args);
+    }
     let filter = StreamFilter::Merged(args.policy);
     let printed = build_report(
         &args.paths,
@@ -303,19 +306,110 @@ fn merged_events(args: EventsArgs) -> i32 {
     }
 }
 
-/// `locksuit events --merged --follow`: written line by line, flushed.
-fn followed_events(args: EventsArgs) -> i32 {
-    use std::io::Write;
-    // To -o FILE when given, line by line as to standard output.
-    let mut out: Box<dyn Write> = match &args.output {
+/// Where `events` writes: `-o FILE`, else standard output.
+fn events_out(args: &EventsArgs) -> Result<Box<dyn std::io::Write>, i32> {
+    Ok(match &args.output {
         Some(path) => match std::fs::File::create(path) {
             Ok(file) => Box::new(file),
             Err(e) => {
                 eprintln!("locksuit: {}: cannot write: {e}", path.display());
-                return EXIT_USAGE;
+                return Err(EXIT_USAGE);
             }
         },
         None => Box::new(std::io::stdout().lock()),
+    })
+}
+
+/// `locksuit events --merged --format jsonl`: each process's stream written
+/// as it is delivered, one trace at a time, so memory stays what the merge
+/// holds back whatever the trace's length (the other formats gather each
+/// process's events first).
+fn streamed_events(args: &EventsArgs) -> i32 {
+    use std::io::Write;
+    let out = match events_out(args) {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
+    let mut out = std::io::BufWriter::new(out);
+    let mut symbolizer = Symbolizer::default();
+    let mut failed: Option<std::io::Error> = None;
+    let walked = load::for_each(&args.paths, &Selection::default(), |path, mapped| {
+        if failed.is_some() {
+            return;
+        }
+        let load::Mapped {
+            trace,
+            pages,
+            progress,
+        } = mapped;
+        // What the merge needs, kept from the analysis, which consumes the
+        // trace (the events are a shared view of the mapping: no copy).
+        let events = trace.events.clone();
+        let threads = trace.threads.clone();
+        let kinds = crate::merge_trace::object_kinds(&trace);
+        let p = crate::analysis::analyze(
+            &path.display().to_string(),
+            trace,
+            &Limits::default(),
+            &StreamFilter::Names,
+            &mut symbolizer,
+            &mut || {
+                pages.release();
+                progress.events_read(crate::contention::PROGRESS_EVERY);
+            },
+        );
+        progress.finish();
+        let names = &p.raw_names;
+        let object = |raw: u32| names.objects.get(&raw).cloned();
+        let site = |raw: u32| names.sites.get(&raw).cloned();
+        let thread = |tid: u32| names.threads.get(&tid).cloned();
+        let input = crate::merge_trace::Input {
+            events: &events,
+            threads: &threads,
+            kinds,
+        };
+        let written = crate::merge_trace::stream(
+            input,
+            args.policy,
+            (&object, &site, &thread),
+            p.start_mono_ns,
+            &mut |e| {
+                let mut line = serde_json::to_value(&e).map_err(std::io::Error::from)?;
+                line["pid"] = p.pid.into();
+                serde_json::to_writer(&mut out, &line).map_err(std::io::Error::from)?;
+                out.write_all(b"\n")
+            },
+        );
+        failed = written.err();
+    });
+    let flushed = out.flush();
+    let skipped = match walked {
+        Ok(skipped) => skipped,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    if let Some(e) = failed.or(flushed.err()) {
+        // A closed pipe (e.g. `| head`) is not an error worth a message.
+        if args.output.is_some() || e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("locksuit: cannot write: {e}");
+            return EXIT_USAGE;
+        }
+    }
+    for skipped in &skipped {
+        eprintln!("locksuit: warning: skipped {skipped}");
+    }
+    EXIT_OK
+}
+
+/// `locksuit events --merged --follow`: written line by line, flushed.
+fn followed_events(args: EventsArgs) -> i32 {
+    use std::io::Write;
+    // To -o FILE when given, line by line as to standard output.
+    let mut out = match events_out(&args) {
+        Ok(out) => out,
+        Err(code) => return code,
     };
     let width = text_width(&args);
     let jsonl = matches!(args.format, EventsFormat::Jsonl | EventsFormat::Json);
