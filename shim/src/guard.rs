@@ -12,8 +12,20 @@ use crate::recorder::selfcost::CallCost;
 use core::cell::{Cell, UnsafeCell};
 use core::marker::PhantomData;
 
+/// `ThreadState::flags`: any of them set, a hook passes through. One word,
+/// so that the check every hook makes first is one load and one branch.
+const IN_HOOK: u8 = 1 << 0;
+/// Set by the thread-exit destructor: the thread's lane is gone and later
+/// hook calls on it pass through unrecorded.
+const RETIRED: u8 = 1 << 1;
+/// This thread is inside `fork` (between our prepare handler and our
+/// parent or child handler): other libraries' fork handlers run then,
+/// and in the child the trace state is still the parent's.
+const FORKING: u8 = 1 << 2;
+
 pub struct ThreadState {
-    in_hook: Cell<bool>,
+    /// `IN_HOOK`, `RETIRED`, `FORKING`.
+    flags: Cell<u8>,
     /// The shim itself is calling out (the unwinder, the loader), and may be
     /// called back: such nested calls are ours, not the program's.
     calling_out: Cell<bool>,
@@ -23,19 +35,12 @@ pub struct ThreadState {
     /// `lifecycle::generation()` when `lane` was taken; a fork bumps it, so
     /// a child never writes through a lane of its parent's trace.
     lane_generation: Cell<u32>,
-    /// Set by the thread-exit destructor: the thread's lane is gone and later
-    /// hook calls on it pass through unrecorded.
-    retired: Cell<bool>,
     /// tid of the creating thread, handed over by the start wrapper.
     parent_tid: Cell<u32>,
     /// This thread's creation number (0: not created through our wrapper).
     create_serial: Cell<u32>,
     /// How many times the thread-exit destructor has run on this thread.
     exit_rounds: Cell<u32>,
-    /// This thread is inside `fork` (between our prepare handler and our
-    /// parent or child handler): other libraries' fork handlers run then,
-    /// and in the child the trace state is still the parent's.
-    forking: Cell<bool>,
     held: UnsafeCell<HeldStack>,
     /// The recorder's calls on this thread and their sampled cost.
     call_cost: CallCost,
@@ -46,16 +51,14 @@ impl ThreadState {
     /// live in a `.tbss` block (see `tls.rs`); a test checks that.
     pub const fn initial() -> ThreadState {
         ThreadState {
-            in_hook: Cell::new(false),
+            flags: Cell::new(0),
             calling_out: Cell::new(false),
             resolving: Cell::new(false),
             lane: Cell::new(core::ptr::null_mut()),
             lane_generation: Cell::new(0),
-            retired: Cell::new(false),
             parent_tid: Cell::new(0),
             create_serial: Cell::new(0),
             exit_rounds: Cell::new(0),
-            forking: Cell::new(false),
             held: UnsafeCell::new(HeldStack::new()),
             call_cost: CallCost::new(),
         }
@@ -64,16 +67,14 @@ impl ThreadState {
     /// Field by field equality, for the test that the initial state is zero.
     #[cfg(test)]
     pub fn same_as(&self, other: &ThreadState) -> bool {
-        self.in_hook.get() == other.in_hook.get()
+        self.flags.get() == other.flags.get()
             && self.calling_out.get() == other.calling_out.get()
             && self.resolving.get() == other.resolving.get()
             && self.lane.get() == other.lane.get()
             && self.lane_generation.get() == other.lane_generation.get()
-            && self.retired.get() == other.retired.get()
             && self.parent_tid.get() == other.parent_tid.get()
             && self.create_serial.get() == other.create_serial.get()
             && self.exit_rounds.get() == other.exit_rounds.get()
-            && self.forking.get() == other.forking.get()
             && self.held().same_as(other.held())
             && self.call_cost.same_as(&other.call_cost)
     }
@@ -108,11 +109,17 @@ impl ThreadState {
     }
 
     pub fn retired(&self) -> bool {
-        self.retired.get()
+        self.flags.get() & RETIRED != 0
+    }
+
+    fn set_flag(&self, flag: u8, on: bool) {
+        let flags = self.flags.get();
+        self.flags
+            .set(if on { flags | flag } else { flags & !flag });
     }
 
     pub fn set_retired(&self, v: bool) {
-        self.retired.set(v);
+        self.set_flag(RETIRED, v);
     }
 
     pub fn parent_tid(&self) -> u32 {
@@ -132,7 +139,7 @@ impl ThreadState {
     }
 
     pub fn set_forking(&self, v: bool) {
-        self.forking.set(v);
+        self.set_flag(FORKING, v);
     }
 
     /// Counts one more run of the thread-exit destructor; returns the count.
@@ -163,7 +170,7 @@ impl ThreadState {
     #[allow(clippy::mut_from_ref)]
     pub fn held(&self) -> &mut HeldStack {
         // SAFETY: thread-local, and the guard makes hook bodies non-reentrant
-        // (a signal handler's hook call sees `in_hook` and passes through).
+        // (a signal handler's hook call sees `IN_HOOK` and passes through).
         unsafe { &mut *self.held.get() }
     }
 }
@@ -186,15 +193,16 @@ impl HookGuard {
     #[inline]
     pub fn enter() -> Option<HookGuard> {
         let state = this_thread();
-        if state.in_hook.get() || state.retired.get() || state.forking.get() {
-            if state.in_hook.get() && !state.calling_out.get() {
+        let flags = state.flags.get();
+        if flags != 0 {
+            if flags & IN_HOOK != 0 && !state.calling_out.get() {
                 // A signal handler interrupted our bookkeeping and called a
                 // hook: pass it through, but never silently.
                 lifecycle::nested_call_passed_through();
             }
             return None;
         }
-        state.in_hook.set(true);
+        state.flags.set(IN_HOOK);
         let guard = HookGuard {
             state,
             _not_send: PhantomData,
@@ -216,10 +224,10 @@ impl HookGuard {
     #[inline]
     pub fn enter_quietly() -> Option<HookGuard> {
         let state = this_thread();
-        if state.in_hook.get() || state.retired.get() || state.forking.get() {
+        if state.flags.get() != 0 {
             return None;
         }
-        state.in_hook.set(true);
+        state.flags.set(IN_HOOK);
         let guard = HookGuard {
             state,
             _not_send: PhantomData,
@@ -228,11 +236,11 @@ impl HookGuard {
     }
 
     /// Enters for the thread-exit destructor: by then the thread runs no
-    /// hook of ours (a cancelled wait may have left `in_hook` set, since
+    /// hook of ours (a cancelled wait may have left `IN_HOOK` set, since
     /// forced unwinding skips our frames' drops), so no check is needed.
     pub fn enter_for_exit() -> HookGuard {
         let state = this_thread();
-        state.in_hook.set(true);
+        state.set_flag(IN_HOOK, true);
         HookGuard {
             state,
             _not_send: PhantomData,
@@ -254,14 +262,14 @@ impl HookGuard {
         /// Closes the guard again however the call ends: also when a
         /// cancellation unwinds out of it, before the caller's own cleanup
         /// (which records) runs.
-        struct Reclose<'a>(&'a Cell<bool>);
+        struct Reclose<'a>(&'a ThreadState);
         impl Drop for Reclose<'_> {
             fn drop(&mut self) {
-                self.0.set(true);
+                self.0.set_flag(IN_HOOK, true);
             }
         }
-        self.state.in_hook.set(false);
-        let _reclose = Reclose(&self.state.in_hook);
+        self.state.set_flag(IN_HOOK, false);
+        let _reclose = Reclose(self.state);
         call()
     }
 }
@@ -287,7 +295,7 @@ pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
 /// running while a hook recorded), as opposed to the shim calling out.
 pub fn nested_in_bookkeeping() -> bool {
     let state = this_thread();
-    state.in_hook.get() && !state.calling_out.get()
+    state.flags.get() & IN_HOOK != 0 && !state.calling_out.get()
 }
 
 /// The calling thread's state, valid for as long as the thread runs.
@@ -306,6 +314,6 @@ pub fn thread_holds_a_lock() -> bool {
 impl Drop for HookGuard {
     #[inline]
     fn drop(&mut self) {
-        self.state.in_hook.set(false);
+        self.state.set_flag(IN_HOOK, false);
     }
 }
