@@ -213,6 +213,8 @@ pub fn analyze(
             basis: "sharing",
             suitable_accesses: None,
             unsuitable_accesses: None,
+            engagement_ratios: None,
+            unsuitable_engagements: None,
             reasons: Vec::new(),
             call_chain,
         });

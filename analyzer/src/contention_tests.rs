@@ -84,6 +84,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
         snapshots: Vec::new(),
         access_summary: None,
         accesses: Vec::new(),
+        site_ratios: Vec::new(),
         warnings: Vec::new(),
     }
 }

@@ -34,6 +34,8 @@ pub struct SiteData {
     pub data: BTreeMap<String, bool>,
     /// Some of that data was written under a lock (by any line).
     pub written: bool,
+    /// Its engagements by share of suitable accesses: `[waited for][bucket]`.
+    pub ratios: Option<[[u64; RATIO_BUCKETS]; 2]>,
 }
 
 /// What the accesses say, per report site.
@@ -97,6 +99,22 @@ pub fn facts(
             facts.accesses += a.accesses.iter().map(|&n| u64::from(n)).sum::<u64>();
         }
     }
+    for r in &trace.site_ratios {
+        let Some(site) = report_site(r.site_id) else {
+            continue;
+        };
+        let ratios = facts
+            .sites
+            .entry(site)
+            .or_default()
+            .ratios
+            .get_or_insert([[0; RATIO_BUCKETS]; 2]);
+        for (into, from) in ratios.iter_mut().zip(&r.engagements) {
+            for (bucket, &n) in into.iter_mut().zip(from) {
+                *bucket += u64::from(n);
+            }
+        }
+    }
     Some(facts)
 }
 
@@ -107,6 +125,7 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
         let Some(SiteData {
             suitable,
             unsuitable,
+            ratios,
             ..
         }) = facts.and_then(|f| f.sites.get(&site.id))
         else {
@@ -115,6 +134,15 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
         site.basis = "data";
         site.suitable_accesses = Some(*suitable);
         site.unsuitable_accesses = Some(*unsuitable);
+        if let Some([not_waited, waited]) = ratios {
+            // Buckets wholly below the threshold: [i/10, (i+1)/10).
+            let below = (0..RATIO_BUCKETS).filter(|&i| (i + 1) as f64 / 10.0 <= threshold + 1e-9);
+            site.unsuitable_engagements = Some(below.map(|i| waited[i]).sum());
+            site.engagement_ratios = Some(EngagementRatios {
+                waited_for: waited.to_vec(),
+                not_waited_for: not_waited.to_vec(),
+            });
+        }
         site.status = data_status(*suitable, *unsuitable, site.task_switches, threshold);
     }
 }

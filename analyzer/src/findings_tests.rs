@@ -70,6 +70,8 @@ fn site(id: &str, locks: &[&str]) -> Site {
         basis: "sharing",
         suitable_accesses: None,
         unsuitable_accesses: None,
+        engagement_ratios: None,
+        unsuitable_engagements: None,
         reasons: Vec::new(),
         call_chain: Vec::new(),
     }

@@ -561,9 +561,26 @@ pub struct Site {
     /// threads touched too, and to data only one thread touched.
     pub suitable_accesses: Option<u64>,
     pub unsuitable_accesses: Option<u64>,
+    /// `data` basis: its engagements that touched data, by their share of
+    /// suitable accesses (bucket `i`: from `i / 10` up to `(i + 1) / 10`,
+    /// bucket 10: all suitable), split by whether another thread waited
+    /// for the lock meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engagement_ratios: Option<EngagementRatios>,
+    /// `data` basis: the engagements another thread waited for whose share
+    /// of suitable accesses lay wholly below `--threshold` (by bucket).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsuitable_engagements: Option<u64>,
     /// Why the waits at this line ended, most first.
     pub reasons: Vec<ReasonCount>,
     pub call_chain: Vec<Frame>,
+}
+
+/// A site's engagements by their share of suitable accesses.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct EngagementRatios {
+    pub waited_for: Vec<u64>,
+    pub not_waited_for: Vec<u64>,
 }
 
 #[derive(Debug, Serialize)]

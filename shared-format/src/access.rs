@@ -61,6 +61,29 @@ pub struct AccessSummaryRecord {
     pub granules: u64,
 }
 
+/// Buckets of an engagement's ratio of suitable accesses: bucket `i` holds
+/// ratios from `i / 10` up to `(i + 1) / 10`, bucket 10 exactly 1.
+pub const RATIO_BUCKETS: usize = 11;
+
+/// One site's engagements that touched data under its lock, by the share
+/// of their accesses that were suitable when made (the data had been
+/// touched by another thread under a lock by then), split by whether the
+/// engagement made another thread wait for the lock (a task switch). One
+/// per site, updated in place by every thread; a site may have a spare
+/// empty one (two threads raced to write it).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiteRatiosRecord {
+    pub hdr: crate::layout::RecordHeader,
+    pub site_id: u32,
+    pub _pad: u32,
+    /// `[0]`: no thread waited meanwhile; `[1]`: some thread did.
+    pub engagements: [[u32; RATIO_BUCKETS]; 2],
+}
+
+// SAFETY: plain integers, explicitly padded; every bit pattern is valid.
+unsafe impl Pod for SiteRatiosRecord {}
+
 // SAFETY: plain integers, explicitly padded; every bit pattern is valid.
 unsafe impl Pod for AccessRecord {}
 // SAFETY: as above.
@@ -68,5 +91,6 @@ unsafe impl Pod for AccessSummaryRecord {}
 
 const _: () = {
     assert!(core::mem::size_of::<AccessRecord>() == 80);
+    assert!(core::mem::size_of::<SiteRatiosRecord>() == 104);
     assert!(core::mem::size_of::<AccessSummaryRecord>() == 32);
 };

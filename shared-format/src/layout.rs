@@ -189,6 +189,8 @@ pub enum RecordKind {
     AccessSummary = 13,
     /// [`AccessRecord`](crate::AccessRecord).
     Access = 14,
+    /// [`SiteRatiosRecord`](crate::SiteRatiosRecord).
+    SiteRatios = 15,
 }
 
 impl RecordKind {
@@ -208,6 +210,7 @@ impl RecordKind {
             12 => Self::Snapshot,
             13 => Self::AccessSummary,
             14 => Self::Access,
+            15 => Self::SiteRatios,
             _ => return None,
         })
     }

@@ -121,6 +121,8 @@ pub struct Trace {
     /// summary, and every granule touched under a lock.
     pub access_summary: Option<AccessSummaryRecord>,
     pub accesses: Vec<AccessRecord>,
+    /// Per site, its engagements' ratios of suitable accesses.
+    pub site_ratios: Vec<SiteRatiosRecord>,
     /// Problems found inside an otherwise readable trace.
     pub warnings: Vec<String>,
 }
@@ -312,6 +314,7 @@ pub fn read_trace_releasing(
         snapshots: Vec::new(),
         access_summary: None,
         accesses: Vec::new(),
+        site_ratios: Vec::new(),
         warnings,
     };
 
@@ -576,6 +579,12 @@ fn decode_record(
                 return false;
             };
             trace.accesses.push(r);
+        }
+        RecordKind::SiteRatios => {
+            let Some(r) = read_pod::<SiteRatiosRecord>(rec) else {
+                return false;
+            };
+            trace.site_ratios.push(r);
         }
         RecordKind::ThreadName => {
             let Some(r) = read_pod::<ThreadNameRecord>(rec) else {

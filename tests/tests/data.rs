@@ -95,6 +95,33 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
     assert!(!arr(p, "findings")
         .iter()
         .any(|f| f["kind"] == "unsuitable-site"));
+    // Every engagement by its share of suitable accesses: each thread's
+    // slot, none (bucket 0); the shared counter, all (bucket 10) but those
+    // made before a second thread had touched it.
+    let buckets = |site: &Value, bucket: usize| -> u64 {
+        ["waited_for", "not_waited_for"]
+            .iter()
+            .map(|split| site["engagement_ratios"][split][bucket].as_u64().unwrap())
+            .sum()
+    };
+    let per_line = 4 * 2000;
+    assert_eq!(buckets(own, 0), per_line, "{}", own["engagement_ratios"]);
+    assert_eq!(buckets(shared, 0) + buckets(shared, 10), per_line);
+    assert!(buckets(shared, 10) > 0, "{}", shared["engagement_ratios"]);
+    // At the default threshold (0.3) the unsuitable ones are the slot's
+    // engagements another thread waited for; a threshold of 0 leaves none,
+    // read from the same trace.
+    let waited = own["engagement_ratios"]["waited_for"][0].as_u64().unwrap();
+    assert_eq!(u64_of(own, "unsuitable_engagements"), waited);
+    assert_eq!(u64_of(shared, "unsuitable_engagements"), 0);
+    let strict = report_json(&[&dir], Some(0.0));
+    assert_eq!(
+        u64_of(
+            site(only_process(&strict), "bump_own"),
+            "unsuitable_engagements"
+        ),
+        0
+    );
 }
 
 #[test]

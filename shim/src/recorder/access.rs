@@ -406,9 +406,12 @@ pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     let slot = unsafe { &*record };
     // Loads before stores: a granule touched again and again by the same
     // thread and line is only read, and its cache line stays shared.
-    if slot.threads.load(Ordering::Relaxed) & lane.access_bit == 0 {
+    let threads = slot.threads.load(Ordering::Relaxed);
+    if threads & lane.access_bit == 0 {
         slot.threads.fetch_or(lane.access_bit, Ordering::Relaxed);
     }
+    // Suitable now: another thread touched it under a lock before.
+    let suitable = threads & !lane.access_bit != 0;
     if slot.lock.load(Ordering::Relaxed) == 0 {
         let _ = slot
             .lock
@@ -426,6 +429,10 @@ pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     if site == 0 {
         return; // an unknown line: 0 marks an empty place below
     }
+    // SAFETY: the held lock's slot in the object table, which lives as
+    // long as the process.
+    let waited_for = !held.slot.is_null() && unsafe { (*held.slot).waiting() } > 0;
+    super::ratios::count(lane, (held.counter, site), suitable, waited_for);
     for (i, s) in slot.sites.iter().enumerate() {
         let mut cur = s.load(Ordering::Relaxed);
         if cur == 0 {
@@ -444,8 +451,10 @@ pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     }
 }
 
-/// A thread ends (or the process does): its count joins the total.
+/// A thread ends (or the process does): its count joins the total, and
+/// its last engagement its site's ratios.
 pub fn thread_done(lane: &mut Lane) {
+    super::ratios::finish(lane);
     ACCESSES.fetch_add(core::mem::take(&mut lane.accesses), Ordering::Relaxed);
 }
 

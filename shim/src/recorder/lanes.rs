@@ -119,6 +119,23 @@ pub struct Lane {
     /// The top of this thread's stack (its locals are never data a lock
     /// guards), 0 if unknown.
     pub stack_top: u64,
+    /// The engagement whose accesses this thread is counting (`ratios.rs`).
+    pub tally: Tally,
+}
+
+/// One engagement's accesses, counted until the thread's next engagement
+/// with accesses (or its end) adds them to its site's ratios.
+#[derive(Clone, Copy, Default)]
+pub struct Tally {
+    /// The engagement: its site's counter record on this thread, and that
+    /// counter's engagements then (0, 0: none).
+    pub counter: usize,
+    pub engagement: u64,
+    pub site: u32,
+    pub suitable: u32,
+    pub unsuitable: u32,
+    /// Another thread waited for the lock meanwhile.
+    pub waited_for: bool,
 }
 
 /// Per event kind: when this thread last wrote one.
@@ -200,6 +217,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.access_bit = 0;
     lane.accesses = 0;
     lane.stack_top = 0;
+    lane.tally = Tally::default();
     lane.sample_tick = 0;
     lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);

@@ -30,6 +30,7 @@ pub mod modules;
 pub mod objects;
 pub mod path;
 mod procfs;
+mod ratios;
 pub mod selfcost;
 pub mod sites;
 mod snapshot;
@@ -98,6 +99,7 @@ pub fn start_process(extra_flags: u32) -> Result<(), file::NotRecording> {
         filter::reset_after_fork();
         snapshot::reset_after_fork();
         access::reset_after_fork();
+        ratios::reset_after_fork();
         control::reset_after_fork();
         interest::reset_after_fork();
         objects::reset_after_fork();

@@ -1,0 +1,150 @@
+//! Per site, its engagements by their ratio of suitable accesses (programs
+//! built with `locksuit cc`), so that a report can apply its `--threshold`
+//! to engagements, as the lock-suitability seed does, not only to a site's
+//! totals. An access is suitable when the granule it touched had already
+//! been touched under a lock by another thread.
+//!
+//! Nothing is added to the lock hooks: a thread counts its current
+//! engagement's accesses in its lane (`Tally`) from the access callbacks,
+//! and when an access belongs to another engagement (the counter record
+//! of its site, or that counter's engagements, changed) the finished one
+//! is added to its site's `SiteRatiosRecord` in the trace, which every
+//! thread updates in place. A thread's last engagement is added when the
+//! thread ends; at process exit, the exiting thread's.
+
+use super::lanes::{Lane, Tally};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use locksuit_format::*;
+
+/// Sites with ratios: site ids below this (others are not counted).
+const SITES_MAX: usize = 1 << 16;
+
+/// A `SiteRatiosRecord` in the trace, as the threads that update it see it.
+#[repr(C)]
+struct LiveRatios {
+    hdr: [u32; 2],
+    site_id: u32,
+    _pad: u32,
+    engagements: [[AtomicU32; RATIO_BUCKETS]; 2],
+}
+
+const _: () =
+    assert!(core::mem::size_of::<LiveRatios>() == core::mem::size_of::<SiteRatiosRecord>());
+
+/// Each site's record, by site id (lazily touched, 512 KiB reserved).
+static RECORDS: AtomicPtr<AtomicPtr<LiveRatios>> = AtomicPtr::new(core::ptr::null_mut());
+
+fn records() -> Option<*mut AtomicPtr<LiveRatios>> {
+    let t = RECORDS.load(Ordering::Acquire);
+    if !t.is_null() {
+        return Some(t);
+    }
+    let size = SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>();
+    let fresh: *mut AtomicPtr<LiveRatios> = super::map_anonymous(size)?;
+    match RECORDS.compare_exchange(
+        core::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => Some(fresh),
+        Err(theirs) => {
+            // SAFETY: our own mapping, never published.
+            unsafe { libc::munmap(fresh.cast(), size) };
+            Some(theirs)
+        }
+    }
+}
+
+/// One more access in the engagement of `counter` (this thread's counter
+/// record of `site`): `suitable` or not, and whether another thread is
+/// waiting for the lock now.
+pub fn count(
+    lane: &mut Lane,
+    (counter, site): (*mut CounterRecord, u32),
+    suitable: bool,
+    waited_for: bool,
+) {
+    // SAFETY: this thread's own counter record, in the live mapping.
+    let engagement = unsafe { (*counter).engagements };
+    let tally = &mut lane.tally;
+    if tally.counter != counter as usize || tally.engagement != engagement {
+        finish(lane);
+        lane.tally = Tally {
+            counter: counter as usize,
+            engagement,
+            site,
+            ..Tally::default()
+        };
+    }
+    let tally = &mut lane.tally;
+    if suitable {
+        tally.suitable += 1;
+    } else {
+        tally.unsuitable += 1;
+    }
+    tally.waited_for |= waited_for;
+}
+
+/// Adds the thread's current engagement, if it made accesses, to its
+/// site's ratios.
+pub fn finish(lane: &mut Lane) {
+    let tally = core::mem::take(&mut lane.tally);
+    let all = u64::from(tally.suitable) + u64::from(tally.unsuitable);
+    if all == 0 || tally.site as usize >= SITES_MAX {
+        return;
+    }
+    let Some(record) = record_of(lane, tally.site) else {
+        return;
+    };
+    let bucket = (u64::from(tally.suitable) * 10 / all) as usize;
+    record.engagements[usize::from(tally.waited_for)][bucket].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The ratios record of `site`, written into this thread's lane the first
+/// time (a thread that loses the race to publish leaves an empty spare).
+fn record_of(lane: &mut Lane, site: u32) -> Option<&'static LiveRatios> {
+    let table = records()?;
+    // SAFETY: `site` is below SITES_MAX, the table's length.
+    let entry = unsafe { &*table.add(site as usize) };
+    let mut record = entry.load(Ordering::Acquire);
+    if record.is_null() {
+        let fresh = SiteRatiosRecord {
+            hdr: RecordHeader {
+                kind: RecordKind::SiteRatios as u16,
+                size: core::mem::size_of::<SiteRatiosRecord>() as u16,
+                aux: 0,
+            },
+            site_id: site,
+            ..Default::default()
+        };
+        let written = lane.append(&fresh, &[])?.cast::<LiveRatios>();
+        record = match entry.compare_exchange(
+            core::ptr::null_mut(),
+            written,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => written,
+            Err(theirs) => theirs,
+        };
+    }
+    // SAFETY: a published record in the live trace mapping (records are
+    // 8-byte aligned), updated only through atomics.
+    Some(unsafe { &*record })
+}
+
+/// In a fork child: its trace is new, the parent's records are not its own.
+pub fn reset_after_fork() {
+    let t = RECORDS.load(Ordering::Acquire);
+    if !t.is_null() {
+        // SAFETY: our own private anonymous pages; they read back as zeros.
+        unsafe {
+            libc::madvise(
+                t.cast(),
+                SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>(),
+                libc::MADV_DONTNEED,
+            )
+        };
+    }
+}
