@@ -24,7 +24,8 @@ pub const POLL: Duration = Duration::from_millis(20);
 
 /// How long, while following, an event is held back for a predecessor
 /// that has not come: far above the follower's own latency (one poll),
-/// short enough that a lost event does not stop the stream.
+/// short enough that a lost event does not stop the stream (a whole
+/// trace's merge uses the same bound, on the trace's own time).
 pub const HOLD_BOUND: Duration = Duration::from_secs(1);
 
 /// CLOCK_MONOTONIC now, the clock of the trace's timestamps.

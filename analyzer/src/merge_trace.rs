@@ -9,6 +9,10 @@ use locksuit_format::reader::{ThreadInfo, Trace};
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
 
+/// How long (of the trace's own time) an event is held back for a
+/// predecessor that has not come (as `follow::HOLD_BOUND`).
+const HOLD_BOUND_NS: u64 = 1_000_000_000;
+
 /// Names a raw id (an object, a site, a thread), if it has one.
 pub type Namer<'a> = &'a dyn Fn(u32) -> Option<String>;
 
@@ -158,9 +162,15 @@ pub fn stream(
     let online = policy != Policy::Concurrent;
     let mut delivered: Vec<Delivered<EventRecord>> = Vec::new();
     input.events.for_each_merged(|e| {
-        merge.push(context.item(e));
+        let item = context.item(e);
+        let latest = item.ts;
+        merge.push(item);
         if online {
-            merge.drain(false, &mut |d| delivered.push(d));
+            // What waited a second of the trace's time for a predecessor
+            // that never came is let go, as a follower does: one lost
+            // event must not hold its thread (and memory) to the end.
+            let limit = latest.saturating_sub(HOLD_BOUND_NS);
+            merge.drain_releasing_before(limit, &mut |d| delivered.push(d));
             for d in delivered.drain(..) {
                 on_delivery(d, &context);
             }

@@ -119,11 +119,11 @@ fn contended(
     (hold, deadline): (Hold, u64),
     block: impl FnOnce() -> c_int,
 ) -> c_int {
-    let waited = recorder::wait_begin(g, p, deadline);
+    let mut waited = recorder::wait_begin(g, p, deadline);
     let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
     unwind.disarm();
-    let (wait_ns, now) = recorder::wait_end(p, &waited);
+    let (wait_ns, now) = recorder::wait_end(p, &mut waited);
     if holds(rc) {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, hold);
         recorder::blocked(p, &waited, now);
@@ -195,12 +195,12 @@ pub fn sem_acquire(
         return block();
     }
     set_errno(before);
-    let waited = recorder::wait_begin(g, p, deadline);
+    let mut waited = recorder::wait_begin(g, p, deadline);
     let unwind = AbandonOnUnwind(Some(p));
     let rc = g.blocking(block);
     unwind.disarm();
     let after = errno();
-    let (wait_ns, now) = recorder::wait_end(p, &waited);
+    let (wait_ns, now) = recorder::wait_end(p, &mut waited);
     if rc == 0 {
         recorder::acquired(g, p, How::Contended { wait_ns, now }, Hold::None);
         recorder::blocked(p, &waited, now);

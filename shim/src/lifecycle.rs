@@ -159,7 +159,12 @@ extern "C" fn fork_parent() {
 
 extern "C" fn fork_child() {
     real::reset_after_fork();
-    ThreadState::with(|s| s.set_forking(false));
+    // The child's one thread was not created in the child: its creation
+    // (and so its start) are the parent's, not in the child's trace.
+    ThreadState::with(|s| {
+        s.set_forking(false);
+        s.set_create_serial(0);
+    });
     if !matches!(state(), State::Enabled | State::Exiting) {
         return;
     }

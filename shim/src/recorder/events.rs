@@ -14,6 +14,8 @@ pub struct Waiting {
     pub started: u64,
     /// The lock's release sequence when the thread asked.
     pub seq: u32,
+    /// The same when it stopped waiting (set by `wait_end`).
+    pub ended_seq: u32,
     /// The owner when the thread asked (0 if none or unknown).
     pub owner: u32,
     /// A timed call's deadline, in nanoseconds of the clock it named (0: none).

@@ -507,8 +507,14 @@ pub fn wait_begin(g: &HookGuard, p: &Prepared, deadline: u64) -> Waiting {
     control::poll();
     let seq = p.slot.seq.load(Ordering::Relaxed);
     p.slot.begin_wait(seq);
+    // The sequence again, now that a release sees this thread waiting: a
+    // release counted after it surely wrote its event (the merged stream
+    // waits for those between this and the acquisition, on a read-write
+    // lock or a semaphore).
+    let asked = p.slot.seq.load(Ordering::Relaxed);
     let waiting = Waiting {
-        seq,
+        seq: asked,
+        ended_seq: asked,
         owner: p.slot.holder.load(Ordering::Relaxed),
         started: now_ns(),
         deadline,
@@ -562,7 +568,10 @@ pub fn wait_abandoned(p: &Prepared) {
 }
 
 /// Done blocking; returns (wait, now).
-pub fn wait_end(p: &Prepared, waited: &Waiting) -> (u64, u64) {
+pub fn wait_end(p: &Prepared, waited: &mut Waiting) -> (u64, u64) {
+    // Read while this thread still counts as waiting: every release up to
+    // it saw a waiter, and wrote its event.
+    waited.ended_seq = p.slot.seq.load(Ordering::Relaxed);
     p.slot.end_wait();
     wait_ended(p.lane());
     let now = now_ns();
@@ -572,7 +581,9 @@ pub fn wait_end(p: &Prepared, waited: &Waiting) -> (u64, u64) {
 /// A contended acquisition completed (after [`acquired`]): the event that
 /// says whom this thread waited for.
 pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
-    let seq = p.slot.seq.load(Ordering::Relaxed);
+    // A lock held exclusively now has had no release since; a shared one
+    // (read, semaphore) may have: the sequence while still waiting.
+    let seq = waited.ended_seq;
     let site = p.counter().site_id;
     events::waited(p.lane(), EVENT_BLOCKED, (p.lock_id, site), waited, seq, now);
     // A slow path already: read the context switches the wait caused.
