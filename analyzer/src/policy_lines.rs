@@ -1,12 +1,16 @@
 //! `locksuit run --policy`: a policy's `sites` may name lines of code
 //! (`FILE:LINE`). The shim reads no line tables, so they are resolved here,
 //! before the program starts, from the program's DWARF line table into
-//! ranges of addresses in its executable file (`0xLO-0xHI`), which the
-//! shim matches against each new site's return addresses. Lines in shared
+//! ranges of addresses in its executable file (`PROGRAM@0xLO-0xHI`), which
+//! the shim matches against each new site's return addresses (in that
+//! program only: a child that runs another one matches none). Lines in shared
 //! libraries are not resolved (which libraries load is known only once the
 //! program runs).
 
 use std::path::{Path, PathBuf};
+
+/// Longest value of a list key the shim takes (its `policy::parse::LIST_MAX`).
+const LIST_MAX: usize = 512;
 
 /// A site item that names a line: `FILE:LINE`.
 fn file_line(item: &str) -> Option<(&str, u32)> {
@@ -63,6 +67,12 @@ fn ranges_of(
 pub fn resolve(text: &str, exe: &Path) -> Result<Option<String>, String> {
     let mut loader = None;
     let mut changed = false;
+    // The ranges are for this program only (its real file's name, as the
+    // shim reads it from /proc/self/exe).
+    let real = exe.canonicalize().unwrap_or_else(|_| exe.to_path_buf());
+    let program = real
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let mut out = String::with_capacity(text.len());
     for (number, line) in text.lines().enumerate() {
         let code = line.split('#').next().unwrap_or("");
@@ -101,13 +111,25 @@ pub fn resolve(text: &str, exe: &Path) -> Result<Option<String>, String> {
                     exe.display()
                 ));
             }
-            items.extend(ranges.iter().map(|(lo, hi)| format!("{lo:#x}-{hi:#x}")));
+            items.extend(
+                ranges
+                    .iter()
+                    .map(|(lo, hi)| format!("{program}@{lo:#x}-{hi:#x}")),
+            );
+        }
+        let value = items.join(", ");
+        if value.len() > LIST_MAX {
+            return Err(format!(
+                "policy line {}: its lines resolve to {} address ranges ({} bytes), more than a site list holds ({LIST_MAX} bytes): name fewer lines, or their functions",
+                number + 1,
+                items.len(),
+                value.len()
+            ));
         }
         changed = true;
         out.push_str(&format!(
-            "sites = {}  # resolved by locksuit run from: {}\n",
-            items.join(", "),
-            value.trim()
+            "sites = {value}  # resolved by locksuit run from: {}\n",
+            code.split_once('=').map_or("", |(_, v)| v).trim()
         ));
     }
     Ok(changed.then_some(out))

@@ -17,6 +17,7 @@ pub enum Warning {
     NestedCalls = 1 << 6,
     Switches = 1 << 7,
     Policy = 1 << 8,
+    PolicyLines = 1 << 9,
 }
 
 static WARNED: AtomicU32 = AtomicU32::new(0);

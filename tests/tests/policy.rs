@@ -224,7 +224,7 @@ fn a_line_named_as_a_site_is_resolved_by_run() {
     let out = command.env("KNOB_CONTENDED", "10").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     let resolved = std::fs::read_to_string(runs.join("locksuit.policy")).unwrap();
-    assert!(resolved.contains("sites = 0x"), "{resolved}");
+    assert!(resolved.contains("sites = knob@0x"), "{resolved}");
     assert!(resolved.contains(&format!("knob.c:{line}")), "{resolved}");
     let stream = run_locksuit(&[
         "events",

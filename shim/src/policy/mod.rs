@@ -195,8 +195,13 @@ pub fn text() -> &'static [u8] {
     TEXT.get()
 }
 
+/// The executable's file name, for the sites given as its address ranges.
+static EXE_NAME: Bytes<256> = Bytes::new();
+
 /// Whether a process running `exe` (its path) is to be recorded.
+/// Initialisation only (one thread).
 pub fn process_selected(exe: &[u8]) -> bool {
+    EXE_NAME.set(exe.rsplit(|&c| c == b'/').next().unwrap_or(exe));
     let processes = list(ListKey::Processes);
     if !processes.is_set() {
         return true;
@@ -285,10 +290,11 @@ pub fn site_ranges_ruled() -> bool {
 /// Whether `offset` (an address in the executable file) lies in one of the
 /// policy's site ranges.
 pub fn site_offset_selected(offset: u64) -> bool {
+    let exe = EXE_NAME.get();
     list(ListKey::Sites)
         .items()
         .filter_map(parse::address_range)
-        .any(|(lo, hi)| (lo..hi).contains(&offset))
+        .any(|(program, lo, hi)| program == exe && (lo..hi).contains(&offset))
 }
 
 /// Waits shorter than this write no events (0: every wait does).

@@ -183,8 +183,8 @@ sample_every, sample_period_ms, depth)",
 }
 
 /// Sites are named by function, or by a range of addresses in the
-/// program's executable file (`0xLO-0xHI`, what `locksuit run --policy`
-/// makes of a `FILE:LINE`). A `FILE:LINE` itself needs line tables the shim
+/// program's executable file (`PROGRAM@0xLO-0xHI`, what `locksuit run
+/// --policy` makes of a `FILE:LINE`). A `FILE:LINE` itself needs line tables the shim
 /// does not read.
 fn bad_site(value: &[u8]) -> Option<&'static [u8]> {
     let file_line = value.split(|&c| c == b',').map(trim).any(|item| {
@@ -198,13 +198,17 @@ with $LOCKSUIT_POLICY set by hand, name the function instead" as &[u8],
     )
 }
 
-/// A site item `0xLO-0xHI`: a range of addresses in the executable file.
-pub fn address_range(item: &[u8]) -> Option<(u64, u64)> {
-    let dash = item.iter().position(|&c| c == b'-')?;
-    let (lo, hi) = (&item[..dash], &item[dash + 1..]);
+/// A site item `PROGRAM@0xLO-0xHI`: a range of addresses in the file of
+/// the executable named PROGRAM (a child that runs another program
+/// matches none of them).
+pub fn address_range(item: &[u8]) -> Option<(&[u8], u64, u64)> {
+    let at = item.iter().position(|&c| c == b'@')?;
+    let (program, range) = (&item[..at], &item[at + 1..]);
+    let dash = range.iter().position(|&c| c == b'-')?;
+    let (lo, hi) = (&range[..dash], &range[dash + 1..]);
     let lo = crate::text::hex(lo.strip_prefix(b"0x")?)?;
     let hi = crate::text::hex(hi.strip_prefix(b"0x")?)?;
-    (lo < hi).then_some((lo, hi))
+    (!program.is_empty() && lo < hi).then_some((program, lo, hi))
 }
 
 #[cfg(test)]
@@ -240,11 +244,15 @@ mod tests {
         ));
         assert!(matches!(parse_line(b"sites = main.c:42"), Line::Bad(_)));
         assert!(matches!(
-            parse_line(b"sites = 0x1189-0x11a0, worker"),
+            parse_line(b"sites = knob@0x1189-0x11a0, worker"),
             Line::List(ListKey::Sites, _)
         ));
-        assert_eq!(address_range(b"0x1189-0x11a0"), Some((0x1189, 0x11a0)));
-        assert_eq!(address_range(b"0x11a0-0x1189"), None);
+        assert_eq!(
+            address_range(b"knob@0x1189-0x11a0"),
+            Some((&b"knob"[..], 0x1189, 0x11a0))
+        );
+        assert_eq!(address_range(b"knob@0x11a0-0x1189"), None);
+        assert_eq!(address_range(b"0x1189-0x11a0"), None);
         assert_eq!(address_range(b"worker"), None);
         assert!(matches!(
             parse_line(b"sites = worker*, std::*"),

@@ -86,6 +86,12 @@ pub fn decide_site(id: u32, frames: &[u64]) {
     // this may run inside a signal handler.
     let mut name = [0u8; 128];
     let ranges = policy::site_ranges_ruled();
+    if ranges && !modules::can_locate() {
+        crate::diag::warn_once(
+            crate::diag::Warning::PolicyLines,
+            b"the policy's FILE:LINE sites need glibc 2.35 or later (_dl_find_object); they match nothing here",
+        );
+    }
     for &ret in frames {
         // A return address may sit just past its function's end (and its
         // call instruction, which is the line's code, just before it).

@@ -135,6 +135,12 @@ pub fn ensure_covered(lane: &mut Lane, addrs: &[u64]) {
     }
 }
 
+/// Whether [`locate`] can answer (the C library has `_dl_find_object`,
+/// glibc 2.35 and later).
+pub fn can_locate() -> bool {
+    FIND_OBJECT.load(Ordering::Acquire) != 0
+}
+
 /// The loaded object `addr` lies in: its load bias and file name (empty
 /// for the main program), or `None` if it lies in none or the C library
 /// cannot say without the loader lock.
