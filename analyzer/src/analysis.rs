@@ -410,6 +410,16 @@ pub fn analyze(
         }
         let frames = symbolizer.frames(&trace.modules, exe, granule.alloc_pc, granule.alloc_epoch);
         let at = frames.first()?;
+        // Allocated inside a system library (C++'s operator new, strdup):
+        // its line would name every such block alike; the address is
+        // more telling.
+        if at
+            .module
+            .as_deref()
+            .is_some_and(crate::symbolize::is_system_module)
+        {
+            return None;
+        }
         Some(match (&at.function, &at.file, at.line) {
             (Some(f), Some(file), Some(line)) => format!("blocks from {f}@{file}:{line}"),
             (Some(f), _, _) => format!("blocks from {f}"),

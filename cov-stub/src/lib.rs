@@ -256,25 +256,30 @@ extern "C" fn posix_memalign_with_caller(
 
 with_caller!(realloc(block: *mut c_void, size: usize) -> *mut c_void => realloc_with_caller, x86_64: "rdx", aarch64: "x2");
 extern "C" fn realloc_with_caller(block: *mut c_void, size: usize, caller: usize) -> *mut c_void {
-    let watched = !block.is_null() && BLOCK_FREED.load(Ordering::Acquire) != 0;
-    let usable = USABLE_SIZE.load(Ordering::Acquire);
-    let before = if watched && usable != 0 {
-        // SAFETY: the caller's block is live; looked up with this signature.
-        unsafe { core::mem::transmute::<usize, UsableFn>(usable)(block) }
-    } else {
+    // The old block is told freed before the real call: once it returns,
+    // another thread may already have been given that address. If the
+    // call fails, the block is still the program's: told allocated again.
+    let before = if block.is_null() || BLOCK_FREED.load(Ordering::Acquire) == 0 {
         0
+    } else {
+        match USABLE_SIZE.load(Ordering::Acquire) {
+            0 => 0,
+            // SAFETY: the caller's block is live; looked up with this signature.
+            usable => unsafe { core::mem::transmute::<usize, UsableFn>(usable)(block) },
+        }
     };
-    // SAFETY: forwarding the caller's arguments unchanged.
-    let moved = unsafe { real::<ReallocFn>(&REAL_REALLOC, __libc_realloc)(block, size) };
-    // The old block is gone when the data moved, or when size 0 freed it.
-    let gone = moved != block && (!moved.is_null() || size == 0);
-    if watched && before != 0 && gone {
+    if before != 0 {
         let freed = BLOCK_FREED.load(Ordering::Acquire);
         // SAFETY: looked up by name with this signature; the shim only
-        // looks at the address, never at the (now freed) memory.
+        // looks at the address.
         unsafe { core::mem::transmute::<usize, FreedFn>(freed)(block.cast(), before) };
     }
-    // Moved or grown in place, the block now has this size and line.
-    tell_allocated(moved, size, caller);
+    // SAFETY: forwarding the caller's arguments unchanged.
+    let moved = unsafe { real::<ReallocFn>(&REAL_REALLOC, __libc_realloc)(block, size) };
+    if !moved.is_null() {
+        tell_allocated(moved, size, caller);
+    } else if size != 0 && before != 0 {
+        tell_allocated(block, before, caller);
+    }
     moved
 }
