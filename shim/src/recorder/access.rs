@@ -95,24 +95,7 @@ static THREADS: AtomicU32 = AtomicU32::new(0);
 
 /// The table, mapped on the first access under a lock.
 fn table() -> Option<*mut Slot> {
-    let t = TABLE.load(Ordering::Acquire);
-    if !t.is_null() {
-        return Some(t);
-    }
-    let fresh: *mut Slot = super::map_anonymous(SLOTS * core::mem::size_of::<Slot>())?;
-    match TABLE.compare_exchange(
-        core::ptr::null_mut(),
-        fresh,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => Some(fresh),
-        Err(theirs) => {
-            // SAFETY: our own mapping, never published.
-            unsafe { libc::munmap(fresh.cast(), SLOTS * core::mem::size_of::<Slot>()) };
-            Some(theirs)
-        }
-    }
+    super::mapped_once(&TABLE, SLOTS * core::mem::size_of::<Slot>())
 }
 
 extern "C" {
@@ -282,26 +265,10 @@ fn page_hash(page: u64) -> usize {
 /// Granule `key` got a slot: its page joins the page set.
 fn note_page(key: u64) {
     let page = ((key - 1) * GRANULE_BYTES) >> 12;
-    let mut pages = PAGES.load(Ordering::Acquire);
-    if pages.is_null() {
-        let Some(fresh) = super::map_anonymous::<AtomicU64>(PAGE_SLOTS * 8) else {
-            PAGES_FULL.store(true, Ordering::Relaxed);
-            return;
-        };
-        pages = match PAGES.compare_exchange(
-            core::ptr::null_mut(),
-            fresh,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => fresh,
-            Err(theirs) => {
-                // SAFETY: our own mapping, never published.
-                unsafe { libc::munmap(fresh.cast(), PAGE_SLOTS * 8) };
-                theirs
-            }
-        };
-    }
+    let Some(pages) = super::mapped_once(&PAGES, PAGE_SLOTS * 8) else {
+        PAGES_FULL.store(true, Ordering::Relaxed);
+        return;
+    };
     let home = page_hash(page);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the page set.

@@ -29,30 +29,7 @@ fn block_hash(start: u64) -> usize {
 }
 
 fn blocks() -> Option<*mut LiveBlock> {
-    let t = BLOCKS.load(Ordering::Acquire);
-    if !t.is_null() {
-        return Some(t);
-    }
-    let fresh: *mut LiveBlock =
-        super::map_anonymous(BLOCK_SLOTS * core::mem::size_of::<LiveBlock>())?;
-    match BLOCKS.compare_exchange(
-        core::ptr::null_mut(),
-        fresh,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => Some(fresh),
-        Err(theirs) => {
-            // SAFETY: our own mapping, never published.
-            unsafe {
-                libc::munmap(
-                    fresh.cast(),
-                    BLOCK_SLOTS * core::mem::size_of::<LiveBlock>(),
-                )
-            };
-            Some(theirs)
-        }
-    }
+    super::mapped_once(&BLOCKS, BLOCK_SLOTS * core::mem::size_of::<LiveBlock>())
 }
 
 /// The entry of the live block starting at `start`, if any.

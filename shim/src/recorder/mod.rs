@@ -43,7 +43,7 @@ mod usage;
 use crate::config;
 use crate::diag::{warn_once, Warning};
 use crate::guard::HookGuard;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use held::{HeldEntry, HELD_CONTENDED, HELD_HANDOVER, HELD_SHARED};
 use lanes::Lane;
 use locksuit_format::*;
@@ -83,6 +83,30 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
         )
     };
     (p != libc::MAP_FAILED).then_some(p.cast())
+}
+
+/// The table published in `cell`, mapped (`len` bytes, zeroed, touched
+/// lazily) on first use; when two threads race, one mapping wins and the
+/// other is given back. `None` if the memory cannot be had.
+pub fn mapped_once<T>(cell: &AtomicPtr<T>, len: usize) -> Option<*mut T> {
+    let table = cell.load(Ordering::Acquire);
+    if !table.is_null() {
+        return Some(table);
+    }
+    let fresh: *mut T = map_anonymous(len)?;
+    match cell.compare_exchange(
+        core::ptr::null_mut(),
+        fresh,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => Some(fresh),
+        Err(theirs) => {
+            // SAFETY: our own mapping of `len` bytes, never published.
+            unsafe { libc::munmap(fresh.cast(), len) };
+            Some(theirs)
+        }
+    }
 }
 
 /// Creates this process's trace and the shared tables. `extra_flags` is

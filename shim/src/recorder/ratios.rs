@@ -35,25 +35,10 @@ const _: () =
 static RECORDS: AtomicPtr<AtomicPtr<LiveRatios>> = AtomicPtr::new(core::ptr::null_mut());
 
 fn records() -> Option<*mut AtomicPtr<LiveRatios>> {
-    let t = RECORDS.load(Ordering::Acquire);
-    if !t.is_null() {
-        return Some(t);
-    }
-    let size = SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>();
-    let fresh: *mut AtomicPtr<LiveRatios> = super::map_anonymous(size)?;
-    match RECORDS.compare_exchange(
-        core::ptr::null_mut(),
-        fresh,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => Some(fresh),
-        Err(theirs) => {
-            // SAFETY: our own mapping, never published.
-            unsafe { libc::munmap(fresh.cast(), size) };
-            Some(theirs)
-        }
-    }
+    super::mapped_once(
+        &RECORDS,
+        SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>(),
+    )
 }
 
 /// One more access in the engagement of `counter` (this thread's counter
