@@ -689,7 +689,7 @@ pub fn analyze(
 /// Whether the process that wrote an unfinished trace is alive: its pid
 /// runs the same program and started when the trace did (a pid may have
 /// been reused since).
-fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
+pub fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", header.pid)) else {
         return false;
     };

@@ -125,8 +125,12 @@ pub fn follow(
     let mut symbolizer = Symbolizer::default();
     let mut follower = Follower::new(policy);
     let mut followed: Option<u32> = None;
+    // The names of the trace's ids, from its last analysis, and what the
+    // trace held then: the analysis (the costly part of a poll, growing
+    // with the trace) runs again only when there is something new to name.
+    let mut named: Option<(RawNames, u64, Shape)> = None;
     loop {
-        let mut process = None;
+        let mut ended = None;
         let mut pids = Vec::new();
         load::for_each(paths, &Selection::default(), |path, mapped| {
             let load::Mapped { trace, pages, .. } = mapped;
@@ -135,14 +139,21 @@ pub fn follow(
                 return;
             }
             follower.take(&trace);
-            process = Some(crate::analysis::analyze(
-                &path.display().to_string(),
-                trace,
-                &Limits::default(),
-                &StreamFilter::Names,
-                &mut symbolizer,
-                &mut || pages.release(),
-            ));
+            let header = &trace.header;
+            let done = header.complete() || !crate::analysis::still_running(header);
+            let shape = Shape::of(&trace);
+            ended = Some(done);
+            if done || named.as_ref().is_none_or(|(_, _, then)| *then != shape) {
+                let p = crate::analysis::analyze(
+                    &path.display().to_string(),
+                    trace,
+                    &Limits::default(),
+                    &StreamFilter::Names,
+                    &mut symbolizer,
+                    &mut || pages.release(),
+                );
+                named = Some((p.raw_names, p.start_mono_ns, shape));
+            }
         })?;
         if followed.is_none() {
             if pids.len() != 1 {
@@ -153,16 +164,40 @@ pub fn follow(
             }
             followed = pids.first().copied();
         }
-        let Some(p) = process else {
+        let (Some(done), Some((names, start_mono_ns, _))) = (ended, &named) else {
             return Err(InputError("the followed trace is gone".into()));
         };
-        let done = p.ended_by != "running";
-        for event in follower.deliver(&p.raw_names, p.start_mono_ns, done) {
+        for event in follower.deliver(names, *start_mono_ns, done) {
             emit(&event).map_err(|e| InputError(format!("cannot write: {e}")))?;
         }
         if done {
             return Ok(());
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// What a trace holds that its names come from: when none of it changed,
+/// the names of the last analysis still hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    objects: usize,
+    conds: usize,
+    sites: usize,
+    threads: usize,
+    named_threads: usize,
+    modules: usize,
+}
+
+impl Shape {
+    fn of(trace: &Trace) -> Shape {
+        Shape {
+            objects: trace.locks.len(),
+            conds: trace.conds.len(),
+            sites: trace.sites.len(),
+            threads: trace.threads.len(),
+            named_threads: trace.threads.iter().filter(|t| t.name.is_some()).count(),
+            modules: trace.modules.len(),
+        }
     }
 }
