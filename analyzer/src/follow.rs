@@ -13,9 +13,9 @@ use crate::merge_trace::{model_event, object_kinds, perturb, Context};
 use crate::model::{MergedEvent, Perturbation, RawNames};
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
+use locksuit_format::events::LanePositions;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -43,8 +43,8 @@ fn monotonic_ns() -> u64 {
 pub struct Follower {
     policy: Policy,
     merge: Merge<EventRecord>,
-    /// Events taken so far, per thread.
-    seen: HashMap<u32, u64>,
+    /// Where reading each lane stopped.
+    positions: LanePositions,
     context: Context,
     /// Taken from the last read, not merged yet.
     fresh: Vec<EventRecord>,
@@ -56,25 +56,22 @@ impl Follower {
         Follower {
             policy,
             merge: Merge::new(policy),
-            seen: HashMap::new(),
+            positions: LanePositions::new(),
             context: Context::default(),
             fresh: Vec::new(),
             perturbation: Vec::new(),
         }
     }
 
-    /// Takes from `trace` (read again) what is new since the last read.
+    /// Takes from `trace` (read again) what is new since the last read:
+    /// each lane from where its reading stopped, so a poll costs what was
+    /// added, not the whole trace.
     pub fn take(&mut self, trace: &Trace) {
         self.context.learn(&trace.threads, object_kinds(trace));
-        let mut counts: HashMap<u32, u64> = HashMap::new();
-        let (seen, fresh) = (&self.seen, &mut self.fresh);
-        trace.events.for_each_merged(|e| {
-            let count = counts.entry(e.tid).or_default();
-            *count += 1;
-            if *count > seen.get(&e.tid).copied().unwrap_or(0) {
-                fresh.push(*e);
-            }
-        });
+        let fresh = &mut self.fresh;
+        trace
+            .events
+            .for_each_merged_after(&mut self.positions, |e| fresh.push(*e));
     }
 
     /// Merges what was taken and returns what is valid now, named by
@@ -87,7 +84,6 @@ impl Follower {
     ) -> Vec<MergedEvent> {
         let mut out: Vec<Delivered<EventRecord>> = Vec::new();
         for e in std::mem::take(&mut self.fresh) {
-            *self.seen.entry(e.tid).or_default() += 1;
             self.merge.push(self.context.item(&e));
             self.merge.drain(false, &mut |d| out.push(d));
         }

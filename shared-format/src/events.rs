@@ -20,7 +20,15 @@ pub type TraceBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 pub struct Events {
     bytes: TraceBytes,
     lanes: Vec<Vec<(usize, usize)>>,
+    /// Each lane's id in the trace (parallel to `lanes`; empty when built
+    /// by hand).
+    ids: Vec<u32>,
 }
+
+/// Where a reader of a live trace stopped in each lane (by lane id): the
+/// start of the block it was in and the offset of the next event, so that
+/// reading the trace again goes on from there.
+pub type LanePositions = std::collections::HashMap<u32, (usize, usize)>;
 
 impl fmt::Debug for Events {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -34,6 +42,7 @@ impl Default for Events {
         Self {
             bytes: Arc::new(Vec::new()),
             lanes: Vec::new(),
+            ids: Vec::new(),
         }
     }
 }
@@ -46,8 +55,8 @@ pub fn emission_time(e: &EventRecord) -> u64 {
 }
 
 impl Events {
-    pub(crate) fn new(bytes: TraceBytes, lanes: Vec<Vec<(usize, usize)>>) -> Self {
-        Self { bytes, lanes }
+    pub(crate) fn new(bytes: TraceBytes, lanes: Vec<Vec<(usize, usize)>>, ids: Vec<u32>) -> Self {
+        Self { bytes, lanes, ids }
     }
 
     /// Events held in memory, one lane per thread in the order given (for
@@ -74,7 +83,7 @@ impl Events {
             bytes.extend_from_slice(&lane);
             ranges.push(vec![(start, bytes.len())]);
         }
-        Self::new(Arc::new(bytes), ranges)
+        Self::new(Arc::new(bytes), ranges, Vec::new())
     }
 
     /// Each lane's events in emission order, one lane after another.
@@ -91,13 +100,59 @@ impl Events {
     /// every other lane's next event, so a heap operation is paid only when
     /// the lane changes. Returns the number of event blocks found damaged
     /// (the rest of each is skipped).
-    pub fn for_each_merged(&self, mut f: impl FnMut(&EventRecord)) -> u64 {
+    pub fn for_each_merged(&self, f: impl FnMut(&EventRecord)) -> u64 {
         let bytes = (*self.bytes).as_ref();
-        let mut cursors: Vec<LaneCursor<'_>> = self
+        let cursors: Vec<LaneCursor<'_>> = self
             .lanes
             .iter()
             .map(|l| LaneCursor::new(bytes, l))
             .collect();
+        merged(cursors, f).0
+    }
+
+    /// As [`for_each_merged`](Self::for_each_merged), but only the events
+    /// after `positions` (a live trace read again), which are moved on past
+    /// them. A lane whose block is gone (overwritten by the flight
+    /// recorder) goes on from its end: what was overwritten is lost.
+    pub fn for_each_merged_after(
+        &self,
+        positions: &mut LanePositions,
+        f: impl FnMut(&EventRecord),
+    ) -> u64 {
+        let bytes = (*self.bytes).as_ref();
+        let cursors: Vec<LaneCursor<'_>> = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, blocks)| {
+                let id = self.ids.get(i).copied().unwrap_or(i as u32);
+                match positions.get(&id) {
+                    None => LaneCursor::new(bytes, blocks),
+                    Some(&(start, offset)) => match blocks.iter().position(|b| b.0 == start) {
+                        Some(block) => LaneCursor::at(bytes, blocks, block, offset),
+                        None => LaneCursor::at(bytes, blocks, blocks.len(), 0),
+                    },
+                }
+            })
+            .collect();
+        let (malformed, ends) = merged(cursors, f);
+        for (i, end) in ends.into_iter().enumerate() {
+            if let Some(end) = end {
+                positions.insert(self.ids.get(i).copied().unwrap_or(i as u32), end);
+            }
+        }
+        malformed
+    }
+}
+
+/// Calls `f` with the cursors' events merged by emission time; returns the
+/// damaged blocks found and where each cursor stopped (None: it read
+/// nothing).
+fn merged(
+    mut cursors: Vec<LaneCursor<'_>>,
+    mut f: impl FnMut(&EventRecord),
+) -> (u64, Vec<Option<(usize, usize)>>) {
+    {
         let mut heap = BinaryHeap::new();
         for (i, c) in cursors.iter().enumerate() {
             if let Some(t) = c.peek_time() {
@@ -118,8 +173,11 @@ impl Events {
                 }
             }
         }
-        cursors.iter().map(|c| c.malformed).sum()
     }
+    (
+        cursors.iter().map(|c| c.malformed).sum(),
+        cursors.iter().map(|c| c.read_to).collect(),
+    )
 }
 
 fn as_bytes(r: &EventRecord) -> &[u8] {
@@ -142,18 +200,34 @@ struct LaneCursor<'a> {
     offset: usize,
     head: Option<EventRecord>,
     malformed: u64,
+    /// After the last event read: its block's start and the offset past it.
+    read_to: Option<(usize, usize)>,
+    /// Where the event in `head` ends (its block's start, the offset).
+    head_end: (usize, usize),
 }
 
 impl<'a> LaneCursor<'a> {
     fn new(bytes: &'a [u8], blocks: &'a [(usize, usize)]) -> Self {
+        Self::at(bytes, blocks, 0, blocks.first().map_or(0, |b| b.0))
+    }
+
+    /// A cursor at `offset` in block `block` (`blocks.len()`: at the end).
+    fn at(bytes: &'a [u8], blocks: &'a [(usize, usize)], block: usize, offset: usize) -> Self {
         let mut c = Self {
             bytes,
             blocks,
-            block: 0,
-            offset: blocks.first().map_or(0, |b| b.0),
+            block,
+            offset,
             head: None,
             malformed: 0,
+            read_to: None,
+            head_end: (0, 0),
         };
+        if block >= blocks.len() {
+            // Nothing to read in this lane now: it goes on from its end.
+            c.read_to = blocks.last().map(|&(start, end)| (start, end));
+            return c;
+        }
         c.advance();
         c
     }
@@ -166,12 +240,16 @@ impl<'a> LaneCursor<'a> {
     /// Reads the next event into `head`; false (and `head` empty) at the end.
     #[inline]
     fn advance(&mut self) -> bool {
-        while let Some(&(_, end)) = self.blocks.get(self.block) {
+        if self.head.is_some() {
+            self.read_to = Some(self.head_end);
+        }
+        while let Some(&(start, end)) = self.blocks.get(self.block) {
             let rest = self.bytes.get(self.offset..end).unwrap_or_default();
             prefetch(rest, PREFETCH_AHEAD);
             if let Some(e) = event_at(rest) {
                 self.offset += e.hdr.size as usize;
                 self.head = Some(e);
+                self.head_end = (start, self.offset);
                 return true;
             }
             if !rest.is_empty() {
@@ -263,11 +341,29 @@ mod tests {
     }
 
     #[test]
+    fn reading_again_goes_on_where_each_lane_stopped() {
+        let events = Events::from_records(&[ev(1, 10), ev(2, 15), ev(2, 20)]);
+        let mut positions = LanePositions::new();
+        let mut seen = Vec::new();
+        events.for_each_merged_after(&mut positions, |e| seen.push(e.time));
+        assert_eq!(seen, vec![10, 15, 20]);
+        // Written on since (the last lane, so the blocks stay where they
+        // were, as in a trace file): only the new events come.
+        let longer = Events::from_records(&[ev(1, 10), ev(2, 15), ev(2, 20), ev(2, 25), ev(2, 30)]);
+        seen.clear();
+        longer.for_each_merged_after(&mut positions, |e| seen.push(e.time));
+        assert_eq!(seen, vec![25, 30]);
+        seen.clear();
+        longer.for_each_merged_after(&mut positions, |e| seen.push(e.time));
+        assert!(seen.is_empty(), "{seen:?}");
+    }
+
+    #[test]
     fn a_damaged_record_ends_its_block_and_is_counted() {
         let events = Events::from_records(&[ev(1, 10), ev(1, 20)]);
         let mut bytes = (*events.bytes).as_ref().to_vec();
         bytes[core::mem::size_of::<EventRecord>() + 2] = 3; // second record's size
-        let damaged = Events::new(Arc::new(bytes), events.lanes.clone());
+        let damaged = Events::new(Arc::new(bytes), events.lanes.clone(), Vec::new());
         let mut seen = 0;
         assert_eq!(
             damaged.for_each_merged(|_| seen += 1),

@@ -358,6 +358,7 @@ pub fn read_trace_releasing(
     // wrap only the most recent remain). Only where they are is kept here.
     event_blocks.sort_unstable();
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut lane_ids: Vec<u32> = Vec::new();
     let mut last_lane = None;
     for &(lane, _seq, index) in &event_blocks {
         tick();
@@ -367,13 +368,14 @@ pub fn read_trace_releasing(
         if last_lane != Some(lane) {
             last_lane = Some(lane);
             lanes.push(Vec::new());
+            lane_ids.push(lane);
         }
         let start = index * BLOCK_SIZE + BLOCK_HEADER_SIZE;
         if let Some(blocks) = lanes.last_mut() {
             blocks.push((start, start + payload.len()));
         }
     }
-    trace.events = Events::new(source.clone(), lanes);
+    trace.events = Events::new(source.clone(), lanes, lane_ids);
     Ok(trace)
 }
 
