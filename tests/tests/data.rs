@@ -3,7 +3,9 @@
 //! shared counter at one line and each thread's own slot at another.
 //! tests/c/data_shapes.c: a lock whose users each touch their own data,
 //! and one guarding a table only read under it. tests/c/data_reuse.c: a
-//! heap block freed and allocated again by another thread. The same
+//! heap block freed and allocated again by another thread.
+//! tests/c/data_churn.cpp: a C++ program's heap churning under a mutex. The
+//! same
 //! program built normally, and the instrumented build run without the
 //! shim, behave and report sensibly.
 
@@ -19,6 +21,11 @@ const ACCESSES_PER_LINE: u64 = 4 * 2000 * 2;
 /// tests/c/NAME.c built with `locksuit cc`, or None when no clang is there
 /// (the test then says so and passes: `.ci/run` installs clang-19).
 fn instrumented(name: &str) -> Option<PathBuf> {
+    instrumented_with("cc", &format!("{name}.c"))
+}
+
+/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`).
+fn instrumented_with(driver: &str, source: &str) -> Option<PathBuf> {
     let has_clang = ["clang-19", "clang"].iter().any(|c| {
         Command::new(c)
             .arg("--version")
@@ -31,11 +38,12 @@ fn instrumented(name: &str) -> Option<PathBuf> {
         );
         return None;
     }
+    let name = source.rsplit_once('.').map_or(source, |(n, _)| n);
     let out = workspace_root().join(format!("target/c-tests/{name}.cov"));
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let src = c_dir().join(format!("{name}.c"));
+    let src = c_dir().join(source);
     let built = run_locksuit(&[
-        "cc",
+        driver,
         "-g",
         "-O0",
         "-pthread",
@@ -279,5 +287,35 @@ fn a_killed_process_keeps_its_data_level_records() {
     assert!(
         words.contains("recorded; no totals (it did not exit)"),
         "{text}"
+    );
+}
+
+/// tests/c/data_churn.cpp, built with `locksuit c++`: short-lived strings
+/// made and freed at the same addresses by four threads, under one mutex.
+/// It runs as it does uninstrumented, with the shim or without, and the
+/// shim's table keeps room (a freed block's slots are free again).
+#[test]
+fn a_cxx_program_churning_its_heap_runs_and_drops_nothing() {
+    let Some(bin) = instrumented_with("c++", "data_churn.cpp") else {
+        return;
+    };
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_churn without the shim");
+    let dir = fresh_dir("data-churn");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "data_churn");
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert!(
+        u64_of(&p["data_level"], "accesses") > 0,
+        "{}",
+        p["data_level"]
+    );
+    assert_eq!(
+        u64_of(&p["data_level"], "dropped"),
+        0,
+        "{}",
+        p["data_level"]
     );
 }
