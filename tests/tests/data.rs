@@ -4,10 +4,9 @@
 //! tests/c/data_shapes.c: a lock whose users each touch their own data,
 //! and one guarding a table only read under it. tests/c/data_reuse.c: a
 //! heap block freed and allocated again by another thread.
-//! tests/c/data_churn.cpp: a C++ program's heap churning under a mutex. The
-//! same
-//! program built normally, and the instrumented build run without the
-//! shim, behave and report sensibly.
+//! tests/c/data_churn.cpp: a C++ program's heap churning under a mutex.
+//! The same program built normally, and the instrumented build run without
+//! the shim, behave and report sensibly.
 
 use locksuit_tests::*;
 use serde_json::Value;
