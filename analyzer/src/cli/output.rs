@@ -275,7 +275,7 @@ fn merged_events(args: EventsArgs) -> i32 {
     if args.follow {
         return followed_events(args);
     }
-    if matches!(args.format, EventsFormat::Jsonl) {
+    if matches!(args.format, EventsFormat::Jsonl | EventsFormat::Text) {
         return streamed_events(&args);
     }
     let filter = StreamFilter::Merged(args.policy);
@@ -320,10 +320,10 @@ fn events_out(args: &EventsArgs) -> Result<Box<dyn std::io::Write>, i32> {
     })
 }
 
-/// `locksuit events --merged --format jsonl`: each process's stream written
-/// as it is delivered, one trace at a time, so memory stays what the merge
-/// holds back whatever the trace's length (the other formats gather each
-/// process's events first).
+/// `locksuit events --merged --format jsonl|text`: each process's stream
+/// written as it is delivered, one trace at a time, so memory stays what
+/// the merge holds back whatever the trace's length (`json`, one document,
+/// gathers each process's events first).
 fn streamed_events(args: &EventsArgs) -> i32 {
     use std::io::Write;
     let out = match events_out(args) {
@@ -331,6 +331,7 @@ fn streamed_events(args: &EventsArgs) -> i32 {
         Err(code) => return code,
     };
     let mut out = std::io::BufWriter::new(out);
+    let width = text_width(args);
     let mut symbolizer = Symbolizer::default();
     let mut failed: Option<std::io::Error> = None;
     let walked = load::for_each(&args.paths, &Selection::default(), |path, mapped| {
@@ -368,19 +369,36 @@ fn streamed_events(args: &EventsArgs) -> i32 {
             threads: &threads,
             kinds,
         };
+        let text = matches!(args.format, EventsFormat::Text);
+        let (mut any, mut early) = (false, 0);
         let written = crate::merge_trace::stream(
             input,
             args.policy,
             (&object, &site, &thread),
             p.start_mono_ns,
             &mut |e| {
-                let mut line = serde_json::to_value(&e).map_err(std::io::Error::from)?;
-                line["pid"] = p.pid.into();
-                serde_json::to_writer(&mut out, &line).map_err(std::io::Error::from)?;
-                out.write_all(b"\n")
+                if !text {
+                    let mut line = serde_json::to_value(&e).map_err(std::io::Error::from)?;
+                    line["pid"] = p.pid.into();
+                    serde_json::to_writer(&mut out, &line).map_err(std::io::Error::from)?;
+                    return out.write_all(b"\n");
+                }
+                // A process with no events gets no heading.
+                if !any {
+                    any = true;
+                    out.write_all(render::process_heading(&p, width).as_bytes())?;
+                }
+                early += usize::from(e.released_early);
+                out.write_all(render::merged::line_wrapped(&e, width).as_bytes())
             },
         );
-        failed = written.err();
+        failed = match written {
+            Ok(perturbation) if text && any => out
+                .write_all(render::merged::text_end(early, &perturbation, width).as_bytes())
+                .err(),
+            Ok(_) => None,
+            Err(e) => Some(e),
+        };
     });
     let flushed = out.flush();
     let skipped = match walked {

@@ -2,7 +2,7 @@
 //! `merge.rs`) as text, JSON lines or one JSON document.
 
 use super::{duration, layout::wrap};
-use crate::model::{MergedEvent, Report};
+use crate::model::{MergedEvent, Perturbation, Report};
 use std::io::Write;
 
 /// One event per line: `{"pid", "exe", …the event}`.
@@ -80,34 +80,42 @@ pub fn text(report: &Report, width: usize) -> String {
             continue;
         }
         out.push_str(&super::process_heading(p, width));
-        let early = p.merged.iter().filter(|e| e.released_early).count();
-        if early > 0 {
-            out.push_str(&wrap(
-                &format!("{early} events released early: something they follow was not recorded (dropped, overwritten or left out by a policy)"),
-                width,
-                "   ",
-                "   ",
-            ));
-        }
         for e in &p.merged {
-            out.push_str(&wrap(&line(e), width, "", "          "));
+            out.push_str(&line_wrapped(e, width));
         }
-        for t in &p.perturbation {
-            out.push_str(&wrap(
-                &format!(
-                    "thread {}: {} of {} events moved, {} in all, at most {}",
-                    t.tid,
-                    t.adjusted,
-                    t.events,
-                    duration(t.total_ns),
-                    duration(t.largest_ns)
-                ),
-                width,
-                "   ",
-                "     ",
-            ));
-        }
-        out.push('\n');
+        let early = p.merged.iter().filter(|e| e.released_early).count();
+        out.push_str(&text_end(early, &p.perturbation, width));
     }
+    out
+}
+
+/// What follows a process's events in text: how many were released early,
+/// and (`adjusted`) each thread's perturbation.
+pub fn text_end(early: usize, perturbation: &[Perturbation], width: usize) -> String {
+    let mut out = String::new();
+    if early > 0 {
+        out.push_str(&wrap(
+            &format!("{early} events released early: something they follow was not recorded (dropped, overwritten or left out by a policy)"),
+            width,
+            "   ",
+            "   ",
+        ));
+    }
+    for t in perturbation {
+        out.push_str(&wrap(
+            &format!(
+                "thread {}: {} of {} events moved, {} in all, at most {}",
+                t.tid,
+                t.adjusted,
+                t.events,
+                duration(t.total_ns),
+                duration(t.largest_ns)
+            ),
+            width,
+            "   ",
+            "     ",
+        ));
+    }
+    out.push('\n');
     out
 }
