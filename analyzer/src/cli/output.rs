@@ -275,35 +275,7 @@ fn merged_events(args: EventsArgs) -> i32 {
     if args.follow {
         return followed_events(args);
     }
-    if matches!(args.format, EventsFormat::Jsonl | EventsFormat::Text) {
-        return streamed_events(&args);
-    }
-    let filter = StreamFilter::Merged(args.policy);
-    let printed = build_report(
-        &args.paths,
-        &Selection::default(),
-        &Limits::default(),
-        &filter,
-    )
-    .and_then(|report| match args.format {
-        EventsFormat::Jsonl => write_out(args.output.as_deref(), |out| {
-            render::merged::jsonl(&report, out)
-        }),
-        EventsFormat::Json => write_out(args.output.as_deref(), |out| {
-            render::merged::json(&report, out)
-        }),
-        EventsFormat::Text => {
-            let text = render::merged::text(&report, text_width(&args));
-            write_out(args.output.as_deref(), |out| out.write_all(text.as_bytes()))
-        }
-    });
-    match printed {
-        Ok(()) => EXIT_OK,
-        Err(e) => {
-            eprintln!("locksuit: {e}");
-            EXIT_USAGE
-        }
-    }
+    streamed_events(&args)
 }
 
 /// Where `events` writes: `-o FILE`, else standard output.
@@ -320,20 +292,23 @@ fn events_out(args: &EventsArgs) -> Result<Box<dyn std::io::Write>, i32> {
     })
 }
 
-/// `locksuit events --merged --format jsonl|text`: each process's stream
-/// written as it is delivered, one trace at a time, so memory stays what
-/// the merge holds back whatever the trace's length (`json`, one document,
-/// gathers each process's events first).
+/// `locksuit events --merged`: each process's stream written as it is
+/// delivered, one trace at a time, so memory stays what the merge holds
+/// back whatever the trace's length.
 fn streamed_events(args: &EventsArgs) -> i32 {
-    use std::io::Write;
+    use render::merged::{StreamFormat, Streamed};
     let out = match events_out(args) {
         Ok(out) => out,
         Err(code) => return code,
     };
-    let mut out = std::io::BufWriter::new(out);
-    let width = text_width(args);
+    let format = match args.format {
+        EventsFormat::Jsonl => StreamFormat::Jsonl,
+        EventsFormat::Json => StreamFormat::Json,
+        EventsFormat::Text => StreamFormat::Text(text_width(args)),
+    };
+    let mut writer = Streamed::new(std::io::BufWriter::new(out), format);
+    let mut failed: Option<std::io::Error> = writer.begin().err();
     let mut symbolizer = Symbolizer::default();
-    let mut failed: Option<std::io::Error> = None;
     let walked = load::for_each(&args.paths, &Selection::default(), |path, mapped| {
         if failed.is_some() {
             return;
@@ -369,38 +344,20 @@ fn streamed_events(args: &EventsArgs) -> i32 {
             threads: &threads,
             kinds,
         };
-        let text = matches!(args.format, EventsFormat::Text);
-        let (mut any, mut early) = (false, 0);
-        let written = crate::merge_trace::stream(
-            input,
-            args.policy,
-            (&object, &site, &thread),
-            p.start_mono_ns,
-            &mut |e| {
-                if !text {
-                    let mut line = serde_json::to_value(&e).map_err(std::io::Error::from)?;
-                    line["pid"] = p.pid.into();
-                    serde_json::to_writer(&mut out, &line).map_err(std::io::Error::from)?;
-                    return out.write_all(b"\n");
-                }
-                // A process with no events gets no heading.
-                if !any {
-                    any = true;
-                    out.write_all(render::process_heading(&p, width).as_bytes())?;
-                }
-                early += usize::from(e.released_early);
-                out.write_all(render::merged::line_wrapped(&e, width).as_bytes())
-            },
-        );
-        failed = match written {
-            Ok(perturbation) if text && any => out
-                .write_all(render::merged::text_end(early, &perturbation, width).as_bytes())
-                .err(),
-            Ok(_) => None,
-            Err(e) => Some(e),
-        };
+        let written = writer.process(&p).and_then(|()| {
+            crate::merge_trace::stream(
+                input,
+                args.policy,
+                (&object, &site, &thread),
+                p.start_mono_ns,
+                &mut |e| writer.event(&p, &e),
+            )
+        });
+        failed = written
+            .and_then(|perturbation| writer.end_process(&p, &perturbation))
+            .err();
     });
-    let flushed = out.flush();
+    let finished = writer.finish();
     let skipped = match walked {
         Ok(skipped) => skipped,
         Err(e) => {
@@ -408,7 +365,7 @@ fn streamed_events(args: &EventsArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    if let Some(e) = failed.or(flushed.err()) {
+    if let Some(e) = failed.or(finished.err()) {
         // A closed pipe (e.g. `| head`) is not an error worth a message.
         if args.output.is_some() || e.kind() != std::io::ErrorKind::BrokenPipe {
             eprintln!("locksuit: cannot write: {e}");
