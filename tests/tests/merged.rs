@@ -181,6 +181,28 @@ fn merged_options_are_checked() {
     let text = stdout_str(&text);
     assert!(text.contains("acquire-after-wait"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80));
+    // One JSON document (written as the events come): the same events as
+    // the JSON lines, per process.
+    let doc = run_locksuit(&[
+        "events", "--merged", "--policy", "adjusted", "--format", "json", d,
+    ]);
+    assert_eq!(doc.status.code(), Some(0), "{}", describe(&doc));
+    let doc: Value = serde_json::from_str(&stdout_str(&doc)).unwrap();
+    let lines = merged(&dir, "adjusted");
+    let processes = doc["processes"].as_array().unwrap();
+    assert_eq!(processes.len(), 2);
+    for p in processes {
+        let events = p["events"].as_array().unwrap();
+        assert_eq!(events.len(), of(&lines, u64_of(p, "pid")).len());
+        assert!(p["perturbation"].is_array(), "{p}");
+        assert_eq!(
+            u64_of(p, "released_early") as usize,
+            events
+                .iter()
+                .filter(|e| e["released_early"] == true)
+                .count()
+        );
+    }
 }
 
 fn monotonic_ns() -> u64 {
