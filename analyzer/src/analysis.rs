@@ -169,12 +169,7 @@ pub fn analyze(
             }),
         )
     });
-    // Lock records are not needed past this point (but for the merged
-    // stream's objects of kinds with rules of their own).
-    let object_kinds = match streams {
-        StreamFilter::Merged(_) => crate::merge_trace::object_kinds(&trace),
-        _ => Default::default(),
-    };
+    // Lock records are not needed past this point.
     trace.locks = Vec::new();
 
     // Only lines that engaged a lock are sites of this report (a line that
@@ -324,26 +319,6 @@ pub fn analyze(
                 .and_then(|i| conds.get(i))
                 .map(|c| c.id.clone())
         })
-    };
-    let (merged, perturbation) = match streams {
-        StreamFilter::Merged(policy) => crate::names::with(&names, || {
-            let thread_names: HashMap<u32, String> = trace
-                .threads
-                .iter()
-                .filter_map(|t| Some((t.record.tid, t.name.clone()?)))
-                .collect();
-            crate::merge_trace::process_stream(
-                (&trace, object_kinds),
-                *policy,
-                (
-                    &event_name,
-                    &|raw| report_site(raw).map(|s| s.to_string()),
-                    &|tid| thread_names.get(&tid).cloned(),
-                ),
-                header.start_mono_ns,
-            )
-        }),
-        _ => (Vec::new(), Vec::new()),
     };
     let raw_names = match streams {
         StreamFilter::Names => crate::names::with(&names, || crate::model::RawNames {
@@ -679,8 +654,6 @@ pub fn analyze(
         blocked,
         warnings,
         streams,
-        merged,
-        perturbation,
         raw_names,
         names,
     }

@@ -9,8 +9,8 @@
 use crate::findings::Limits;
 use crate::load::{self, InputError, Selection};
 use crate::merge::{Delivered, Merge, Policy};
-use crate::merge_trace::{model_event, object_kinds, perturb, Context};
-use crate::model::{MergedEvent, Perturbation, RawNames};
+use crate::merge_trace::{model_event, object_kinds, Context};
+use crate::model::{MergedEvent, RawNames};
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
 use locksuit_format::events::LanePositions;
@@ -28,17 +28,6 @@ pub const POLL: Duration = Duration::from_millis(20);
 /// trace's merge uses the same bound, on the trace's own time).
 pub const HOLD_BOUND: Duration = Duration::from_secs(1);
 
-/// CLOCK_MONOTONIC now, the clock of the trace's timestamps.
-fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
-
 /// The merge of one running process, fed read after read.
 pub struct Follower {
     policy: Policy,
@@ -48,7 +37,6 @@ pub struct Follower {
     context: Context,
     /// Taken from the last read, not merged yet.
     fresh: Vec<EventRecord>,
-    pub perturbation: Vec<Perturbation>,
 }
 
 impl Follower {
@@ -59,7 +47,6 @@ impl Follower {
             positions: LanePositions::new(),
             context: Context::default(),
             fresh: Vec::new(),
-            perturbation: Vec::new(),
         }
     }
 
@@ -92,21 +79,16 @@ impl Follower {
         } else {
             // What waited longer than the bound for a predecessor is let
             // go (marked): it was dropped, or its thread died.
-            let limit = monotonic_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
+            let limit = crate::run::monotonic_now_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
             self.merge
                 .drain_releasing_before(limit, &mut |d| out.push(d));
         }
         let object = |raw: u32| names.objects.get(&raw).cloned();
         let site = |raw: u32| names.sites.get(&raw).cloned();
         let thread = |tid: u32| names.threads.get(&tid).cloned();
+        let names = (&object as _, &site as _, &thread as _);
         out.iter()
-            .map(|d| {
-                if self.policy == Policy::Adjusted {
-                    perturb(&mut self.perturbation, d);
-                }
-                let names = (&object as _, &site as _, &thread as _);
-                model_event(d, self.policy, &self.context, names, start_mono_ns)
-            })
+            .map(|d| model_event(d, self.policy, &self.context, names, start_mono_ns))
             .collect()
     }
 }

@@ -186,27 +186,6 @@ pub fn stream(
     }
 }
 
-/// A process's events merged into a list (for the report's model).
-pub fn process_stream(
-    (trace, kinds): (&Trace, FxHashMap<u32, ObjectKind>),
-    policy: Policy,
-    names: (Namer<'_>, Namer<'_>, Namer<'_>),
-    start_ns: u64,
-) -> (Vec<MergedEvent>, Vec<Perturbation>) {
-    let input = Input {
-        events: &trace.events,
-        threads: &trace.threads,
-        kinds,
-    };
-    let mut events = Vec::new();
-    let perturbation = stream(input, policy, names, start_ns, &mut |e| {
-        events.push(e);
-        Ok(())
-    })
-    .unwrap_or_default();
-    (events, perturbation)
-}
-
 /// `adjusted`: counts how far a delivered event was moved, for its thread.
 pub fn perturb(perturbation: &mut Vec<Perturbation>, d: &Delivered<EventRecord>) {
     let tid = d.item.data.tid;

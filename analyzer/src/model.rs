@@ -172,12 +172,6 @@ pub struct Process {
     /// `locksuit events` only: each object's events in causal order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<ObjectStream>,
-    /// `locksuit events --merged` only: all its events in one order.
-    #[serde(skip)]
-    pub merged: Vec<MergedEvent>,
-    /// `--merged --policy adjusted`: per thread, how its timestamps moved.
-    #[serde(skip)]
-    pub perturbation: Vec<Perturbation>,
     /// `events --merged --follow` only: the report's names of raw ids.
     #[serde(skip)]
     pub raw_names: RawNames,

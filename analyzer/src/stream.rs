@@ -32,9 +32,6 @@ pub enum StreamFilter {
     All,
     /// Only these report ids (L3, C1, …).
     Only(Vec<String>),
-    /// No per-object streams: one merged stream per process instead (see
-    /// `merge.rs`), delivered under this policy.
-    Merged(crate::merge::Policy),
     /// No streams: the names of the trace's raw ids only (`RawNames`), for
     /// a reader that merges a live trace itself (`events --merged --follow`).
     Names,
@@ -43,7 +40,7 @@ pub enum StreamFilter {
 impl StreamFilter {
     fn wants(&self, id: &str) -> bool {
         match self {
-            Self::Off | Self::Merged(_) | Self::Names => false,
+            Self::Off | Self::Names => false,
             Self::All => true,
             Self::Only(ids) => ids.iter().any(|i| i == id),
         }
@@ -72,10 +69,7 @@ pub fn build(
     site: &dyn Fn(u32) -> Option<String>,
     start_ns: u64,
 ) -> Vec<ObjectStream> {
-    if matches!(
-        filter,
-        StreamFilter::Off | StreamFilter::Merged(_) | StreamFilter::Names
-    ) {
+    if matches!(filter, StreamFilter::Off | StreamFilter::Names) {
         return Vec::new();
     }
     let mut by_object: HashMap<u32, Vec<Placed>> = HashMap::new();

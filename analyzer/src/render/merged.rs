@@ -2,41 +2,8 @@
 //! `merge.rs`) as text, JSON lines or one JSON document.
 
 use super::{duration, layout::wrap};
-use crate::model::{MergedEvent, Perturbation, Process, Report};
+use crate::model::{MergedEvent, Perturbation, Process};
 use std::io::Write;
-
-/// One event per line: `{"pid", "exe", …the event}`.
-pub fn jsonl(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(out);
-    for p in &report.processes {
-        for e in &p.merged {
-            let mut v = serde_json::to_value(e).map_err(std::io::Error::from)?;
-            v["pid"] = p.pid.into();
-            serde_json::to_writer(&mut out, &v).map_err(std::io::Error::from)?;
-            out.write_all(b"\n")?;
-        }
-    }
-    out.flush()
-}
-
-/// `{"processes": [{"pid", "exe", "events", "perturbation"}]}`.
-pub fn json(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    let processes: Vec<serde_json::Value> = report
-        .processes
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "pid": p.pid,
-                "exe": p.exe,
-                "events": p.merged,
-                "perturbation": p.perturbation,
-                "released_early": p.merged.iter().filter(|e| e.released_early).count(),
-            })
-        })
-        .collect();
-    serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "processes": processes }))?;
-    out.write_all(b"\n")
-}
 
 /// One event as a line of text.
 pub fn line(e: &MergedEvent) -> String {
@@ -71,22 +38,6 @@ pub fn line(e: &MergedEvent) -> String {
 /// One event as a wrapped text line (`--follow`).
 pub fn line_wrapped(e: &MergedEvent, width: usize) -> String {
     wrap(&line(e), width, "", "          ")
-}
-
-pub fn text(report: &Report, width: usize) -> String {
-    let mut out = String::new();
-    for p in &report.processes {
-        if p.merged.is_empty() {
-            continue;
-        }
-        out.push_str(&super::process_heading(p, width));
-        for e in &p.merged {
-            out.push_str(&line_wrapped(e, width));
-        }
-        let early = p.merged.iter().filter(|e| e.released_early).count();
-        out.push_str(&text_end(early, &p.perturbation, width));
-    }
-    out
 }
 
 /// What follows a process's events in text: how many were released early,
@@ -126,7 +77,8 @@ pub enum StreamFormat {
     Jsonl,
     /// Wrapped at this width.
     Text(usize),
-    /// One document, as [`json`] writes it.
+    /// One document: `{"processes": [{"events", "exe", "perturbation", "pid",
+    /// "released_early"}]}`.
     Json,
 }
 
