@@ -1,212 +1,31 @@
-//! Per-thread state and the re-entrancy guard.
-//!
-//! The state is a const-initialised `thread_local!` with no destructor, so it
-//! is valid from the thread's first instruction to its last — including while
-//! other libraries' constructors run before ours, and after thread-local
-//! destructors have run during `exit`.
+//! The re-entrancy guard every hook enters first: [`HookGuard`] is an
+//! [`InHook`] (this thread is inside a hook, not re-entered) taken while
+//! the process records.
 
 use crate::lifecycle;
-use crate::recorder::held::HeldStack;
-use crate::recorder::lanes::Lane;
-use crate::recorder::selfcost::CallCost;
-use core::cell::{Cell, UnsafeCell};
-use core::marker::PhantomData;
+pub use crate::recorder::thread_state::{
+    calling_out, nested_in_bookkeeping, thread_holds_a_lock, InHook, ThreadState,
+};
 
-/// `ThreadState::flags`: any of them set, a hook passes through. One word,
-/// so that the check every hook makes first is one load and one branch.
-const IN_HOOK: u8 = 1 << 0;
-/// Set by the thread-exit destructor: the thread's lane is gone and later
-/// hook calls on it pass through unrecorded.
-const RETIRED: u8 = 1 << 1;
-/// This thread is inside `fork` (between our prepare handler and our
-/// parent or child handler): other libraries' fork handlers run then,
-/// and in the child the trace state is still the parent's.
-const FORKING: u8 = 1 << 2;
-
-pub struct ThreadState {
-    /// `IN_HOOK`, `RETIRED`, `FORKING`.
-    flags: Cell<u8>,
-    /// The shim itself is calling out (the unwinder, the loader), and may be
-    /// called back: such nested calls are ours, not the program's.
-    calling_out: Cell<bool>,
-    resolving: Cell<bool>,
-    /// The lane this thread writes to; null until registered.
-    lane: Cell<*mut Lane>,
-    /// `lifecycle::generation()` when `lane` was taken; a fork bumps it, so
-    /// a child never writes through a lane of its parent's trace.
-    lane_generation: Cell<u32>,
-    /// tid of the creating thread, handed over by the start wrapper.
-    parent_tid: Cell<u32>,
-    /// This thread's creation number (0: not created through our wrapper).
-    create_serial: Cell<u32>,
-    /// How many times the thread-exit destructor has run on this thread.
-    exit_rounds: Cell<u32>,
-    held: UnsafeCell<HeldStack>,
-    /// The recorder's calls on this thread and their sampled cost.
-    call_cost: CallCost,
-}
-
-impl ThreadState {
-    /// The initial state. All of it is zero bits, which is what lets it
-    /// live in a `.tbss` block (see `tls.rs`); a test checks that.
-    pub const fn initial() -> ThreadState {
-        ThreadState {
-            flags: Cell::new(0),
-            calling_out: Cell::new(false),
-            resolving: Cell::new(false),
-            lane: Cell::new(core::ptr::null_mut()),
-            lane_generation: Cell::new(0),
-            parent_tid: Cell::new(0),
-            create_serial: Cell::new(0),
-            exit_rounds: Cell::new(0),
-            held: UnsafeCell::new(HeldStack::new()),
-            call_cost: CallCost::new(),
-        }
-    }
-
-    /// Field by field equality, for the test that the initial state is zero.
-    #[cfg(test)]
-    pub fn same_as(&self, other: &ThreadState) -> bool {
-        self.flags.get() == other.flags.get()
-            && self.calling_out.get() == other.calling_out.get()
-            && self.resolving.get() == other.resolving.get()
-            && self.lane.get() == other.lane.get()
-            && self.lane_generation.get() == other.lane_generation.get()
-            && self.parent_tid.get() == other.parent_tid.get()
-            && self.create_serial.get() == other.create_serial.get()
-            && self.exit_rounds.get() == other.exit_rounds.get()
-            && self.held().same_as(other.held())
-            && self.call_cost.same_as(&other.call_cost)
-    }
-}
-
-impl ThreadState {
-    #[inline]
-    pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
-        f(this_thread())
-    }
-
-    pub fn set_resolving(v: bool) {
-        this_thread().resolving.set(v);
-    }
-
-    pub fn is_resolving() -> bool {
-        this_thread().resolving.get()
-    }
-
-    #[inline]
-    pub fn lane(&self) -> *mut Lane {
-        self.lane.get()
-    }
-
-    pub fn lane_generation(&self) -> u32 {
-        self.lane_generation.get()
-    }
-
-    pub fn set_lane(&self, lane: *mut Lane, generation: u32) {
-        self.lane.set(lane);
-        self.lane_generation.set(generation);
-    }
-
-    pub fn retired(&self) -> bool {
-        self.flags.get() & RETIRED != 0
-    }
-
-    fn set_flag(&self, flag: u8, on: bool) {
-        let flags = self.flags.get();
-        self.flags
-            .set(if on { flags | flag } else { flags & !flag });
-    }
-
-    pub fn set_retired(&self, v: bool) {
-        self.set_flag(RETIRED, v);
-    }
-
-    pub fn parent_tid(&self) -> u32 {
-        self.parent_tid.get()
-    }
-
-    pub fn set_parent_tid(&self, tid: u32) {
-        self.parent_tid.set(tid);
-    }
-
-    pub fn create_serial(&self) -> u32 {
-        self.create_serial.get()
-    }
-
-    pub fn set_create_serial(&self, serial: u32) {
-        self.create_serial.set(serial);
-    }
-
-    pub fn set_forking(&self, v: bool) {
-        self.set_flag(FORKING, v);
-    }
-
-    /// Counts one more run of the thread-exit destructor; returns the count.
-    pub fn next_exit_round(&self) -> u32 {
-        let n = self.exit_rounds.get() + 1;
-        self.exit_rounds.set(n);
-        n
-    }
-
-    #[inline]
-    pub fn call_cost(&self) -> &CallCost {
-        &self.call_cost
-    }
-
-    /// Whether this thread holds a lock now: the one question a load or
-    /// store callback asks before anything else, without a guard.
-    #[inline(always)]
-    pub fn holds_a_lock(&self) -> bool {
-        // SAFETY: this thread's own stack, its depth read through a raw
-        // pointer (no reference made): a signal handler's callback may run
-        // while a hook of this thread is changing the stack, and then reads
-        // the depth before or after the change, either of which is sound.
-        unsafe { HeldStack::depth(self.held.get()) != 0 }
-    }
-
-    /// The held-lock stack. Only this thread touches it, and only inside a
-    /// hook (under a [`HookGuard`]), so no two borrows overlap.
-    #[allow(clippy::mut_from_ref)]
-    pub fn held(&self) -> &mut HeldStack {
-        // SAFETY: thread-local, and the guard makes hook bodies non-reentrant
-        // (a signal handler's hook call sees `IN_HOOK` and passes through).
-        unsafe { &mut *self.held.get() }
-    }
-}
-
-/// Proof that this thread is inside a hook and may record. Dropping it leaves
-/// the hook. At most one exists per thread: a nested hook call (from our own
-/// code, a signal handler, or a library we call) gets `None` and passes through.
-///
-/// It also carries the address of this thread's state, looked up once per
-/// hook: in a shared library every thread-local access is a call to
-/// `__tls_get_addr`, so the recorder reaches its state through the guard.
-pub struct HookGuard {
-    state: &'static ThreadState,
-    _not_send: PhantomData<*const ()>,
-}
+/// Proof that this thread is inside a hook and the process records;
+/// dropping it leaves the hook. The recorder's functions take the
+/// [`InHook`] it derefs to.
+pub struct HookGuard(InHook);
 
 impl HookGuard {
     /// Enters the hook if this thread is not already inside one and the
     /// process is recording. Initialises the shim on first use.
     #[inline]
     pub fn enter() -> Option<HookGuard> {
-        let state = this_thread();
-        let flags = state.flags.get();
-        if flags != 0 {
-            if flags & IN_HOOK != 0 && !state.calling_out.get() {
+        let Some(in_hook) = InHook::enter() else {
+            if nested_in_bookkeeping() {
                 // A signal handler interrupted our bookkeeping and called a
                 // hook: pass it through, but never silently.
                 lifecycle::nested_call_passed_through();
             }
             return None;
-        }
-        state.flags.set(IN_HOOK);
-        let guard = HookGuard {
-            state,
-            _not_send: PhantomData,
         };
+        let guard = HookGuard(in_hook);
         if lifecycle::recording() {
             Some(guard)
         } else {
@@ -223,97 +42,16 @@ impl HookGuard {
     /// [`enter`]: HookGuard::enter
     #[inline]
     pub fn enter_quietly() -> Option<HookGuard> {
-        let state = this_thread();
-        if state.flags.get() != 0 {
-            return None;
-        }
-        state.flags.set(IN_HOOK);
-        let guard = HookGuard {
-            state,
-            _not_send: PhantomData,
-        };
+        let guard = HookGuard(InHook::enter()?);
         lifecycle::recording().then_some(guard)
     }
-
-    /// Enters for the thread-exit destructor: by then the thread runs no
-    /// hook of ours (a cancelled wait may have left `IN_HOOK` set, since
-    /// forced unwinding skips our frames' drops), so no check is needed.
-    pub fn enter_for_exit() -> HookGuard {
-        let state = this_thread();
-        state.set_flag(IN_HOOK, true);
-        HookGuard {
-            state,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// This thread's state.
-    #[inline]
-    pub fn thread(&self) -> &'static ThreadState {
-        self.state
-    }
-
-    /// Runs the real blocking call (a contended lock, a wait, a join) with
-    /// the guard open: the shim's bookkeeping is at rest meanwhile, so a
-    /// signal handler that takes locks while the thread is blocked is
-    /// recorded like any other code.
-    #[inline]
-    pub fn blocking<R>(&self, call: impl FnOnce() -> R) -> R {
-        /// Closes the guard again however the call ends: also when a
-        /// cancellation unwinds out of it, before the caller's own cleanup
-        /// (which records) runs.
-        struct Reclose<'a>(&'a ThreadState);
-        impl Drop for Reclose<'_> {
-            fn drop(&mut self) {
-                self.0.set_flag(IN_HOOK, true);
-            }
-        }
-        self.state.set_flag(IN_HOOK, false);
-        let _reclose = Reclose(self.state);
-        call()
-    }
 }
 
-/// Runs shim code that calls out into code that may call our hooks back
-/// (the unwinder takes a pthread mutex): those calls pass through as the
-/// shim's own, uncounted.
-pub fn calling_out<R>(call: impl FnOnce() -> R) -> R {
-    /// Restores the flag however the call ends (a cancellation may unwind
-    /// out of it).
-    struct Restore<'a>(&'a Cell<bool>, bool);
-    impl Drop for Restore<'_> {
-        fn drop(&mut self) {
-            self.0.set(self.1);
-        }
-    }
-    let state = this_thread();
-    let _restore = Restore(&state.calling_out, state.calling_out.replace(true));
-    call()
-}
+impl core::ops::Deref for HookGuard {
+    type Target = InHook;
 
-/// This thread interrupted the shim's own bookkeeping (a signal handler
-/// running while a hook recorded), as opposed to the shim calling out.
-pub fn nested_in_bookkeeping() -> bool {
-    let state = this_thread();
-    state.flags.get() & IN_HOOK != 0 && !state.calling_out.get()
-}
-
-/// The calling thread's state, valid for as long as the thread runs.
-#[inline(always)]
-fn this_thread() -> &'static ThreadState {
-    crate::tls::thread_state()
-}
-
-/// Whether the calling thread holds a lock now (asked without a guard by
-/// the load and store callbacks, before anything else).
-#[inline(always)]
-pub fn thread_holds_a_lock() -> bool {
-    this_thread().holds_a_lock()
-}
-
-impl Drop for HookGuard {
-    #[inline]
-    fn drop(&mut self) {
-        self.state.set_flag(IN_HOOK, false);
+    #[inline(always)]
+    fn deref(&self) -> &InHook {
+        &self.0
     }
 }

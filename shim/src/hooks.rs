@@ -685,7 +685,7 @@ pub unsafe extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
     // SAFETY: forwarding the caller's argument unchanged.
     let rc = unsafe { close(handle) };
     if rc == 0 {
-        recorder::modules::map_changed();
+        recorder::library_unloaded();
     }
     rc
 }

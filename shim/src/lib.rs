@@ -2,13 +2,14 @@
 //! synchronisation API and records what every lock, condition variable and
 //! thread did into a crash-safe, memory-mapped trace.
 //!
-//! Layout:
+//! Layout, top to bottom (each module uses only those below it;
+//! `tests/layering.rs` checks):
 //! - [`hooks`]: the exported functions (thin: guard, real call, record, return);
 //! - [`intercept`]: the trylock-first acquisition protocol the hooks share;
-//! - [`recorder`]: the recording core, callable without LD_PRELOAD;
+//! - [`guard`]: the re-entrancy guard every hook enters first;
 //! - [`lifecycle`]: the atomic state machine (init, fork, exit);
-//! - [`guard`]: per-thread state and the re-entrancy guard ([`tls`]: where it lives);
 //! - [`real`]: the table of real functions, resolved in one step;
+//! - [`recorder`]: the recording core, callable without LD_PRELOAD;
 //! - [`sys`]: the shim's own system calls (raw: never a cancellation point).
 
 // Hooks and the constructor only exist in the real library: a unit-test
@@ -30,4 +31,3 @@ pub mod real;
 pub mod recorder;
 pub mod sys;
 pub mod text;
-pub mod tls;

@@ -9,7 +9,7 @@
 //!
 //! Only `Enabled` and `Exiting` record. Every other state passes through.
 
-use crate::guard::{HookGuard, ThreadState};
+use crate::recorder::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
@@ -38,17 +38,10 @@ impl State {
 }
 
 static STATE: AtomicU8 = AtomicU8::new(State::Uninitialized as u8);
-/// Bumped in a fork child; per-thread state taken under an older generation
-/// belongs to the parent's trace and is discarded.
-static GENERATION: AtomicU32 = AtomicU32::new(1);
 static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 
 pub fn state() -> State {
     State::from_u8(STATE.load(Ordering::Acquire))
-}
-
-pub fn generation() -> u32 {
-    GENERATION.load(Ordering::Acquire)
 }
 
 /// True if hooks should record now; initialises the shim on first call.
@@ -94,7 +87,7 @@ fn initialize() -> bool {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
-    if recorder::start_process(0).is_err() {
+    if recorder::start_process(0, arm_thread_exit).is_err() {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
@@ -140,9 +133,9 @@ extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
         arm_thread_exit();
         return;
     }
-    let guard = HookGuard::enter_for_exit();
-    recorder::thread_ended(&guard);
-    guard.thread().set_retired(true);
+    let in_hook = InHook::enter_for_exit();
+    recorder::thread_ended(&in_hook);
+    in_hook.thread().set_retired(true);
 }
 
 /// Registered first, so it runs last before the fork: from here until our
@@ -170,14 +163,15 @@ extern "C" fn fork_child() {
     }
     let _errno = crate::diag::ErrnoGuard::save();
     STATE.store(State::Forked as u8, Ordering::Release);
-    GENERATION.fetch_add(1, Ordering::AcqRel);
+    thread_state::next_generation();
     // The one thread of the child keeps its held locks (they are still held)
     // but forgets the parent's counters, which live in the parent's trace.
     ThreadState::with(|s| {
         s.held().forget_records();
         s.set_lane(core::ptr::null_mut(), 0);
     });
-    let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD).is_ok() {
+    let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD, arm_thread_exit).is_ok()
+    {
         State::Enabled
     } else {
         State::Disabled
@@ -217,7 +211,11 @@ pub fn process_exiting(code: i32) {
 /// Library constructor: resolve and initialise now, unless a hook already did.
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
-    drop(HookGuard::enter());
+    // Inside a hook while initialising, so that calls the loader and libc
+    // make back into our hooks meanwhile pass through.
+    if let Some(_in_hook) = InHook::enter() {
+        recording();
+    }
 }
 
 /// Library destructor: runs during `exit` (including return from `main`).

@@ -447,7 +447,7 @@ pub fn real() -> Option<&'static RealFns> {
 
 #[cold]
 fn resolve_slow() -> Option<&'static RealFns> {
-    use crate::guard::ThreadState;
+    use crate::recorder::thread_state::ThreadState;
     loop {
         match TABLE.state.compare_exchange(
             UNRESOLVED,

@@ -95,7 +95,7 @@ static THREADS: AtomicU32 = AtomicU32::new(0);
 
 /// The table, mapped on the first access under a lock.
 fn table() -> Option<*mut Slot> {
-    super::mapped_once(&TABLE, SLOTS * core::mem::size_of::<Slot>())
+    super::mapped::mapped_once(&TABLE, SLOTS * core::mem::size_of::<Slot>())
 }
 
 extern "C" {
@@ -212,7 +212,7 @@ fn new_record(lane: &mut Lane, slot: &Slot, key: u64) -> *mut LiveRecord {
         },
         address,
         alloc_pc,
-        alloc_epoch: super::modules::epoch(),
+        alloc_epoch: super::caller::epoch(),
         ..Default::default()
     };
     let written = match lane.append(&record, &[]) {
@@ -265,7 +265,7 @@ fn page_hash(page: u64) -> usize {
 /// Granule `key` got a slot: its page joins the page set.
 fn note_page(key: u64) {
     let page = ((key - 1) * GRANULE_BYTES) >> 12;
-    let Some(pages) = super::mapped_once(&PAGES, PAGE_SLOTS * 8) else {
+    let Some(pages) = super::mapped::mapped_once(&PAGES, PAGE_SLOTS * 8) else {
         PAGES_FULL.store(true, Ordering::Relaxed);
         return;
     };

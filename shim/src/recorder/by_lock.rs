@@ -54,7 +54,9 @@ impl ByLock {
     /// current). False if the mapping fails; the index still serves then.
     pub fn reserve(&mut self) -> bool {
         if self.sets.is_null() {
-            match super::map_anonymous::<LockSet>(LOCK_SETS * core::mem::size_of::<LockSet>()) {
+            match super::mapped::map_anonymous::<LockSet>(
+                LOCK_SETS * core::mem::size_of::<LockSet>(),
+            ) {
                 Some(p) => self.sets = p,
                 None => return false,
             }

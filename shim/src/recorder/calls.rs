@@ -4,11 +4,12 @@
 //! used and the lock the thread held meanwhile. Calls that returned sooner
 //! cost their hook two clock reads and nothing here.
 
+use super::caller::Caller;
 use super::events::{self, CallBlocked};
 use super::lanes::Lane;
-use super::sites::{self, Caller};
-use super::threads::current_lane;
-use crate::guard::HookGuard;
+use super::sites;
+use super::thread_lane::current_lane;
+use super::thread_state::InHook;
 use crate::sys;
 use locksuit_format::*;
 
@@ -27,7 +28,7 @@ pub enum CallFrom {
 /// A call that blocked from `started` to `ended` on file descriptor `fd`
 /// (if it takes one).
 pub fn call_blocked(
-    g: &HookGuard,
+    g: &InHook,
     call: BlockingCall,
     from: CallFrom,
     fd: Option<i32>,
@@ -36,7 +37,7 @@ pub fn call_blocked(
     // fstat and the unwinder may set errno; the program's stays as the call left it.
     let _errno = crate::diag::ErrnoGuard::save();
     let Some(lane) = current_lane(g) else { return };
-    let site_id = super::timed_slow_work(lane, |lane| site_of(lane, from));
+    let site_id = super::lanes::timed_slow_work(lane, |lane| site_of(lane, from));
     let fd = match fd {
         Some(fd) if fd >= 0 => (fd as u32, fd_kind(fd)),
         _ => (u32::MAX, FD_NONE),
@@ -66,7 +67,7 @@ pub fn call_blocked(
 fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {
     match from {
         CallFrom::Caller(caller) => {
-            let context = super::context_of(lane, caller, None);
+            let context = super::sites::context_of(lane, caller, None);
             sites::site_id(lane, caller, context)
         }
         CallFrom::Hook(hook) => sites::caller_of_hook(hook)

@@ -14,7 +14,7 @@
 //! (clocksource `tsc`): a TSC the kernel distrusts is not synchronised
 //! across CPUs. `LOCKSUIT_CLOCK=monotonic` turns it off.
 
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// Time between the start pair and the calibration pair. Reading both
 /// clocks back to back jitters by ~20 ns, so the rate error is ~2e-6.
@@ -34,6 +34,9 @@ static ANCHOR_NS: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds per tick, times 2^32.
 static NS_PER_TICK_Q32: AtomicU64 = AtomicU64::new(0);
 static TSC_KHZ: AtomicU64 = AtomicU64::new(0);
+/// Told the rate once it is calibrated (the trace header keeps it); set
+/// by [`init`], so the clock need not know where the rate is written.
+static ON_CALIBRATED: AtomicUsize = AtomicUsize::new(0);
 
 /// Nanoseconds on `clock` (through the vDSO: no system call).
 #[inline]
@@ -106,8 +109,10 @@ impl Stamp {
 }
 
 /// Decides the clock for this process (called once at start; a fork child
-/// keeps its parent's calibration, as the TSC is the same).
-pub fn init(allow_tsc: bool) {
+/// keeps its parent's calibration, as the TSC is the same). `on_calibrated`
+/// is told the TSC rate in kHz once it is known.
+pub fn init(allow_tsc: bool, on_calibrated: fn(u32)) {
+    ON_CALIBRATED.store(on_calibrated as usize, Ordering::Relaxed);
     if STATE.load(Ordering::Relaxed) != MONOTONIC || !allow_tsc || !tsc_usable() {
         return;
     }
@@ -193,7 +198,12 @@ fn measuring_now_ns() -> u64 {
     NS_PER_TICK_Q32.store(q32 as u64, Ordering::Relaxed);
     TSC_KHZ.store(khz as u64, Ordering::Relaxed);
     STATE.store(TSC, Ordering::Release);
-    super::file::note_tsc(khz as u32);
+    let told = ON_CALIBRATED.load(Ordering::Relaxed);
+    if told != 0 {
+        // SAFETY: only ever stored from an `fn(u32)` in `init`.
+        let told = unsafe { core::mem::transmute::<usize, fn(u32)>(told) };
+        told(khz as u32);
+    }
     ns
 }
 

@@ -1,7 +1,21 @@
 //! Condition variables: waits (with the mutex handed over and re-engaged)
 //! and notifies, counted per thread, line and mutex, and written as events.
 
-use super::*;
+use super::caller::Caller;
+use super::clock::now_ns;
+use super::events;
+use super::held::HELD_HANDOVER;
+use super::identity::object;
+use super::lanes::{Lane, MODE_COND_NOTIFY, MODE_COND_WAIT};
+use super::locks::{acquired, released};
+use super::objects::ObjectSlot;
+use super::prepared::{prepare, Hold, How, Prepared};
+use super::sites::{self, context_of};
+use super::thread_lane::current_lane;
+use super::thread_state::InHook;
+use super::threads::{wait_ended, wait_started, PendingWait};
+use core::sync::atomic::Ordering;
+use locksuit_format::*;
 
 /// A condition wait, prepared before the real call.
 pub struct CondWait {
@@ -44,7 +58,7 @@ fn cond_record(
 }
 
 pub fn cond_prepare(
-    g: &HookGuard,
+    g: &InHook,
     cond_addr: u64,
     mutex_addr: u64,
     caller: Caller,
@@ -70,7 +84,7 @@ pub fn cond_prepare(
 /// forced unwind drops it, and since glibc re-acquires the mutex before
 /// unwinding (as POSIX requires), the drop records that re-acquisition.
 pub struct CondWaitInFlight<'g> {
-    guard: &'g HookGuard,
+    guard: &'g InHook,
     wait: CondWait,
     started: u64,
     /// The condition's notify sequence when the wait began.
@@ -81,7 +95,7 @@ pub struct CondWaitInFlight<'g> {
 }
 
 impl<'g> CondWaitInFlight<'g> {
-    pub fn begin(guard: &'g HookGuard, wait: CondWait, deadline: u64) -> Self {
+    pub fn begin(guard: &'g InHook, wait: CondWait, deadline: u64) -> Self {
         let seq = wait.cond.seq.load(Ordering::Relaxed);
         let started = cond_wait_begin(guard, &wait, deadline);
         CondWaitInFlight {
@@ -139,7 +153,7 @@ impl Drop for CondWaitInFlight<'_> {
 
 /// Just before the real wait (until `deadline`, 0 if untimed): the mutex
 /// is handed over.
-fn cond_wait_begin(g: &HookGuard, w: &CondWait, deadline: u64) -> u64 {
+fn cond_wait_begin(g: &InHook, w: &CondWait, deadline: u64) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id, Ordering::Relaxed);
         released(g, m.addr, HELD_HANDOVER);
@@ -163,7 +177,7 @@ fn cond_wait_begin(g: &HookGuard, w: &CondWait, deadline: u64) -> u64 {
 }
 
 /// After the real wait returned `rc` (the mutex is ours again); returns now.
-fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) -> u64 {
+fn cond_wait_end(g: &InHook, w: &CondWait, started: u64, rc: i32) -> u64 {
     w.cond.waiters.fetch_sub(1, Ordering::Relaxed);
     if let Some(lane) = current_lane(g) {
         wait_ended(lane);
@@ -185,7 +199,7 @@ fn cond_wait_end(g: &HookGuard, w: &CondWait, started: u64, rc: i32) -> u64 {
 }
 
 /// `pthread_cond_signal` / `_broadcast` on the condition at `cond_addr`.
-pub fn cond_notified(g: &HookGuard, cond_addr: u64, caller: Caller, broadcast: bool) {
+pub fn cond_notified(g: &InHook, cond_addr: u64, caller: Caller, broadcast: bool) {
     let Some(lane) = current_lane(g) else { return };
     let Some(cond) = object(lane, cond_addr, ObjectKind::Cond) else {
         return;

@@ -29,7 +29,7 @@ fn block_hash(start: u64) -> usize {
 }
 
 fn blocks() -> Option<*mut LiveBlock> {
-    super::mapped_once(&BLOCKS, BLOCK_SLOTS * core::mem::size_of::<LiveBlock>())
+    super::mapped::mapped_once(&BLOCKS, BLOCK_SLOTS * core::mem::size_of::<LiveBlock>())
 }
 
 /// The entry of the live block starting at `start`, if any.

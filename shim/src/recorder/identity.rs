@@ -2,10 +2,15 @@
 //! used, initialised or opened (with the attributes glibc keeps inside it),
 //! and the one made when it is destroyed.
 
+use super::caller::Caller;
+use super::clock::now_ns;
 use super::lanes::Lane;
-use super::{context_of, current_lane, drop_op, now_ns, objects, sites, timed_slow_work, Caller};
+use super::lanes::{drop_op, timed_slow_work};
+use super::objects;
+use super::sites::{self, context_of};
+use super::thread_lane::current_lane;
+use super::thread_state::InHook;
 use crate::glibc;
-use crate::guard::HookGuard;
 use locksuit_format::*;
 
 /// Attributes glibc keeps inside the object (read once, when its identity is
@@ -102,7 +107,7 @@ pub(super) fn note_first_use(found: &objects::Found, site_id: u32) {
 /// `*_init` of an object at `addr` from `caller`: a new identity even at a
 /// reused address. `shared`: what the call asked for, where known.
 pub fn object_initialized(
-    g: &HookGuard,
+    g: &InHook,
     addr: u64,
     kind: ObjectKind,
     caller: Caller,
@@ -126,7 +131,7 @@ pub fn object_initialized(
 
 /// `sem_open` returned the object at `addr`: opening the same name twice
 /// returns the same object, so this keeps a live identity.
-pub fn object_opened(g: &HookGuard, addr: u64, kind: ObjectKind) {
+pub fn object_opened(g: &InHook, addr: u64, kind: ObjectKind) {
     let Some(lane) = current_lane(g) else {
         drop_op(None);
         return;
@@ -141,7 +146,7 @@ pub fn object_opened(g: &HookGuard, addr: u64, kind: ObjectKind) {
 }
 
 /// `*_destroy` of the object at `addr`.
-pub fn object_destroyed(g: &HookGuard, addr: u64) {
+pub fn object_destroyed(g: &InHook, addr: u64) {
     let Some(lane) = current_lane(g) else { return };
     if let Some(id) = objects::destroy(addr) {
         let record = LockDestroyRecord {

@@ -22,7 +22,7 @@ pub fn init() {
         (policy::sites_ruled(), &SITES, SITE_IDS),
     ] {
         if ruled && map.load(Ordering::Acquire).is_null() {
-            if let Some(p) = super::map_anonymous::<AtomicU64>(ids / 8) {
+            if let Some(p) = super::mapped::map_anonymous::<AtomicU64>(ids / 8) {
                 map.store(p, Ordering::Release);
             }
         }

@@ -4,10 +4,11 @@
 //! recording never contends; a lane is recycled when its thread exits.
 
 use super::by_lock::ByLock;
+use super::caller::Offsets;
 use super::file;
 use super::objects::ObjectSlot;
-use super::sites::Offsets;
 use crate::config;
+use crate::diag::{warn_once, Warning};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
@@ -30,6 +31,12 @@ const MODE_MASK: u32 = (1 << MODE_BITS) - 1;
 /// Index modes from here up key condition-variable records; below, counter
 /// records (`MODE_EXCLUSIVE`, `MODE_SHARED`, `MODE_POST`).
 pub const FIRST_COND_MODE: u32 = 4;
+/// Index mode of a condition wait record.
+pub const MODE_COND_WAIT: u32 = FIRST_COND_MODE;
+/// Index mode of a condition notify record.
+pub const MODE_COND_NOTIFY: u32 = FIRST_COND_MODE + 1;
+/// Index mode of a lock-order edge record.
+pub const MODE_EDGE: u32 = FIRST_COND_MODE + 2;
 
 #[derive(Clone, Copy)]
 struct IndexSlot {
@@ -103,7 +110,7 @@ pub struct Lane {
     /// In front of the grown index: counters by lock id (see `by_lock.rs`).
     by_lock: ByLock,
     /// `LOCKSUIT_SWITCHES=1`: this thread's context-switch ring.
-    pub switches: super::switches::Ring,
+    pub switches: super::switch_ring::Ring,
     /// A policy's decision on this thread's events, and when it was made
     /// (see `policy::keeps_thread`; (0, _): not yet).
     pub policy_thread: (u32, bool),
@@ -155,7 +162,7 @@ pub fn init() -> bool {
     if !LANES.load(Ordering::Acquire).is_null() {
         return true;
     }
-    let Some(p) = super::map_anonymous(MAX_LANES * core::mem::size_of::<Lane>()) else {
+    let Some(p) = super::mapped::map_anonymous(MAX_LANES * core::mem::size_of::<Lane>()) else {
         return false;
     };
     LANES.store(p, Ordering::Release);
@@ -383,14 +390,14 @@ impl Lane {
     #[inline]
     pub fn offsets_of(&self, ret: u64) -> Option<Offsets> {
         let e = &self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize];
-        (e.ret == ret && e.epoch == super::modules::epoch()).then_some(e.offsets)
+        (e.ret == ret && e.epoch == super::caller::epoch()).then_some(e.offsets)
     }
 
     pub fn remember_offsets(&mut self, ret: u64, offsets: Offsets) {
         self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize] = OffsetEntry {
             ret,
             offsets,
-            epoch: super::modules::epoch(),
+            epoch: super::caller::epoch(),
         };
     }
 
@@ -563,7 +570,8 @@ impl Lane {
         }
         // Zero-filled: every slot starts not live (generation 0 is never
         // current, see acquire).
-        let Some(p) = super::map_anonymous(slots * core::mem::size_of::<IndexSlot>()) else {
+        let Some(p) = super::mapped::map_anonymous(slots * core::mem::size_of::<IndexSlot>())
+        else {
             return false;
         };
         // A thread that outgrew the inline index cycles through many locks:
@@ -604,7 +612,7 @@ fn record_uses(mode: u32, record: *mut u8) -> u64 {
     unsafe {
         if mode < FIRST_COND_MODE {
             (*record.cast::<CounterRecord>()).engagements
-        } else if mode == super::lock_order::MODE_EDGE {
+        } else if mode == MODE_EDGE {
             (*record.cast::<EdgeRecord>()).count
         } else {
             let c = &*record.cast::<CondRecord>();
@@ -613,4 +621,25 @@ fn record_uses(mode: u32, record: *mut u8) -> u64 {
                 .saturating_add(c.broadcasts)
         }
     }
+}
+
+/// Counts an operation that passed through unrecorded.
+pub fn drop_op(lane: Option<&mut Lane>) {
+    file::count_dropped_op();
+    if let Some(lane) = lane {
+        lane.count_dropped();
+    }
+    warn_once(
+        Warning::TablesFull,
+        b"some operations could not be recorded (too many threads, locks or nesting); they are counted as dropped",
+    );
+}
+
+/// Runs first-sight work (unwinding, new records) and adds its time to the
+/// thread's slow-path total, which events carry for compensation.
+pub fn timed_slow_work<R>(lane: &mut Lane, work: impl FnOnce(&mut Lane) -> R) -> R {
+    let started = super::clock::now_ns();
+    let result = work(lane);
+    lane.shim_ns += super::clock::now_ns().saturating_sub(started).max(1);
+    result
 }

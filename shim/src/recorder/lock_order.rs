@@ -6,24 +6,22 @@
 //! Only nested acquisitions come here: an acquisition with nothing held
 //! costs one test of the held-lock count it already has in hand.
 
+use super::clock::now_ns;
 use super::held::{EdgeMemo, HeldEntry, HELD_SHARED, MAX_HELD};
-use super::lanes::{Lane, FIRST_COND_MODE};
-use super::{now_ns, timed_slow_work, Prepared};
-use crate::guard::HookGuard;
+use super::lanes::timed_slow_work;
+use super::lanes::{Lane, MODE_EDGE};
+use super::thread_state::InHook;
 use locksuit_format::*;
 
-/// Index mode of edge records in the lane's index (after the condition modes).
-pub const MODE_EDGE: u32 = FIRST_COND_MODE + 2;
-
-/// The lock `p` was just acquired (its held entry is the innermost) while
+/// The lock at `addr` was just acquired (its held entry is the innermost) while
 /// this thread held others. `tried`: by a trylock, which cannot block.
 #[cold]
 #[inline(never)]
-pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
+pub fn nested(g: &InHook, addr: u64, lane: &mut Lane, tried: bool) {
     let held = g.thread().held();
     // Re-acquiring a lock this thread already holds (a recursive mutex)
     // cannot block: no edge.
-    if held.holds_below_top(p.addr) {
+    if held.holds_below_top(addr) {
         return;
     }
     let (entries, memo) = held.entries_and_memo();
@@ -53,7 +51,7 @@ pub fn nested(g: &HookGuard, p: &Prepared, tried: bool) {
             // SAFETY: an edge record this thread appended to its own lane.
             taken_again(unsafe { &mut *remembered.record }, below, at);
         } else {
-            look_up(p.lane(), memo, below, at, new, flags);
+            look_up(lane, memo, below, at, new, flags);
         }
     }
 }

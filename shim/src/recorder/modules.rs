@@ -16,7 +16,7 @@
 use super::image::{self, Identity};
 use super::lanes::Lane;
 use core::ffi::{c_char, c_int, c_void, CStr};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use locksuit_format::*;
 
 const MAX_MODULES: usize = 1024;
@@ -35,8 +35,6 @@ static KNOWN: [Range; MAX_MODULES] = [const {
 }; MAX_MODULES];
 /// Slots claimed so far (each thread claims its own, so no two write one).
 static CLAIMED: AtomicUsize = AtomicUsize::new(0);
-/// Bumped by every `dlclose`; recorded with modules and sites.
-static EPOCH: AtomicU32 = AtomicU32::new(0);
 /// `_dl_find_object`, or 0 when the C library lacks it.
 static FIND_OBJECT: AtomicUsize = AtomicUsize::new(0);
 static RESOLVED: AtomicBool = AtomicBool::new(false);
@@ -77,7 +75,7 @@ pub fn init() {
 pub fn reset_after_fork() {
     FORK_CHILD.store(true, Ordering::Relaxed);
     forget_ranges();
-    EPOCH.store(0, Ordering::Relaxed);
+    super::caller::set_epoch(0);
 }
 
 fn forget_ranges() {
@@ -87,17 +85,10 @@ fn forget_ranges() {
     }
 }
 
-/// The current module-map epoch.
-pub fn epoch() -> u32 {
-    EPOCH.load(Ordering::Acquire)
-}
-
 /// A library was unloaded: forget every known range, so the next new site
-/// records the map afresh in a new epoch.
+/// records the map afresh (in a new epoch, see [`super::caller::epoch`]).
 pub fn map_changed() {
-    EPOCH.fetch_add(1, Ordering::AcqRel);
     forget_ranges();
-    super::sites::forget_all();
 }
 
 fn covered(addr: u64) -> bool {
@@ -223,7 +214,7 @@ fn write_record(
         bias,
         start,
         end,
-        epoch: epoch() as u64,
+        epoch: super::caller::epoch() as u64,
         file_size: identity.file_size,
         file_mtime_ns: identity.file_mtime_ns,
         build_id: identity.build_id,

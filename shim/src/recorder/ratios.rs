@@ -35,7 +35,7 @@ const _: () =
 static RECORDS: AtomicPtr<AtomicPtr<LiveRatios>> = AtomicPtr::new(core::ptr::null_mut());
 
 fn records() -> Option<*mut AtomicPtr<LiveRatios>> {
-    super::mapped_once(
+    super::mapped::mapped_once(
         &RECORDS,
         SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>(),
     )

@@ -8,7 +8,7 @@
 //! that stayed on the fast path are sampled; a sample excludes the clock
 //! read that ends it.
 
-use super::now_ns;
+use super::clock::now_ns;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, Ordering};
 

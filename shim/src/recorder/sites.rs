@@ -13,97 +13,11 @@
 //! need (never in an unlock hook, never after acquiring): libgcc's unwinder
 //! takes a pthread mutex of its own.
 
-use super::lanes::Lane;
+use super::caller::{Caller, Offsets, CONTEXT_DEPTH};
+use super::lanes::{timed_slow_work, Lane};
 use super::modules;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
-
-/// Where a hooked call came from.
-#[derive(Clone, Copy)]
-pub struct Caller {
-    /// Return address into the function that called the hook.
-    pub ret: u64,
-    /// Stack pointer at the hook's entry.
-    pub sp: u64,
-}
-
-impl Caller {
-    #[inline]
-    pub fn new(ret: usize, sp: usize) -> Self {
-        Caller {
-            ret: ret as u64,
-            sp: sp as u64,
-        }
-    }
-
-    /// The call's context: a hash of up to [`CONTEXT_DEPTH`] return
-    /// addresses up the stack (the caller's caller and beyond), read at the
-    /// offsets learned for this return address. 0 when none is known.
-    ///
-    /// Level 0 sits in the frame of the function that called the hook, which
-    /// is the same function at the same point for every call returning to
-    /// `ret`, so its offset always holds. A deeper level was learned on one
-    /// call path; it is read only while every return address below it equals
-    /// the one seen on that path — then the frames in between are the same
-    /// functions, live on this stack, and the slot is where it was.
-    #[inline]
-    pub fn context(&self, offsets: &Offsets) -> u64 {
-        let mut context = 0u64;
-        for level in 0..CONTEXT_DEPTH {
-            let Some(offset) = offsets.get(level) else {
-                break;
-            };
-            // SAFETY: see above: the slot is in a frame that is live on this
-            // thread's stack while the call is in progress (level 0: the
-            // caller's own frame; deeper: frames the chain check vouched for).
-            let ret =
-                unsafe { core::ptr::read_volatile((self.sp + u64::from(offset)) as *const u64) };
-            // Rotations keep the levels apart without a multiply chain.
-            context ^= ret.rotate_left(16 * level as u32 + 1);
-            if level + 1 < CONTEXT_DEPTH && ret != offsets.learned[level] {
-                break; // another path from here on: deeper offsets do not apply
-            }
-        }
-        context
-    }
-}
-
-/// How many return addresses above the caller make up a call's context:
-/// enough to see through `unique_lock` → `unique_lock::lock` →
-/// `std::mutex::lock` → `__gthread_mutex_lock` when those are compiled out
-/// of line (`-O0`).
-pub const CONTEXT_DEPTH: usize = 4;
-
-/// Learned stack offsets of the context's return addresses, packed 16 bits
-/// per level (`0xffff` = unknown from that level on; never all 0 once
-/// learned, as a slot is always above the entry stack pointer), and the
-/// return addresses found at levels 0..3 on the path they were learned on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Offsets {
-    packed: u64,
-    learned: [u64; CONTEXT_DEPTH - 1],
-}
-
-impl Offsets {
-    pub const NONE: Offsets = Offsets {
-        packed: u64::MAX,
-        learned: [0; CONTEXT_DEPTH - 1],
-    };
-
-    fn from_levels(levels: &[u16; CONTEXT_DEPTH], learned: [u64; CONTEXT_DEPTH - 1]) -> Offsets {
-        let mut packed = 0u64;
-        for (i, &o) in levels.iter().enumerate() {
-            packed |= u64::from(o) << (16 * i);
-        }
-        Offsets { packed, learned }
-    }
-
-    #[inline]
-    fn get(&self, level: usize) -> Option<u16> {
-        let o = (self.packed >> (16 * level)) as u16;
-        (o != 0xffff).then_some(o)
-    }
-}
 
 /// Largest accepted distance from the entry stack pointer to a slot.
 const MAX_OFFSET: u64 = 0xffff;
@@ -159,6 +73,14 @@ pub fn forget_all() {
     }
 }
 
+/// A library was unloaded (`dlclose`): a new module-map epoch, in which
+/// modules, sites and offsets are learned afresh.
+pub fn library_unloaded() {
+    super::caller::next_epoch();
+    modules::map_changed();
+    forget_all();
+}
+
 /// In a fork child: sites are recorded again in the child's own trace.
 pub fn reset_after_fork() {
     forget_all();
@@ -212,7 +134,7 @@ pub fn context_offsets(caller: Caller) -> Offsets {
 
 fn learn_offsets(caller: Caller) -> Offsets {
     let mut frames = [0u64; MAX_CHAIN_DEPTH];
-    crate::guard::calling_out(|| capture_chain(caller, &mut frames))
+    super::thread_state::calling_out(|| capture_chain(caller, &mut frames))
         .map_or(Offsets::NONE, |(_, o)| o)
 }
 
@@ -291,9 +213,8 @@ fn create(
             frames[..depth].copy_from_slice(&chain[..depth]);
             depth
         }
-        None => {
-            crate::guard::calling_out(|| capture_chain(caller, &mut frames)).map_or(0, |(d, _)| d)
-        }
+        None => super::thread_state::calling_out(|| capture_chain(caller, &mut frames))
+            .map_or(0, |(d, _)| d),
     };
     let depth = if depth == 0 {
         // No unwind information: keep what we know for certain.
@@ -311,7 +232,7 @@ fn create(
             aux: depth as u32,
         },
         id,
-        module_epoch: modules::epoch(),
+        module_epoch: super::caller::epoch(),
     };
     let mut tail = [0u8; MAX_CHAIN_DEPTH * 8];
     for (i, f) in frames[..depth].iter().enumerate() {
@@ -344,7 +265,7 @@ pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
     let mut found: Option<usize> = None;
     let mut ret = 0u64;
     let mut context = 0u64;
-    crate::guard::calling_out(|| {
+    super::thread_state::calling_out(|| {
         // SAFETY: as in `capture_chain`.
         unsafe {
             backtrace::trace_unsynchronized(|frame| {
@@ -432,4 +353,21 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
     }
     let learned = core::array::from_fn(|i| frames[i + 1]);
     Some((depth, Offsets::from_levels(&levels, learned)))
+}
+
+/// The call's context (see [`Caller::context`]), learning and caching the
+/// stack offsets it is read at on the first sight of the return address.
+pub fn context_of(lane: &mut Lane, caller: Caller, known: Option<u64>) -> u64 {
+    if let Some(context) = known {
+        return context;
+    }
+    let offsets = match lane.offsets_of(caller.ret) {
+        Some(offsets) => offsets,
+        None => timed_slow_work(lane, |lane| {
+            let offsets = context_offsets(caller);
+            lane.remember_offsets(caller.ret, offsets);
+            offsets
+        }),
+    };
+    caller.context(&offsets)
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::guard::HookGuard;
+use core::sync::atomic::Ordering;
 use locksuit_format::read_trace;
 
 const SITE_A: u64 = 0x1111;

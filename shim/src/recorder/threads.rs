@@ -1,12 +1,13 @@
 //! Threads and the process as a whole: registration on first use, names,
 //! joins, exit and exec.
 
+use super::caller::Caller;
+use super::clock::now_ns;
+use super::file;
 use super::held::HeldEntry;
 use super::lanes::{self, Lane};
-use super::sites::Caller;
-use super::{file, now_ns};
-use crate::guard::{HookGuard, ThreadState};
-use crate::lifecycle;
+use super::thread_lane::current_lane;
+use super::thread_state::InHook;
 use crate::sys;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -21,78 +22,10 @@ pub fn next_create_serial() -> u32 {
 }
 
 /// The calling thread created thread number `serial`, asking at `asked_ns`.
-pub fn thread_created(g: &HookGuard, serial: u32, asked_ns: u64) {
+pub fn thread_created(g: &InHook, serial: u32, asked_ns: u64) {
     if let Some(lane) = current_lane(g) {
         super::events::thread_moment(lane, EVENT_CREATED, serial, 0, asked_ns);
     }
-}
-
-fn gettid() -> u32 {
-    // gettid takes no arguments and cannot fail.
-    crate::sys::sys!(libc::SYS_gettid) as u32
-}
-
-/// This thread's lane, registering the thread on first use (threads that
-/// existed before the shim initialised included). `None` when no lane is
-/// available; the caller passes through.
-#[inline]
-pub fn current_lane(g: &HookGuard) -> Option<&'static mut Lane> {
-    let s = g.thread();
-    let lane = s.lane();
-    if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
-        // SAFETY: a lane registered to this thread in this process
-        // generation is exclusively ours until the thread ends.
-        return Some(unsafe { &mut *lane });
-    }
-    register(s)
-}
-
-#[cold]
-fn register(s: &ThreadState) -> Option<&'static mut Lane> {
-    let _errno = crate::diag::ErrnoGuard::save();
-    let Some(lane) = lanes::acquire() else {
-        file::count_dropped_op();
-        return None;
-    };
-    let tid = gettid();
-    lane.tid = tid;
-    let mut flags = 0;
-    if tid == file::pid() {
-        flags |= THREAD_MAIN;
-    }
-    let parent_tid = s.parent_tid();
-    if parent_tid != 0 {
-        flags |= THREAD_CREATED_TRACED;
-    }
-    let record = ThreadRecord {
-        hdr: RecordHeader {
-            kind: RecordKind::Thread as u16,
-            size: core::mem::size_of::<ThreadRecord>() as u16,
-            aux: 0,
-        },
-        tid,
-        parent_tid,
-        // SAFETY: pthread_self is always safe.
-        pthread: unsafe { libc::pthread_self() } as u64,
-        start_ns: now_ns(),
-        flags,
-        create_serial: s.create_serial(),
-        ..Default::default()
-    };
-    lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
-    lane.held_stack = s.held();
-    super::control::poll();
-    lane.access_bit = super::access::thread_bit();
-    lane.stack_top = super::access::stack_top(tid == file::pid());
-    super::filter::write_record(lane);
-    super::switches::open(lane);
-    s.set_lane(lane, lifecycle::generation());
-    lifecycle::arm_thread_exit();
-    if record.create_serial != 0 {
-        let (serial, at) = (record.create_serial, record.start_ns);
-        super::events::thread_moment(lane, EVENT_STARTED, serial, parent_tid, at);
-    }
-    Some(lane)
 }
 
 fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
@@ -102,11 +35,11 @@ fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
 
 /// The calling thread is ending (thread-local destructor): close its record
 /// and give its lane to the next thread.
-pub fn thread_ended(g: &HookGuard) {
+pub fn thread_ended(g: &InHook) {
     {
         let s = g.thread();
         let lane = s.lane();
-        if lane.is_null() || s.lane_generation() != lifecycle::generation() {
+        if lane.is_null() || s.lane_generation() != super::thread_state::generation() {
             return;
         }
         // SAFETY: our own registered lane.
@@ -191,7 +124,7 @@ pub fn wait_ended(lane: &Lane) {
 }
 
 /// `pthread_setname_np(target, name)` succeeded.
-pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
+pub fn thread_named(g: &InHook, target: u64, name: &[u8]) {
     crate::policy::names_changed();
     let mut fixed = [0u8; THREAD_NAME_MAX];
     let n = name.len().min(THREAD_NAME_MAX - 1);
@@ -231,14 +164,14 @@ pub fn thread_named(g: &HookGuard, target: u64, name: &[u8]) {
 
 /// About to join the thread `target` from `caller` (until `deadline`, 0
 /// if untimed); returns when the join began.
-pub fn join_begin(g: &HookGuard, target: u64, caller: Caller, deadline: u64) -> JoinStarted {
+pub fn join_begin(g: &InHook, target: u64, caller: Caller, deadline: u64) -> JoinStarted {
     let since_ns = now_ns();
     let mut site_id = 0;
     if let Some(lane) = current_lane(g) {
         // The joining line, so a hang in a join can name it (first sight of
         // a line unwinds once, like any other site).
-        let site = super::timed_slow_work(lane, |lane| {
-            let context = super::context_of(lane, caller, None);
+        let site = super::lanes::timed_slow_work(lane, |lane| {
+            let context = super::sites::context_of(lane, caller, None);
             super::sites::site_id(lane, caller, context)
         });
         site_id = site;
@@ -268,7 +201,7 @@ pub struct JoinStarted {
 }
 
 /// A join begun as `started` returned `rc`.
-pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
+pub fn join_finished(g: &InHook, started: JoinStarted, rc: i32) {
     let Some(lane) = current_lane(g) else { return };
     wait_ended(lane);
     let now = now_ns();
@@ -286,10 +219,10 @@ pub fn join_finished(g: &HookGuard, started: JoinStarted, rc: i32) {
     if crate::config::calls_timed()
         && now.saturating_sub(started.since_ns) >= crate::config::block_min_ns()
     {
-        super::call_blocked(
+        super::calls::call_blocked(
             g,
             BlockingCall::Join,
-            super::CallFrom::Site(started.site_id),
+            super::calls::CallFrom::Site(started.site_id),
             None,
             (started.since_ns, now),
         );
@@ -336,9 +269,9 @@ pub fn process_exit(code: Option<i32>) {
     capture_live_threads();
     // The exiting thread's sampled shim cost (others write theirs when they
     // end or release a contended lock).
-    crate::guard::ThreadState::with(|s| {
+    super::thread_state::ThreadState::with(|s| {
         let lane = s.lane();
-        if !lane.is_null() && s.lane_generation() == lifecycle::generation() {
+        if !lane.is_null() && s.lane_generation() == super::thread_state::generation() {
             // SAFETY: this thread's own lane and record, in the live mapping.
             unsafe {
                 // The process ends: read the ring to its end, and let it go.

@@ -1,25 +1,25 @@
 //! The path almost every engagement takes: uncontended and not timed (no
 //! full tracing, no hold sampling) — an exclusive hold and its release, or
-//! a semaphore wait. The same counts as the general path in `mod.rs`,
+//! a semaphore wait. The same counts as the general path in `locks.rs`,
 //! without the branches for the cases it is not, so the common pair stays
 //! short. Anything else goes the general way.
 
-use super::Prepared;
+use super::prepared::Prepared;
+use super::thread_state::InHook;
 use crate::config;
-use crate::guard::HookGuard;
 use core::sync::atomic::Ordering;
 
-/// [`super::record_acquired`] for an uncontended exclusive engagement that is not
+/// [`record_acquired`](super::locks) for an uncontended exclusive engagement that is not
 /// timed: the same counts and held entry, without the branches for the
 /// cases it is not.
 #[inline(always)]
-pub fn acquired_exclusive(g: &HookGuard, p: &Prepared, tried: bool) {
+pub fn acquired_exclusive(g: &InHook, p: &Prepared, tried: bool) {
     p.counter().engagements += 1;
     p.take_ownership();
     p.track_hold(g, 0, (0, 0), tried);
 }
 
-/// [`super::record_acquired`] for an uncontended engagement that holds
+/// [`record_acquired`](super::locks) for an uncontended engagement that holds
 /// nothing (a semaphore wait): only the count.
 #[inline(always)]
 pub fn acquired_unheld(p: &Prepared) {
@@ -29,9 +29,9 @@ pub fn acquired_unheld(p: &Prepared) {
 /// The common release, done in full or not at all: the innermost held
 /// lock, exclusive, untimed, not handed over, nobody waiting for it, not
 /// held again further down (recursively). Anything else returns false
-/// with nothing changed, for [`super::record_released`].
+/// with nothing changed, for [`record_released`](super::locks).
 #[inline(always)]
-pub fn released(g: &HookGuard, addr: u64) -> bool {
+pub fn released(g: &InHook, addr: u64) -> bool {
     if !config::untimed_uncontended() {
         return false;
     }

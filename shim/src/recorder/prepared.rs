@@ -1,0 +1,252 @@
+//! Everything an engagement needs, looked up before the real call: the
+//! lock's slot, this thread's counter for it at the call site, and — the
+//! first time a line is seen — its call chain. A [`Prepared`] is the handle
+//! the rest of the recorder counts through.
+
+use super::caller::Caller;
+use super::held::{self, HeldEntry};
+use super::identity::{self, object};
+use super::lanes::{drop_op, timed_slow_work, Lane};
+use super::lock_order;
+use super::objects::ObjectSlot;
+use super::sites::{self, context_of};
+use super::thread_lane::current_lane;
+use super::thread_state::InHook;
+use core::sync::atomic::Ordering;
+use locksuit_format::*;
+
+/// Everything an acquisition needs, looked up before the real call.
+pub struct Prepared {
+    pub(super) addr: u64,
+    pub(super) slot: &'static ObjectSlot,
+    pub(super) lock_id: u32,
+    pub(super) counter: *mut CounterRecord,
+    pub(super) lane: *mut Lane,
+}
+
+/// What a successful acquisition holds until its release.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// One owner (mutex, spinlock, rwlock writer).
+    Exclusive,
+    /// One of possibly many readers.
+    Shared,
+    /// Nothing owned (a semaphore wait): counted, never released by us.
+    None,
+}
+
+/// How an engagement came about.
+#[derive(Clone, Copy)]
+pub enum How {
+    Uncontended,
+    /// A successful trylock (uncontended, and it could not have blocked).
+    Tried,
+    Contended {
+        wait_ns: u64,
+        now: u64,
+    },
+    /// Re-acquired at the end of a condition wait.
+    CondReacquire {
+        now: u64,
+    },
+}
+
+/// Looks up the lock at `addr` and this thread's counter for it at the call
+/// site, recording the lock, site and chain if new.
+#[inline(always)]
+pub fn prepare(
+    g: &InHook,
+    addr: u64,
+    kind: ObjectKind,
+    mode: u32,
+    caller: Caller,
+) -> Option<Prepared> {
+    let lane = current_lane(g)?;
+    let started = g.thread().call_cost().begin();
+    let mut known_context = None;
+    if let Some(offsets) = lane.offsets_of(caller.ret) {
+        let context = caller.context(&offsets);
+        known_context = Some(context);
+        if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
+            // SAFETY: slots live in the object table for the life of the process.
+            let slot = unsafe { &*hit.slot };
+            // Still the same lock (not destroyed and re-initialised since)?
+            if slot.id() == hit.lock_id {
+                // A hot-cache hit: fast-path work, sampled (see selfcost.rs).
+                g.thread().call_cost().end(started);
+                return Some(Prepared {
+                    addr,
+                    slot,
+                    lock_id: hit.lock_id,
+                    counter: hit.counter.cast(),
+                    lane,
+                });
+            }
+        }
+    }
+    prepare_slow(
+        g,
+        lane,
+        (addr, kind, mode),
+        (caller, known_context),
+        started,
+    )
+}
+
+/// A miss in the hot cache: the lock table, then this thread's counters.
+/// Lookups are fast-path work, sampled like the rest (`started`); the work
+/// done the first time a lock, line or counter is seen is timed where it
+/// happens ([`timed_slow_work`]), and a call that did any is not sampled.
+#[cold]
+fn prepare_slow(
+    g: &InHook,
+    lane: &'static mut Lane,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    caller: (Caller, Option<u64>),
+    started: u64,
+) -> Option<Prepared> {
+    let lane_ptr: *mut Lane = lane;
+    let slow_before = lane.shim_ns;
+    let prepared = prepare_uncached(lane, (addr, kind, mode), caller);
+    // SAFETY: the lane is this thread's for its lifetime; `prepared` holds
+    // only a raw pointer to it, so no reference is aliased here.
+    if unsafe { (*lane_ptr).shim_ns } == slow_before {
+        g.thread().call_cost().end(started);
+    }
+    prepared
+}
+
+fn prepare_uncached(
+    lane: &'static mut Lane,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    (caller, known_context): (Caller, Option<u64>),
+) -> Option<Prepared> {
+    let found = object(lane, addr, kind)?;
+    let context = context_of(lane, caller, known_context);
+    let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
+        Some(p) => p.cast(),
+        None => {
+            let counter = match lane.find(found.id, caller.ret, context, mode) {
+                Some(p) => p.cast(),
+                None => timed_slow_work(lane, |lane| {
+                    new_counter(lane, found.id, caller, context, mode)
+                })?,
+            };
+            lane.remember_by_lock(found.id, caller.ret, context, mode, counter.cast());
+            counter
+        }
+    };
+    if found.created {
+        // SAFETY: the counter is in this thread's lane, in the live mapping.
+        identity::note_first_use(&found, unsafe { (*counter).site_id });
+    }
+    lane.remember(
+        addr,
+        caller.ret,
+        context,
+        mode,
+        found.slot,
+        found.id,
+        counter.cast(),
+    );
+    Some(Prepared {
+        addr,
+        slot: found.slot,
+        lock_id: found.id,
+        counter,
+        lane,
+    })
+}
+
+#[cold]
+fn new_counter(
+    lane: &mut Lane,
+    lock_id: u32,
+    caller: Caller,
+    context: u64,
+    mode: u32,
+) -> Option<*mut CounterRecord> {
+    let site_id = sites::site_id(lane, caller, context);
+    let record = CounterRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Counter as u16,
+            size: core::mem::size_of::<CounterRecord>() as u16,
+            aux: mode,
+        },
+        lock_id,
+        site_id,
+        ..Default::default()
+    };
+    let p = lane.append(&record, &[])?;
+    lane.insert(lock_id, caller.ret, context, mode, p.cast());
+    Some(p)
+}
+
+impl Prepared {
+    // The record is in the mapping, not in `self`; `Prepared` is a handle.
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn counter(&self) -> &mut CounterRecord {
+        // SAFETY: the counter lives in this thread's lane in the live
+        // mapping, and only this thread updates it.
+        unsafe { &mut *self.counter }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    pub(super) fn lane(&self) -> &mut Lane {
+        // SAFETY: the lane belongs to this thread for the thread's lifetime.
+        unsafe { &mut *self.lane }
+    }
+
+    /// An exclusive engagement: this thread holds the lock now, and a change
+    /// of owner is counted.
+    #[inline(always)]
+    pub(super) fn take_ownership(&self) {
+        let tid = self.lane().tid;
+        self.slot.holder.store(tid, Ordering::Relaxed);
+        // Written only when it changes: the line stays shared otherwise.
+        let last = self.slot.last_owner.load(Ordering::Relaxed);
+        if last != tid {
+            self.slot.last_owner.store(tid, Ordering::Relaxed);
+            if last != 0 {
+                self.counter().owner_changes += 1;
+            }
+        }
+    }
+
+    /// Taken while `held_before` engagements were held (see `track_hold`).
+    #[cold]
+    #[inline(never)]
+    fn nested(&self, g: &InHook, held_before: usize, tried: bool) {
+        if held_before < held::MAX_HELD {
+            lock_order::nested(g, self.addr, self.lane(), tried);
+        } else {
+            // Nesting deeper than we track: the engagement is counted, its
+            // hold, task switch and lock order are not.
+            drop_op(Some(self.lane()));
+        }
+    }
+
+    /// Puts the engagement on the held-lock stack for its release to find;
+    /// taken while other locks were held, it is a lock-order edge from each.
+    #[inline(always)]
+    pub(super) fn track_hold(
+        &self,
+        g: &InHook,
+        flags: u32,
+        (since_ns, shim_ns): (u64, u64),
+        tried: bool,
+    ) {
+        let held_before = g.thread().held().push(HeldEntry {
+            addr: self.addr,
+            lock_id: self.lock_id,
+            flags,
+            slot: self.slot,
+            counter: self.counter,
+            since_ns,
+            shim_ns,
+        });
+        if held_before != 0 {
+            self.nested(g, held_before, tried);
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Each thread's lane: taken, and the thread's record written, the first
+//! time the thread is recorded.
+
+use super::clock::now_ns;
+use super::file;
+use super::lanes::{self, Lane};
+use super::thread_state::{InHook, ThreadState};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use locksuit_format::*;
+
+/// Arms the thread-exit notice (the lifecycle's key destructor) for the
+/// calling thread: given to [`set_thread_exit`] at start, and called when a
+/// thread is registered.
+static ARM_THREAD_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+pub fn set_thread_exit(arm: fn()) {
+    ARM_THREAD_EXIT.store(arm as usize, Ordering::Relaxed);
+}
+
+fn arm_thread_exit() {
+    let arm = ARM_THREAD_EXIT.load(Ordering::Relaxed);
+    if arm != 0 {
+        // SAFETY: only ever stored from an `fn()` in `set_thread_exit`.
+        let arm = unsafe { core::mem::transmute::<usize, fn()>(arm) };
+        arm();
+    }
+}
+
+/// This thread's lane, registering the thread on first use (threads that
+/// existed before the shim initialised included). `None` when no lane is
+/// available; the caller passes through.
+#[inline]
+pub fn current_lane(g: &InHook) -> Option<&'static mut Lane> {
+    let s = g.thread();
+    let lane = s.lane();
+    if !lane.is_null() && s.lane_generation() == super::thread_state::generation() {
+        // SAFETY: a lane registered to this thread in this process
+        // generation is exclusively ours until the thread ends.
+        return Some(unsafe { &mut *lane });
+    }
+    register(s)
+}
+
+#[cold]
+fn register(s: &ThreadState) -> Option<&'static mut Lane> {
+    let _errno = crate::diag::ErrnoGuard::save();
+    let Some(lane) = lanes::acquire() else {
+        file::count_dropped_op();
+        return None;
+    };
+    let tid = gettid();
+    lane.tid = tid;
+    let mut flags = 0;
+    if tid == file::pid() {
+        flags |= THREAD_MAIN;
+    }
+    let parent_tid = s.parent_tid();
+    if parent_tid != 0 {
+        flags |= THREAD_CREATED_TRACED;
+    }
+    let record = ThreadRecord {
+        hdr: RecordHeader {
+            kind: RecordKind::Thread as u16,
+            size: core::mem::size_of::<ThreadRecord>() as u16,
+            aux: 0,
+        },
+        tid,
+        parent_tid,
+        // SAFETY: pthread_self is always safe.
+        pthread: unsafe { libc::pthread_self() } as u64,
+        start_ns: now_ns(),
+        flags,
+        create_serial: s.create_serial(),
+        ..Default::default()
+    };
+    lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
+    lane.held_stack = s.held();
+    super::control::poll();
+    lane.access_bit = super::access::thread_bit();
+    lane.stack_top = super::access::stack_top(tid == file::pid());
+    super::filter::write_record(lane);
+    super::switches::open(lane);
+    s.set_lane(lane, super::thread_state::generation());
+    arm_thread_exit();
+    if record.create_serial != 0 {
+        let (serial, at) = (record.create_serial, record.start_ns);
+        super::events::thread_moment(lane, EVENT_STARTED, serial, parent_tid, at);
+    }
+    Some(lane)
+}
+
+pub fn gettid() -> u32 {
+    // gettid takes no arguments and cannot fail.
+    crate::sys::sys!(libc::SYS_gettid) as u32
+}
