@@ -150,12 +150,26 @@ pub fn reset_after_fork() {
     THREADS.store(0, Ordering::Relaxed);
 }
 
+/// Granules of one run of memory (512 bytes) sit side by side in the
+/// table: a program touching a few pages densely then touches a few pages
+/// of the table, not one page of it per granule (each a page fault).
+const RUN_GRANULES: u64 = 64;
+
+/// Where granule `key`'s probe sequence starts: its run's place (hashed),
+/// then its place within the run.
+#[inline]
+fn home_of(key: u64) -> usize {
+    let run_bits = SLOTS.trailing_zeros() - RUN_GRANULES.trailing_zeros();
+    let run = (key / RUN_GRANULES).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - run_bits);
+    (run * RUN_GRANULES + key % RUN_GRANULES) as usize
+}
+
 /// The slot of granule `key`, claimed if new (then `true`: the caller
 /// writes its record). A freed block's slots become tombstones, which a
 /// new granule may take (the first one in its chain, so that two threads
 /// claiming one granule meet at the same slot).
 fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
-    let home = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
+    let home = home_of(key);
     // A claim that loses to another granule looks again (a few times).
     for _ in 0..4 {
         let mut tomb: Option<&'static Slot> = None;
@@ -245,7 +259,7 @@ fn published(slot: &Slot) -> *mut LiveRecord {
 
 /// The slot of granule `key`, if the table has one (no insertion).
 fn find(table: *mut Slot, key: u64) -> Option<&'static Slot> {
-    let home = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 43) as usize;
+    let home = home_of(key);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
         let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };

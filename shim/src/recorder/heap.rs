@@ -24,8 +24,13 @@ const GONE: u64 = u64::MAX;
 const BLOCK_REACH: u64 = 4096;
 static BLOCKS: AtomicPtr<LiveBlock> = AtomicPtr::new(core::ptr::null_mut());
 
+/// Blocks that start within one KiB of each other sit side by side in the
+/// table (as granules do in `access.rs`): fewer of its pages are touched.
 fn block_hash(start: u64) -> usize {
-    ((start >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44) as usize
+    const RUN: u64 = 64; // 16-byte steps in a KiB
+    let run_bits = BLOCK_SLOTS.trailing_zeros() - RUN.trailing_zeros();
+    let run = (start >> 10).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - run_bits);
+    (run * RUN + (start >> 4) % RUN) as usize
 }
 
 fn blocks() -> Option<*mut LiveBlock> {
