@@ -9,7 +9,7 @@
 use crate::findings::Limits;
 use crate::load::{self, InputError, Selection};
 use crate::merge::{Delivered, Merge, Policy};
-use crate::merge_trace::{model_event, object_kinds, Context};
+use crate::merge_trace::{model_event, object_kinds, Context, Namer};
 use crate::model::{MergedEvent, RawNames};
 use crate::stream::StreamFilter;
 use crate::symbolize::Symbolizer;
@@ -21,6 +21,11 @@ use std::time::Duration;
 
 /// How often `--follow` reads the live trace.
 pub const POLL: Duration = Duration::from_millis(20);
+
+/// Events merged and handed on at a time: behind a busy program, a read
+/// brings a backlog, delivered in pieces whose memory is used again rather
+/// than in one batch the size of the backlog.
+const CHUNK: usize = 1 << 14;
 
 /// How long, while following, an event is held back for a predecessor
 /// that has not come: far above the follower's own latency (one poll),
@@ -37,6 +42,10 @@ pub struct Follower {
     context: Context,
     /// Taken from the last read, not merged yet.
     fresh: Vec<EventRecord>,
+    /// What the merge delivered, and as the model has it: kept for their
+    /// room from one piece to the next.
+    delivered: Vec<Delivered<EventRecord>>,
+    modelled: Vec<MergedEvent>,
 }
 
 impl Follower {
@@ -47,6 +56,8 @@ impl Follower {
             positions: LanePositions::new(),
             context: Context::default(),
             fresh: Vec::new(),
+            delivered: Vec::new(),
+            modelled: Vec::new(),
         }
     }
 
@@ -61,45 +72,74 @@ impl Follower {
             .for_each_merged_after(&mut self.positions, |e| fresh.push(*e));
     }
 
-    /// Merges what was taken and returns what is valid now, named by
-    /// `names`; with `ended` (the process is gone), everything held back.
+    /// Merges what was taken and hands `emit` what is valid now, named by
+    /// `names`, a piece at a time (in delivery order); with `ended` (the
+    /// process is gone), everything held back too.
     pub fn deliver(
         &mut self,
         names: &RawNames,
         start_mono_ns: u64,
         ended: bool,
-    ) -> Vec<MergedEvent> {
-        let mut out: Vec<Delivered<EventRecord>> = Vec::new();
-        for e in std::mem::take(&mut self.fresh) {
-            self.merge.push(self.context.item(&e));
-            self.merge.drain(false, &mut |d| out.push(d));
+        emit: &mut dyn FnMut(&[MergedEvent]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let object = |raw: u32| names.objects.get(&raw).cloned();
+        let site = |raw: u32| names.sites.get(&raw).cloned();
+        let thread = |tid: u32| names.threads.get(&tid).cloned();
+        let names = (&object as _, &site as _, &thread as _);
+        let mut taken = 0;
+        while taken < self.fresh.len() {
+            let piece = CHUNK.min(self.fresh.len() - taken);
+            for e in &self.fresh[taken..taken + piece] {
+                self.merge.push(self.context.item(e));
+                let delivered = &mut self.delivered;
+                self.merge.drain(false, &mut |d| delivered.push(d));
+            }
+            taken += piece;
+            self.hand_on(names, start_mono_ns, emit)?;
         }
+        self.fresh.clear();
+        let delivered = &mut self.delivered;
         if ended {
-            self.merge.drain(true, &mut |d| out.push(d));
+            self.merge.drain(true, &mut |d| delivered.push(d));
         } else {
             // What waited longer than the bound for a predecessor is let
             // go (marked): it was dropped, or its thread died.
             let limit = crate::run::monotonic_now_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
             self.merge
-                .drain_releasing_before(limit, &mut |d| out.push(d));
+                .drain_releasing_before(limit, &mut |d| delivered.push(d));
         }
-        let object = |raw: u32| names.objects.get(&raw).cloned();
-        let site = |raw: u32| names.sites.get(&raw).cloned();
-        let thread = |tid: u32| names.threads.get(&tid).cloned();
-        let names = (&object as _, &site as _, &thread as _);
-        out.iter()
-            .map(|d| model_event(d, self.policy, &self.context, names, start_mono_ns))
-            .collect()
+        self.hand_on(names, start_mono_ns, emit)
+    }
+
+    /// Names what was delivered and hands it to `emit`.
+    fn hand_on(
+        &mut self,
+        names: (Namer<'_>, Namer<'_>, Namer<'_>),
+        start_mono_ns: u64,
+        emit: &mut dyn FnMut(&[MergedEvent]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        if self.delivered.is_empty() {
+            return Ok(());
+        }
+        self.modelled.clear();
+        self.modelled.extend(
+            self.delivered
+                .drain(..)
+                .map(|d| model_event(&d, self.policy, &self.context, names, start_mono_ns)),
+        );
+        emit(&self.modelled)
     }
 }
 
-/// Follows the one process traced at `paths`, handing each event to
-/// `emit` as it becomes valid; returns when the process is gone.
+/// Follows the one process traced at `paths`, handing `emit` the events as
+/// they become valid, some at a time (so that it writes each piece at
+/// once); returns when the process is gone.
 pub fn follow(
     paths: &[PathBuf],
     policy: Policy,
-    emit: &mut dyn FnMut(&MergedEvent) -> std::io::Result<()>,
+    emit: &mut dyn FnMut(&[MergedEvent]) -> std::io::Result<()>,
 ) -> Result<(), InputError> {
+    crate::oom::reuse_memory_between_reads();
     let mut symbolizer = Symbolizer::default();
     let mut follower = Follower::new(policy);
     let mut followed: Option<u32> = None;
@@ -107,6 +147,9 @@ pub fn follow(
     // trace held then: the analysis (the costly part of a poll, growing
     // with the trace) runs again only when there is something new to name.
     let mut named: Option<(RawNames, u64, Shape)> = None;
+    // Found gone after the previous read: then it was gone before this read
+    // began, and this read holds everything it wrote.
+    let mut gone_before_read = false;
     loop {
         let mut ended = None;
         let mut pids = Vec::new();
@@ -142,16 +185,22 @@ pub fn follow(
             }
             followed = pids.first().copied();
         }
-        let (Some(done), Some((names, start_mono_ns, _))) = (ended, &named) else {
+        let (Some(gone), Some((names, start_mono_ns, _))) = (ended, &named) else {
             return Err(InputError("the followed trace is gone".into()));
         };
-        for event in follower.deliver(names, *start_mono_ns, done) {
-            emit(&event).map_err(|e| InputError(format!("cannot write: {e}")))?;
-        }
-        if done {
+        // Seen gone after this read began, the process may have written
+        // more before it went: the stream ends after one more read.
+        let last = gone && gone_before_read;
+        follower
+            .deliver(names, *start_mono_ns, last, emit)
+            .map_err(|e| InputError(format!("cannot write: {e}")))?;
+        if last {
             return Ok(());
         }
-        std::thread::sleep(POLL);
+        gone_before_read = gone;
+        if !gone {
+            std::thread::sleep(POLL);
+        }
     }
 }
 

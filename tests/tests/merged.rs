@@ -267,6 +267,57 @@ fn following_a_running_program_streams_its_events_and_ends_with_it() {
     assert!(median < 100_000_000, "median latency {median} ns");
 }
 
+#[test]
+fn following_to_the_end_delivers_every_event_the_trace_holds() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    // tests/c/burst.c writes 800,000 events as fast as it can and exits,
+    // while the follower reads the trace: what it delivers, in pieces as it
+    // reads, is every event, as reading the finished trace gives. (A
+    // follower that found the process gone after a read began must read
+    // once more; this run may or may not land in that window.)
+    let bin = build_c("burst");
+    for attempt in 0..2 {
+        let dir = fresh_dir(&format!("merged-follow-burst-{attempt}"));
+        let mut program = Command::new(&bin)
+            .arg("200000")
+            .env("LD_PRELOAD", shim_path())
+            .env("LOCKSUIT_DIR", &dir)
+            .env("LOCKSUIT_EVENTS", "all")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(program.stdout.take().unwrap());
+        let mut ready = String::new();
+        out.read_line(&mut ready).unwrap();
+        assert_eq!(ready, "ready\n");
+        let trace = traces_in(&dir).pop().unwrap();
+        let follow = Command::new(locksuit_path())
+            .args(["events", "--merged", "--follow", "--format", "jsonl"])
+            .arg(&trace)
+            .env_remove("LD_PRELOAD")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Let the follower read the trace once before the burst.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        program.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        assert!(program.wait().unwrap().success());
+        let followed = follow.wait_with_output().unwrap();
+        assert!(followed.status.success(), "{}", describe(&followed));
+        let live = stdout_str(&followed).lines().count();
+        let trace_arg = trace.to_string_lossy();
+        let whole = run_locksuit(&["events", "--merged", "--format", "jsonl", &trace_arg]);
+        let whole = stdout_str(&whole).lines().count();
+        assert!(whole >= 800_000, "{whole} events in the trace");
+        assert_eq!(
+            live, whole,
+            "followed live: {live} events; the finished trace holds {whole}"
+        );
+    }
+}
+
 /// tests/c/handoffs.c: semaphore posts before the waits they ended, both
 /// arrivals of a barrier round before either departure, both readers'
 /// releases before the writer that waited for them, creations before the

@@ -106,14 +106,17 @@ fn read(
         );
         if followed {
             let ended = p.ended_by != "running";
-            let delivered = events
+            let lines = &mut events.lines;
+            let mut keep = |delivered: &[crate::model::MergedEvent]| {
+                lines.extend(delivered.iter().map(crate::render::merged::line));
+                let over = lines.len().saturating_sub(EVENT_LINES);
+                lines.drain(..over);
+                Ok(())
+            };
+            // Lines kept in memory: writing them cannot fail.
+            let _ = events
                 .follower
-                .deliver(&p.raw_names, p.start_mono_ns, ended);
-            events
-                .lines
-                .extend(delivered.iter().map(crate::render::merged::line));
-            let over = events.lines.len().saturating_sub(EVENT_LINES);
-            events.lines.drain(..over);
+                .deliver(&p.raw_names, p.start_mono_ns, ended, &mut keep);
         }
         if newest
             .as_ref()
@@ -362,6 +365,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
         eprintln!("locksuit: top draws on a terminal; for a report of a running program use `locksuit report`");
         return EXIT_USAGE;
     }
+    crate::oom::reuse_memory_between_reads();
     let mut symbolizer = Symbolizer::default();
     let mut view = View {
         process: None,
