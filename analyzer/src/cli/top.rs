@@ -51,6 +51,9 @@ struct Events {
     pid: Option<u32>,
     follower: Follower,
     lines: VecDeque<String>,
+    /// The process was found gone after the previous read: then this read
+    /// holds everything it wrote, and its stream can end.
+    gone_before_read: bool,
 }
 
 /// Lines the event pane keeps (more than any terminal shows).
@@ -62,6 +65,7 @@ impl Events {
             pid: None,
             follower: Follower::new(Policy::Minimal),
             lines: VecDeque::new(),
+            gone_before_read: false,
         }
     }
 }
@@ -105,7 +109,11 @@ fn read(
             &mut || pages.release(),
         );
         if followed {
-            let ended = p.ended_by != "running";
+            // Found gone after a read that began while it ran, the process
+            // may have written more: its stream ends after the next read.
+            let gone = p.ended_by != "running";
+            let ended = gone && events.gone_before_read;
+            events.gone_before_read = gone;
             let lines = &mut events.lines;
             let mut keep = |delivered: &[crate::model::MergedEvent]| {
                 lines.extend(delivered.iter().map(crate::render::merged::line));
