@@ -153,15 +153,24 @@ pub fn reset_after_fork() {
 /// Granules of one run of memory (512 bytes) sit side by side in the
 /// table: a program touching a few pages densely then touches a few pages
 /// of the table, not one page of it per granule (each a page fault).
-const RUN_GRANULES: u64 = 64;
+const RUN_GRANULES: usize = 64;
 
 /// Where granule `key`'s probe sequence starts: its run's place (hashed),
 /// then its place within the run.
 #[inline]
 fn home_of(key: u64) -> usize {
-    let run_bits = SLOTS.trailing_zeros() - RUN_GRANULES.trailing_zeros();
-    let run = (key / RUN_GRANULES).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - run_bits);
-    (run * RUN_GRANULES + key % RUN_GRANULES) as usize
+    const RUN_SHIFT: u32 = 64 - (SLOTS.trailing_zeros() - RUN_GRANULES.trailing_zeros());
+    let run = (key / RUN_GRANULES as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> RUN_SHIFT;
+    run as usize * RUN_GRANULES + (key % RUN_GRANULES as u64) as usize
+}
+
+/// The `i`th slot of the probe sequence from `home`: the same place in the
+/// following runs, so that another run whose place collides, touched as
+/// densely, finds room (probing slot by slot, its granules would meet the
+/// first run's and run out of probes with the table nearly empty).
+#[inline]
+fn probe(home: usize, i: usize) -> usize {
+    (home + i * RUN_GRANULES) & (SLOTS - 1)
 }
 
 /// The slot of granule `key`, claimed if new (then `true`: the caller
@@ -176,7 +185,7 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
         let mut target = None;
         for i in 0..PROBES {
             // SAFETY: the index is masked into the table.
-            let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
+            let slot = unsafe { &*table.add(probe(home, i)) };
             match slot.key.load(Ordering::Acquire) {
                 cur if cur == key => return Some((slot, false)),
                 TOMB => {
@@ -262,7 +271,7 @@ fn find(table: *mut Slot, key: u64) -> Option<&'static Slot> {
     let home = home_of(key);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
-        let slot = unsafe { &*table.add((home + i) & (SLOTS - 1)) };
+        let slot = unsafe { &*table.add(probe(home, i)) };
         match slot.key.load(Ordering::Acquire) {
             0 => return None,
             cur if cur == key => return Some(slot),
@@ -480,4 +489,37 @@ pub fn write_all(lane: &mut Lane) {
     }
     // SAFETY: the summary this thread appended to its own lane above.
     unsafe { (*written).granules = summary.granules };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_dense_runs_in_one_place_both_find_room() {
+        let table: *mut Slot =
+            crate::recorder::mapped::map_anonymous(SLOTS * size_of::<Slot>()).expect("a table");
+        // Two 512-byte runs of memory whose places in the table collide.
+        let first = 1u64 << 20;
+        let place = |run: u64| home_of(run * RUN_GRANULES as u64) / RUN_GRANULES;
+        let second = (first + 1..)
+            .find(|&run| place(run) == place(first))
+            .expect("a colliding run");
+        for run in [first, second] {
+            for offset in 0..RUN_GRANULES as u64 {
+                let key = run * RUN_GRANULES as u64 + offset + 1;
+                let (_, new) = slot_of(table, key).expect("room for every granule");
+                assert!(new);
+            }
+        }
+        for run in [first, second] {
+            for offset in 0..RUN_GRANULES as u64 {
+                let key = run * RUN_GRANULES as u64 + offset + 1;
+                let slot = find(table, key).expect("found again");
+                assert_eq!(slot.key.load(Ordering::Relaxed), key);
+            }
+        }
+        // SAFETY: the test's own mapping, no longer used.
+        unsafe { libc::munmap(table.cast(), SLOTS * size_of::<Slot>()) };
+    }
 }

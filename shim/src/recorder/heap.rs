@@ -27,10 +27,19 @@ static BLOCKS: AtomicPtr<LiveBlock> = AtomicPtr::new(core::ptr::null_mut());
 /// Blocks that start within one KiB of each other sit side by side in the
 /// table (as granules do in `access.rs`): fewer of its pages are touched.
 fn block_hash(start: u64) -> usize {
-    const RUN: u64 = 64; // 16-byte steps in a KiB
-    let run_bits = BLOCK_SLOTS.trailing_zeros() - RUN.trailing_zeros();
-    let run = (start >> 10).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - run_bits);
-    (run * RUN + (start >> 4) % RUN) as usize
+    const RUN_SHIFT: u32 = 64 - (BLOCK_SLOTS.trailing_zeros() - RUN.trailing_zeros());
+    let run = (start >> 10).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> RUN_SHIFT;
+    run as usize * RUN + ((start >> 4) as usize % RUN)
+}
+
+/// Block starts in a KiB of memory (16-byte steps): a run of the table.
+const RUN: usize = 64;
+
+/// The `i`th entry of the probe sequence from `home`: the same place in
+/// the following runs (see `access.rs`'s `probe`).
+#[inline]
+fn probe(home: usize, i: usize) -> usize {
+    (home + i * RUN) & (BLOCK_SLOTS - 1)
 }
 
 fn blocks() -> Option<*mut LiveBlock> {
@@ -42,7 +51,7 @@ fn live_block(table: *mut LiveBlock, start: u64) -> Option<&'static LiveBlock> {
     let home = block_hash(start);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
-        let entry = unsafe { &*table.add((home + i) & (BLOCK_SLOTS - 1)) };
+        let entry = unsafe { &*table.add(probe(home, i)) };
         match entry.start.load(Ordering::Acquire) {
             0 => return None,
             cur if cur == start => return Some(entry),
@@ -62,7 +71,7 @@ pub fn block_allocated(address: u64, size: u64, pc: u64) {
     let home = block_hash(address);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
-        let entry = unsafe { &*table.add((home + i) & (BLOCK_SLOTS - 1)) };
+        let entry = unsafe { &*table.add(probe(home, i)) };
         let cur = entry.start.load(Ordering::Acquire);
         let claimed = cur == address
             || ((cur == 0 || cur == GONE)
