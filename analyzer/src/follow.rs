@@ -161,7 +161,10 @@ pub fn follow(
             }
             follower.take(&trace);
             let header = &trace.header;
-            let done = header.complete() || !crate::analysis::still_running(header);
+            // Gone means no longer running: a trace marked complete may
+            // still be written to (exit handlers, other threads, after the
+            // `exit` hook marked it).
+            let done = !crate::analysis::still_running(header);
             let shape = Shape::of(&trace);
             ended = Some(done);
             if done || named.as_ref().is_none_or(|(_, _, then)| *then != shape) {

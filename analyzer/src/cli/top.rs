@@ -93,6 +93,9 @@ fn read(
         // The process whose events are shown: its new events go into the
         // merge, and its raw ids get names.
         let followed = events.pid == Some(trace.header.pid);
+        // Not running any more (a trace marked complete may still be
+        // written to while exit handlers run).
+        let gone = !crate::analysis::still_running(&trace.header);
         if followed {
             events.follower.take(&trace);
         }
@@ -111,7 +114,6 @@ fn read(
         if followed {
             // Found gone after a read that began while it ran, the process
             // may have written more: its stream ends after the next read.
-            let gone = p.ended_by != "running";
             let ended = gone && events.gone_before_read;
             events.gone_before_read = gone;
             let lines = &mut events.lines;
