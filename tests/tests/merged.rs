@@ -215,21 +215,26 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `locksuit events --merged --follow --format jsonl TRACE`, its output piped.
+fn follow_jsonl(trace: &Path) -> std::process::Child {
+    std::process::Command::new(locksuit_path())
+        .args(["events", "--merged", "--follow", "--format", "jsonl"])
+        .arg(trace)
+        .env_remove("LD_PRELOAD")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn following_a_running_program_streams_its_events_and_ends_with_it() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+
     let bin = build_c("top_target");
     let dir = fresh_dir("merged-follow");
     let target = spawn_ready_under_shim(&bin, &dir);
     let trace = traces_in(&dir).pop().unwrap();
-    let mut follow = Command::new(locksuit_path())
-        .args(["events", "--merged", "--follow", "--format", "jsonl"])
-        .arg(&trace)
-        .env_remove("LD_PRELOAD")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut follow = follow_jsonl(&trace);
     let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
     // While the program runs: events arrive, each soon after it was
     // written (its own CLOCK_MONOTONIC timestamp against ours on arrival).
@@ -301,13 +306,7 @@ fn following_to_the_end_delivers_every_event_the_trace_holds() {
         out.read_line(&mut ready).unwrap();
         assert_eq!(ready, "ready\n");
         let trace = traces_in(&dir).pop().unwrap();
-        let follow = Command::new(locksuit_path())
-            .args(["events", "--merged", "--follow", "--format", "jsonl"])
-            .arg(&trace)
-            .env_remove("LD_PRELOAD")
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let follow = follow_jsonl(&trace);
         // Read as it writes: a follower blocked on a full pipe would only
         // read the trace again once the program had finished.
         let reader = std::thread::spawn(move || follow.wait_with_output().unwrap());
