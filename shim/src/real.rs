@@ -9,6 +9,7 @@
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU8, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t, pid_t, pollfd};
@@ -266,7 +267,10 @@ const RESOLVED: u8 = 2;
 
 struct Table {
     state: AtomicU8,
-    fns: UnsafeCell<Option<RealFns>>,
+    /// Written once, before `state` becomes RESOLVED; read only after. Not
+    /// an `Option`: every hook reads it, and RESOLVED already says it is
+    /// there (one test fewer per hook).
+    fns: UnsafeCell<MaybeUninit<RealFns>>,
 }
 
 // SAFETY: `fns` is written once by the thread that wins the UNRESOLVED ->
@@ -276,7 +280,7 @@ unsafe impl Sync for Table {}
 
 static TABLE: Table = Table {
     state: AtomicU8::new(UNRESOLVED),
-    fns: UnsafeCell::new(None),
+    fns: UnsafeCell::new(MaybeUninit::uninit()),
 };
 
 /// The glibc version node of the current condition-variable ABI on x86_64.
@@ -439,10 +443,17 @@ pub fn reset_after_fork() {
 #[inline]
 pub fn real() -> Option<&'static RealFns> {
     if TABLE.state.load(Ordering::Acquire) == RESOLVED {
-        // SAFETY: RESOLVED is published only after `fns` was written.
-        return unsafe { (*TABLE.fns.get()).as_ref() };
+        return Some(resolved());
     }
     resolve_slow()
+}
+
+/// The table, once `state` was seen RESOLVED (with Acquire).
+#[inline(always)]
+fn resolved() -> &'static RealFns {
+    // SAFETY: RESOLVED is published (Release) only after `fns` was written,
+    // and the caller saw it (Acquire); it is never written again.
+    unsafe { (*TABLE.fns.get()).assume_init_ref() }
 }
 
 #[cold]
@@ -459,16 +470,12 @@ fn resolve_slow() -> Option<&'static RealFns> {
                 ThreadState::set_resolving(true);
                 let fns = resolve_all();
                 // SAFETY: we won the transition, so no one else writes or reads `fns`.
-                unsafe { *TABLE.fns.get() = Some(fns) };
+                unsafe { (*TABLE.fns.get()).write(fns) };
                 TABLE.state.store(RESOLVED, Ordering::Release);
                 ThreadState::set_resolving(false);
-                // SAFETY: just published.
-                return unsafe { (*TABLE.fns.get()).as_ref() };
+                return Some(resolved());
             }
-            Err(RESOLVED) => {
-                // SAFETY: RESOLVED is published only after `fns` was written.
-                return unsafe { (*TABLE.fns.get()).as_ref() };
-            }
+            Err(RESOLVED) => return Some(resolved()),
             Err(_) => {
                 if ThreadState::is_resolving() {
                     return None;
