@@ -95,7 +95,11 @@ impl Follower {
                 self.merge.drain(false, &mut |d| delivered.push(d));
             }
             taken += piece;
-            self.hand_on(names, start_mono_ns, emit)?;
+            if let Err(e) = self.hand_on(names, start_mono_ns, emit) {
+                // What is in the merge already is not taken again.
+                self.fresh.drain(..taken);
+                return Err(e);
+            }
         }
         self.fresh.clear();
         let delivered = &mut self.delivered;
