@@ -46,6 +46,9 @@ pub struct Follower {
     /// room from one piece to the next.
     delivered: Vec<Delivered<EventRecord>>,
     modelled: Vec<MergedEvent>,
+    /// The process was found gone after the previous read: then it was gone
+    /// before the last read began, which holds everything it wrote.
+    gone_before_read: bool,
 }
 
 impl Follower {
@@ -58,6 +61,7 @@ impl Follower {
             fresh: Vec::new(),
             delivered: Vec::new(),
             modelled: Vec::new(),
+            gone_before_read: false,
         }
     }
 
@@ -73,15 +77,19 @@ impl Follower {
     }
 
     /// Merges what was taken and hands `emit` what is valid now, named by
-    /// `names`, a piece at a time (in delivery order); with `ended` (the
-    /// process is gone), everything held back too.
+    /// `names`, a piece at a time (in delivery order). `gone`: the process
+    /// no longer ran after the last read. Found so after a read that began
+    /// while it ran, it may have written more, so the stream ends (all held
+    /// back is handed on, and this returns true) only after the next read.
     pub fn deliver(
         &mut self,
         names: &RawNames,
         start_mono_ns: u64,
-        ended: bool,
+        gone: bool,
         emit: &mut dyn FnMut(&[MergedEvent]) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
+    ) -> std::io::Result<bool> {
+        let ended = gone && self.gone_before_read;
+        self.gone_before_read = gone;
         let object = |raw: u32| names.objects.get(&raw).cloned();
         let site = |raw: u32| names.sites.get(&raw).cloned();
         let thread = |tid: u32| names.threads.get(&tid).cloned();
@@ -112,7 +120,8 @@ impl Follower {
             self.merge
                 .drain_releasing_before(limit, &mut |d| delivered.push(d));
         }
-        self.hand_on(names, start_mono_ns, emit)
+        self.hand_on(names, start_mono_ns, emit)?;
+        Ok(ended)
     }
 
     /// Names what was delivered and hands it to `emit`.
@@ -151,9 +160,6 @@ pub fn follow(
     // trace held then: the analysis (the costly part of a poll, growing
     // with the trace) runs again only when there is something new to name.
     let mut named: Option<(RawNames, u64, Shape)> = None;
-    // Found gone after the previous read: then it was gone before this read
-    // began, and this read holds everything it wrote.
-    let mut gone_before_read = false;
     loop {
         let mut ended = None;
         let mut pids = Vec::new();
@@ -195,16 +201,12 @@ pub fn follow(
         let (Some(gone), Some((names, start_mono_ns, _))) = (ended, &named) else {
             return Err(InputError("the followed trace is gone".into()));
         };
-        // Seen gone after this read began, the process may have written
-        // more before it went: the stream ends after one more read.
-        let last = gone && gone_before_read;
-        follower
-            .deliver(names, *start_mono_ns, last, emit)
+        let ended = follower
+            .deliver(names, *start_mono_ns, gone, emit)
             .map_err(|e| InputError(format!("cannot write: {e}")))?;
-        if last {
+        if ended {
             return Ok(());
         }
-        gone_before_read = gone;
         if !gone {
             std::thread::sleep(POLL);
         }

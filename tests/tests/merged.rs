@@ -313,7 +313,20 @@ fn following_to_the_end_delivers_every_event_the_trace_holds() {
         // Let the follower read the trace once before the burst.
         std::thread::sleep(std::time::Duration::from_millis(100));
         program.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        assert!(program.wait().unwrap().success());
+        let status = program.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        // The program behaves as it does without the shim.
+        let mut plain = Command::new(&bin)
+            .args([rounds.to_string().as_str(), mode])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        plain.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let plain = plain.wait_with_output().unwrap();
+        assert!(status.success() && plain.status.success());
+        assert_eq!(format!("{ready}{rest}"), stdout_str(&plain));
         let followed = reader.join().unwrap();
         assert!(followed.status.success(), "{}", describe(&followed));
         let live = stdout_str(&followed).lines().count();

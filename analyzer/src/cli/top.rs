@@ -51,9 +51,6 @@ struct Events {
     pid: Option<u32>,
     follower: Follower,
     lines: VecDeque<String>,
-    /// The process was found gone after the previous read: then this read
-    /// holds everything it wrote, and its stream can end.
-    gone_before_read: bool,
 }
 
 /// Lines the event pane keeps (more than any terminal shows).
@@ -65,7 +62,6 @@ impl Events {
             pid: None,
             follower: Follower::new(Policy::Minimal),
             lines: VecDeque::new(),
-            gone_before_read: false,
         }
     }
 }
@@ -112,10 +108,6 @@ fn read(
             &mut || pages.release(),
         );
         if followed {
-            // Found gone after a read that began while it ran, the process
-            // may have written more: its stream ends after the next read.
-            let ended = gone && events.gone_before_read;
-            events.gone_before_read = gone;
             let lines = &mut events.lines;
             let mut keep = |delivered: &[crate::model::MergedEvent]| {
                 lines.extend(delivered.iter().map(crate::render::merged::line));
@@ -126,7 +118,7 @@ fn read(
             // Lines kept in memory: writing them cannot fail.
             let _ = events
                 .follower
-                .deliver(&p.raw_names, p.start_mono_ns, ended, &mut keep);
+                .deliver(&p.raw_names, p.start_mono_ns, gone, &mut keep);
         }
         if newest
             .as_ref()
