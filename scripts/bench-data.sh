@@ -37,18 +37,9 @@ build() {
   "$locksuit" cc -O2 -pthread "$@" -lm -o "$out/$name.cc"
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
-# instructions PRELOAD PROGRAM ARGS...: instructions the whole run executed.
-instructions() {
-  local preload=$1 file=$traces/cg.$RANDOM
-  shift
-  rm -f "$traces"/*.trace
-  LD_PRELOAD=$preload LOCKSUIT_DIR=$traces valgrind --tool=callgrind --callgrind-out-file="$file" \
-    "$@" >/dev/null 2>"$traces/valgrind.log" \
-    || { echo "bench-data.sh: valgrind failed:" >&2; cat "$traces/valgrind.log" >&2; exit 2; }
-  awk '/^(summary|totals):/ {print $2; exit}' "$file"
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
+instructions() { callgrind_instructions "$traces" "$@"; }
 
 # seconds PRELOAD PROGRAM ARGS...: wall seconds of one run.
 seconds() {

@@ -21,7 +21,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
 now() { date +%s.%N; }
 
 # Inputs, generated once: 200 MB of compressible text for pigz and zstd,

@@ -33,15 +33,9 @@ ${CC:-cc} -O2 -pthread -o "$out/cells" "$root/bench/cells.c"
 work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-guard.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# instructions PRELOAD PROGRAM ARGS...: total instructions the program executed.
-instructions() {
-  local preload=$1 file=$work/cg.$RANDOM
-  shift
-  LD_PRELOAD=$preload LOCKSUIT_DIR=$work valgrind --tool=callgrind --callgrind-out-file="$file" \
-    "$@" >/dev/null 2>"$work/valgrind.log" \
-    || { echo "bench-guard.sh: valgrind failed:" >&2; cat "$work/valgrind.log" >&2; exit 2; }
-  awk '/^(summary|totals):/ {print $2; exit}' "$file"
-}
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
+instructions() { callgrind_instructions "$work" "$@"; }
 # Per operation: the difference between two run lengths cancels start-up
 # costs (and, for cells, the first sweep's first sight of every lock).
 pair() { # PRELOAD [held|sem]

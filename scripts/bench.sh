@@ -23,7 +23,8 @@ done
 traces=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-bench.XXXXXX")
 trap 'rm -rf "$traces"' EXIT
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=scripts/bench-lib.sh
+. "$root/scripts/bench-lib.sh"
 
 # One run in MODE (plain, default, all); prints the program's figure. For
 # the shim modes it also leaves the trace size in $traces/MODE.bytes.
