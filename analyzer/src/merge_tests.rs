@@ -344,11 +344,9 @@ proptest! {
     }
 }
 
-#[test]
-fn a_missing_predecessor_is_released_early_not_waited_for() {
-    let mut merge = Merge::new(Policy::Minimal);
-    // An acquisition after release 3, whose release was never recorded.
-    merge.push(Item {
+/// An acquisition after release 3 of object 1, a release never recorded.
+fn after_unrecorded_release() -> Item<u32> {
+    Item {
         thread: 0,
         kind: EVENT_BLOCKED,
         object: 1,
@@ -357,7 +355,13 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
         seq2: 3,
         ts: 10,
         data: 0,
-    });
+    }
+}
+
+#[test]
+fn a_missing_predecessor_is_released_early_not_waited_for() {
+    let mut merge = Merge::new(Policy::Minimal);
+    merge.push(after_unrecorded_release());
     merge.push(Item {
         thread: 1,
         kind: EVENT_NOTIFY,
@@ -381,16 +385,7 @@ fn a_missing_predecessor_is_released_early_not_waited_for() {
 #[test]
 fn a_follower_releases_what_waited_too_long() {
     let mut merge = Merge::new(Policy::Minimal);
-    merge.push(Item {
-        thread: 0,
-        kind: EVENT_BLOCKED,
-        object: 1,
-        object_kind: None,
-        seq: 3,
-        seq2: 3,
-        ts: 10,
-        data: 0,
-    });
+    merge.push(after_unrecorded_release());
     let mut out = Vec::new();
     merge.drain_releasing_before(10, &mut |d| out.push(d));
     assert!(out.is_empty(), "not older than the limit yet");
