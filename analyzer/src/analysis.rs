@@ -481,7 +481,23 @@ pub fn analyze(
         if let Some(data) = &data {
             findings.extend(crate::data::findings(data, &sites, &locks));
         }
-        let snapshots = crate::snapshots::build(&trace, &ids, &chain, header.start_mono_ns);
+        let mut walker = crate::unwind::StackWalker::new(&trace.modules, exe);
+        let mut unwound = |r: &SnapshotStackRecord, bytes: &[u8]| {
+            let walked = walker.walk(r.pc, r.sp, bytes, r.module_epoch);
+            let mut symbolizer = symbolizer.borrow_mut();
+            // The first address follows the system call instruction, so
+            // it is named like a return address too.
+            let frames = walked
+                .addresses
+                .iter()
+                .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, r.module_epoch));
+            SnapshotStack {
+                frames: frames.collect(),
+                complete: walked.complete,
+            }
+        };
+        let snapshots =
+            crate::snapshots::build(&trace, &ids, &chain, &mut unwound, header.start_mono_ns);
         // Deadlocks first (they stop the program), then as ranked.
         findings.sort_by_key(|f| match f.kind {
             crate::deadlocks::FINDING_DEADLOCK => 0,

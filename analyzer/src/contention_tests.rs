@@ -82,6 +82,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
         modules: Vec::new(),
         policy: None,
         snapshots: Vec::new(),
+        snapshot_stacks: Vec::new(),
         access_summary: None,
         accesses: Vec::new(),
         site_ratios: Vec::new(),

@@ -39,5 +39,6 @@ pub mod stops;
 pub mod stream;
 pub mod symbolize;
 pub mod symbols;
+pub mod unwind;
 pub mod waits;
 pub mod watch;

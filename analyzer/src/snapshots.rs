@@ -1,11 +1,13 @@
 //! A recording policy's snapshots and what it left out, from the trace
 //! into the model: each snapshot's parts joined, raw ids turned into report
-//! ids, and every wait's and hold's call chain attached.
+//! ids, and every wait's and hold's call chain attached, and the stacks
+//! copied from threads in unrecorded system calls walked.
 
 use crate::deadlocks::{kind_name, Ids};
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
+use std::collections::HashMap;
 
 /// What the policy in force did, if one was.
 pub fn policy(trace: &Trace) -> Option<PolicyInForce> {
@@ -123,12 +125,19 @@ fn syscall_name(nr: i32) -> String {
 }
 
 /// The snapshots in the trace, in the order they were taken.
+/// `unwound` walks and names a stack the snapshot copied.
 pub fn build(
     trace: &Trace,
     ids: &Ids,
     chain: &dyn Fn(u32) -> Vec<Frame>,
+    unwound: &mut dyn FnMut(&SnapshotStackRecord, &[u8]) -> SnapshotStack,
     start_ns: u64,
 ) -> Vec<Snapshot> {
+    let mut stacks: HashMap<(u32, u32), SnapshotStack> = trace
+        .snapshot_stacks
+        .iter()
+        .map(|(r, bytes)| ((r.number, r.tid), unwound(r, bytes)))
+        .collect();
     let mut snapshots: Vec<Snapshot> = Vec::new();
     for (record, threads) in &trace.snapshots {
         let at = match snapshots.iter().position(|s| s.number == record.number) {
@@ -153,7 +162,11 @@ pub fn build(
             }
         };
         let time = record.time;
-        let threads = threads.iter().map(|t| thread(t, time, ids, chain));
+        let threads = threads.iter().map(|t| {
+            let mut t = thread(t, time, ids, chain);
+            t.stack = stacks.remove(&(record.number, t.tid));
+            t
+        });
         snapshots[at].threads.extend(threads);
     }
     snapshots.sort_by_key(|s| s.number);
@@ -200,5 +213,6 @@ fn thread(
         syscall_address: (t.syscall >= 0 && t.pc != 0).then(|| format!("{:#x}", t.pc)),
         waiting,
         holds,
+        stack: None,
     }
 }

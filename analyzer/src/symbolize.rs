@@ -48,7 +48,7 @@ pub struct Symbolizer {
 /// Why the file at `path` is not the file `module` was loaded from, if it
 /// is not: the build id recorded from the loaded image decides; without
 /// one, the size and mtime recorded from the file.
-fn changed_since_run(path: &str, module: &ModuleInfo) -> Option<String> {
+pub(crate) fn changed_since_run(path: &str, module: &ModuleInfo) -> Option<String> {
     let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
     if !module.build_id.is_empty() {
         let file_id = std::fs::File::open(path)

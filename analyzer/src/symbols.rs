@@ -56,6 +56,11 @@ impl SymbolTable {
         within(&self.functions, address).map(|(name, _, _)| name)
     }
 
+    /// Where the function whose extent holds `address` begins.
+    pub fn function_start(&self, address: u64) -> Option<u64> {
+        within(&self.functions, address).map(|(_, offset, _)| address - offset)
+    }
+
     /// The variable whose extent holds `address`: its name, the offset
     /// into it and its size.
     pub fn lookup_data(&self, address: u64) -> Option<(&str, u64, u64)> {

@@ -20,7 +20,7 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 10: the policy's record (its text and what each rule left out) and
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
-pub const FORMAT_VERSION: u32 = 12;
+pub const FORMAT_VERSION: u32 = 13;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -191,6 +191,8 @@ pub enum RecordKind {
     Access = 14,
     /// [`SiteRatiosRecord`](crate::SiteRatiosRecord).
     SiteRatios = 15,
+    /// [`SnapshotStackRecord`](crate::SnapshotStackRecord) and its stack bytes.
+    SnapshotStack = 16,
 }
 
 impl RecordKind {
@@ -211,6 +213,7 @@ impl RecordKind {
             13 => Self::AccessSummary,
             14 => Self::Access,
             15 => Self::SiteRatios,
+            16 => Self::SnapshotStack,
             _ => return None,
         })
     }

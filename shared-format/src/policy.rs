@@ -1,6 +1,7 @@
 //! What a recording policy (`LOCKSUIT_POLICY`) leaves in a trace: the
 //! policy itself with what each of its rules left out ([`PolicyRecord`]),
-//! and the snapshots its triggers took ([`SnapshotRecord`]).
+//! and the snapshots its triggers took ([`SnapshotRecord`], with the raw
+//! stacks of threads in unrecorded system calls, [`SnapshotStackRecord`]).
 
 use crate::layout::{Pod, RecordHeader, THREAD_NAME_MAX};
 
@@ -108,8 +109,33 @@ pub struct SnapshotThread {
     pub name: [u8; THREAD_NAME_MAX],
 }
 
+/// Bytes of a thread's stack a snapshot copies, from its stack pointer up.
+pub const SNAPSHOT_STACK_BYTES: usize = 8192;
+
+/// The stack of a snapshot's thread that was in a system call outside any
+/// recorded wait (a sleep, a read, a call the shim does not hook): its
+/// registers as the kernel gives them (`/proc/self/task/TID/syscall`) and
+/// `hdr.aux` bytes of its stack from `sp` up, unwound at report time with
+/// the modules' call frame information.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SnapshotStackRecord {
+    pub hdr: RecordHeader,
+    /// The snapshot it belongs to (`SnapshotRecord::number`).
+    pub number: u32,
+    pub tid: u32,
+    /// The instruction after the system call, and the stack pointer then.
+    pub pc: u64,
+    pub sp: u64,
+    /// The module-map epoch the addresses belong to (see `SiteRecord`).
+    pub module_epoch: u32,
+    pub _pad: u32,
+}
+
 // SAFETY: plain integers with explicit padding; every bit pattern is valid.
 unsafe impl Pod for PolicyRecord {}
+// SAFETY: as above.
+unsafe impl Pod for SnapshotStackRecord {}
 // SAFETY: as above.
 unsafe impl Pod for SnapshotRecord {}
 // SAFETY: as above.
@@ -120,6 +146,10 @@ const _: () = {
     assert!(size_of::<PolicyRecord>() == 80);
     assert!(size_of::<SnapshotRecord>() == 48);
     assert!(size_of::<SnapshotThread>() == 128);
+    assert!(size_of::<SnapshotStackRecord>() == 40);
+    assert!(
+        size_of::<SnapshotStackRecord>() + SNAPSHOT_STACK_BYTES <= crate::layout::BLOCK_PAYLOAD
+    );
     assert!(
         size_of::<SnapshotRecord>() + SNAPSHOT_THREADS_PER_RECORD * size_of::<SnapshotThread>()
             <= crate::layout::BLOCK_PAYLOAD

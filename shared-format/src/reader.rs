@@ -117,6 +117,8 @@ pub struct Trace {
     pub policy: Option<(PolicyRecord, String)>,
     /// Snapshot parts in the order written (see [`SnapshotRecord::number`]).
     pub snapshots: Vec<(SnapshotRecord, Vec<SnapshotThread>)>,
+    /// Raw stacks of snapshots' threads in unrecorded system calls.
+    pub snapshot_stacks: Vec<(SnapshotStackRecord, Vec<u8>)>,
     /// Data-level accesses (a program built with `locksuit cc`): the
     /// summary, and every granule touched under a lock.
     pub access_summary: Option<AccessSummaryRecord>,
@@ -312,6 +314,7 @@ pub fn read_trace_releasing(
         modules: Vec::new(),
         policy: None,
         snapshots: Vec::new(),
+        snapshot_stacks: Vec::new(),
         access_summary: None,
         accesses: Vec::new(),
         site_ratios: Vec::new(),
@@ -569,6 +572,19 @@ fn decode_record(
                 .filter_map(read_pod::<SnapshotThread>)
                 .collect();
             trace.snapshots.push((r, threads));
+        }
+        RecordKind::SnapshotStack => {
+            let Some(r) = read_pod::<SnapshotStackRecord>(rec) else {
+                return false;
+            };
+            let start = size_of::<SnapshotStackRecord>();
+            let len = rh.aux as usize;
+            if len > SNAPSHOT_STACK_BYTES || start + len > rec.len() {
+                return false;
+            }
+            trace
+                .snapshot_stacks
+                .push((r, rec[start..start + len].to_vec()));
         }
         RecordKind::AccessSummary => {
             let Some(r) = read_pod::<AccessSummaryRecord>(rec) else {

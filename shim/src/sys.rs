@@ -180,6 +180,50 @@ pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> bool {
     n == buf.len() as c_long
 }
 
+/// Copies as much of this process's memory from `addr` on as is mapped,
+/// up to `buf.len()` (at most 28 KiB), into `buf`; the bytes copied. The
+/// kernel never splits one vector element, so the range is split at 4 KiB
+/// boundaries: a read that runs off the end of a mapping keeps what came
+/// before it.
+pub fn read_own_memory_prefix(addr: u64, buf: &mut [u8]) -> usize {
+    const PAGE: u64 = 4096;
+    const PARTS: usize = 8;
+    let len = buf.len().min((PARTS - 1) * PAGE as usize);
+    let empty = libc::iovec {
+        iov_base: core::ptr::null_mut(),
+        iov_len: 0,
+    };
+    let mut remote = [empty; PARTS];
+    let (mut parts, mut at, end) = (0, addr, addr.saturating_add(len as u64));
+    while at < end && parts < PARTS {
+        let next = ((at / PAGE) + 1).saturating_mul(PAGE).min(end);
+        remote[parts] = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: (next - at) as usize,
+        };
+        parts += 1;
+        at = next;
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    // SAFETY: getpid takes nothing and cannot fail.
+    let pid = sys!(libc::SYS_getpid);
+    // SAFETY: the local vector is our own buffer, the remote ones only
+    // name addresses; the kernel stops at the first unmapped element.
+    let n = sys!(
+        libc::SYS_process_vm_readv,
+        pid,
+        &local as *const libc::iovec,
+        1,
+        remote.as_ptr(),
+        parts,
+        0
+    );
+    usize::try_from(n).unwrap_or(0)
+}
+
 pub fn fstat(fd: c_int) -> Option<FileStat> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };

@@ -46,9 +46,8 @@ static inline void sleep_ms(long ms)
         ;
 }
 
-/* True once thread `tid` of this process is blocked in the futex system
- * call (a lock, semaphore or condition wait that really blocked). */
-static inline int in_futex_wait(int tid)
+/* True while thread `tid` of this process is in system call `nr`. */
+static inline int in_syscall(int tid, long nr)
 {
     char path[64], buf[128];
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
@@ -59,7 +58,14 @@ static inline int in_futex_wait(int tid)
     fclose(f);
     if (!ok)
         return 0;
-    return strtol(buf, NULL, 10) == SYS_futex;
+    return strtol(buf, NULL, 10) == nr;
+}
+
+/* True once thread `tid` of this process is blocked in the futex system
+ * call (a lock, semaphore or condition wait that really blocked). */
+static inline int in_futex_wait(int tid)
+{
+    return in_syscall(tid, SYS_futex);
 }
 
 /* Keeps the CPU busy for ms milliseconds of wall time. */

@@ -1,5 +1,11 @@
 /* Recording-policy rules with known ground truth.
  *
+ * Throughout, a "reader" thread sits in `fgets` on a pipe (stdio's read
+ * goes to the kernel without passing a hook), in wait_for_line, until
+ * main writes a line at the end: snapshots find it in a system call no
+ * hook records. A "raw_reader" thread waits the same way with the system
+ * call instruction itself.
+ *
  * Phase 1: main holds `pile_lock` while eight threads pile onto it, one at
  * a time: main starts the next only once the last really blocks (it is
  * in the futex call), so the waiters grow 1, 2, …, 8. Waits that began
@@ -7,14 +13,56 @@
  * Phase 2: `other_lock`, held by main, gets one waiter (at
  * other_waiter), which began with 1 waiting.
  *
- * Prints "holder TID", "waiter_K TID" (K = 1..8, in arrival order) and
- * "other TID". */
+ * Prints "holder TID", "waiter_K TID" (K = 1..8, in arrival order),
+ * "other TID", "reader TID" and "raw_reader TID". */
 #include "common.h"
 
 static pthread_mutex_t pile_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int tids[8];
 static volatile int other_tid;
+static volatile int reader_tid;
+static volatile int raw_reader_tid;
+
+static void wait_for_line(FILE *in)
+{
+    char line[16];
+    if (!fgets(line, sizeof line, in))
+        abort();
+}
+
+static void *reader(void *arg)
+{
+    reader_tid = gettid_now();
+    wait_for_line(arg);
+    return NULL;
+}
+
+/* The same wait made with the system call instruction itself, from a
+ * function built with a frame pointer (the tests build at -O0): the
+ * kernel gives no frame pointer, so the walk has to find its record. */
+static void raw_wait_for_byte(int fd)
+{
+    char byte;
+#ifdef __x86_64__
+    long rc;
+    __asm__ volatile("syscall"
+                     : "=a"(rc)
+                     : "0"((long)SYS_read), "D"((long)fd), "S"(&byte), "d"(1L)
+                     : "rcx", "r11", "memory");
+#else
+    long rc = syscall(SYS_read, fd, &byte, 1);
+#endif
+    if (rc != 1)
+        abort();
+}
+
+static void *raw_reader(void *arg)
+{
+    raw_reader_tid = gettid_now();
+    raw_wait_for_byte((int)(long)arg);
+    return NULL;
+}
 
 static void *pile_on(void *arg)
 {
@@ -68,11 +116,36 @@ static void hold_other(void)
 
 int main(void)
 {
+    int fds[2], raw_fds[2];
+    pthread_t r, raw;
+    CHECK(pipe(fds));
+    CHECK(pipe(raw_fds));
+    CHECK(pthread_create(&raw, NULL, raw_reader, (void *)(long)raw_fds[0]));
+    FILE *in = fdopen(fds[0], "r");
+    if (!in)
+        abort();
+    CHECK(pthread_create(&r, NULL, reader, in));
+    while (reader_tid == 0 || !in_syscall(reader_tid, SYS_read))
+        sleep_ms(1);
+    while (raw_reader_tid == 0 || !in_syscall(raw_reader_tid, SYS_read))
+        sleep_ms(1);
     printf("holder %d\n", gettid_now());
     hold_and_pile();
     hold_other();
+    if (write(fds[1], "done\n", 5) != 5)
+        abort();
+    CHECK(pthread_join(r, NULL));
+    if (write(raw_fds[1], "x", 1) != 1)
+        abort();
+    CHECK(pthread_join(raw, NULL));
+    close(raw_fds[0]);
+    close(raw_fds[1]);
+    fclose(in);
+    close(fds[1]);
     for (int i = 0; i < 8; i++)
         printf("waiter_%d %d\n", i + 1, tids[i]);
     printf("other %d\n", other_tid);
+    printf("reader %d\n", reader_tid);
+    printf("raw_reader %d\n", raw_reader_tid);
     return 0;
 }

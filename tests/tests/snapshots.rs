@@ -25,6 +25,69 @@ fn first_function(stack: &Value) -> &str {
     stack[0]["function"].as_str().unwrap_or("?")
 }
 
+/// The functions of a copied stack's frames in the test program's own
+/// sources, innermost first.
+fn own_functions(stack: &Value) -> Vec<&str> {
+    arr(stack, "frames")
+        .iter()
+        .filter(|f| {
+            let file = f["file"].as_str().unwrap_or("");
+            file == "snapshots.c" || file == "common.h"
+        })
+        .filter_map(|f| f["function"].as_str())
+        .collect()
+}
+
+/// Checks the stacks copied for threads in unrecorded system calls: the
+/// reader, in `fgets` all along, every time, and the raw reader, in a
+/// `syscall` instruction of a frame-pointer function (the walk must find
+/// its frame record past stale ones); the holder, which polls with
+/// `nanosleep` and stdio reads of `/proc`, whenever it was in a call and
+/// stayed in it while its stack was copied. Returns how many holder
+/// stacks were checked.
+fn check_copied_stacks(s: &Value, holder: u64, (reader, raw_reader): (u64, u64)) -> usize {
+    let threads = arr(s, "threads");
+    let of = |tid: u64| {
+        threads
+            .iter()
+            .find(|t| u64_of(t, "tid") == tid)
+            .unwrap_or_else(|| panic!("thread {tid} missing: {s}"))
+    };
+    for (tid, expected) in [
+        (reader, ["wait_for_line", "reader"]),
+        (raw_reader, ["raw_wait_for_byte", "raw_reader"]),
+    ] {
+        let r = of(tid);
+        assert!(r["waiting"].is_null(), "{r}");
+        assert_eq!(str_of(r, "syscall"), "read", "{r}");
+        assert_eq!(own_functions(&r["stack"]), expected, "{r}");
+        assert_eq!(r["stack"]["complete"], true, "{r}");
+    }
+    let h = of(holder);
+    if h["stack"].is_null() {
+        return 0;
+    }
+    assert!(
+        !h["syscall"].is_null(),
+        "a running thread has no stack: {h}"
+    );
+    let own = own_functions(&h["stack"]);
+    assert!(
+        own.ends_with(&["start_and_wait_blocked", "hold_and_pile", "main"]),
+        "{h}"
+    );
+    assert!(
+        ["sleep_ms", "in_syscall"].contains(&own[0]),
+        "the holder polls in one of these: {h}"
+    );
+    assert_eq!(h["stack"]["complete"], true, "{h}");
+    // A thread in a recorded wait keeps its wait's stack instead.
+    for t in threads.iter().filter(|t| !t["waiting"].is_null()) {
+        assert!(t["stack"].is_null(), "{t}");
+    }
+    1
+}
+
 #[test]
 fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
     let bin = build_c("snapshots");
@@ -42,6 +105,8 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
     assert_same_output_keys(&run_plain(&bin, &[] as &[&str]), &traced);
     let tid = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
     let holder = tid("holder");
+    let readers = (tid("reader"), tid("raw_reader"));
+    let mut holder_stacks = 0;
     let p = only_process(&report);
     let snapshots = arr(p, "snapshots");
     let levels: Vec<u64> = snapshots.iter().map(|s| u64_of(s, "waiters")).collect();
@@ -80,6 +145,7 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
         assert_eq!(holds.len(), 1, "{h}");
         assert_eq!(str_of(&holds[0], "lock"), "&pile_lock");
         assert_eq!(first_function(&holds[0]["stack"]), "hold_and_pile", "{h}");
+        holder_stacks += check_copied_stacks(s, holder, readers);
         // Every other waiter had blocked before the next one started.
         for t in threads.iter().filter(|t| !t["waiting"].is_null()) {
             if u64_of(t, "tid") != u64_of(s, "by_tid") {
@@ -87,10 +153,17 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
             }
         }
     }
+    // The holder spends nearly all its time in its calls: four misses in
+    // a row would mean the copies do not work, not bad luck.
+    assert!(holder_stacks >= 1, "{}", p["snapshots"]);
     let trace = str_of(p, "trace");
     let text = run_locksuit(&["report", "--width", "80", trace]);
     let text = stdout_str(&text);
     assert!(text.contains("Snapshots (a policy's triggers)"), "{text}");
+    assert!(
+        text.contains("sleeping in read, called from wait_for_line"),
+        "{text}"
+    );
     assert!(text.contains("#4 at"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }

@@ -101,6 +101,21 @@ pub struct SnapshotThread {
     /// The locks it holds, innermost first, with where it took them; null
     /// if they could not be read.
     pub holds: Option<Vec<SnapshotHold>>,
+    /// A thread in a system call outside any recorded wait (a sleep, a
+    /// read, a call the shim does not hook): its stack then, unwound from
+    /// the copy the snapshot took. Null for a thread running in user space
+    /// (the kernel gives no registers for it), in a recorded wait (its
+    /// `waiting.stack` says where), or that left its call while it was copied.
+    pub stack: Option<SnapshotStack>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SnapshotStack {
+    /// Innermost first: the system call's own frame, then its callers.
+    pub frames: Vec<Frame>,
+    /// False when the walk stopped before the thread's first frame (the
+    /// copy ended, or a frame had no unwind information).
+    pub complete: bool,
 }
 
 #[derive(Debug, Serialize)]

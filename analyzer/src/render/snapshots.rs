@@ -1,6 +1,7 @@
 //! The text report's snapshots (a policy's triggers): for each, what set
 //! it off, then one line per thread: what the kernel says it is doing, the
-//! wait it is in, and the locks it holds with the lines that took them.
+//! wait it is in (or, in any other system call, where it was called from),
+//! and the locks it holds with the lines that took them.
 //! The full call chains are in JSON.
 
 use super::layout::wrap;
@@ -56,6 +57,42 @@ pub fn section(out: &mut String, p: &Process, width: usize) {
     out.push('\n');
 }
 
+/// Frames of a copied stack named in text: the program's own innermost
+/// ones (JSON has them all).
+const STACK_SHOWN: usize = 3;
+
+/// ", called from f (file:line) ← g ← h" for a copied stack.
+fn called_from(stack: &SnapshotStack) -> String {
+    let from = crate::symbolize::first_own_frame(&stack.frames);
+    let own: Vec<&Frame> = stack.frames[from..]
+        .iter()
+        .filter(|f| {
+            !f.module
+                .as_deref()
+                .is_some_and(crate::symbolize::is_system_module)
+        })
+        .collect();
+    let mut names = own
+        .iter()
+        .take(STACK_SHOWN)
+        .map(|f| crate::stacks::frame_name(f));
+    let Some(innermost) = names.next() else {
+        return String::new();
+    };
+    let at = match (&own[0].file, own[0].line) {
+        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+        _ => String::new(),
+    };
+    let mut text = format!(", called from {innermost}{at}");
+    for name in names {
+        text.push_str(&format!(" ← {name}"));
+    }
+    if own.len() > STACK_SHOWN {
+        text.push_str(" ← …");
+    }
+    text
+}
+
 fn thread_line(t: &SnapshotThread) -> String {
     let who = match &t.thread_name {
         Some(name) => format!("{} ({name})", t.tid),
@@ -83,6 +120,9 @@ fn thread_line(t: &SnapshotThread) -> String {
         line.push_str(t.state);
         if let Some(call) = &t.syscall {
             line.push_str(&format!(" in {call}"));
+        }
+        if let Some(stack) = &t.stack {
+            line.push_str(&called_from(stack));
         }
     }
     match &t.holds {

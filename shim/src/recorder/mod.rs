@@ -12,8 +12,8 @@
 //! - engagements: `untimed` (the common pair, short), `prepared` (the
 //!   lookups before a real call), `lock_order`;
 //! - `thread_lane`: a thread's registration on first use;
-//! - what a thread writes: `switches`, `events` and `filter`, `snapshot`,
-//!   `sites`, `interest`, `symbols`, `access`, `modules`, `ratios`;
+//! - what a thread writes: `switches`, `events` and `filter`, `snapshot`
+//!   and `snapshot_stack`, `sites`, `interest`, `symbols`, `access`, `modules`, `ratios`;
 //! - `thread_state`: the thread-local state and [`InHook`];
 //! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
 //!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;
@@ -51,6 +51,7 @@ mod ratios;
 pub mod selfcost;
 pub mod sites;
 mod snapshot;
+mod snapshot_stack;
 pub mod switch_ring;
 pub mod switches;
 mod symbols;

@@ -11,6 +11,7 @@
 
 use super::held::HeldStack;
 use super::lanes::{self, Lane};
+use super::snapshot_stack::{self, InCall};
 use super::{file, filter, interest, procfs};
 use crate::policy::{self, Triggers};
 use crate::sys;
@@ -34,9 +35,15 @@ static LAST_IDLE_CHECK_NS: AtomicU64 = AtomicU64::new(0);
 /// One snapshot at a time: it fills the one buffer below.
 static BUSY: AtomicBool = AtomicBool::new(false);
 
+/// The threads of the snapshot being taken, and where each one's system
+/// call was made (`None` for those whose stack needs no copy).
 struct Buffer(UnsafeCell<[SnapshotThread; SNAPSHOT_THREADS_MAX]>);
+struct Calls(UnsafeCell<[Option<InCall>; SNAPSHOT_THREADS_MAX]>);
 // SAFETY: used only by the thread that set BUSY.
 unsafe impl Sync for Buffer {}
+// SAFETY: as above.
+unsafe impl Sync for Calls {}
+static CALLS: Calls = Calls(UnsafeCell::new([None; SNAPSHOT_THREADS_MAX]));
 static BUFFER: Buffer = Buffer(UnsafeCell::new(
     [SnapshotThread {
         tid: 0,
@@ -196,8 +203,10 @@ fn idle_cpus() -> u32 {
 }
 
 fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)) {
-    // SAFETY: only the thread that set BUSY uses the buffer.
+    // SAFETY: only the thread that set BUSY uses the buffers.
     let threads = unsafe { &mut *BUFFER.0.get() };
+    // SAFETY: as above.
+    let calls = unsafe { &mut *CALLS.0.get() };
     let mut count = 0;
     let mut omitted = 0u32;
     // SAFETY: reading our own lane's tid (not borrowed mutably here).
@@ -207,7 +216,7 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
             omitted = omitted.saturating_add(1);
             return;
         }
-        threads[count] = describe(other, other.tid == own_tid);
+        (threads[count], calls[count]) = describe(other, other.tid == own_tid);
         count += 1;
     });
     let record = SnapshotRecord {
@@ -237,6 +246,11 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
     for part in parts {
         write_part(lane, record, part);
     }
+    for (thread, call) in threads[..count].iter().zip(&calls[..count]) {
+        if let Some(call) = *call {
+            snapshot_stack::write(lane, number, thread.tid, call);
+        }
+    }
 }
 
 fn write_part(lane: &mut Lane, mut record: SnapshotRecord, threads: &[SnapshotThread]) {
@@ -257,8 +271,9 @@ fn write_part(lane: &mut Lane, mut record: SnapshotRecord, threads: &[SnapshotTh
 
 /// One thread, as seen from another (`own`: the thread taking the
 /// snapshot, which is about to block; the kernel would only see it read
-/// the files below).
-fn describe(lane: &Lane, own: bool) -> SnapshotThread {
+/// the files below), and where its system call was made if its stack is
+/// worth copying: it is in a call, but not in a wait whose site says where.
+fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<InCall>) {
     let mut s = SnapshotThread {
         tid: lane.tid,
         syscall: SYSCALL_UNKNOWN,
@@ -301,10 +316,10 @@ fn describe(lane: &Lane, own: bool) -> SnapshotThread {
     if own {
         s.state = SNAPSHOT_STATE_STARTING_WAIT;
         s.syscall = SYSCALL_NONE;
-    } else {
-        kernel_view(lane.tid, &mut s);
+        return (s, None);
     }
-    s
+    let call = kernel_view(lane.tid, &mut s);
+    (s, call.filter(|_| s.wait_kind == 0))
 }
 
 /// The locks the thread holds, read from its held-lock stack (which may
@@ -334,7 +349,7 @@ fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
 
 /// The kernel's state letter, and the system call it is in with the
 /// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
-fn kernel_view(tid: u32, s: &mut SnapshotThread) {
+fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<InCall> {
     let mut buf = [0u8; 512];
     if let Some(stat) = procfs::read_task_file(tid, b"stat", &mut buf) {
         // "TID (comm) S …": the state follows the last ')'.
@@ -342,22 +357,14 @@ fn kernel_view(tid: u32, s: &mut SnapshotThread) {
             s.state = stat.get(close + 2).copied().map_or(0, u32::from);
         }
     }
-    if let Some(call) = procfs::read_task_file(tid, b"syscall", &mut buf) {
-        if call.starts_with(b"running") {
-            s.syscall = SYSCALL_NONE;
-        } else {
-            // "NR ARG1 … ARG6 SP PC": the call, and where it was made.
-            let mut fields = call
-                .split(|&c| c == b' ' || c == b'\n')
-                .filter(|f| !f.is_empty());
-            if let Some(nr) = fields.next().and_then(|f| text::decimal(f, 9)) {
-                s.syscall = nr as i32;
-                s.pc = fields
-                    .nth(7)
-                    .and_then(|f| f.strip_prefix(b"0x"))
-                    .and_then(text::hex)
-                    .unwrap_or(0);
-            }
+    match snapshot_stack::in_call(tid) {
+        Ok(None) => s.syscall = SYSCALL_NONE,
+        Ok(Some(call)) => {
+            s.syscall = call.syscall as i32;
+            s.pc = call.pc;
+            return Some(call);
         }
+        Err(()) => {}
     }
+    None
 }
