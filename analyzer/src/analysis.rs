@@ -483,14 +483,16 @@ pub fn analyze(
         }
         let mut walker = crate::unwind::StackWalker::new(&trace.modules, exe);
         let mut unwound = |r: &SnapshotStackRecord, bytes: &[u8]| {
-            let walked = walker.walk(r.pc, r.sp, bytes, r.module_epoch);
+            let running = r.flags & SNAPSHOT_STACK_RUNNING != 0;
+            let walked = walker.walk((r.pc, r.sp, r.bp), running, bytes, r.module_epoch);
             let mut symbolizer = symbolizer.borrow_mut();
-            // The first address follows the system call instruction, so
-            // it is named like a return address too.
-            let frames = walked
-                .addresses
-                .iter()
-                .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, r.module_epoch));
+            // Addresses are named as return addresses (by the byte before
+            // them); so is the first after a system call, but a running
+            // thread's is the instruction itself.
+            let frames = walked.addresses.iter().enumerate().flat_map(|(i, &a)| {
+                let a = if i == 0 && running { a + 1 } else { a };
+                symbolizer.frames(&trace.modules, exe, a, r.module_epoch)
+            });
             SnapshotStack {
                 frames: frames.collect(),
                 complete: walked.complete,

@@ -109,8 +109,16 @@ impl<'t> StackWalker<'t> {
         }
     }
 
-    /// Walks the stack copied from `sp` (`bytes`), starting at `pc`.
-    pub fn walk(&mut self, pc: u64, sp: u64, bytes: &[u8], epoch: u32) -> Walked {
+    /// Walks the stack copied from `sp` (`bytes`), starting at `pc`: the
+    /// instruction after a system call, or with `running` the instruction
+    /// a running thread was at, whose frame pointer `bp` is then known.
+    pub fn walk(
+        &mut self,
+        (pc, sp, bp): (u64, u64, u64),
+        running: bool,
+        bytes: &[u8],
+        epoch: u32,
+    ) -> Walked {
         let (modules, exe) = (self.modules, self.exe);
         let mapped = self
             .by_epoch
@@ -122,11 +130,15 @@ impl<'t> StackWalker<'t> {
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
         let mut read_stack = read;
-        let mut regs = UnwindRegsX86_64::new(pc, sp, UNKNOWN_BP);
-        // The kernel's pc follows the system call instruction: looked up
+        let mut regs = UnwindRegsX86_64::new(pc, sp, if running { bp } else { UNKNOWN_BP });
+        // After a system call, pc follows the call instruction: looked up
         // like a return address, in the call's own function, and with no
         // prologue or epilogue to allow for.
-        let Some(mut address) = FrameAddress::from_return_address(pc) else {
+        let address = match running {
+            true => Some(FrameAddress::from_instruction_pointer(pc)),
+            false => FrameAddress::from_return_address(pc),
+        };
+        let Some(mut address) = address else {
             return Walked {
                 addresses: Vec::new(),
                 complete: false,

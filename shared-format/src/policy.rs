@@ -116,7 +116,9 @@ pub const SNAPSHOT_STACK_BYTES: usize = 8192;
 /// recorded wait (a sleep, a read, a call the shim does not hook): its
 /// registers as the kernel gives them (`/proc/self/task/TID/syscall`) and
 /// `hdr.aux` bytes of its stack from `sp` up, unwound at report time with
-/// the modules' call frame information.
+/// the modules' call frame information. Or, with
+/// [`SNAPSHOT_STACK_RUNNING`], of a thread running in user space, sampled
+/// by a perf event.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SnapshotStackRecord {
@@ -129,8 +131,16 @@ pub struct SnapshotStackRecord {
     pub sp: u64,
     /// The module-map epoch the addresses belong to (see `SiteRecord`).
     pub module_epoch: u32,
-    pub _pad: u32,
+    /// `SNAPSHOT_STACK_*`.
+    pub flags: u32,
+    /// The frame pointer, if `SNAPSHOT_STACK_RUNNING` (the kernel gives none
+    /// for a thread in a system call).
+    pub bp: u64,
 }
+
+/// `SnapshotStackRecord::flags`: sampled while running, so `pc` is the
+/// instruction it was at (not one after a system call) and `bp` is known.
+pub const SNAPSHOT_STACK_RUNNING: u32 = 1;
 
 // SAFETY: plain integers with explicit padding; every bit pattern is valid.
 unsafe impl Pod for PolicyRecord {}
@@ -146,7 +156,7 @@ const _: () = {
     assert!(size_of::<PolicyRecord>() == 80);
     assert!(size_of::<SnapshotRecord>() == 48);
     assert!(size_of::<SnapshotThread>() == 128);
-    assert!(size_of::<SnapshotStackRecord>() == 40);
+    assert!(size_of::<SnapshotStackRecord>() == 48);
     assert!(
         size_of::<SnapshotStackRecord>() + SNAPSHOT_STACK_BYTES <= crate::layout::BLOCK_PAYLOAD
     );

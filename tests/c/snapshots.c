@@ -4,7 +4,8 @@
  * goes to the kernel without passing a hook), in wait_for_line, until
  * main writes a line at the end: snapshots find it in a system call no
  * hook records. A "raw_reader" thread waits the same way with the system
- * call instruction itself.
+ * call instruction itself. In phase 1 a "spinner" thread runs in user
+ * space (spin_until_stopped) without a call.
  *
  * Phase 1: main holds `pile_lock` while eight threads pile onto it, one at
  * a time: main starts the next only once the last really blocks (it is
@@ -14,7 +15,7 @@
  * other_waiter), which began with 1 waiting.
  *
  * Prints "holder TID", "waiter_K TID" (K = 1..8, in arrival order),
- * "other TID", "reader TID" and "raw_reader TID". */
+ * "other TID", "reader TID", "raw_reader TID" and "spinner TID". */
 #include "common.h"
 
 static pthread_mutex_t pile_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -23,6 +24,8 @@ static volatile int tids[8];
 static volatile int other_tid;
 static volatile int reader_tid;
 static volatile int raw_reader_tid;
+static volatile int spinner_tid;
+static volatile int stop_spinning;
 
 static void wait_for_line(FILE *in)
 {
@@ -55,6 +58,22 @@ static void raw_wait_for_byte(int fd)
 #endif
     if (rc != 1)
         abort();
+}
+
+/* Runs in user space, never calling out, until main says stop. */
+static void spin_until_stopped(void)
+{
+    volatile unsigned long turns = 0;
+    while (!stop_spinning)
+        turns++;
+}
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    spinner_tid = gettid_now();
+    spin_until_stopped();
+    return NULL;
 }
 
 static void *raw_reader(void *arg)
@@ -97,11 +116,16 @@ static pthread_t start_and_wait_blocked(void *(*fn)(void *), long arg, volatile 
 
 static void hold_and_pile(void)
 {
-    pthread_t t[8];
+    pthread_t t[8], spin;
+    CHECK(pthread_create(&spin, NULL, spinner, NULL));
+    while (spinner_tid == 0)
+        sleep_ms(1);
     CHECK(pthread_mutex_lock(&pile_lock));
     for (int i = 0; i < 8; i++)
         t[i] = start_and_wait_blocked(pile_on, i, &tids[i]);
     CHECK(pthread_mutex_unlock(&pile_lock));
+    stop_spinning = 1;
+    CHECK(pthread_join(spin, NULL));
     for (int i = 0; i < 8; i++)
         CHECK(pthread_join(t[i], NULL));
 }
@@ -147,5 +171,6 @@ int main(void)
     printf("other %d\n", other_tid);
     printf("reader %d\n", reader_tid);
     printf("raw_reader %d\n", raw_reader_tid);
+    printf("spinner %d\n", spinner_tid);
     return 0;
 }

@@ -43,9 +43,14 @@ fn own_functions(stack: &Value) -> Vec<&str> {
 /// `syscall` instruction of a frame-pointer function (the walk must find
 /// its frame record past stale ones); the holder, which polls with
 /// `nanosleep` and stdio reads of `/proc`, whenever it was in a call and
-/// stayed in it while its stack was copied. Returns how many holder
-/// stacks were checked.
-fn check_copied_stacks(s: &Value, holder: u64, (reader, raw_reader): (u64, u64)) -> usize {
+/// stayed in it while its stack was copied; the spinner, running in user
+/// space, whenever the kernel sampled it. Returns how many holder and
+/// spinner stacks were checked.
+fn check_copied_stacks(
+    s: &Value,
+    (holder, spinner): (u64, u64),
+    (reader, raw_reader): (u64, u64),
+) -> (usize, usize) {
     let threads = arr(s, "threads");
     let of = |tid: u64| {
         threads
@@ -63,9 +68,19 @@ fn check_copied_stacks(s: &Value, holder: u64, (reader, raw_reader): (u64, u64))
         assert_eq!(own_functions(&r["stack"]), expected, "{r}");
         assert_eq!(r["stack"]["complete"], true, "{r}");
     }
+    let spun = of(spinner);
+    let spun = match spun["stack"].is_null() {
+        true => 0,
+        false => {
+            assert!(spun["syscall"].is_null(), "{spun}");
+            let own = own_functions(&spun["stack"]);
+            assert_eq!(own, ["spin_until_stopped", "spinner"], "{spun}");
+            1
+        }
+    };
     let h = of(holder);
     if h["stack"].is_null() {
-        return 0;
+        return (0, spun);
     }
     assert!(
         !h["syscall"].is_null(),
@@ -85,7 +100,15 @@ fn check_copied_stacks(s: &Value, holder: u64, (reader, raw_reader): (u64, u64))
     for t in threads.iter().filter(|t| !t["waiting"].is_null()) {
         assert!(t["stack"].is_null(), "{t}");
     }
-    1
+    (1, spun)
+}
+
+/// Whether the kernel lets a process sample its own threads in user space.
+fn perf_allowed() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .is_some_and(|level| level <= 2)
 }
 
 #[test]
@@ -106,7 +129,7 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
     let tid = |key: &str| stdout_value(&stdout, key).parse::<u64>().unwrap();
     let holder = tid("holder");
     let readers = (tid("reader"), tid("raw_reader"));
-    let mut holder_stacks = 0;
+    let (mut holder_stacks, mut spinner_stacks) = (0, 0);
     let p = only_process(&report);
     let snapshots = arr(p, "snapshots");
     let levels: Vec<u64> = snapshots.iter().map(|s| u64_of(s, "waiters")).collect();
@@ -145,7 +168,9 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
         assert_eq!(holds.len(), 1, "{h}");
         assert_eq!(str_of(&holds[0], "lock"), "&pile_lock");
         assert_eq!(first_function(&holds[0]["stack"]), "hold_and_pile", "{h}");
-        holder_stacks += check_copied_stacks(s, holder, readers);
+        let (held, spun) = check_copied_stacks(s, (holder, tid("spinner")), readers);
+        holder_stacks += held;
+        spinner_stacks += spun;
         // Every other waiter had blocked before the next one started.
         for t in threads.iter().filter(|t| !t["waiting"].is_null()) {
             if u64_of(t, "tid") != u64_of(s, "by_tid") {
@@ -156,6 +181,11 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
     // The holder spends nearly all its time in its calls: four misses in
     // a row would mean the copies do not work, not bad luck.
     assert!(holder_stacks >= 1, "{}", p["snapshots"]);
+    // The spinner runs all along: where the kernel allows sampling, every
+    // snapshot should have its stack.
+    if perf_allowed() {
+        assert!(spinner_stacks >= 1, "{}", p["snapshots"]);
+    }
     let trace = str_of(p, "trace");
     let text = run_locksuit(&["report", "--width", "80", trace]);
     let text = stdout_str(&text);

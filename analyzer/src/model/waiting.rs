@@ -102,10 +102,11 @@ pub struct SnapshotThread {
     /// if they could not be read.
     pub holds: Option<Vec<SnapshotHold>>,
     /// A thread in a system call outside any recorded wait (a sleep, a
-    /// read, a call the shim does not hook): its stack then, unwound from
-    /// the copy the snapshot took. Null for a thread running in user space
-    /// (the kernel gives no registers for it), in a recorded wait (its
-    /// `waiting.stack` says where), or that left its call while it was copied.
+    /// read, a call the shim does not hook), or running in user space: its
+    /// stack then, unwound from the copy the snapshot took (for a running
+    /// thread, sampled by a perf event). Null for a thread in a recorded
+    /// wait (its `waiting.stack` says where), one that left its call while
+    /// its stack was copied, or a running one the kernel would not sample.
     pub stack: Option<SnapshotStack>,
 }
 

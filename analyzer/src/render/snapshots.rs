@@ -61,8 +61,8 @@ pub fn section(out: &mut String, p: &Process, width: usize) {
 /// ones (JSON has them all).
 const STACK_SHOWN: usize = 3;
 
-/// ", called from f (file:line) ← g ← h" for a copied stack.
-fn called_from(stack: &SnapshotStack) -> String {
+/// "`how` f (file:line) ← g ← h" for a copied stack.
+fn called_from(how: &str, stack: &SnapshotStack) -> String {
     let from = crate::symbolize::first_own_frame(&stack.frames);
     let own: Vec<&Frame> = stack.frames[from..]
         .iter()
@@ -83,7 +83,7 @@ fn called_from(stack: &SnapshotStack) -> String {
         (Some(file), Some(line)) => format!(" ({file}:{line})"),
         _ => String::new(),
     };
-    let mut text = format!(", called from {innermost}{at}");
+    let mut text = format!("{how} {innermost}{at}");
     for name in names {
         text.push_str(&format!(" ← {name}"));
     }
@@ -122,7 +122,11 @@ fn thread_line(t: &SnapshotThread) -> String {
             line.push_str(&format!(" in {call}"));
         }
         if let Some(stack) = &t.stack {
-            line.push_str(&called_from(stack));
+            let how = match t.syscall {
+                Some(_) => ", called from",
+                None => " at",
+            };
+            line.push_str(&called_from(how, stack));
         }
     }
     match &t.holds {

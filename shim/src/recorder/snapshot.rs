@@ -11,7 +11,7 @@
 
 use super::held::HeldStack;
 use super::lanes::{self, Lane};
-use super::snapshot_stack::{self, InCall};
+use super::snapshot_stack::{self, Seen};
 use super::{file, filter, interest, procfs};
 use crate::policy::{self, Triggers};
 use crate::sys;
@@ -38,7 +38,7 @@ static BUSY: AtomicBool = AtomicBool::new(false);
 /// The threads of the snapshot being taken, and where each one's system
 /// call was made (`None` for those whose stack needs no copy).
 struct Buffer(UnsafeCell<[SnapshotThread; SNAPSHOT_THREADS_MAX]>);
-struct Calls(UnsafeCell<[Option<InCall>; SNAPSHOT_THREADS_MAX]>);
+struct Calls(UnsafeCell<[Option<Seen>; SNAPSHOT_THREADS_MAX]>);
 // SAFETY: used only by the thread that set BUSY.
 unsafe impl Sync for Buffer {}
 // SAFETY: as above.
@@ -246,9 +246,10 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
     for part in parts {
         write_part(lane, record, part);
     }
-    for (thread, call) in threads[..count].iter().zip(&calls[..count]) {
-        if let Some(call) = *call {
-            snapshot_stack::write(lane, number, thread.tid, call);
+    snapshot_stack::begin();
+    for (thread, seen) in threads[..count].iter().zip(&calls[..count]) {
+        if let Some(seen) = *seen {
+            snapshot_stack::write(lane, number, thread.tid, seen);
         }
     }
 }
@@ -271,9 +272,9 @@ fn write_part(lane: &mut Lane, mut record: SnapshotRecord, threads: &[SnapshotTh
 
 /// One thread, as seen from another (`own`: the thread taking the
 /// snapshot, which is about to block; the kernel would only see it read
-/// the files below), and where its system call was made if its stack is
-/// worth copying: it is in a call, but not in a wait whose site says where.
-fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<InCall>) {
+/// the files below), and where it was if its stack is worth copying: it
+/// runs, or is in a call, but not in a wait whose site says where.
+fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<Seen>) {
     let mut s = SnapshotThread {
         tid: lane.tid,
         syscall: SYSCALL_UNKNOWN,
@@ -318,8 +319,8 @@ fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<InCall>) {
         s.syscall = SYSCALL_NONE;
         return (s, None);
     }
-    let call = kernel_view(lane.tid, &mut s);
-    (s, call.filter(|_| s.wait_kind == 0))
+    let seen = kernel_view(lane.tid, &mut s);
+    (s, seen.filter(|_| s.wait_kind == 0))
 }
 
 /// The locks the thread holds, read from its held-lock stack (which may
@@ -349,7 +350,7 @@ fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
 
 /// The kernel's state letter, and the system call it is in with the
 /// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
-fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<InCall> {
+fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<Seen> {
     let mut buf = [0u8; 512];
     if let Some(stat) = procfs::read_task_file(tid, b"stat", &mut buf) {
         // "TID (comm) S …": the state follows the last ')'.
@@ -358,11 +359,14 @@ fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<InCall> {
         }
     }
     match snapshot_stack::in_call(tid) {
-        Ok(None) => s.syscall = SYSCALL_NONE,
+        Ok(None) => {
+            s.syscall = SYSCALL_NONE;
+            return Some(Seen::Running);
+        }
         Ok(Some(call)) => {
             s.syscall = call.syscall as i32;
             s.pc = call.pc;
-            return Some(call);
+            return Some(Seen::InCall(call));
         }
         Err(()) => {}
     }

@@ -1,18 +1,22 @@
 //! The stacks of a snapshot's threads that sit in a system call outside
-//! any recorded wait (a sleep, a read, a call the shim does not hook):
-//! their published wait cannot name a site, so the snapshot keeps their
-//! registers as the kernel gives them and the top of their stack, and the
-//! analyzer unwinds it with the modules' call frame information.
+//! any recorded wait (a sleep, a read, a call the shim does not hook), or
+//! that run: no published wait names a site for them, so the snapshot
+//! keeps their registers and the top of their stack, and the analyzer
+//! unwinds it with the modules' call frame information.
 //!
-//! The thread may return from its call while its stack is copied; the
-//! kernel's registers are read again afterwards, and a copy taken while
-//! they changed is not written.
+//! For a thread in a call, the kernel gives its registers in `/proc`; it
+//! may return from its call while its stack is copied, so the registers
+//! are read again afterwards, and a copy taken while they changed is not
+//! written. For a running thread, a perf event samples its registers and
+//! stack while it runs in user space (a snapshot waits for such samples
+//! 20 ms at most, all together).
 
 use super::lanes::Lane;
-use super::{caller, modules, procfs};
+use super::{caller, modules, procfs, switch_ring};
 use crate::sys;
 use crate::text;
 use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicU64, Ordering};
 use locksuit_format::*;
 
 /// Where a thread was, by the kernel's `/proc/self/task/TID/syscall`.
@@ -54,19 +58,60 @@ struct StackCopy(UnsafeCell<[u8; SNAPSHOT_STACK_BYTES]>);
 // SAFETY: used only by the thread taking a snapshot (one at a time).
 unsafe impl Sync for StackCopy {}
 static STACK_COPY: StackCopy = StackCopy(UnsafeCell::new([0; SNAPSHOT_STACK_BYTES]));
+/// What is left of one snapshot's time for sampling running threads.
+static SAMPLING_LEFT_NS: AtomicU64 = AtomicU64::new(0);
+/// Time one snapshot may wait for running threads' samples, all together.
+const SAMPLING_BUDGET_NS: u64 = 20_000_000;
 
-/// Copies the stack of `tid`, seen in `call`, into snapshot `number`.
+/// A snapshot begins copying stacks.
+pub fn begin() {
+    SAMPLING_LEFT_NS.store(SAMPLING_BUDGET_NS, Ordering::Relaxed);
+}
+
+/// Where a snapshot's thread was: in a system call, or running.
+#[derive(Clone, Copy)]
+pub enum Seen {
+    InCall(InCall),
+    Running,
+}
+
+/// Copies the stack of `tid`, seen as `seen`, into snapshot `number`.
 /// Only the thread taking a snapshot calls this (snapshots are taken one
 /// at a time).
-pub fn write(lane: &mut Lane, number: u32, tid: u32, call: InCall) {
+pub fn write(lane: &mut Lane, number: u32, tid: u32, seen: Seen) {
     // The analyzer walks x86-64 stacks only.
-    if !cfg!(target_arch = "x86_64") || call.sp == 0 || call.pc == 0 {
+    if !cfg!(target_arch = "x86_64") {
         return;
     }
     // SAFETY: only the one thread taking a snapshot uses the copy.
     let copy = unsafe { &mut *STACK_COPY.0.get() };
-    let copied = sys::read_own_memory_prefix(call.sp, copy);
-    if copied == 0 || in_call(tid) != Ok(Some(call)) {
+    let (call, flags, bp, copied) = match seen {
+        Seen::InCall(call) => {
+            if call.sp == 0 || call.pc == 0 {
+                return;
+            }
+            let copied = sys::read_own_memory_prefix(call.sp, copy);
+            if in_call(tid) != Ok(Some(call)) {
+                return;
+            }
+            (call, 0, 0, copied)
+        }
+        Seen::Running => {
+            let mut left = SAMPLING_LEFT_NS.load(Ordering::Relaxed);
+            let sample = switch_ring::sample_user_stack(tid, copy, &mut left);
+            SAMPLING_LEFT_NS.store(left, Ordering::Relaxed);
+            let Some(sample) = sample else {
+                return;
+            };
+            let call = InCall {
+                syscall: 0,
+                sp: sample.sp,
+                pc: sample.ip,
+            };
+            (call, SNAPSHOT_STACK_RUNNING, sample.bp, sample.copied)
+        }
+    };
+    if copied == 0 {
         return;
     }
     // The walk needs every module its return addresses lie in; the map
@@ -91,7 +136,8 @@ pub fn write(lane: &mut Lane, number: u32, tid: u32, call: InCall) {
         pc: call.pc,
         sp: call.sp,
         module_epoch: caller::epoch(),
-        _pad: 0,
+        flags,
+        bp,
     };
     lane.append(&record, &copy[..copied]);
 }

@@ -1,7 +1,8 @@
 //! The kernel's context-switch and page-fault records for one thread
 //! (`LOCKSUIT_SWITCHES=1`): opening the perf events, their rings, and
 //! reading them into [`Switch`]es. What becomes of a switch is `switches.rs`'s
-//! work.
+//! work. Also one sample of another thread's user registers and stack, for
+//! a snapshot of a thread that is running ([`sample_user_stack`]).
 
 use crate::config;
 use crate::diag::{warn_once, Warning};
@@ -160,11 +161,12 @@ impl Ring {
     };
 }
 
-fn perf_event_open(attr: &PerfEventAttr) -> Result<i32, i32> {
+/// Opens `attr` on thread `tid` (0: the calling thread).
+fn perf_event_open(attr: &PerfEventAttr, tid: u32) -> Result<i32, i32> {
     let rc = crate::sys::sys!(
         libc::SYS_perf_event_open,
         attr as *const PerfEventAttr,
-        0,
+        tid,
         -1i32,
         -1i32,
         PERF_FLAG_FD_CLOEXEC
@@ -176,10 +178,10 @@ fn perf_event_open(attr: &PerfEventAttr) -> Result<i32, i32> {
     }
 }
 
-/// Opens `attr` for this thread and maps its ring; the descriptor is
-/// closed either way. `Err((errno, while mapping))`.
-fn open_mapped(attr: &PerfEventAttr, pages: usize) -> Result<Mapped, (i32, bool)> {
-    let fd = perf_event_open(attr).map_err(|errno| (errno, false))?;
+/// Opens `attr` for thread `tid` (0: this one) and maps its ring; the
+/// descriptor is closed either way. `Err((errno, while mapping))`.
+fn open_mapped(attr: &PerfEventAttr, tid: u32, pages: usize) -> Result<Mapped, (i32, bool)> {
+    let fd = perf_event_open(attr, tid).map_err(|errno| (errno, false))?;
     let ring = Mapped {
         base: core::ptr::null_mut(),
         pages,
@@ -224,7 +226,7 @@ impl Ring {
             clockid: libc::CLOCK_MONOTONIC,
             ..Default::default()
         };
-        match open_mapped(&switches, SWITCH_PAGES) {
+        match open_mapped(&switches, 0, SWITCH_PAGES) {
             Ok(mapped) => ring.switches = mapped,
             Err((errno, mapping)) => {
                 refused(errno, mapping);
@@ -242,7 +244,7 @@ impl Ring {
             ..Default::default()
         };
         // Faults are a bonus: without them, switches still come.
-        if let Ok(mapped) = open_mapped(&faults, FAULT_PAGES) {
+        if let Ok(mapped) = open_mapped(&faults, 0, FAULT_PAGES) {
             ring.faults = mapped;
         }
         ring
@@ -401,4 +403,112 @@ fn fault_of(record: &[u8]) -> Fault {
         f.depth = 1;
     }
     f
+}
+
+const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+const SAMPLE_REGS_USER: u64 = 1 << 12;
+const SAMPLE_STACK_USER: u64 = 1 << 13;
+/// x86-64 `perf_regs` bits: the frame, stack and instruction pointers (a
+/// sample lists them in this order).
+const USER_REGS: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+/// A sample after this much of the thread's own running time.
+const SAMPLE_AFTER_NS: u64 = 100_000;
+/// Data pages for one sample of an 8 KiB stack.
+const SAMPLE_PAGES: usize = 4;
+const SAMPLE_POLL_NS: i64 = 100_000;
+
+/// Registers of a running thread, sampled by the kernel while it ran in
+/// user space.
+pub struct UserSample {
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    /// Bytes of its stack from `sp` up, copied into the caller's buffer.
+    pub copied: usize,
+}
+
+/// Samples thread `tid`'s user registers and the top of its stack (up to
+/// `stack.len()` bytes, at most 64 KiB) once it has run `SAMPLE_AFTER_NS`
+/// more, waiting at most `*budget_ns` (the thread may wait for a processor,
+/// or block before its running time comes), which it reduces by what it
+/// waited. `None` if the kernel refuses (`perf_event_paranoid`, seccomp)
+/// or the thread did not run meanwhile. x86-64 only.
+pub fn sample_user_stack(tid: u32, stack: &mut [u8], budget_ns: &mut u64) -> Option<UserSample> {
+    if !cfg!(target_arch = "x86_64") || tid == 0 {
+        return None;
+    }
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: core::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_TASK_CLOCK,
+        sample_period: SAMPLE_AFTER_NS,
+        sample_type: SAMPLE_IP | SAMPLE_TID | SAMPLE_REGS_USER | SAMPLE_STACK_USER,
+        flags: EXCLUDE_KERNEL | EXCLUDE_HV,
+        sample_regs_user: USER_REGS,
+        sample_stack_user: (stack.len().min(65_528) & !7) as u32,
+        ..Default::default()
+    };
+    let mut ring = open_mapped(&attr, tid, SAMPLE_PAGES).ok()?;
+    let mut waited = 0;
+    let sample = loop {
+        if let Some(sample) = first_sample(ring, stack) {
+            break Some(sample);
+        }
+        if waited >= *budget_ns {
+            break None;
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: SAMPLE_POLL_NS,
+        };
+        // SAFETY: a valid request; no remainder wanted.
+        crate::sys::sys!(libc::SYS_nanosleep, &pause as *const libc::timespec, 0);
+        waited += SAMPLE_POLL_NS as u64;
+    };
+    ring.unmap();
+    *budget_ns = budget_ns.saturating_sub(waited);
+    sample
+}
+
+/// The first sample in `ring`, if one was written: ip, pid/tid, the
+/// registers' ABI and values, then the stack's size, bytes and used size.
+fn first_sample(ring: Mapped, stack: &mut [u8]) -> Option<UserSample> {
+    // SAFETY: the header page of our own mapping; the kernel publishes
+    // data_head (offset 1024) after the records.
+    let head = unsafe { &*ring.base.add(1024).cast::<AtomicU64>() };
+    let end = head.load(Ordering::Acquire);
+    let size = (PAGE * ring.pages) as u64;
+    // SAFETY: the data pages follow the header page.
+    let data = unsafe { ring.base.add(PAGE) };
+    let read_u64 = |at: u64| {
+        let mut word = [0u8; 8];
+        copy_out(data, size, at, &mut word);
+        u64::from_ne_bytes(word)
+    };
+    let mut at = 0;
+    while at + 8 <= end {
+        let header = read_u64(at);
+        let (kind, len) = (header as u32, header >> 48);
+        if len < 8 {
+            return None;
+        }
+        if kind == RECORD_SAMPLE {
+            // 8: header, 8: ip, 8: pid/tid.
+            let abi = read_u64(at + 24);
+            if abi == 0 {
+                return None; // a kernel thread's: no user registers
+            }
+            let (bp, sp, ip) = (read_u64(at + 32), read_u64(at + 40), read_u64(at + 48));
+            let stack_size = read_u64(at + 56);
+            let used = match stack_size {
+                0 => 0,
+                _ => read_u64(at + 64 + stack_size),
+            };
+            let copied = used.min(stack_size).min(stack.len() as u64) as usize;
+            copy_out(data, size, at + 64, &mut stack[..copied]);
+            return Some(UserSample { ip, sp, bp, copied });
+        }
+        at += len;
+    }
+    None
 }
