@@ -1,7 +1,7 @@
 //! A recording policy's snapshots and what it left out, from the trace
 //! into the model: each snapshot's parts joined, raw ids turned into report
-//! ids, and every wait's and hold's call chain attached, and the stacks
-//! copied from threads in unrecorded system calls walked.
+//! ids, every wait's and hold's call chain attached, and the stacks copied
+//! from threads in unrecorded system calls, or running, walked.
 
 use crate::deadlocks::{kind_name, Ids};
 use crate::model::*;

@@ -1,7 +1,8 @@
 //! The text report's snapshots (a policy's triggers): for each, what set
 //! it off, then one line per thread: what the kernel says it is doing, the
-//! wait it is in (or, in any other system call, where it was called from),
-//! and the locks it holds with the lines that took them.
+//! wait it is in (or, in any other system call or running, where its
+//! copied stack puts it), and the locks it holds with the lines that took
+//! them.
 //! The full call chains are in JSON.
 
 use super::layout::wrap;

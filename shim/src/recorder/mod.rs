@@ -13,7 +13,8 @@
 //!   lookups before a real call), `lock_order`;
 //! - `thread_lane`: a thread's registration on first use;
 //! - what a thread writes: `switches`, `events` and `filter`, `snapshot`
-//!   and `snapshot_stack`, `sites`, `interest`, `symbols`, `access`, `modules`, `ratios`;
+//!   and `snapshot_stack`, `sites`, `interest`, `symbols`, `access`,
+//!   `modules`, `ratios`;
 //! - `thread_state`: the thread-local state and [`InHook`];
 //! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
 //!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;

@@ -35,8 +35,8 @@ static LAST_IDLE_CHECK_NS: AtomicU64 = AtomicU64::new(0);
 /// One snapshot at a time: it fills the one buffer below.
 static BUSY: AtomicBool = AtomicBool::new(false);
 
-/// The threads of the snapshot being taken, and where each one's system
-/// call was made (`None` for those whose stack needs no copy).
+/// The threads of the snapshot being taken, and where each one was when
+/// its stack is to be copied (`None` for those whose stack needs no copy).
 struct Buffer(UnsafeCell<[SnapshotThread; SNAPSHOT_THREADS_MAX]>);
 struct Calls(UnsafeCell<[Option<Seen>; SNAPSHOT_THREADS_MAX]>);
 // SAFETY: used only by the thread that set BUSY.
