@@ -205,6 +205,7 @@ fn thread(
             })
             .collect()
     });
+    let switches = t.usage_flags & THREAD_SWITCHES_KNOWN != 0;
     crate::model::SnapshotThread {
         tid: t.tid,
         thread_name: (ids.thread_name)(t.tid).or((!name.is_empty()).then_some(name)),
@@ -214,5 +215,9 @@ fn thread(
         waiting,
         holds,
         stack: None,
+        cpu_ns: (t.usage_flags & THREAD_USAGE != 0).then_some(t.cpu_ns),
+        runnable_ns: (t.usage_flags & THREAD_RUNNABLE_KNOWN != 0).then_some(t.runnable_ns),
+        voluntary_switches: switches.then_some(t.voluntary_switches),
+        involuntary_switches: switches.then_some(t.involuntary_switches),
     }
 }

@@ -43,7 +43,7 @@ pub const SNAPSHOT_IDLE: u32 = 2;
 
 /// Threads described by one [`SnapshotRecord`]; a snapshot of more threads
 /// continues in further records with the same `number`.
-pub const SNAPSHOT_THREADS_PER_RECORD: usize = 100;
+pub const SNAPSHOT_THREADS_PER_RECORD: usize = 80;
 /// Most threads one snapshot describes; the rest are counted as omitted.
 pub const SNAPSHOT_THREADS_MAX: usize = 1000;
 /// Held locks a snapshot lists per thread (innermost first).
@@ -84,7 +84,8 @@ pub const SNAPSHOT_STATE_STARTING_WAIT: u32 = 1;
 pub const HELD_UNKNOWN: u32 = u32::MAX;
 
 /// One thread in a snapshot: what the kernel says it is doing, the wait it
-/// has in progress in a hooked call, and the locks it holds.
+/// has in progress in a hooked call, the locks it holds, and its run
+/// statistics so far.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SnapshotThread {
@@ -107,6 +108,15 @@ pub struct SnapshotThread {
     pub held: [u32; SNAPSHOT_HELD],
     pub held_sites: [u32; SNAPSHOT_HELD],
     pub name: [u8; THREAD_NAME_MAX],
+    /// Which of the figures below the kernel gave: `THREAD_USAGE`,
+    /// `THREAD_RUNNABLE_KNOWN`, `THREAD_SWITCHES_KNOWN` (as in `ThreadRecord`).
+    pub usage_flags: u32,
+    pub _pad: u32,
+    /// Time on a processor, and runnable but waiting for one, so far (ns).
+    pub cpu_ns: u64,
+    pub runnable_ns: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
 }
 
 /// Bytes of a thread's stack a snapshot copies, from its stack pointer up.
@@ -155,7 +165,7 @@ const _: () = {
     use core::mem::size_of;
     assert!(size_of::<PolicyRecord>() == 80);
     assert!(size_of::<SnapshotRecord>() == 48);
-    assert!(size_of::<SnapshotThread>() == 128);
+    assert!(size_of::<SnapshotThread>() == 168);
     assert!(size_of::<SnapshotStackRecord>() == 48);
     assert!(
         size_of::<SnapshotStackRecord>() + SNAPSHOT_STACK_BYTES <= crate::layout::BLOCK_PAYLOAD

@@ -5,7 +5,8 @@
  * main writes a line at the end: snapshots find it in a system call no
  * hook records. A "raw_reader" thread waits the same way with the system
  * call instruction itself. In phase 1 a "spinner" thread runs in user
- * space (spin_until_stopped) without a call.
+ * space (spin_until_stopped) without a call, then prints the CPU time it
+ * read itself ("spinner_cpu_ns").
  *
  * Phase 1: main holds `pile_lock` while eight threads pile onto it, one at
  * a time: main starts the next only once the last really blocks (it is
@@ -17,6 +18,7 @@
  * Prints "holder TID", "waiter_K TID" (K = 1..8, in arrival order),
  * "other TID", "reader TID", "raw_reader TID" and "spinner TID". */
 #include "common.h"
+#include <sys/resource.h>
 
 static pthread_mutex_t pile_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,11 +70,17 @@ static void spin_until_stopped(void)
         turns++;
 }
 
+static long long spinner_cpu_ns;
+
 static void *spinner(void *arg)
 {
     (void)arg;
     spinner_tid = gettid_now();
     spin_until_stopped();
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    spinner_cpu_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+                     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
     return NULL;
 }
 
@@ -172,5 +180,6 @@ int main(void)
     printf("reader %d\n", reader_tid);
     printf("raw_reader %d\n", raw_reader_tid);
     printf("spinner %d\n", spinner_tid);
+    printf("spinner_cpu_ns %lld\n", spinner_cpu_ns);
     return 0;
 }

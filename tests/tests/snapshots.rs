@@ -103,6 +103,40 @@ fn check_copied_stacks(
     (1, spun)
 }
 
+/// Every thread's run statistics so far, in each snapshot: they only
+/// grow from one snapshot to the next; the spinner's CPU time grows while
+/// it spins and stays within what it read itself at its end (`getrusage`
+/// counts whole microseconds).
+fn check_run_statistics(snapshots: &[Value], spinner: u64, spinner_own_cpu: u64) {
+    let mut last: std::collections::HashMap<u64, (u64, u64)> = Default::default();
+    for s in snapshots {
+        for t in arr(s, "threads") {
+            let now = (u64_of(t, "cpu_ns"), u64_of(t, "voluntary_switches"));
+            assert!(t["runnable_ns"].is_u64(), "{t}");
+            assert!(t["involuntary_switches"].is_u64(), "{t}");
+            if let Some(before) = last.insert(u64_of(t, "tid"), now) {
+                assert!(
+                    now.0 >= before.0 && now.1 >= before.1,
+                    "{before:?} then {t}"
+                );
+            }
+        }
+    }
+    let spun = |s: &Value| {
+        arr(s, "threads")
+            .iter()
+            .find(|t| u64_of(t, "tid") == spinner)
+            .map(|t| u64_of(t, "cpu_ns"))
+            .unwrap_or_else(|| panic!("no spinner in {s}"))
+    };
+    let (first, end) = (spun(&snapshots[0]), spun(&snapshots[snapshots.len() - 1]));
+    assert!(end > first, "the spinner spun: {first} then {end} ns");
+    assert!(
+        end <= spinner_own_cpu + 1_000_000,
+        "{end} ns so far, {spinner_own_cpu} ns in all"
+    );
+}
+
 /// Whether the kernel lets a process sample its own threads in user space.
 fn perf_allowed() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -178,6 +212,7 @@ fn snapshots_are_taken_at_two_four_six_and_eight_waiters() {
             }
         }
     }
+    check_run_statistics(snapshots, tid("spinner"), tid("spinner_cpu_ns"));
     // The holder spends nearly all its time in its calls: four misses in
     // a row would mean the copies do not work, not bad luck.
     assert!(holder_stacks >= 1, "{}", p["snapshots"]);

@@ -108,6 +108,13 @@ pub struct SnapshotThread {
     /// wait (its `waiting.stack` says where), one that left its call while
     /// its stack was copied, or a running one the kernel would not sample.
     pub stack: Option<SnapshotStack>,
+    /// Its run statistics so far (null where the kernel did not say): time
+    /// on a processor, time runnable but waiting for one, and context
+    /// switches.
+    pub cpu_ns: Option<u64>,
+    pub runnable_ns: Option<u64>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]

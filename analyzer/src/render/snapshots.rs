@@ -99,7 +99,10 @@ fn thread_line(t: &SnapshotThread) -> String {
         Some(name) => format!("{} ({name})", t.tid),
         None => t.tid.to_string(),
     };
-    let mut line = format!("{who}: ");
+    let mut line = match t.cpu_ns {
+        Some(cpu) => format!("{who}, CPU {}: ", duration(cpu)),
+        None => format!("{who}: "),
+    };
     if let Some(w) = &t.waiting {
         let what = w.object.clone().unwrap_or_else(|| "a thread".to_string());
         if t.state == "starting-to-wait" {

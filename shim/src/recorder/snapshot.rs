@@ -3,16 +3,18 @@
 //! an object of interest begins while a processor is idle, the thread whose
 //! wait set it off writes down every thread of the process: what the
 //! kernel says it is doing, the wait it has in progress (published in its
-//! thread record) and the locks it holds (read from its held-lock stack),
-//! with the sites, so every call chain is in the trace. At most
-//! `snapshot_max`, at most one per `snapshot_interval_ms`.
+//! thread record), the locks it holds (read from its held-lock stack) and
+//! its run statistics so far (`usage`), with the sites, so every call
+//! chain is in the trace; threads outside a recorded wait get their stack
+//! copied (`snapshot_stack`). At most `snapshot_max`, at most one per
+//! `snapshot_interval_ms`.
 //!
 //! Runs only on the contended path, and only under a policy with triggers.
 
 use super::held::HeldStack;
 use super::lanes::{self, Lane};
 use super::snapshot_stack::{self, Seen};
-use super::{file, filter, interest, procfs};
+use super::{file, filter, interest, procfs, usage};
 use crate::policy::{self, Triggers};
 use crate::sys;
 use crate::text;
@@ -59,6 +61,12 @@ static BUFFER: Buffer = Buffer(UnsafeCell::new(
         held: [0; SNAPSHOT_HELD],
         held_sites: [0; SNAPSHOT_HELD],
         name: [0; THREAD_NAME_MAX],
+        usage_flags: 0,
+        _pad: 0,
+        cpu_ns: 0,
+        runnable_ns: 0,
+        voluntary_switches: 0,
+        involuntary_switches: 0,
     }; SNAPSHOT_THREADS_MAX],
 ));
 
@@ -317,10 +325,29 @@ fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<Seen>) {
     if own {
         s.state = SNAPSHOT_STATE_STARTING_WAIT;
         s.syscall = SYSCALL_NONE;
+        usage_of(usage::own(lane.tid), &mut s);
         return (s, None);
     }
+    usage_of(usage::of_task(lane.tid), &mut s);
     let seen = kernel_view(lane.tid, &mut s);
     (s, seen.filter(|_| s.wait_kind == 0))
+}
+
+/// The thread's run statistics so far.
+fn usage_of(usage: usage::Usage, s: &mut SnapshotThread) {
+    if let Some(cpu) = usage.cpu_ns {
+        s.cpu_ns = cpu;
+        s.usage_flags |= THREAD_USAGE;
+    }
+    if let Some(waiting) = usage.runnable_ns {
+        s.runnable_ns = waiting;
+        s.usage_flags |= THREAD_RUNNABLE_KNOWN;
+    }
+    if let Some((voluntary, involuntary)) = usage.switches {
+        s.voluntary_switches = voluntary;
+        s.involuntary_switches = involuntary;
+        s.usage_flags |= THREAD_SWITCHES_KNOWN;
+    }
 }
 
 /// The locks the thread holds, read from its held-lock stack (which may

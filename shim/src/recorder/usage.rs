@@ -1,8 +1,8 @@
 //! Each thread's run statistics, for the report's per-thread table: CPU
 //! time, voluntary and involuntary context switches, and time runnable but
 //! not running (waiting for a CPU). A thread's are read when it ends and,
-//! for the threads still alive, when the process exits: never on a hot
-//! path. The kernel's `/proc/self/task/TID/schedstat` gives CPU and
+//! for the threads still alive, when the process exits (and for a
+//! snapshot, every thread's so far): never on a hot path. The kernel's `/proc/self/task/TID/schedstat` gives CPU and
 //! run-queue time in nanoseconds, `status` the switch counts; a thread
 //! reading its own takes `getrusage(RUSAGE_THREAD)` for the switches.
 
@@ -14,10 +14,10 @@ use locksuit_format::*;
 
 /// What was read; `None` where the kernel did not say.
 #[derive(Default)]
-struct Usage {
-    cpu_ns: Option<u64>,
-    runnable_ns: Option<u64>,
-    switches: Option<(u64, u64)>,
+pub struct Usage {
+    pub cpu_ns: Option<u64>,
+    pub runnable_ns: Option<u64>,
+    pub switches: Option<(u64, u64)>,
 }
 
 /// `schedstat`: "<ns on CPU> <ns waiting on a run queue> <timeslices>".
@@ -47,7 +47,7 @@ fn switches_from_status(tid: u32) -> Option<(u64, u64)> {
 }
 
 /// The calling thread's own figures.
-fn own(tid: u32) -> Usage {
+pub fn own(tid: u32) -> Usage {
     let mut usage = Usage::default();
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut ru: libc::rusage = unsafe { core::mem::zeroed() };
@@ -69,7 +69,7 @@ fn own(tid: u32) -> Usage {
 }
 
 /// Another live thread's figures.
-fn of_task(tid: u32) -> Usage {
+pub fn of_task(tid: u32) -> Usage {
     let (cpu_ns, runnable_ns) = match schedstat(tid) {
         Some((cpu, waiting)) => (Some(cpu), Some(waiting)),
         None => (None, None),
