@@ -328,8 +328,16 @@ fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<Seen>) {
         usage_of(usage::own(lane.tid), &mut s);
         return (s, None);
     }
+    // Read before the kernel's view: a stack copy is kept only if the
+    // thread did not run since.
     usage_of(usage::of_task(lane.tid), &mut s);
-    let seen = kernel_view(lane.tid, &mut s);
+    let seen = kernel_view(lane.tid, &mut s).map(|seen| match seen {
+        Seen::InCall(call, _) => Seen::InCall(
+            call,
+            (s.usage_flags & THREAD_USAGE != 0).then_some(s.cpu_ns),
+        ),
+        running => running,
+    });
     (s, seen.filter(|_| s.wait_kind == 0))
 }
 
@@ -393,7 +401,7 @@ fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<Seen> {
         Ok(Some(call)) => {
             s.syscall = call.syscall as i32;
             s.pc = call.pc;
-            return Some(Seen::InCall(call));
+            return Some(Seen::InCall(call, None));
         }
         Err(()) => {}
     }

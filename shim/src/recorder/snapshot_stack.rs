@@ -6,13 +6,13 @@
 //!
 //! For a thread in a call, the kernel gives its registers in `/proc`; it
 //! may return from its call while its stack is copied, so the registers
-//! are read again afterwards, and a copy taken while they changed is not
-//! written. For a running thread, a perf event samples its registers and
+//! and its time on a processor are read again afterwards, and a copy taken
+//! while either changed is not written. For a running thread, a perf event samples its registers and
 //! stack while it runs in user space (a snapshot waits for such samples
 //! 20 ms at most, all together).
 
 use super::lanes::Lane;
-use super::{caller, modules, procfs, switch_ring};
+use super::{caller, modules, procfs, switch_ring, usage};
 use crate::sys;
 use crate::text;
 use core::cell::UnsafeCell;
@@ -68,10 +68,11 @@ pub fn begin() {
     SAMPLING_LEFT_NS.store(SAMPLING_BUDGET_NS, Ordering::Relaxed);
 }
 
-/// Where a snapshot's thread was: in a system call, or running.
+/// Where a snapshot's thread was: in a system call (with its time on a
+/// processor read just before, if the kernel gave it), or running.
 #[derive(Clone, Copy)]
 pub enum Seen {
-    InCall(InCall),
+    InCall(InCall, Option<u64>),
     Running,
 }
 
@@ -86,12 +87,17 @@ pub fn write(lane: &mut Lane, number: u32, tid: u32, seen: Seen) {
     // SAFETY: only the one thread taking a snapshot uses the copy.
     let copy = unsafe { &mut *STACK_COPY.0.get() };
     let (call, flags, bp, copied) = match seen {
-        Seen::InCall(call) => {
+        Seen::InCall(call, cpu_ns) => {
             if call.sp == 0 || call.pc == 0 {
                 return;
             }
             let copied = sys::read_own_memory_prefix(call.sp, copy);
-            if in_call(tid) != Ok(Some(call)) {
+            // Still in that call, and it never ran since it was seen in it:
+            // a thread that loops may be back in the same call at the same
+            // place, its stack rewritten in between.
+            let stayed = in_call(tid) == Ok(Some(call))
+                && cpu_ns.is_none_or(|before| usage::cpu_ns(tid) == Some(before));
+            if !stayed {
                 return;
             }
             (call, 0, 0, copied)

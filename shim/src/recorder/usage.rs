@@ -29,6 +29,12 @@ fn schedstat(tid: u32) -> Option<(u64, u64)> {
     Some((cpu, waiting))
 }
 
+/// Thread `tid`'s time on a processor so far (ns): unchanged between two
+/// reads only if it did not run in between.
+pub fn cpu_ns(tid: u32) -> Option<u64> {
+    schedstat(tid).map(|(cpu, _)| cpu)
+}
+
 /// The value after `key` on its line of `status`.
 fn status_value(status: &[u8], key: &[u8]) -> Option<u64> {
     let at = status.windows(key.len()).position(|w| w == key)?;
