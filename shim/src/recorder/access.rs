@@ -76,9 +76,10 @@ const PUBLISH_SPINS: u32 = 1000;
 const PUBLISH_YIELDS: u32 = 100;
 
 static TABLE: AtomicPtr<Slot> = AtomicPtr::new(core::ptr::null_mut());
-/// The key of a slot whose block was freed: free for another granule (no
-/// address maps to it).
-const TOMB: u64 = u64::MAX;
+/// Marks the key of a slot whose block was freed (keys are granule
+/// numbers + 1, far below it): the slot is free again, and remembers whose
+/// it was.
+const TOMB: u64 = 1 << 63;
 /// The 4 KiB pages that hold a granule of the table, so that freeing a
 /// block looks only at pages where something was recorded: open
 /// addressing, `page + 1` per entry (512 KiB reserved).
@@ -174,34 +175,43 @@ fn probe(home: usize, i: usize) -> usize {
 }
 
 /// The slot of granule `key`, claimed if new (then `true`: the caller
-/// writes its record). A freed block's slots become tombstones, which a
-/// new granule may take (the first one in its chain, so that two threads
-/// claiming one granule meet at the same slot).
+/// writes its record). A freed block's slots become tombstones that
+/// remember their granule.
+///
+/// Two threads claiming one granule must meet at one slot, or it gets two
+/// records. A granule therefore takes back its own tombstone (malloc hands
+/// the same addresses out again), else the first empty slot of its chain:
+/// neither can move while they look, so both claimers pick the same one.
+/// Another granule's tombstone is taken only when the chain has no empty
+/// slot left; a block freed at that moment, making an earlier tombstone,
+/// can then still split one granule in two.
 fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
     let home = home_of(key);
     // A claim that loses to another granule looks again (a few times).
     for _ in 0..4 {
-        let mut tomb: Option<&'static Slot> = None;
+        let mut foreign_tomb = None;
         let mut target = None;
         for i in 0..PROBES {
             // SAFETY: the index is masked into the table.
             let slot = unsafe { &*table.add(probe(home, i)) };
             match slot.key.load(Ordering::Acquire) {
                 cur if cur == key => return Some((slot, false)),
-                TOMB => {
-                    tomb = tomb.or(Some(slot));
+                cur if cur == key | TOMB => {
+                    target = Some((slot, cur));
+                    break;
                 }
                 0 => {
-                    target = Some(tomb.map_or((slot, 0), |t| (t, TOMB)));
+                    target = Some((slot, 0));
                     break;
+                }
+                cur if cur & TOMB != 0 => {
+                    foreign_tomb = foreign_tomb.or(Some((slot, cur)));
                 }
                 _ => {}
             }
         }
-        let (slot, expected) = match (target, tomb) {
-            (Some(t), _) => t,
-            (None, Some(t)) => (t, TOMB),
-            (None, None) => return None,
+        let Some((slot, expected)) = target.or(foreign_tomb) else {
+            return None;
         };
         match slot
             .key
@@ -354,7 +364,7 @@ pub fn block_freed(address: u64, size: u64) {
                 // (emptied before it is marked, so a new claimer finds it
                 // empty).
                 slot.record.store(core::ptr::null_mut(), Ordering::Release);
-                slot.key.store(TOMB, Ordering::Release);
+                slot.key.store((granule + 1) | TOMB, Ordering::Release);
             }
         }
     }
@@ -519,6 +529,47 @@ mod tests {
                 assert_eq!(slot.key.load(Ordering::Relaxed), key);
             }
         }
+        // SAFETY: the test's own mapping, no longer used.
+        unsafe { libc::munmap(table.cast(), SLOTS * size_of::<Slot>()) };
+    }
+
+    /// A granule in a chain (the same home) with another granule's
+    /// tombstone before its own: it takes back its own, which every
+    /// claimer of it finds, not the first tombstone, which a block freed
+    /// while it looks could move.
+    #[test]
+    fn a_freed_granule_takes_back_its_own_slot() {
+        let table: *mut Slot =
+            crate::recorder::mapped::map_anonymous(SLOTS * size_of::<Slot>()).expect("a table");
+        let first = 1u64 << 20;
+        // Keys at the same offset in other runs, whose places collide.
+        let mut same_home = (1..)
+            .map(|run| first + run * RUN_GRANULES as u64)
+            .filter(|&key| home_of(key) == home_of(first));
+        let mut next = || same_home.next().expect("a colliding key");
+        let (second, third, fourth) = (next(), next(), next());
+        let free = |key: u64| {
+            let slot = find(table, key).expect("claimed");
+            slot.key.store(key | TOMB, Ordering::Release);
+        };
+        for key in [first, second, third] {
+            assert!(slot_of(table, key).expect("room").1);
+        }
+        let first_slot = find(table, first).unwrap() as *const Slot;
+        let second_slot = find(table, second).unwrap() as *const Slot;
+        free(first);
+        free(second);
+        // The second takes back its own slot, past the first's tombstone.
+        let (slot, new) = slot_of(table, second).expect("room");
+        assert!(new);
+        assert!(core::ptr::eq(slot, second_slot));
+        // A granule never seen: the first empty slot, not a tombstone.
+        let (slot, new) = slot_of(table, fourth).expect("room");
+        assert!(new);
+        assert_eq!(slot.key.load(Ordering::Relaxed), fourth);
+        // SAFETY: a slot of the test's table.
+        let first_key = unsafe { &*first_slot }.key.load(Ordering::Relaxed);
+        assert_eq!(first_key, first | TOMB, "the first's tombstone stays");
         // SAFETY: the test's own mapping, no longer used.
         unsafe { libc::munmap(table.cast(), SLOTS * size_of::<Slot>()) };
     }
