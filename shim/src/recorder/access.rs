@@ -210,9 +210,7 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
                 _ => {}
             }
         }
-        let Some((slot, expected)) = target.or(foreign_tomb) else {
-            return None;
-        };
+        let (slot, expected) = target.or(foreign_tomb)?;
         match slot
             .key
             .compare_exchange(expected, key, Ordering::AcqRel, Ordering::Acquire)
