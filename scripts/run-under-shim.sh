@@ -15,7 +15,8 @@
 # this run with BASE (a JSON report, a trace file or a directory of traces:
 # `locksuit diff BASE DIR`); --against-history N with the median of the
 # last N runs saved with --save (under --label and --history, which also
-# go to the report). What regressed is printed on stderr.
+# go to the report), before this run is saved; a first run, with none saved
+# yet, passes. What regressed is printed on stderr.
 #
 # Exit status: the command's own when it failed; otherwise 1 if
 # --fail-on-findings was given and a process has a finding, or the gate
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
     --history|--label)
       [ $# -ge 2 ] || usage
       history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
   esac
@@ -80,31 +81,55 @@ status=$?
 # The analyzer runs without the shim (it is not part of the suite). The
 # report and its summary go to stderr (or the report to FILE): stdout is the
 # suite's.
-report=(report "$dir" "${report_options[@]}" --summary)
-if [ -n "$report_file" ]; then
-  env -u LD_PRELOAD "$locksuit" "${report[@]}" --output "$report_file"
-else
-  env -u LD_PRELOAD "$locksuit" "${report[@]}" >&2
-fi
-report_status=$?
-where="traces in $dir"
-[ -n "$report_file" ] && where="$where; report in $report_file"
-echo "run-under-shim.sh: the command exited with status $status; $where" >&2
+run_report() {
+  local report=(report "$dir" "${report_options[@]}" --summary)
+  if [ -n "$report_file" ]; then
+    env -u LD_PRELOAD "$locksuit" "${report[@]}" --output "$report_file"
+  else
+    env -u LD_PRELOAD "$locksuit" "${report[@]}" >&2
+  fi
+  report_status=$?
+  local where="traces in $dir"
+  [ -n "$report_file" ] && where="$where; report in $report_file"
+  echo "run-under-shim.sh: the command exited with status $status; $where" >&2
+}
 
-gate_status=0
-if [ ${#gate[@]} -gt 0 ]; then
+# The gate. Against the history it runs before the report, whose --save
+# would otherwise put this very run among those it is compared with; a
+# history with no run of the program yet has nothing to hold it to.
+run_gate() {
+  local diff errors
   if [ "${gate[0]}" = --against-history ]; then
     diff=(diff "${gate[@]}" "${history_options[@]}" "$dir")
   else
     diff=(diff "${gate[0]}" "$dir")
   fi
-  env -u LD_PRELOAD "$locksuit" "${diff[@]}" >&2
+  errors=$(mktemp) || exit 2
+  env -u LD_PRELOAD "$locksuit" "${diff[@]}" 2>"$errors" >&2
   gate_status=$?
+  if [ "$gate_status" -eq 2 ] && [ "${gate[0]}" = --against-history ] \
+    && grep -q -e 'no saved runs of' -e 'no run history here' "$errors"; then
+    echo "run-under-shim.sh: no saved run to compare with yet: $(cat "$errors")" >&2
+    gate_status=0
+    rm -f "$errors"
+    return
+  fi
+  cat "$errors" >&2
+  rm -f "$errors"
   case "$gate_status" in
     0) echo "run-under-shim.sh: no regression against ${gate[*]}" >&2 ;;
     1) echo "run-under-shim.sh: REGRESSED against ${gate[*]} (above)" >&2 ;;
     *) echo "run-under-shim.sh: the regression gate could not compare (above)" >&2 ;;
   esac
+}
+
+gate_status=0
+if [ ${#gate[@]} -gt 0 ] && [ "${gate[0]}" = --against-history ]; then
+  run_gate
+  run_report
+else
+  run_report
+  [ ${#gate[@]} -gt 0 ] && run_gate
 fi
 
 if [ "$status" -ne 0 ]; then

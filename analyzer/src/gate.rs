@@ -170,14 +170,19 @@ fn diffs(
         .collect())
 }
 
+/// What `report --save` keeps of a report: taken before printing, which
+/// may trim the report (`--top`).
+pub fn summaries_to_save(report: &Report) -> Result<Vec<Summary>, InputError> {
+    let value = serde_json::to_value(report).map_err(|e| InputError(e.to_string()))?;
+    compare::summaries(&value).map_err(InputError)
+}
+
 /// `report --save`: the report's summaries into the history; says where on
 /// stderr.
-pub fn save(report: &Report, options: &HistoryOptions) -> Result<(), InputError> {
-    let value = serde_json::to_value(report).map_err(|e| InputError(e.to_string()))?;
-    let summaries = compare::summaries(&value).map_err(InputError)?;
+pub fn save(summaries: &[Summary], options: &HistoryOptions) -> Result<(), InputError> {
     let path = options.path()?;
     let mut h = History::open(&path, true).map_err(InputError)?;
-    let ids = h.save(&summaries, &options.label).map_err(InputError)?;
+    let ids = h.save(summaries, &options.label).map_err(InputError)?;
     for (s, id) in summaries.iter().zip(ids) {
         eprintln!(
             "locksuit: saved run {id} of {} (label {}) in {}",

@@ -51,6 +51,24 @@ fn problem(path: &Path, e: impl std::fmt::Display) -> String {
     format!("{}: {e}", path.display())
 }
 
+/// How long a writer waits for another to finish before giving up.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// What went wrong with the database at `path` while doing `what`: a lock
+/// another process kept past the wait says so (it is not a damaged file).
+fn failed(path: &Path, what: &str, e: rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => problem(
+            path,
+            format!(
+                "{what}: another process kept the history database locked for over {} s; nothing was written, try again",
+                BUSY_WAIT.as_secs()
+            ),
+        ),
+        _ => problem(path, format!("{what}: {e}")),
+    }
+}
+
 impl History {
     /// Opens the history at `path`, creating it (and its directory) when
     /// `create` and it is missing.
@@ -70,8 +88,7 @@ impl History {
             OpenFlags::SQLITE_OPEN_READ_WRITE
         };
         let db = Connection::open_with_flags(path, flags).map_err(|e| problem(path, e))?;
-        db.busy_timeout(Duration::from_secs(10))
-            .map_err(|e| problem(path, e))?;
+        db.busy_timeout(BUSY_WAIT).map_err(|e| problem(path, e))?;
         let mut history = History {
             path: path.to_path_buf(),
             db,
@@ -82,8 +99,7 @@ impl History {
 
     fn migrate(&mut self) -> Result<(), String> {
         let path = self.path.clone();
-        let err =
-            |e: rusqlite::Error| problem(&path, format!("not a usable history database: {e}"));
+        let err = |e: rusqlite::Error| failed(&path, "not a usable history database", e);
         let tx = self
             .db
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -119,7 +135,7 @@ impl History {
     /// Saves the summaries of one run under `label`, all or none.
     pub fn save(&mut self, summaries: &[Summary], label: &str) -> Result<Vec<i64>, String> {
         let path = self.path.clone();
-        let err = |e: rusqlite::Error| problem(&path, format!("cannot save the run: {e}"));
+        let err = |e: rusqlite::Error| failed(&path, "cannot save the run", e);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -149,7 +165,7 @@ impl History {
         label: Option<&str>,
         last: Option<usize>,
     ) -> Result<Vec<Run>, String> {
-        let err = |e: rusqlite::Error| problem(&self.path, format!("cannot read the history: {e}"));
+        let err = |e: rusqlite::Error| failed(&self.path, "cannot read the history", e);
         let mut query = self
             .db
             .prepare(

@@ -246,3 +246,96 @@ fn run_under_shim_gates_a_suite_on_a_baseline_in_one_line() {
     // The suite's own output is left alone.
     assert_eq!(stdout_str(&worse), "contended 30\n");
 }
+
+#[test]
+fn run_under_shim_gates_against_the_history_before_saving_the_run() {
+    let knob = build_c("knob");
+    let script = workspace_root().join("scripts/run-under-shim.sh");
+    let history = fresh_dir("diff-script-history").join("history.db");
+    let gate = |k: &str, name: &str| {
+        let dir = fresh_dir(name);
+        let mut cmd = std::process::Command::new(&script);
+        cmd.args(["--dir", s(&dir), "--format", "summary", "--save"])
+            .args(["--history", s(&history), "--label", "gate"])
+            .args(["--against-history", "1", "--"])
+            .arg(&knob)
+            .env("KNOB_CONTENDED", k)
+            .env_remove("LD_PRELOAD");
+        cmd.output().unwrap()
+    };
+    // The first run has nothing to be held to: it passes, and is saved.
+    let first = gate("10", "diff-script-history-1");
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(err.contains("no saved run to compare with yet"), "{err}");
+    let same = gate("10", "diff-script-history-2");
+    assert_eq!(same.status.code(), Some(0), "{}", describe(&same));
+    // Against the last saved run, which is the previous one, not itself
+    // (saved first, a run would always equal the median of the last one).
+    let worse = gate("30", "diff-script-history-3");
+    assert_eq!(worse.status.code(), Some(1), "{}", describe(&worse));
+    let err = String::from_utf8_lossy(&worse.stderr);
+    assert!(err.contains("REGRESSED: lock &knob_lock"), "{err}");
+    // Every run was saved, the regressed one too.
+    let listed = locksuit(&["history", "--history", s(&history)]);
+    assert_eq!(listed.status.code(), Some(0), "{}", describe(&listed));
+    let lines = stdout_str(&listed);
+    assert_eq!(lines.matches("knob").count(), 3, "{lines}");
+}
+
+#[test]
+fn a_locked_history_gets_one_line_and_the_report_is_still_printed() {
+    let knob = knob_run("diff-locked-knob", 2);
+    let history = knob.join("history.db");
+    let save = || {
+        locksuit(&[
+            "report",
+            "--save",
+            "--history",
+            s(&history),
+            "--format",
+            "summary",
+            s(&knob),
+        ])
+    };
+    let made = save();
+    assert_eq!(made.status.code(), Some(0), "{}", describe(&made));
+    let before = std::fs::read(&history).unwrap();
+    // Another process holds the database's write lock past locksuit's
+    // 10 s wait (it says when it has the lock).
+    let holder = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None); \
+             c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(13); c.execute('ROLLBACK')",
+            s(&history),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut holder) = holder else {
+        eprintln!("python3 is missing: the locked-history check is skipped");
+        return;
+    };
+    let mut said = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut said,
+    )
+    .unwrap();
+    if said.trim() != "locked" {
+        eprintln!("python3's sqlite3 is missing: the locked-history check is skipped");
+        let _ = holder.wait();
+        return;
+    }
+    let out = save();
+    let err = one_line_error(&out, "locked");
+    assert!(err.contains("locked for over 10 s"), "{err}");
+    assert!(err.contains("history.db"), "{err}");
+    // The report was printed all the same.
+    assert!(stdout_str(&out).contains("knob"), "{}", describe(&out));
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(std::fs::read(&history).unwrap(), before, "nothing written");
+    // Once free, the run saves.
+    let saved = save();
+    assert_eq!(saved.status.code(), Some(0), "{}", describe(&saved));
+}

@@ -139,6 +139,20 @@ fn blocking_stacks_name_the_call_its_line_and_its_callers() {
         run.measured("main_join_ns"),
         "joins",
     );
+    // The waiting call tree has the blocking periods, not only lock
+    // waits: the read under its wrapper, as long as the program measured.
+    let wrapper = tree_node(arr(p, "wait_tree"), "wait_for_data")
+        .unwrap_or_else(|| panic!("no wait_for_data in {}", p["wait_tree"]));
+    let leaf = arr(wrapper, "children")
+        .iter()
+        .find(|n| n["frame"] == "read")
+        .unwrap_or_else(|| panic!("no read under wait_for_data: {wrapper}"));
+    assert_eq!(u64_of(leaf, "count"), 1, "{leaf}");
+    within_tenth(
+        u64_of(leaf, "total_ns"),
+        run.measured("read_ns"),
+        "read in the tree",
+    );
     // Sorted by total time, most first.
     let totals: Vec<u64> = stacks.iter().map(|s| u64_of(s, "total_ns")).collect();
     assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
@@ -149,6 +163,17 @@ fn blocking_stacks_name_the_call_its_line_and_its_callers() {
     assert!(text.contains("Why threads stopped"), "{text}");
     assert!(text.contains("Blocking call stacks"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+}
+
+/// The first node named `frame` in a waiting call tree, depth first.
+fn tree_node<'a>(nodes: &'a [Value], frame: &str) -> Option<&'a Value> {
+    nodes.iter().find_map(|n| {
+        if n["frame"] == frame {
+            Some(n)
+        } else {
+            tree_node(arr(n, "children"), frame)
+        }
+    })
 }
 
 #[test]

@@ -5,13 +5,17 @@
 use super::*;
 
 /// Prints the report where the options say (and the summary on stderr if
-/// asked for); an unwritable output file is bad usage. Returns whether
+/// asked for), then saves it to the history if asked; an unwritable output
+/// file is bad usage. Returns whether
 /// `--fail-on-findings` fails: some process has a finding, whatever
 /// `--top` shows.
 pub(super) fn print(mut report: Report, options: &ReportOptions) -> Result<bool, InputError> {
-    if options.save {
-        crate::gate::save(&report, &options.history)?;
-    }
+    // Saved after printing, so that a history that cannot take the run
+    // (locked, damaged) does not cost the report.
+    let to_save = match options.save {
+        true => Some(crate::gate::summaries_to_save(&report)?),
+        false => None,
+    };
     let gate_fails =
         options.fail_on_findings && report.processes.iter().any(|p| !p.findings.is_empty());
     // Worked out before --top trims the JSON's findings: it counts them all.
@@ -27,6 +31,9 @@ pub(super) fn print(mut report: Report, options: &ReportOptions) -> Result<bool,
         eprint!("{}{summary}", if json_above { "\n" } else { "" });
     }
     printed?;
+    if let Some(summaries) = to_save {
+        crate::gate::save(&summaries, &options.history)?;
+    }
     Ok(gate_fails)
 }
 
