@@ -268,15 +268,9 @@ fn build(report: &Report) -> Profile {
                 location_id.push(b.call(leaf));
             }
             // Frames of one address (inlining) make one location.
-            let mut i = 0;
-            while i < s.frames.len() {
-                let mut j = i + 1;
-                while j < s.frames.len() && s.frames[j].address == s.frames[i].address {
-                    j += 1;
-                }
-                let group: Vec<&Frame> = s.frames[i..j].iter().collect();
+            for inlined in s.frames.chunk_by(|a, b| a.address == b.address) {
+                let group: Vec<&Frame> = inlined.iter().collect();
                 location_id.push(b.location(&group, p.pid));
-                i = j;
             }
             let mut label = vec![
                 Label {
@@ -321,4 +315,56 @@ pub fn write(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<(
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, line: u32, address: &str) -> Frame {
+        Frame {
+            function: Some(function.into()),
+            file: Some("f.c".into()),
+            line: Some(line),
+            path: Some("/src/f.c".into()),
+            address: address.into(),
+            module: Some("/bin/prog".into()),
+            offset: None,
+        }
+    }
+
+    #[test]
+    fn inlined_frames_are_lines_of_one_location() {
+        // `get` inlined into `lookup` at one address; `main` calls it.
+        let frames = [
+            frame("get", 10, "0x1234"),
+            frame("lookup", 20, "0x1234"),
+            frame("main", 30, "0x5678"),
+        ];
+        let mut b = Builder::default();
+        b.string("");
+        let ids: Vec<u64> = frames
+            .chunk_by(|a, b| a.address == b.address)
+            .map(|group| b.location(&group.iter().collect::<Vec<_>>(), 1))
+            .collect();
+        assert_eq!(ids.len(), 2);
+        let name_of = |b: &Builder, line: &Line| {
+            let f = &b.profile.function[line.function_id as usize - 1];
+            b.profile.string_table[f.name as usize].clone()
+        };
+        let inlined = &b.profile.location[ids[0] as usize - 1];
+        assert_eq!(inlined.address, 0x1234);
+        let lines: Vec<(String, i64)> = inlined
+            .line
+            .iter()
+            .map(|l| (name_of(&b, l), l.line))
+            .collect();
+        // pprof's order: the inlined function first, the one it was
+        // inlined into last.
+        assert_eq!(lines, [("get".into(), 10), ("lookup".into(), 20)]);
+        let caller = &b.profile.location[ids[1] as usize - 1];
+        assert_eq!(caller.line.len(), 1);
+        assert_eq!(name_of(&b, &caller.line[0]), "main");
+        assert_eq!(b.profile.mapping.len(), 1, "one module, one mapping");
+    }
 }
