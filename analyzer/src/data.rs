@@ -32,7 +32,8 @@ pub struct SiteData {
     pub unsuitable: u64,
     /// The data it touched, by name: shared or not.
     pub data: BTreeMap<String, bool>,
-    /// Some of that data was written under a lock (by any line).
+    /// Some of that data was written under a lock (by any line), or by a
+    /// thread holding none once some lock had guarded it.
     pub written: bool,
     /// Its engagements by share of suitable accesses: `[waited for][bucket]`.
     pub ratios: Option<[[u64; RATIO_BUCKETS]; 2]>,
@@ -93,7 +94,7 @@ pub fn facts(
                 entry.unsuitable += u64::from(count);
             }
             *entry.data.entry(name.clone()).or_insert(false) |= shared;
-            entry.written |= a.flags & ACCESS_WRITTEN != 0;
+            entry.written |= a.flags & (ACCESS_WRITTEN | ACCESS_WRITTEN_UNLOCKED) != 0;
         }
         if !facts.complete {
             facts.accesses += a.accesses.iter().map(|&n| u64::from(n)).sum::<u64>();

@@ -22,6 +22,9 @@ pub const ACCESS_MORE_SITES: u32 = 1 << 1;
 /// The granule lay in a heap block that was freed later (a block at the
 /// same address afterwards is another resource, with a record of its own).
 pub const ACCESS_FREED: u32 = 1 << 2;
+/// Some thread stored to it while holding no lock, after it was first
+/// touched under one: the lock did not keep its writers out.
+pub const ACCESS_WRITTEN_UNLOCKED: u32 = 1 << 3;
 
 /// One granule touched under a lock.
 #[repr(C)]

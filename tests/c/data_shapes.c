@@ -6,6 +6,9 @@
  *   surely wait.
  * - config_lock guards a table main fills before the threads start; under
  *   the lock the threads only read it (read-only-sharing).
+ * - status_lock: the threads read a table under it too, but the first
+ *   thread, halfway, also writes one entry of it holding no lock: not
+ *   read-only, whatever the lock saw.
  *
  * Prints "tally_sum N" (THREADS * ROUNDS) and "config_sum N". */
 #include "common.h"
@@ -20,6 +23,8 @@ static struct {
     char pad[56];
 } tallies[THREADS];
 static int config[16];
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int status[16];
 static volatile int tids[THREADS];
 
 static void *worker(void *arg)
@@ -34,6 +39,12 @@ static void *worker(void *arg)
         CHECK(pthread_mutex_lock(&config_lock));
         sum += config[i % 16];
         CHECK(pthread_mutex_unlock(&config_lock));
+        CHECK(pthread_mutex_lock(&status_lock));
+        int seen = status[i % 16];
+        CHECK(pthread_mutex_unlock(&status_lock));
+        /* A racy write, on purpose: to an entry read under the lock. */
+        if (me == 0 && i == ROUNDS / 2)
+            status[i % 16] = seen + 1;
     }
     return (void *)sum;
 }

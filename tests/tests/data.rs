@@ -181,6 +181,26 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         str_of(read_only, "message").contains("&config"),
         "{read_only}"
     );
+    // Data read under its lock but written without it is not read-only,
+    // though every access the lock saw was a shared read.
+    assert!(
+        finding_on(p, "read-only-sharing", "&status_lock").is_none(),
+        "{}",
+        p["findings"]
+    );
+    let status_line = arr(p, "sites")
+        .iter()
+        .find(|s| arr(s, "locks").iter().any(|l| l == "&status_lock"))
+        .unwrap_or_else(|| panic!("{}", p["sites"]));
+    assert!(
+        u64_of(status_line, "suitable_accesses") > 0,
+        "{status_line}"
+    );
+    assert_eq!(
+        u64_of(status_line, "unsuitable_accesses"),
+        0,
+        "{status_line}"
+    );
     // Neither lock's data is the other shape.
     assert!(finding_on(p, "read-only-sharing", "&pair_lock").is_none());
     assert!(finding_on(p, "disjoint-data", "&config_lock").is_none());

@@ -1,9 +1,10 @@
 //! The load and store callbacks of a program built with `locksuit cc`
 //! (clang's `-fsanitize-coverage=trace-loads,trace-stores`): they replace
-//! the do-nothing ones of liblocksuit_cov.so. An access by a thread that
-//! holds no lock ends at the first test; one under a lock is recorded (see
-//! `recorder::access`). The program's memory is only looked at by
-//! address, never read.
+//! the do-nothing ones of liblocksuit_cov.so. A load by a thread that holds
+//! no lock ends at the first test; a store then is looked up only once some
+//! data was touched under a lock (it marks data written without its lock);
+//! an access under a lock is recorded (see `recorder::access`). The
+//! program's memory is only looked at by address, never read.
 
 use crate::guard::{self, HookGuard};
 use crate::recorder;
@@ -11,10 +12,20 @@ use crate::recorder;
 #[inline(always)]
 fn accessed(address: *const u8, write: bool) {
     if !guard::thread_holds_a_lock() {
+        if write && recorder::data_recorded() {
+            stored_unlocked(address);
+        }
         return;
     }
     if let Some(g) = HookGuard::enter_quietly() {
         recorder::accessed(&g, address as u64, write);
+    }
+}
+
+#[inline(never)]
+fn stored_unlocked(address: *const u8) {
+    if let Some(g) = HookGuard::enter_quietly() {
+        recorder::stored_unlocked(&g, address as u64);
     }
 }
 

@@ -368,15 +368,50 @@ pub fn block_freed(address: u64, size: u64) {
     }
 }
 
+/// Whether `address` is in the calling thread's own locals (between here
+/// and its stack's top), which are not data: every thread has its own.
+/// Only a believable range counts (not after a fork from another thread,
+/// nor on a coroutine's stack).
+#[inline(always)]
+fn own_local(lane: &Lane, address: u64) -> bool {
+    let here = core::ptr::addr_of!(lane) as u64;
+    let believable = lane.stack_top > here && lane.stack_top - here <= MAX_STACK;
+    believable && address >= here && address < lane.stack_top
+}
+
+/// Whether a granule was touched under a lock yet: before, a store made
+/// holding no lock has nothing to look up.
+#[inline(always)]
+pub fn recorded_any() -> bool {
+    !TABLE.load(Ordering::Relaxed).is_null()
+}
+
+/// The calling thread stored to `address` holding no lock: if the granule
+/// was touched under a lock, it is marked written without one (whichever
+/// thread did it, and whenever: a read-only verdict must not stand on it).
+pub fn stored_unlocked(lane: &Lane, address: u64) {
+    let table = TABLE.load(Ordering::Acquire);
+    if table.is_null() || own_local(lane, address) {
+        return;
+    }
+    let Some(slot) = find(table, address / GRANULE_BYTES + 1) else {
+        return;
+    };
+    let record = slot.record.load(Ordering::Acquire);
+    if record.is_null() || record == NO_ROOM {
+        return; // its first toucher is still writing it: a rare miss
+    }
+    // SAFETY: a published record, as in `touched`.
+    let flags = unsafe { &(*record).flags };
+    if flags.load(Ordering::Relaxed) & ACCESS_WRITTEN_UNLOCKED == 0 {
+        flags.fetch_or(ACCESS_WRITTEN_UNLOCKED, Ordering::Relaxed);
+    }
+}
+
 /// The calling thread (its lane) touched `address` while holding `held`
 /// innermost; `write` for a store.
 pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
-    // The thread's own locals (between here and its stack's top) are not
-    // data: every thread has its own. Only a believable range counts (not
-    // after a fork from another thread, nor on a coroutine's stack).
-    let here = core::ptr::addr_of!(lane) as u64;
-    let believable = lane.stack_top > here && lane.stack_top - here <= MAX_STACK;
-    if believable && address >= here && address < lane.stack_top {
+    if own_local(lane, address) {
         return;
     }
     // Counted per thread: one shared counter would bounce between cores.

@@ -132,6 +132,20 @@ pub fn accessed(g: &InHook, address: u64, write: bool) {
     }
 }
 
+/// Whether any data was touched under a lock yet (only then can a store
+/// made holding none be to data some lock guards).
+#[inline(always)]
+pub fn data_recorded() -> bool {
+    access::recorded_any()
+}
+
+/// The calling thread stored to `address` holding no lock.
+pub fn stored_unlocked(g: &InHook, address: u64) {
+    if let Some(lane) = current_lane(g) {
+        access::stored_unlocked(lane, address);
+    }
+}
+
 /// A heap block of `size` bytes at `address` was allocated by the call
 /// returning to `pc` (a program built with `locksuit cc`).
 pub fn block_allocated(address: u64, size: u64, pc: u64) {
