@@ -167,6 +167,10 @@ fn disjoint_data_and_read_only_sharing_are_found() {
     let out = run_under_shim(&bin, &[] as &[&str], &dir);
     assert_success(&out, "data_shapes");
     assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    // The shim's look-ups of unlocked stores change nothing the program sees.
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_shapes without the shim");
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     let disjoint =

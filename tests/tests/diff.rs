@@ -214,28 +214,25 @@ fn bad_input_gets_one_line_and_exit_2() {
     assert!(err.contains("newer locksuit"), "{err}");
 }
 
+/// scripts/run-under-shim.sh with `gate_options` (summary report) over
+/// knob.c at setting `k`, its traces in a fresh directory `name`.
+fn script_gate(gate_options: &[&str], k: &str, name: &str) -> Output {
+    let dir = fresh_dir(name);
+    std::process::Command::new(workspace_root().join("scripts/run-under-shim.sh"))
+        .args(["--dir", s(&dir), "--format", "summary"])
+        .args(gate_options)
+        .arg("--")
+        .arg(build_c("knob"))
+        .env("KNOB_CONTENDED", k)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn run_under_shim_gates_a_suite_on_a_baseline_in_one_line() {
     let base = knob_run("diff-script-base", 10);
-    let knob = build_c("knob");
-    let script = workspace_root().join("scripts/run-under-shim.sh");
-    let gate = |k: &str, name: &str| {
-        let dir = fresh_dir(name);
-        let mut cmd = std::process::Command::new(&script);
-        cmd.args([
-            "--dir",
-            s(&dir),
-            "--format",
-            "summary",
-            "--baseline",
-            s(&base),
-            "--",
-        ])
-        .arg(&knob)
-        .env("KNOB_CONTENDED", k)
-        .env_remove("LD_PRELOAD");
-        cmd.output().unwrap()
-    };
+    let gate = |k: &str, name: &str| script_gate(&["--baseline", s(&base)], k, name);
     let same = gate("10", "diff-script-same");
     assert_eq!(same.status.code(), Some(0), "{}", describe(&same));
     assert!(String::from_utf8_lossy(&same.stderr).contains("no regression"));
@@ -249,20 +246,17 @@ fn run_under_shim_gates_a_suite_on_a_baseline_in_one_line() {
 
 #[test]
 fn run_under_shim_gates_against_the_history_before_saving_the_run() {
-    let knob = build_c("knob");
-    let script = workspace_root().join("scripts/run-under-shim.sh");
     let history = fresh_dir("diff-script-history").join("history.db");
-    let gate = |k: &str, name: &str| {
-        let dir = fresh_dir(name);
-        let mut cmd = std::process::Command::new(&script);
-        cmd.args(["--dir", s(&dir), "--format", "summary", "--save"])
-            .args(["--history", s(&history), "--label", "gate"])
-            .args(["--against-history", "1", "--"])
-            .arg(&knob)
-            .env("KNOB_CONTENDED", k)
-            .env_remove("LD_PRELOAD");
-        cmd.output().unwrap()
-    };
+    let options = [
+        "--save",
+        "--history",
+        s(&history),
+        "--label",
+        "gate",
+        "--against-history",
+        "1",
+    ];
+    let gate = |k: &str, name: &str| script_gate(&options, k, name);
     // The first run has nothing to be held to: it passes, and is saved.
     let first = gate("10", "diff-script-history-1");
     assert_eq!(first.status.code(), Some(0), "{}", describe(&first));

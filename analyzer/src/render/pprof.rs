@@ -217,6 +217,15 @@ impl Builder {
         id
     }
 
+    /// The locations of a stack, innermost first: frames of one address
+    /// (a function and those inlined into it) make one location.
+    fn locations(&mut self, frames: &[Frame], pid: u32) -> Vec<u64> {
+        frames
+            .chunk_by(|a, b| a.address == b.address)
+            .map(|inlined| self.location(&inlined.iter().collect::<Vec<_>>(), pid))
+            .collect()
+    }
+
     /// A location of a function with no address (the blocking call).
     fn call(&mut self, name: &str) -> u64 {
         let key = (u64::MAX, name.to_string());
@@ -267,11 +276,7 @@ fn build(report: &Report) -> Profile {
             if let Some(leaf) = s.leaf {
                 location_id.push(b.call(leaf));
             }
-            // Frames of one address (inlining) make one location.
-            for inlined in s.frames.chunk_by(|a, b| a.address == b.address) {
-                let group: Vec<&Frame> = inlined.iter().collect();
-                location_id.push(b.location(&group, p.pid));
-            }
+            location_id.extend(b.locations(s.frames, p.pid));
             let mut label = vec![
                 Label {
                     key: pid_key,
@@ -343,10 +348,7 @@ mod tests {
         ];
         let mut b = Builder::default();
         b.string("");
-        let ids: Vec<u64> = frames
-            .chunk_by(|a, b| a.address == b.address)
-            .map(|group| b.location(&group.iter().collect::<Vec<_>>(), 1))
-            .collect();
+        let ids = b.locations(&frames, 1);
         assert_eq!(ids.len(), 2);
         let name_of = |b: &Builder, line: &Line| {
             let f = &b.profile.function[line.function_id as usize - 1];

@@ -331,13 +331,7 @@ fn describe(lane: &Lane, own: bool) -> (SnapshotThread, Option<Seen>) {
     // Read before the kernel's view: a stack copy is kept only if the
     // thread did not run since.
     usage_of(usage::of_task(lane.tid), &mut s);
-    let seen = kernel_view(lane.tid, &mut s).map(|seen| match seen {
-        Seen::InCall(call, _) => Seen::InCall(
-            call,
-            (s.usage_flags & THREAD_USAGE != 0).then_some(s.cpu_ns),
-        ),
-        running => running,
-    });
+    let seen = kernel_view(lane.tid, &mut s);
     (s, seen.filter(|_| s.wait_kind == 0))
 }
 
@@ -384,7 +378,8 @@ fn held_of(stack: *const HeldStack, s: &mut SnapshotThread) {
 }
 
 /// The kernel's state letter, and the system call it is in with the
-/// address it was made from (`/proc/self/task/TID/{stat,syscall}`).
+/// address it was made from (`/proc/self/task/TID/{stat,syscall}`); where
+/// it was, with its CPU time as `s` holds it (read just before).
 fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<Seen> {
     let mut buf = [0u8; 512];
     if let Some(stat) = procfs::read_task_file(tid, b"stat", &mut buf) {
@@ -401,7 +396,8 @@ fn kernel_view(tid: u32, s: &mut SnapshotThread) -> Option<Seen> {
         Ok(Some(call)) => {
             s.syscall = call.syscall as i32;
             s.pc = call.pc;
-            return Some(Seen::InCall(call, None));
+            let cpu_ns = (s.usage_flags & THREAD_USAGE != 0).then_some(s.cpu_ns);
+            return Some(Seen::InCall(call, cpu_ns));
         }
         Err(()) => {}
     }
