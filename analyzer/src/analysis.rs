@@ -83,6 +83,18 @@ pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static s
     }
 }
 
+/// How much of a trace [`analyze`] reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Depth {
+    /// The records and every event: the report.
+    Full,
+    /// The records only (counters, threads, waits in progress, names): for
+    /// a live view read again every second, whose cost must not grow with
+    /// the events already recorded. What only the events tell (who blocked
+    /// whom, exact wait distributions, blocking periods) is left empty.
+    Records,
+}
+
 /// Builds the model of one process. The trace is consumed: its counter
 /// and lock records are let go of as soon as they are turned into the model
 /// (see `locks.rs`). `progress` is called now and then while the events are
@@ -90,7 +102,7 @@ pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static s
 pub fn analyze(
     trace_path: &str,
     mut trace: Trace,
-    limits: &Limits,
+    (limits, depth): (&Limits, Depth),
     streams: &StreamFilter,
     symbolizer: &mut Symbolizer,
     progress: &mut dyn FnMut(),
@@ -290,24 +302,31 @@ pub fn analyze(
     let function_of = |site: SiteId| functions.get(site.index()).cloned().flatten();
     let mut periods = crate::periods::Collector::default();
     let mut reasons = crate::reasons::Collector::default();
-    let contention = crate::contention::analyze(
-        &trace,
-        &crate::contention::Names {
-            lock: &lock_of,
-            cond: &cond_of,
-            site: &report_site,
-            function: &function_of,
-        },
-        crate::contention::Targets {
-            locks: &mut locks,
-            families: &mut families,
-            sites: &mut sites,
-            conds: &mut conds,
-        },
-        &mut periods,
-        &mut reasons,
-        progress,
-    );
+    let contention = if depth == Depth::Records {
+        crate::contention::Contention {
+            events: trace.events.stored(),
+            ..Default::default()
+        }
+    } else {
+        crate::contention::analyze(
+            &trace,
+            &crate::contention::Names {
+                lock: &lock_of,
+                cond: &cond_of,
+                site: &report_site,
+                function: &function_of,
+            },
+            crate::contention::Targets {
+                locks: &mut locks,
+                families: &mut families,
+                sites: &mut sites,
+                conds: &mut conds,
+            },
+            &mut periods,
+            &mut reasons,
+            progress,
+        )
+    };
     let mut thread_reasons = crate::reasons::attribute(
         reasons,
         (&mut locks, &mut sites, &mut conds),

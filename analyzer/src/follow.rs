@@ -160,10 +160,11 @@ pub fn follow(
     // trace held then: the analysis (the costly part of a poll, growing
     // with the trace) runs again only when there is something new to name.
     let mut named: Option<(RawNames, u64, Shape)> = None;
+    let mut live = load::LiveIndexes::default();
     loop {
         let mut ended = None;
         let mut pids = Vec::new();
-        load::for_each(paths, &Selection::default(), |path, mapped| {
+        load::for_each_live(paths, &Selection::default(), &mut live, |path, mapped| {
             let load::Mapped { trace, pages, .. } = mapped;
             pids.push(trace.header.pid);
             if followed.is_some_and(|pid| pid != trace.header.pid) {
@@ -181,7 +182,7 @@ pub fn follow(
                 let p = crate::analysis::analyze(
                     &path.display().to_string(),
                     trace,
-                    &Limits::default(),
+                    (&Limits::default(), crate::analysis::Depth::Records),
                     &StreamFilter::Names,
                     &mut symbolizer,
                     &mut || pages.release(),

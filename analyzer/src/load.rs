@@ -1,7 +1,7 @@
 //! Finding and reading traces named on the command line.
 
 use crate::mapped::WatchedMap;
-use locksuit_format::{read_trace_releasing, Trace, TraceError};
+use locksuit_format::{read_trace_indexed, BlockIndex, Trace, TraceError};
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -167,8 +167,26 @@ impl Pages {
     }
 }
 
+/// What earlier reads learned about the blocks of each trace read again
+/// and again while it is written (`--follow`, `top`), by file.
+#[derive(Default)]
+pub struct LiveIndexes(std::collections::HashMap<(u64, u64), BlockIndex>);
+
+impl LiveIndexes {
+    fn of(&mut self, file: &File) -> Option<&mut BlockIndex> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().ok()?;
+        Some(self.0.entry((meta.dev(), meta.ino())).or_default())
+    }
+}
+
 /// Reads one trace file.
 pub fn read(path: &Path) -> Result<Mapped, InputError> {
+    read_again(path, None)
+}
+
+/// Reads one trace file, with what earlier reads of it learned if `live`.
+fn read_again(path: &Path, mut live: Option<&mut LiveIndexes>) -> Result<Mapped, InputError> {
     // Look before opening: opening a FIFO waits for a writer, and opening a
     // device may do something.
     let meta = std::fs::metadata(path).map_err(|e| {
@@ -215,7 +233,12 @@ pub fn read(path: &Path) -> Result<Mapped, InputError> {
         // the records touches every block of the trace (and the kernel maps
         // the neighbours of each page read along with it), so otherwise the
         // whole file would count as the analyzer's memory until the end.
-        let read = read_trace_releasing(path, pages.0.clone(), &mut || pages.release());
+        let mut fresh = BlockIndex::default();
+        let index = match live.as_deref_mut().and_then(|l| l.of(&file)) {
+            Some(index) => index,
+            None => &mut fresh,
+        };
+        let read = read_trace_indexed(path, pages.0.clone(), &mut || pages.release(), index);
         pages.release();
         match read {
             Ok(trace) => {
@@ -259,6 +282,8 @@ impl Seen {
 /// Walks what the command line names, handing each selected trace on.
 struct Walk<'a, F: FnMut(&Path, Mapped)> {
     selection: &'a Selection,
+    /// Set when the traces are read again and again (see [`for_each_live`]).
+    live: Option<&'a mut LiveIndexes>,
     each: F,
     seen: Seen,
     /// Traces that could not be read, and why.
@@ -284,7 +309,7 @@ impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
     fn file(&mut self, path: &Path) -> Result<(), InputError> {
         if self.seen.first_time(path) {
             crate::oom::working_on(Some(path));
-            let mapped = read(path)?;
+            let mapped = read_again(path, self.live.as_deref_mut())?;
             self.offer(path, mapped);
         }
         Ok(())
@@ -307,7 +332,7 @@ impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
                 continue;
             }
             crate::oom::working_on(Some(&trace_path));
-            match read(&trace_path) {
+            match read_again(&trace_path, self.live.as_deref_mut()) {
                 Ok(t) => {
                     readable += 1;
                     self.offer(&trace_path, t);
@@ -335,7 +360,7 @@ impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
         let mut first_error = None;
         for path in candidates {
             crate::oom::working_on(Some(&path));
-            let mapped = match read(&path) {
+            let mapped = match read_again(&path, self.live.as_deref_mut()) {
                 Ok(m) => m,
                 Err(e) => {
                     first_error.get_or_insert_with(|| e.0.clone());
@@ -389,8 +414,30 @@ pub fn for_each(
     selection: &Selection,
     each: impl FnMut(&Path, Mapped),
 ) -> Result<Vec<String>, InputError> {
+    walk(paths, selection, None, each)
+}
+
+/// [`for_each`] for a reader that reads the same live traces again and
+/// again: each read touches only the blocks that may have changed since
+/// the last one (`live` keeps what was learned).
+pub fn for_each_live(
+    paths: &[PathBuf],
+    selection: &Selection,
+    live: &mut LiveIndexes,
+    each: impl FnMut(&Path, Mapped),
+) -> Result<Vec<String>, InputError> {
+    walk(paths, selection, Some(live), each)
+}
+
+fn walk(
+    paths: &[PathBuf],
+    selection: &Selection,
+    live: Option<&mut LiveIndexes>,
+    each: impl FnMut(&Path, Mapped),
+) -> Result<Vec<String>, InputError> {
     let mut walk = Walk {
         selection,
+        live,
         each,
         seen: Seen::default(),
         skipped: Vec::new(),

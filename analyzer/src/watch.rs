@@ -110,7 +110,7 @@ fn explain(path: &Path, trace: locksuit_format::Trace) -> Vec<String> {
     let process = crate::analysis::analyze(
         &path.display().to_string(),
         trace,
-        &Limits::default(),
+        (&Limits::default(), crate::analysis::Depth::Full),
         &StreamFilter::Off,
         &mut Symbolizer::default(),
         &mut || {},

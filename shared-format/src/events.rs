@@ -86,6 +86,18 @@ impl Events {
         Self::new(Arc::new(bytes), ranges, Vec::new())
     }
 
+    /// How many events the lanes hold, from their sizes alone (no event is
+    /// read; a damaged block counts as if whole).
+    pub fn stored(&self) -> u64 {
+        let bytes: usize = self
+            .lanes
+            .iter()
+            .flatten()
+            .map(|(start, end)| end - start)
+            .sum();
+        (bytes / core::mem::size_of::<EventRecord>()) as u64
+    }
+
     /// Each lane's events in emission order, one lane after another.
     pub fn iter(&self) -> impl Iterator<Item = EventRecord> + '_ {
         self.lanes

@@ -18,6 +18,7 @@
 //! is rejected rather than misread.
 
 pub mod access;
+pub mod block_index;
 pub mod calls;
 pub mod events;
 pub mod layout;
@@ -32,5 +33,6 @@ pub use events::{emission_time, Events, TraceBytes};
 pub use layout::*;
 pub use policy::*;
 pub use reader::{
-    read_trace, read_trace_bytes, read_trace_releasing, read_trace_shared, Trace, TraceError,
+    read_trace, read_trace_bytes, read_trace_indexed, read_trace_releasing, read_trace_shared,
+    BlockIndex, Trace, TraceError,
 };

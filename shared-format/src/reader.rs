@@ -3,6 +3,7 @@
 //! a warning and the rest is still read.
 
 use crate::access::*;
+pub use crate::block_index::BlockIndex;
 use crate::events::{Events, TraceBytes};
 use crate::layout::*;
 use crate::policy::*;
@@ -176,6 +177,19 @@ pub fn read_trace_releasing(
     source: TraceBytes,
     release: &mut dyn FnMut(),
 ) -> Result<Trace, TraceError> {
+    read_trace_indexed(path, source, release, &mut BlockIndex::default())
+}
+
+/// [`read_trace_releasing`] of a trace read again and again while its
+/// process writes it: `index` keeps what the earlier reads learned about
+/// its blocks, so this read touches only what may have changed (see
+/// `block_index.rs`). Given another trace, the index starts afresh.
+pub fn read_trace_indexed(
+    path: &Path,
+    source: TraceBytes,
+    release: &mut dyn FnMut(),
+    index: &mut BlockIndex,
+) -> Result<Trace, TraceError> {
     let mut read = 0usize;
     let mut tick = move || {
         read += 1;
@@ -321,23 +335,42 @@ pub fn read_trace_releasing(
         warnings,
     };
 
+    // What earlier reads learned holds unless the flight recorder may be
+    // reusing blocks (it begins once no block can be had: the trace full,
+    // or the disk).
+    let reusable = header.flags & (FLAG_EVENTS_OVERWRITTEN | FLAG_OUT_OF_SPACE | FLAG_DISK_FULL)
+        == 0
+        && header.blocks_reserved < header.max_blocks;
+    let blocks = index;
+    blocks.begin(
+        (header.pid, header.start_unix_ns, header.start_mono_ns),
+        reusable,
+    );
+
     // Collect lane blocks, then read each lane in block order.
     let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
     let mut event_blocks: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
-        tick();
-        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
-        // The writer stores `kind` last (release): read it first, then the
-        // lane and sequence it publishes.
-        let kind = u32_at(block, offset_of!(BlockHeader, kind));
-        fence(Ordering::Acquire);
-        let Some(bh) = read_pod::<BlockHeader>(block) else {
-            continue;
+        let (kind, lane, seq) = match blocks.known(index) {
+            Some(known) => known,
+            None => {
+                tick();
+                let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+                // The writer stores `kind` last (release): read it first, then
+                // the lane and sequence it publishes.
+                let kind = u32_at(block, offset_of!(BlockHeader, kind));
+                fence(Ordering::Acquire);
+                let Some(bh) = read_pod::<BlockHeader>(block) else {
+                    continue;
+                };
+                blocks.learn(index, (kind, bh.lane, bh.seq));
+                (kind, bh.lane, bh.seq)
+            }
         };
         match kind {
             0 => continue, // reserved, never written (e.g. the disk refused it)
-            BLOCK_LANE => lane_blocks.push((bh.lane, bh.seq, index)),
-            BLOCK_EVENTS => event_blocks.push((bh.lane, bh.seq, index)),
+            BLOCK_LANE => lane_blocks.push((lane, seq, index)),
+            BLOCK_EVENTS => event_blocks.push((lane, seq, index)),
             other => trace.warnings.push(format!(
                 "block {index}: unknown block kind {other}, skipped"
             )),
@@ -363,10 +396,20 @@ pub fn read_trace_releasing(
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
     let mut lane_ids: Vec<u32> = Vec::new();
     let mut last_lane = None;
-    for &(lane, _seq, index) in &event_blocks {
-        tick();
-        let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
-            continue;
+    for (at, &(lane, _seq, index)) in event_blocks.iter().enumerate() {
+        let used = match blocks.finished_used(index) {
+            Some(used) => used,
+            None => {
+                tick();
+                let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
+                    continue;
+                };
+                // Not its lane's last block: full for good.
+                if event_blocks.get(at + 1).is_some_and(|next| next.0 == lane) {
+                    blocks.learn_finished(index, payload.len());
+                }
+                payload.len()
+            }
         };
         if last_lane != Some(lane) {
             last_lane = Some(lane);
@@ -375,7 +418,7 @@ pub fn read_trace_releasing(
         }
         let start = index * BLOCK_SIZE + BLOCK_HEADER_SIZE;
         if let Some(blocks) = lanes.last_mut() {
-            blocks.push((start, start + payload.len()));
+            blocks.push((start, start + used));
         }
     }
     trace.events = Events::new(source.clone(), lanes, lane_ids);

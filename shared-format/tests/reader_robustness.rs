@@ -288,3 +288,112 @@ fn an_unfinished_trace_is_read_up_to_what_the_file_held() {
     // Cut inside the header block: still not a trace.
     assert!(read(&b[..100]).is_err());
 }
+
+/// The sample as its process still writes it: not complete, and a second
+/// event block for the lane (one event), so the first is finished.
+fn live_trace() -> Vec<u8> {
+    let mut buf = sample_trace();
+    buf.resize(5 * BLOCK_SIZE, 0);
+    let mut h: FileHeader = read_pod(&buf).unwrap();
+    h.flags = 0;
+    h.blocks_reserved = 5;
+    h.blocks_backed = 5;
+    buf[..std::mem::size_of::<FileHeader>()].copy_from_slice(&bytes_of(&h));
+    put_block_of(&mut buf, BLOCK_EVENTS, 4, 1, &[bytes_of(&live_event(400))]);
+    buf
+}
+
+fn live_event(time: u64) -> EventRecord {
+    EventRecord {
+        hdr: hdr(
+            RecordKind::Event,
+            std::mem::size_of::<EventRecord>(),
+            EVENT_RELEASED,
+        ),
+        lock_id: 1,
+        site_id: 9,
+        tid: 43,
+        time,
+        ..Default::default()
+    }
+}
+
+fn read_indexed(bytes: &[u8], index: &mut BlockIndex) -> Trace {
+    let source: TraceBytes = std::sync::Arc::new(bytes.to_vec());
+    read_trace_indexed(
+        std::path::Path::new("live.trace"),
+        source,
+        &mut || {},
+        index,
+    )
+    .unwrap()
+}
+
+fn event_times(t: &Trace) -> Vec<u64> {
+    t.events.iter().map(|e| e.time).collect()
+}
+
+fn set_header(buf: &mut [u8], change: impl FnOnce(&mut FileHeader)) {
+    let mut h: FileHeader = read_pod(buf).unwrap();
+    change(&mut h);
+    buf[..std::mem::size_of::<FileHeader>()].copy_from_slice(&bytes_of(&h));
+}
+
+#[test]
+fn a_trace_read_again_rereads_only_what_may_have_changed() {
+    let mut b = live_trace();
+    let mut index = BlockIndex::default();
+    let first = read_indexed(&b, &mut index);
+    assert_eq!(event_times(&first), [100, 200, 300, 400]);
+    assert_eq!(index.remembered(), 4);
+
+    // The program goes on: an event added to the lane's last event block,
+    // and a counter updated in place in a record block.
+    let used_at = 4 * BLOCK_SIZE + core::mem::offset_of!(BlockHeader, used);
+    let size = std::mem::size_of::<EventRecord>();
+    let at = 4 * BLOCK_SIZE + BLOCK_HEADER_SIZE + size;
+    b[at..at + size].copy_from_slice(&bytes_of(&live_event(500)));
+    b[used_at..used_at + 4].copy_from_slice(&(2 * size as u32).to_le_bytes());
+    let counter_at = 2 * BLOCK_SIZE
+        + BLOCK_HEADER_SIZE
+        + std::mem::size_of::<ThreadRecord>()
+        + std::mem::size_of::<LockRecord>()
+        + site_record_size(2)
+        + core::mem::offset_of!(CounterRecord, engagements);
+    b[counter_at..counter_at + 8].copy_from_slice(&11u64.to_le_bytes());
+    // The finished event block's header damaged: a read that looked at it
+    // again would skip the block.
+    b[3 * BLOCK_SIZE..3 * BLOCK_SIZE + 4].copy_from_slice(&77u32.to_le_bytes());
+
+    let again = read_indexed(&b, &mut index);
+    assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    assert_eq!(event_times(&again), [100, 200, 300, 400, 500]);
+    let engagements: Vec<u64> = again.counters.iter().map(|(_, c)| c.engagements).collect();
+    assert_eq!(engagements, [11, 5], "record blocks are read again");
+
+    // What a fresh read sees: the damage, and only the last block's events.
+    let fresh = read_indexed(&b, &mut BlockIndex::default());
+    assert!(
+        fresh
+            .warnings
+            .iter()
+            .any(|w| w.contains("unknown block kind 77")),
+        "{:?}",
+        fresh.warnings
+    );
+    assert_eq!(event_times(&fresh), [400, 500]);
+
+    // Another trace (another pid) given the same index: nothing is kept.
+    let mut other = b.clone();
+    set_header(&mut other, |h| h.pid = 7);
+    assert_eq!(event_times(&read_indexed(&other, &mut index)), [400, 500]);
+
+    // Under the flight recorder blocks are reused: nothing is kept either.
+    let mut index = BlockIndex::default();
+    let mut flight = live_trace();
+    read_indexed(&flight, &mut index);
+    flight[3 * BLOCK_SIZE..3 * BLOCK_SIZE + 4].copy_from_slice(&77u32.to_le_bytes());
+    set_header(&mut flight, |h| h.flags |= FLAG_EVENTS_OVERWRITTEN);
+    assert_eq!(event_times(&read_indexed(&flight, &mut index)), [400]);
+    assert_eq!(index.remembered(), 0);
+}

@@ -490,7 +490,7 @@ fn build_report(
         processes.push(crate::analysis::analyze(
             &path.display().to_string(),
             trace,
-            limits,
+            (limits, crate::analysis::Depth::Full),
             streams,
             &mut symbolizer,
             &mut || {

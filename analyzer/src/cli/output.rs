@@ -333,7 +333,7 @@ fn streamed_events(args: &EventsArgs) -> i32 {
         let p = crate::analysis::analyze(
             &path.display().to_string(),
             trace,
-            &Limits::default(),
+            (&Limits::default(), crate::analysis::Depth::Records),
             &StreamFilter::Names,
             &mut symbolizer,
             &mut || {

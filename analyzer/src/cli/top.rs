@@ -44,6 +44,8 @@ struct View {
     /// What `e` last asked the program (`CONTROL_*`), 0 if nothing.
     asked: u32,
     events: Events,
+    /// What each read learned about the traces' blocks, for the next.
+    live: load::LiveIndexes,
 }
 
 /// The event pane: the newest process's merged stream, its latest lines.
@@ -81,10 +83,10 @@ fn ask(trace: &str, request: u32) -> Result<(), String> {
 fn read(
     target: &(Vec<PathBuf>, Selection),
     symbolizer: &mut Symbolizer,
-    events: &mut Events,
+    (events, live): (&mut Events, &mut load::LiveIndexes),
 ) -> Result<Option<Process>, InputError> {
     let mut newest: Option<Process> = None;
-    load::for_each(&target.0, &target.1, |path, mapped| {
+    load::for_each_live(&target.0, &target.1, live, |path, mapped| {
         let load::Mapped { trace, pages, .. } = mapped;
         // The process whose events are shown: its new events go into the
         // merge, and its raw ids get names.
@@ -98,7 +100,7 @@ fn read(
         let p = crate::analysis::analyze(
             &path.display().to_string(),
             trace,
-            &Limits::default(),
+            (&Limits::default(), crate::analysis::Depth::Records),
             if followed {
                 &StreamFilter::Names
             } else {
@@ -132,7 +134,7 @@ fn read(
 }
 
 fn refresh(view: &mut View, target: &(Vec<PathBuf>, Selection), symbolizer: &mut Symbolizer) {
-    match read(target, symbolizer, &mut view.events) {
+    match read(target, symbolizer, (&mut view.events, &mut view.live)) {
         Ok(p) => {
             // Another process is the newest now: its stream from the start,
             // from the next refresh on.
@@ -378,6 +380,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
         error: None,
         asked: 0,
         events: Events::new(),
+        live: load::LiveIndexes::default(),
     };
     refresh(&mut view, &target, &mut symbolizer);
     if view.process.is_none() {
