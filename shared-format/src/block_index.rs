@@ -10,7 +10,7 @@
 use crate::layout::{BLOCK_EVENTS, BLOCK_LANE};
 
 /// Blocks seen in earlier reads of one trace.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct BlockIndex {
     /// The trace it describes: (pid, start_unix_ns, start_mono_ns).
     identity: Option<(u32, u64, u64)>,
@@ -19,6 +19,9 @@ pub struct BlockIndex {
     /// Per block: the committed bytes of an event block known to be
     /// finished (`u32::MAX`: not known).
     finished: Vec<u32>,
+    /// The known event blocks as (lane, seq, index), sorted: a read sorts
+    /// only the blocks it found new and merges them in.
+    events: Vec<(u32, u32, usize)>,
 }
 
 impl BlockIndex {
@@ -68,6 +71,33 @@ impl BlockIndex {
             self.finished.resize(index + 1, u32::MAX);
         }
         self.finished[index] = used as u32;
+    }
+
+    /// Every event block as (lane, seq, index), sorted: the known ones and
+    /// `fresh`, the ones this read found (in any order). Kept for the next
+    /// read, which will know them all.
+    pub(crate) fn sorted_events(
+        &mut self,
+        mut fresh: Vec<(u32, u32, usize)>,
+    ) -> Vec<(u32, u32, usize)> {
+        fresh.sort_unstable();
+        if self.identity.is_none() {
+            return fresh;
+        }
+        let known = std::mem::take(&mut self.events);
+        let mut merged = Vec::with_capacity(known.len() + fresh.len());
+        let (mut a, mut b) = (known.into_iter().peekable(), fresh.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x <= y => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            merged.extend(next);
+        }
+        self.events.clone_from(&merged);
+        merged
     }
 
     /// Blocks whose header is remembered (for tests and measurements).

@@ -349,9 +349,12 @@ pub fn read_trace_indexed(
 
     // Collect lane blocks, then read each lane in block order.
     let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
-    let mut event_blocks: Vec<(u32, u32, usize)> = Vec::new();
+                                                              // Event blocks an earlier read did not know (the known ones are kept
+                                                              // sorted in the index).
+    let mut fresh_events: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
         let (kind, lane, seq) = match blocks.known(index) {
+            Some((BLOCK_EVENTS, _, _)) => continue,
             Some(known) => known,
             None => {
                 tick();
@@ -370,7 +373,7 @@ pub fn read_trace_indexed(
         match kind {
             0 => continue, // reserved, never written (e.g. the disk refused it)
             BLOCK_LANE => lane_blocks.push((lane, seq, index)),
-            BLOCK_EVENTS => event_blocks.push((lane, seq, index)),
+            BLOCK_EVENTS => fresh_events.push((lane, seq, index)),
             other => trace.warnings.push(format!(
                 "block {index}: unknown block kind {other}, skipped"
             )),
@@ -392,7 +395,7 @@ pub fn read_trace_indexed(
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
     // wrap only the most recent remain). Only where they are is kept here.
-    event_blocks.sort_unstable();
+    let event_blocks = blocks.sorted_events(fresh_events);
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
     let mut lane_ids: Vec<u32> = Vec::new();
     let mut last_lane = None;

@@ -371,6 +371,31 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
     let engagements: Vec<u64> = again.counters.iter().map(|(_, c)| c.engagements).collect();
     assert_eq!(engagements, [11, 5], "record blocks are read again");
 
+    // A new event block, and the next after it in the lane, each written
+    // at once: merged in after the blocks the index knew, in the lane's order.
+    let mut grown = b.clone();
+    grown.resize(7 * BLOCK_SIZE, 0);
+    set_header(&mut grown, |h| {
+        h.blocks_reserved = 7;
+        h.blocks_backed = 7;
+    });
+    put_block_of(
+        &mut grown,
+        BLOCK_EVENTS,
+        6,
+        2,
+        &[bytes_of(&live_event(600))],
+    );
+    put_block_of(
+        &mut grown,
+        BLOCK_EVENTS,
+        5,
+        3,
+        &[bytes_of(&live_event(700))],
+    );
+    let grown = read_indexed(&grown, &mut index.clone());
+    assert_eq!(event_times(&grown), [100, 200, 300, 400, 500, 600, 700]);
+
     // What a fresh read sees: the damage, and only the last block's events.
     let fresh = read_indexed(&b, &mut BlockIndex::default());
     assert!(
