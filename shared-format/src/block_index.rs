@@ -73,18 +73,21 @@ impl BlockIndex {
         self.finished[index] = used as u32;
     }
 
-    /// Every event block as (lane, seq, index), sorted: the known ones and
-    /// `fresh`, the ones this read found (in any order). Kept for the next
-    /// read, which will know them all.
+    /// Every event block below `backed` as (lane, seq, index), sorted: the
+    /// known ones and `fresh`, the ones this read found (in any order).
+    /// Kept for the next read, which will know them all. (Fewer blocks than
+    /// an earlier read had: the file was cut since.)
     pub(crate) fn sorted_events(
         &mut self,
         mut fresh: Vec<(u32, u32, usize)>,
+        backed: usize,
     ) -> Vec<(u32, u32, usize)> {
         fresh.sort_unstable();
         if self.identity.is_none() {
             return fresh;
         }
-        let known = std::mem::take(&mut self.events);
+        let mut known = std::mem::take(&mut self.events);
+        known.retain(|&(_, _, index)| index < backed);
         let mut merged = Vec::with_capacity(known.len() + fresh.len());
         let (mut a, mut b) = (known.into_iter().peekable(), fresh.into_iter().peekable());
         loop {

@@ -348,9 +348,9 @@ pub fn read_trace_indexed(
     );
 
     // Collect lane blocks, then read each lane in block order.
-    let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new(); // (lane, seq, block index)
-                                                              // Event blocks an earlier read did not know (the known ones are kept
-                                                              // sorted in the index).
+    // Both as (lane, seq, block index); of the event blocks, those an
+    // earlier read did not know (the known ones are kept sorted in the index).
+    let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new();
     let mut fresh_events: Vec<(u32, u32, usize)> = Vec::new();
     for index in 1..backed {
         let (kind, lane, seq) = match blocks.known(index) {
@@ -395,7 +395,7 @@ pub fn read_trace_indexed(
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
     // wrap only the most recent remain). Only where they are is kept here.
-    let event_blocks = blocks.sorted_events(fresh_events);
+    let event_blocks = blocks.sorted_events(fresh_events, backed);
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
     let mut lane_ids: Vec<u32> = Vec::new();
     let mut last_lane = None;

@@ -396,6 +396,11 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
     let grown = read_indexed(&grown, &mut index.clone());
     assert_eq!(event_times(&grown), [100, 200, 300, 400, 500, 600, 700]);
 
+    // The file cut since (the header still counts five blocks): what the
+    // index knew beyond its end is not read.
+    let cut = read_indexed(&b[..4 * BLOCK_SIZE], &mut index.clone());
+    assert_eq!(event_times(&cut), [100, 200, 300]);
+
     // What a fresh read sees: the damage, and only the last block's events.
     let fresh = read_indexed(&b, &mut BlockIndex::default());
     assert!(
