@@ -181,14 +181,14 @@ pub fn read_trace_releasing(
 }
 
 /// [`read_trace_releasing`] of a trace read again and again while its
-/// process writes it: `index` keeps what the earlier reads learned about
+/// process writes it: `blocks` keeps what the earlier reads learned about
 /// its blocks, so this read touches only what may have changed (see
 /// `block_index.rs`). Given another trace, the index starts afresh.
 pub fn read_trace_indexed(
     path: &Path,
     source: TraceBytes,
     release: &mut dyn FnMut(),
-    index: &mut BlockIndex,
+    blocks: &mut BlockIndex,
 ) -> Result<Trace, TraceError> {
     let mut read = 0usize;
     let mut tick = move || {
@@ -341,7 +341,6 @@ pub fn read_trace_indexed(
     let reusable = header.flags & (FLAG_EVENTS_OVERWRITTEN | FLAG_OUT_OF_SPACE | FLAG_DISK_FULL)
         == 0
         && header.blocks_reserved < header.max_blocks;
-    let blocks = index;
     blocks.begin(
         (header.pid, header.start_unix_ns, header.start_mono_ns),
         reusable,

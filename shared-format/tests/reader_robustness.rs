@@ -41,6 +41,22 @@ fn put_block_of(buf: &mut [u8], kind: u32, index: usize, seq: u32, records: &[Ve
     buf[at + BLOCK_HEADER_SIZE..at + BLOCK_HEADER_SIZE + payload.len()].copy_from_slice(&payload);
 }
 
+/// A release of the sample's lock at its line by its thread, at `time`.
+fn release_event(time: u64) -> EventRecord {
+    EventRecord {
+        hdr: hdr(
+            RecordKind::Event,
+            std::mem::size_of::<EventRecord>(),
+            EVENT_RELEASED,
+        ),
+        lock_id: 1,
+        site_id: 9,
+        tid: 43,
+        time,
+        ..Default::default()
+    }
+}
+
 /// A valid four-block trace: one thread, one lock, one site with a
 /// two-frame chain, two counters split across two blocks (written in
 /// reverse block order, which the reader must undo), and an event block
@@ -107,27 +123,15 @@ fn sample_trace() -> Vec<u8> {
         ],
     );
     put_block(&mut buf, 1, 1, &[bytes_of(&counter(5))]);
-    let event = |time| EventRecord {
-        hdr: hdr(
-            RecordKind::Event,
-            std::mem::size_of::<EventRecord>(),
-            EVENT_RELEASED,
-        ),
-        lock_id: 1,
-        site_id: 9,
-        tid: 43,
-        time,
-        ..Default::default()
-    };
     put_block_of(
         &mut buf,
         BLOCK_EVENTS,
         3,
         0,
         &[
-            bytes_of(&event(100)),
-            bytes_of(&event(200)),
-            bytes_of(&event(300)),
+            bytes_of(&release_event(100)),
+            bytes_of(&release_event(200)),
+            bytes_of(&release_event(300)),
         ],
     );
     buf
@@ -294,28 +298,19 @@ fn an_unfinished_trace_is_read_up_to_what_the_file_held() {
 fn live_trace() -> Vec<u8> {
     let mut buf = sample_trace();
     buf.resize(5 * BLOCK_SIZE, 0);
-    let mut h: FileHeader = read_pod(&buf).unwrap();
-    h.flags = 0;
-    h.blocks_reserved = 5;
-    h.blocks_backed = 5;
-    buf[..std::mem::size_of::<FileHeader>()].copy_from_slice(&bytes_of(&h));
-    put_block_of(&mut buf, BLOCK_EVENTS, 4, 1, &[bytes_of(&live_event(400))]);
+    set_header(&mut buf, |h| {
+        h.flags = 0;
+        h.blocks_reserved = 5;
+        h.blocks_backed = 5;
+    });
+    put_block_of(
+        &mut buf,
+        BLOCK_EVENTS,
+        4,
+        1,
+        &[bytes_of(&release_event(400))],
+    );
     buf
-}
-
-fn live_event(time: u64) -> EventRecord {
-    EventRecord {
-        hdr: hdr(
-            RecordKind::Event,
-            std::mem::size_of::<EventRecord>(),
-            EVENT_RELEASED,
-        ),
-        lock_id: 1,
-        site_id: 9,
-        tid: 43,
-        time,
-        ..Default::default()
-    }
 }
 
 fn read_indexed(bytes: &[u8], index: &mut BlockIndex) -> Trace {
@@ -352,7 +347,7 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
     let used_at = 4 * BLOCK_SIZE + core::mem::offset_of!(BlockHeader, used);
     let size = std::mem::size_of::<EventRecord>();
     let at = 4 * BLOCK_SIZE + BLOCK_HEADER_SIZE + size;
-    b[at..at + size].copy_from_slice(&bytes_of(&live_event(500)));
+    b[at..at + size].copy_from_slice(&bytes_of(&release_event(500)));
     b[used_at..used_at + 4].copy_from_slice(&(2 * size as u32).to_le_bytes());
     let counter_at = 2 * BLOCK_SIZE
         + BLOCK_HEADER_SIZE
@@ -368,6 +363,7 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
     let again = read_indexed(&b, &mut index);
     assert!(again.warnings.is_empty(), "{:?}", again.warnings);
     assert_eq!(event_times(&again), [100, 200, 300, 400, 500]);
+    assert_eq!(again.events.stored(), 5, "counted from the blocks' sizes");
     let engagements: Vec<u64> = again.counters.iter().map(|(_, c)| c.engagements).collect();
     assert_eq!(engagements, [11, 5], "record blocks are read again");
 
@@ -384,14 +380,14 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
         BLOCK_EVENTS,
         6,
         2,
-        &[bytes_of(&live_event(600))],
+        &[bytes_of(&release_event(600))],
     );
     put_block_of(
         &mut grown,
         BLOCK_EVENTS,
         5,
         3,
-        &[bytes_of(&live_event(700))],
+        &[bytes_of(&release_event(700))],
     );
     let grown = read_indexed(&grown, &mut index.clone());
     assert_eq!(event_times(&grown), [100, 200, 300, 400, 500, 600, 700]);
