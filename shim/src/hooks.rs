@@ -143,13 +143,15 @@ macro_rules! lock_hook {
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($obj $(, $arg)*) };
             };
-            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
+            // Borrowed where `prepare` left it: moving it out costs a copy.
+            let prepared = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
+            let Some(p) = &prepared else {
                 return unsafe { block($obj $(, $arg)*) };
             };
             // Timed calls: their deadline goes into the wait's events.
             let deadline: u64 = 0 $(+ $deadline)?;
             // SAFETY: forwarding the caller's arguments unchanged.
-            acquire(&guard, &p, ($hold, deadline, $attempt), || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
+            acquire(&guard, p, ($hold, deadline, $attempt), || unsafe { try_once($obj) }, || unsafe { block($obj $(, $arg)*) })
         }
     };
 }
@@ -163,10 +165,11 @@ macro_rules! trylock_hook {
             let try_once = real_or!($real, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's argument unchanged.
             let Some(guard) = HookGuard::enter() else { return unsafe { try_once($obj) } };
-            let Some(p) = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp)) else {
+            let prepared = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
+            let Some(p) = &prepared else {
                 return unsafe { try_once($obj) };
             };
-            try_acquire(&guard, &p, $hold, || unsafe { try_once($obj) })
+            try_acquire(&guard, p, $hold, || unsafe { try_once($obj) })
         }
     };
 }
@@ -288,13 +291,14 @@ macro_rules! sem_wait_hook {
             let Some(guard) = HookGuard::enter().filter(|_| $valid) else {
                 return unsafe { block($s $(, $arg)*) };
             };
-            let Some(p) = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, Caller::new(caller, sp)) else {
+            let prepared = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, Caller::new(caller, sp));
+            let Some(p) = &prepared else {
                 return unsafe { block($s $(, $arg)*) };
             };
             // SAFETY: forwarding the caller's arguments unchanged.
             let deadline: u64 = 0 $(+ $deadline)?;
             // SAFETY: forwarding the caller's arguments unchanged.
-            sem_acquire(&guard, &p, deadline, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
+            sem_acquire(&guard, p, deadline, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })
         }
     };
 }
@@ -312,18 +316,19 @@ unsafe extern "C-unwind" fn sem_trywait_handler(s: *mut sem_t, caller: usize, sp
     let Some(guard) = HookGuard::enter() else {
         return unsafe { try_once(s) };
     };
-    let Some(p) = recorder::prepare(
+    let prepared = recorder::prepare(
         &guard,
         s as u64,
         ObjectKind::Sem,
         MODE_EXCLUSIVE,
         Caller::new(caller, sp),
-    ) else {
+    );
+    let Some(p) = &prepared else {
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { try_once(s) };
     };
     // SAFETY: forwarding the caller's arguments unchanged.
-    sem_try(&guard, &p, || unsafe { try_once(s) })
+    sem_try(&guard, p, || unsafe { try_once(s) })
 }
 
 export_with_caller!(sem_post(s: *mut sem_t) -> c_int => sem_post_handler, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"));
@@ -331,14 +336,14 @@ unsafe extern "C-unwind" fn sem_post_handler(s: *mut sem_t, caller: usize, sp: u
     let post = real_or!(sem_post, -1);
     // Recorded before the post, so the waiter count is the one it wakes.
     if let Some(guard) = HookGuard::enter() {
-        if let Some(p) = recorder::prepare(
+        if let Some(p) = &recorder::prepare(
             &guard,
             s as u64,
             ObjectKind::Sem,
             MODE_POST,
             Caller::new(caller, sp),
         ) {
-            recorder::posted(&p);
+            recorder::posted(p);
         }
     }
     // SAFETY: forwarding the caller's argument unchanged.

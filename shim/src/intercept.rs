@@ -40,14 +40,16 @@ pub fn acquire(
     block: impl FnOnce() -> c_int,
 ) -> c_int {
     if let Attempt::Direct { free } = attempt {
-        return acquire_directly(g, p, (hold, deadline), free, block);
+        return acquire_directly(g, *p, (hold, deadline), free, block);
     }
     let rc = try_once();
     if rc == 0 {
         recorder::acquired(g, p, How::Uncontended, hold);
         return rc;
     }
-    not_taken_at_once(g, p, (hold, deadline), rc, block)
+    // By value: a reference would keep the handle on the stack on the
+    // common path too, for the sake of this rare one.
+    not_taken_at_once(g, *p, (hold, deadline), rc, block)
 }
 
 /// The first try did not simply succeed: busy (wait for it), or an
@@ -55,18 +57,18 @@ pub fn acquire(
 #[cold]
 fn not_taken_at_once(
     g: &HookGuard,
-    p: &Prepared,
+    p: Prepared,
     (hold, deadline): (Hold, u64),
     rc: c_int,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
     if rc == libc::EBUSY {
-        return contended(g, p, (hold, deadline), block);
+        return contended(g, &p, (hold, deadline), block);
     }
     if holds(rc) {
-        recorder::acquired(g, p, How::Uncontended, hold);
+        recorder::acquired(g, &p, How::Uncontended, hold);
     }
-    recorder::unusual_outcome(p, rc);
+    recorder::unusual_outcome(&p, rc);
     rc
 }
 
@@ -77,19 +79,19 @@ fn not_taken_at_once(
 #[cold]
 fn acquire_directly(
     g: &HookGuard,
-    p: &Prepared,
+    p: Prepared,
     (hold, deadline): (Hold, u64),
     free: bool,
     block: impl FnOnce() -> c_int,
 ) -> c_int {
     if !free {
-        return contended(g, p, (hold, deadline), block);
+        return contended(g, &p, (hold, deadline), block);
     }
     let rc = g.blocking(block);
     if holds(rc) {
-        recorder::acquired(g, p, How::Uncontended, hold);
+        recorder::acquired(g, &p, How::Uncontended, hold);
     }
-    recorder::unusual_outcome(p, rc);
+    recorder::unusual_outcome(&p, rc);
     rc
 }
 

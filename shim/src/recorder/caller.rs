@@ -35,23 +35,64 @@ impl Caller {
     #[inline]
     pub fn context(&self, offsets: &Offsets) -> u64 {
         let mut context = 0u64;
+        self.walk(offsets, |level, _, ret| {
+            // Rotations keep the levels apart without a multiply chain.
+            context ^= ret.rotate_left(16 * level as u32 + 1);
+        });
+        context
+    }
+
+    /// The call's context, with the words it was made of and where they
+    /// were read, for the hot cache to compare on later calls (see
+    /// `hot_cache.rs`).
+    pub fn seen(&self, offsets: &Offsets) -> Seen {
+        let mut seen = Seen {
+            context: 0,
+            depth: 0,
+            epoch: epoch(),
+            offsets: [0; CONTEXT_DEPTH],
+            above: [0; CONTEXT_DEPTH],
+        };
+        self.walk(offsets, |level, offset, ret| {
+            seen.context ^= ret.rotate_left(16 * level as u32 + 1);
+            seen.offsets[level] = u32::from(offset);
+            seen.above[level] = ret;
+            seen.depth = level as u32 + 1;
+        });
+        seen
+    }
+
+    /// Reads the context's return addresses, level by level, as far as they
+    /// apply (see [`Caller::context`]).
+    #[inline(always)]
+    fn walk(&self, offsets: &Offsets, mut visit: impl FnMut(usize, u16, u64)) {
         for level in 0..CONTEXT_DEPTH {
             let Some(offset) = offsets.get(level) else {
                 break;
             };
-            // SAFETY: see above: the slot is in a frame that is live on this
-            // thread's stack while the call is in progress (level 0: the
-            // caller's own frame; deeper: frames the chain check vouched for).
+            // SAFETY: see `context`: the slot is in a frame that is live on
+            // this thread's stack while the call is in progress (level 0:
+            // the caller's own frame; deeper: frames the chain check
+            // vouched for).
             let ret =
                 unsafe { core::ptr::read_volatile((self.sp + u64::from(offset)) as *const u64) };
-            // Rotations keep the levels apart without a multiply chain.
-            context ^= ret.rotate_left(16 * level as u32 + 1);
+            visit(level, offset, ret);
             if level + 1 < CONTEXT_DEPTH && ret != offsets.learned[level] {
                 break; // another path from here on: deeper offsets do not apply
             }
         }
-        context
     }
+}
+
+/// A call's context, and the return addresses it was made from: `depth`
+/// levels, read at `offsets` above the entry stack pointer, learned in
+/// module-map `epoch`.
+pub struct Seen {
+    pub context: u64,
+    pub depth: u32,
+    pub epoch: u32,
+    pub offsets: [u32; CONTEXT_DEPTH],
+    pub above: [u64; CONTEXT_DEPTH],
 }
 
 /// How many return addresses above the caller make up a call's context:

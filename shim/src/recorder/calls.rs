@@ -67,7 +67,7 @@ pub fn call_blocked(
 fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {
     match from {
         CallFrom::Caller(caller) => {
-            let context = super::sites::context_of(lane, caller, None);
+            let context = super::sites::context_of(lane, caller);
             sites::site_id(lane, caller, context)
         }
         CallFrom::Hook(hook) => sites::caller_of_hook(hook)

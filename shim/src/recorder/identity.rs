@@ -118,7 +118,7 @@ pub fn object_initialized(
         return;
     };
     let site = timed_slow_work(lane, |lane| {
-        let context = context_of(lane, caller, None);
+        let context = context_of(lane, caller);
         sites::site_id(lane, caller, context)
     });
     match objects::for_init(addr, kind as u32) {

@@ -4,8 +4,9 @@
 //! recording never contends; a lane is recycled when its thread exits.
 
 use super::by_lock::ByLock;
-use super::caller::Offsets;
+use super::caller::{Caller, Offsets, Seen};
 use super::file;
+use super::hot_cache::{HotCache, HotTarget};
 use super::objects::ObjectSlot;
 use crate::config;
 use crate::diag::{warn_once, Warning};
@@ -48,23 +49,6 @@ struct IndexSlot {
     record: *mut u8,
 }
 
-/// Hot-path cache: (lock address, call site, mode) straight to the lock's
-/// slot and this thread's counter, skipping both table lookups. An entry is
-/// trusted only while the slot still carries `lock_id`.
-#[derive(Clone, Copy)]
-pub struct CacheEntry {
-    addr: u64,
-    ret: u64,
-    context: u64,
-    /// `generation << MODE_BITS | mode`, as in the index.
-    tag: u32,
-    pub lock_id: u32,
-    pub slot: *const ObjectSlot,
-    pub counter: *mut u8,
-}
-
-const CACHE_SLOTS: usize = 64;
-
 /// Per-lane copy of the learned caller-slot offsets, by return address.
 #[derive(Clone, Copy)]
 struct OffsetEntry {
@@ -101,7 +85,8 @@ pub struct Lane {
     ev_ring_oldest: usize,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
-    cache: [CacheEntry; CACHE_SLOTS],
+    /// What the hot path looks at first (see `hot_cache.rs`).
+    hot: HotCache,
     index: [IndexSlot; INDEX_SLOTS],
     /// The grown index (anonymous mapping), or null while `index` serves.
     big_index: *mut IndexSlot,
@@ -401,39 +386,21 @@ impl Lane {
         };
     }
 
-    #[inline]
-    fn cache_slot(addr: u64, ret: u64, context: u64) -> usize {
-        ((addr ^ ret.rotate_left(17) ^ context.rotate_left(41)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            >> 58) as usize
+    /// The hot cache's entry for this call (see `hot_cache.rs`).
+    #[inline(always)]
+    pub fn hot(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
+        self.hot.find(addr, caller, self.tag(mode))
     }
 
-    #[inline]
-    pub fn cached(&self, addr: u64, ret: u64, context: u64, mode: u32) -> Option<&CacheEntry> {
-        let e = &self.cache[Self::cache_slot(addr, ret, context)];
-        (e.addr == addr && e.ret == ret && e.context == context && e.tag == self.tag(mode))
-            .then_some(e)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub fn remember(
+    /// Caches a call path the general path looked up.
+    pub fn remember_hot(
         &mut self,
-        addr: u64,
-        ret: u64,
-        context: u64,
-        mode: u32,
-        slot: &ObjectSlot,
-        lock_id: u32,
-        counter: *mut u8,
+        (addr, caller, mode): (u64, Caller, u32),
+        seen: &Seen,
+        target: (&ObjectSlot, u32, *mut u8),
     ) {
-        self.cache[Self::cache_slot(addr, ret, context)] = CacheEntry {
-            addr,
-            ret,
-            context,
-            tag: self.tag(mode),
-            lock_id,
-            slot,
-            counter,
-        };
+        let tag = self.tag(mode);
+        self.hot.remember((addr, caller, seen), tag, target);
     }
 
     #[inline]

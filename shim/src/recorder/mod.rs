@@ -36,6 +36,7 @@ pub mod file;
 mod filter;
 mod heap;
 pub mod held;
+mod hot_cache;
 mod identity;
 mod image;
 mod interest;

@@ -9,13 +9,14 @@ use super::identity::{self, object};
 use super::lanes::{drop_op, timed_slow_work, Lane};
 use super::lock_order;
 use super::objects::ObjectSlot;
-use super::sites::{self, context_of};
+use super::sites::{self, seen_of};
 use super::thread_lane::current_lane;
 use super::thread_state::InHook;
 use core::sync::atomic::Ordering;
 use locksuit_format::*;
 
 /// Everything an acquisition needs, looked up before the real call.
+#[derive(Clone, Copy)]
 pub struct Prepared {
     pub(super) addr: u64,
     pub(super) slot: &'static ObjectSlot,
@@ -63,34 +64,18 @@ pub fn prepare(
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
     let started = g.thread().call_cost().begin();
-    let mut known_context = None;
-    if let Some(offsets) = lane.offsets_of(caller.ret) {
-        let context = caller.context(&offsets);
-        known_context = Some(context);
-        if let Some(hit) = lane.cached(addr, caller.ret, context, mode) {
-            // SAFETY: slots live in the object table for the life of the process.
-            let slot = unsafe { &*hit.slot };
-            // Still the same lock (not destroyed and re-initialised since)?
-            if slot.id() == hit.lock_id {
-                // A hot-cache hit: fast-path work, sampled (see selfcost.rs).
-                g.thread().call_cost().end(started);
-                return Some(Prepared {
-                    addr,
-                    slot,
-                    lock_id: hit.lock_id,
-                    counter: hit.counter.cast(),
-                    lane,
-                });
-            }
-        }
+    if let Some(hit) = lane.hot(addr, caller, mode) {
+        // A hot-cache hit: fast-path work, sampled (see selfcost.rs).
+        g.thread().call_cost().end(started);
+        return Some(Prepared {
+            addr,
+            slot: hit.slot,
+            lock_id: hit.lock_id,
+            counter: hit.counter.cast(),
+            lane,
+        });
     }
-    prepare_slow(
-        g,
-        lane,
-        (addr, kind, mode),
-        (caller, known_context),
-        started,
-    )
+    prepare_slow(g, lane, (addr, kind, mode), caller, started)
 }
 
 /// A miss in the hot cache: the lock table, then this thread's counters.
@@ -102,7 +87,7 @@ fn prepare_slow(
     g: &InHook,
     lane: &'static mut Lane,
     (addr, kind, mode): (u64, ObjectKind, u32),
-    caller: (Caller, Option<u64>),
+    caller: Caller,
     started: u64,
 ) -> Option<Prepared> {
     let lane_ptr: *mut Lane = lane;
@@ -119,10 +104,11 @@ fn prepare_slow(
 fn prepare_uncached(
     lane: &'static mut Lane,
     (addr, kind, mode): (u64, ObjectKind, u32),
-    (caller, known_context): (Caller, Option<u64>),
+    caller: Caller,
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
-    let context = context_of(lane, caller, known_context);
+    let seen = seen_of(lane, caller);
+    let context = seen.context;
     let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
         None => {
@@ -140,14 +126,10 @@ fn prepare_uncached(
         // SAFETY: the counter is in this thread's lane, in the live mapping.
         identity::note_first_use(&found, unsafe { (*counter).site_id });
     }
-    lane.remember(
-        addr,
-        caller.ret,
-        context,
-        mode,
-        found.slot,
-        found.id,
-        counter.cast(),
+    lane.remember_hot(
+        (addr, caller, mode),
+        &seen,
+        (found.slot, found.id, counter.cast()),
     );
     Some(Prepared {
         addr,
@@ -213,19 +195,6 @@ impl Prepared {
         }
     }
 
-    /// Taken while `held_before` engagements were held (see `track_hold`).
-    #[cold]
-    #[inline(never)]
-    fn nested(&self, g: &InHook, held_before: usize, tried: bool) {
-        if held_before < held::MAX_HELD {
-            lock_order::nested(g, self.addr, self.lane(), tried);
-        } else {
-            // Nesting deeper than we track: the engagement is counted, its
-            // hold, task switch and lock order are not.
-            drop_op(Some(self.lane()));
-        }
-    }
-
     /// Puts the engagement on the held-lock stack for its release to find;
     /// taken while other locks were held, it is a lock-order edge from each.
     #[inline(always)]
@@ -246,7 +215,24 @@ impl Prepared {
             shim_ns,
         });
         if held_before != 0 {
-            self.nested(g, held_before, tried);
+            nested(g, (self.addr, self.lane), held_before, tried);
         }
+    }
+}
+
+/// Taken while `held_before` engagements were held (see `track_hold`). The
+/// handle's fields come by value: a reference would keep the handle on the
+/// stack on the common path too.
+#[cold]
+#[inline(never)]
+fn nested(g: &InHook, (addr, lane): (u64, *mut Lane), held_before: usize, tried: bool) {
+    // SAFETY: the lane belongs to this thread for the thread's lifetime.
+    let lane = unsafe { &mut *lane };
+    if held_before < held::MAX_HELD {
+        lock_order::nested(g, addr, lane, tried);
+    } else {
+        // Nesting deeper than we track: the engagement is counted, its
+        // hold, task switch and lock order are not.
+        drop_op(Some(lane));
     }
 }

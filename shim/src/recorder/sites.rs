@@ -13,7 +13,7 @@
 //! need (never in an unlock hook, never after acquiring): libgcc's unwinder
 //! takes a pthread mutex of its own.
 
-use super::caller::{Caller, Offsets, CONTEXT_DEPTH};
+use super::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
 use super::lanes::{timed_slow_work, Lane};
 use super::modules;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -357,17 +357,24 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 
 /// The call's context (see [`Caller::context`]), learning and caching the
 /// stack offsets it is read at on the first sight of the return address.
-pub fn context_of(lane: &mut Lane, caller: Caller, known: Option<u64>) -> u64 {
-    if let Some(context) = known {
-        return context;
-    }
-    let offsets = match lane.offsets_of(caller.ret) {
+pub fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
+    caller.context(&offsets_of(lane, caller))
+}
+
+/// The call's context and what it was read from (see [`Caller::seen`]).
+#[inline]
+pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
+    caller.seen(&offsets_of(lane, caller))
+}
+
+#[inline]
+fn offsets_of(lane: &mut Lane, caller: Caller) -> Offsets {
+    match lane.offsets_of(caller.ret) {
         Some(offsets) => offsets,
         None => timed_slow_work(lane, |lane| {
             let offsets = context_offsets(caller);
             lane.remember_offsets(caller.ret, offsets);
             offsets
         }),
-    };
-    caller.context(&offsets)
+    }
 }
