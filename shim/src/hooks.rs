@@ -56,7 +56,7 @@ macro_rules! export_with_caller {
 /// threads), or with a C library that lacks the function.
 macro_rules! real_or {
     ($field:ident, $fallback:expr) => {
-        match real().and_then(|fns| fns.$field) {
+        match real().and_then(|fns| crate::real::Entry::function(fns.$field)) {
             Some(f) => f,
             None => return $fallback,
         }
@@ -67,7 +67,12 @@ macro_rules! real_or {
 /// blocking call and its non-blocking variant).
 macro_rules! real_pair_or {
     ($first:ident, $second:ident, $fallback:expr) => {
-        match real().map(|fns| (fns.$first, fns.$second)) {
+        match real().map(|fns| {
+            (
+                crate::real::Entry::function(fns.$first),
+                crate::real::Entry::function(fns.$second),
+            )
+        }) {
             Some((Some(first), Some(second))) => (first, second),
             _ => return $fallback,
         }

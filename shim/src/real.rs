@@ -22,6 +22,51 @@ type RwTimedFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) ->
 type RwClockFn = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
 type SpinFn = unsafe extern "C" fn(*mut pthread_spinlock_t) -> c_int;
 type SemFn = unsafe extern "C-unwind" fn(*mut sem_t) -> c_int;
+type MutexFn = unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+
+/// A table entry as a hook takes it: the function to call, if there is one.
+/// The hottest entries (the mutex and semaphore calls almost every lock
+/// operation makes) are plain function pointers, with a stand-in where the
+/// C library lacks one, so their hooks test nothing; the rest are `Option`s.
+pub trait Entry<F> {
+    fn function(self) -> Option<F>;
+}
+
+impl<F> Entry<F> for Option<F> {
+    #[inline(always)]
+    fn function(self) -> Option<F> {
+        self
+    }
+}
+
+impl Entry<MutexFn> for MutexFn {
+    #[inline(always)]
+    fn function(self) -> Option<MutexFn> {
+        Some(self)
+    }
+}
+
+impl Entry<SemFn> for SemFn {
+    #[inline(always)]
+    fn function(self) -> Option<SemFn> {
+        Some(self)
+    }
+}
+
+/// Stand-ins for a missing mutex or semaphore function: what the hooks
+/// return for any other missing function (a lock call fails with EINVAL,
+/// an unlock is a no-op, a semaphore call returns -1).
+unsafe extern "C" fn missing_mutex_call(_: *mut pthread_mutex_t) -> c_int {
+    libc::EINVAL
+}
+
+unsafe extern "C" fn missing_mutex_unlock(_: *mut pthread_mutex_t) -> c_int {
+    0
+}
+
+unsafe extern "C-unwind" fn missing_sem_call(_: *mut sem_t) -> c_int {
+    -1
+}
 
 /// Blocking calls beyond the lock API: all cancellation points, so a
 /// cancellation may unwind out of them.
@@ -97,13 +142,13 @@ pub struct RealFns {
     pub mutex_init:
         Option<unsafe extern "C" fn(*mut pthread_mutex_t, *const pthread_mutexattr_t) -> c_int>,
     pub mutex_destroy: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
-    pub mutex_lock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
-    pub mutex_trylock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub mutex_lock: MutexFn,
+    pub mutex_trylock: MutexFn,
     pub mutex_timedlock:
         Option<unsafe extern "C" fn(*mut pthread_mutex_t, *const timespec) -> c_int>,
     pub mutex_clocklock:
         Option<unsafe extern "C" fn(*mut pthread_mutex_t, clockid_t, *const timespec) -> c_int>,
-    pub mutex_unlock: Option<unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int>,
+    pub mutex_unlock: MutexFn,
     pub cond_init:
         Option<unsafe extern "C" fn(*mut pthread_cond_t, *const pthread_condattr_t) -> c_int>,
     pub cond_destroy: Option<unsafe extern "C" fn(*mut pthread_cond_t) -> c_int>,
@@ -185,12 +230,12 @@ pub struct RealFns {
     pub spin_unlock: Option<SpinFn>,
     pub sem_init: Option<unsafe extern "C" fn(*mut sem_t, c_int, libc::c_uint) -> c_int>,
     pub sem_destroy: Option<SemFn>,
-    pub sem_wait: Option<SemFn>,
-    pub sem_trywait: Option<SemFn>,
+    pub sem_wait: SemFn,
+    pub sem_trywait: SemFn,
     pub sem_timedwait: Option<unsafe extern "C-unwind" fn(*mut sem_t, *const timespec) -> c_int>,
     pub sem_clockwait:
         Option<unsafe extern "C-unwind" fn(*mut sem_t, clockid_t, *const timespec) -> c_int>,
-    pub sem_post: Option<SemFn>,
+    pub sem_post: SemFn,
     /// Variadic in C; called with all four arguments (the extra two are
     /// only read with O_CREAT, as in the caller's own call).
     pub sem_open: Option<unsafe extern "C" fn(*const c_char, c_int, ...) -> *mut sem_t>,
@@ -321,11 +366,11 @@ fn resolve_all() -> RealFns {
         RealFns {
             mutex_init: next(c"pthread_mutex_init"),
             mutex_destroy: next(c"pthread_mutex_destroy"),
-            mutex_lock: next(c"pthread_mutex_lock"),
-            mutex_trylock: next(c"pthread_mutex_trylock"),
+            mutex_lock: next(c"pthread_mutex_lock").unwrap_or(missing_mutex_call as MutexFn),
+            mutex_trylock: next(c"pthread_mutex_trylock").unwrap_or(missing_mutex_call as MutexFn),
             mutex_timedlock: next(c"pthread_mutex_timedlock"),
             mutex_clocklock: next(c"pthread_mutex_clocklock"),
-            mutex_unlock: next(c"pthread_mutex_unlock"),
+            mutex_unlock: next(c"pthread_mutex_unlock").unwrap_or(missing_mutex_unlock as MutexFn),
             cond_init: next_cond(c"pthread_cond_init"),
             cond_destroy: next_cond(c"pthread_cond_destroy"),
             cond_wait: next_cond(c"pthread_cond_wait"),
@@ -368,11 +413,11 @@ fn resolve_all() -> RealFns {
             spin_unlock: next(c"pthread_spin_unlock"),
             sem_init: next(c"sem_init"),
             sem_destroy: next(c"sem_destroy"),
-            sem_wait: next(c"sem_wait"),
-            sem_trywait: next(c"sem_trywait"),
+            sem_wait: next(c"sem_wait").unwrap_or(missing_sem_call as SemFn),
+            sem_trywait: next(c"sem_trywait").unwrap_or(missing_sem_call as SemFn),
             sem_timedwait: next(c"sem_timedwait"),
             sem_clockwait: next(c"sem_clockwait"),
-            sem_post: next(c"sem_post"),
+            sem_post: next(c"sem_post").unwrap_or(missing_sem_call as SemFn),
             sem_open: next(c"sem_open"),
             sem_close: next(c"sem_close"),
             barrier_init: next(c"pthread_barrier_init"),

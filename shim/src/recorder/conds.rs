@@ -68,7 +68,7 @@ pub fn cond_prepare(
     let mutex = prepare(g, mutex_addr, ObjectKind::Mutex, MODE_EXCLUSIVE, caller);
     let lane = current_lane(g)?;
     let cond = object(lane, cond_addr, ObjectKind::Cond)?;
-    let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id);
+    let mutex_id = mutex.as_ref().map_or(0, |m| m.lock_id());
     let key = caller.ret ^ ((mutex_id as u64) << 48);
     let record = cond_record(lane, cond.id, key, caller, MODE_COND_WAIT, mutex_id)?;
     Some(CondWait {
@@ -124,7 +124,7 @@ impl<'g> CondWaitInFlight<'g> {
             Some(libc::EOWNERDEAD) => OUTCOME_OWNER_DIED,
             Some(_) => OUTCOME_ERROR,
         };
-        let mutex_id = self.wait.mutex.as_ref().map_or(0, |m| m.lock_id);
+        let mutex_id = self.wait.mutex.as_ref().map_or(0, |m| m.lock_id());
         // SAFETY: the record is in this thread's lane; only this thread writes it.
         let site = unsafe { (*self.wait.record).site_id };
         if let Some(lane) = current_lane(self.guard) {
@@ -155,8 +155,8 @@ impl Drop for CondWaitInFlight<'_> {
 /// is handed over.
 fn cond_wait_begin(g: &InHook, w: &CondWait, deadline: u64) -> u64 {
     if let Some(m) = &w.mutex {
-        w.cond.holder.store(m.lock_id, Ordering::Relaxed);
-        released(g, m.addr, HELD_HANDOVER);
+        w.cond.holder.store(m.lock_id(), Ordering::Relaxed);
+        released(g, m.addr(), HELD_HANDOVER);
     }
     w.cond.waiters.fetch_add(1, Ordering::Relaxed);
     let since_ns = now_ns();
@@ -166,7 +166,7 @@ fn cond_wait_begin(g: &InHook, w: &CondWait, deadline: u64) -> u64 {
             object: w.cond_id,
             // SAFETY: the record is in this thread's lane; only this thread writes it.
             site: unsafe { (*w.record).site_id },
-            holder: w.mutex.as_ref().map_or(0, |m| m.lock_id),
+            holder: w.mutex.as_ref().map_or(0, |m| m.lock_id()),
             since_ns,
             target: 0,
             deadline,

@@ -66,7 +66,7 @@ fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
             // Full tracing: every acquisition is an event, and every hold is timed.
             let now = now_ns();
             let seq = p.slot.seq.load(Ordering::Relaxed);
-            events::acquired(p.lane(), p.lock_id, counter.site_id, seq, now);
+            events::acquired(p.lane(), p.lock_id(), counter.site_id, seq, now);
             (0, now)
         }
         How::Uncontended | How::Tried => (0, sample_start(p.lane())),
@@ -87,7 +87,7 @@ fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
     };
     let flags = match hold {
         Hold::Exclusive => {
-            p.take_ownership();
+            p.take_ownership(g);
             flags
         }
         Hold::Shared => flags | HELD_SHARED,
@@ -110,7 +110,7 @@ fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
 pub fn unusual_outcome(p: &Prepared, rc: i32) {
     if rc != 0 && rc != libc::EBUSY && rc != libc::ETIMEDOUT {
         let site = p.counter().site_id;
-        events::outcome(p.lane(), (p.lock_id, site), rc as u32, now_ns());
+        events::outcome(p.lane(), (p.lock_id(), site), rc as u32, now_ns());
     }
 }
 
@@ -129,7 +129,7 @@ pub fn timed_out(p: &Prepared, waited: &Waiting, now: u64) {
     events::waited(
         p.lane(),
         EVENT_TIMED_OUT,
-        (p.lock_id, site),
+        (p.lock_id(), site),
         waited,
         seq,
         now,
@@ -157,7 +157,7 @@ pub fn wait_begin(g: &InHook, p: &Prepared, deadline: u64) -> Waiting {
     };
     let pending = PendingWait {
         kind: WAIT_LOCK,
-        object: p.lock_id,
+        object: p.lock_id(),
         site: p.counter().site_id,
         holder: waiting.owner,
         since_ns: waiting.started,
@@ -166,12 +166,12 @@ pub fn wait_begin(g: &InHook, p: &Prepared, deadline: u64) -> Waiting {
     };
     wait_started(p.lane(), pending, g.thread().held().entries());
     let cause = snapshot::Cause {
-        object: p.lock_id,
+        object: p.lock_id(),
         site: p.counter().site_id,
         waiters: waiting.waiters,
         now: waiting.started,
     };
-    snapshot::on_wait_begin(p.lane, &cause);
+    snapshot::on_wait_begin(p.lane(), &cause);
     waiting
 }
 
@@ -199,7 +199,14 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
     // (read, semaphore) may have: the sequence while still waiting.
     let seq = waited.ended_seq;
     let site = p.counter().site_id;
-    events::waited(p.lane(), EVENT_BLOCKED, (p.lock_id, site), waited, seq, now);
+    events::waited(
+        p.lane(),
+        EVENT_BLOCKED,
+        (p.lock_id(), site),
+        waited,
+        seq,
+        now,
+    );
     // A slow path already: read the context switches the wait caused.
     switches::drain(p.lane(), false);
 }
@@ -307,7 +314,7 @@ pub fn posted(p: &Prepared) {
     // need not be kept in memory for it.
     if waiters > 0 {
         counter.task_switches += 1;
-        let at = (p.lock_id, counter.site_id);
+        let at = (p.lock_id(), counter.site_id);
         post_event(p.lane(), at, before.wrapping_add(1), waiters);
     }
 }
@@ -330,7 +337,7 @@ pub struct BarrierArrival {
 pub fn barrier_begin(g: &InHook, p: &Prepared) -> BarrierArrival {
     let since_ns = now_ns();
     let arrival = p.slot.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-    let at = (p.lock_id, p.counter().site_id);
+    let at = (p.lock_id(), p.counter().site_id);
     events::barrier(
         p.lane(),
         EVENT_ARRIVED,
@@ -340,7 +347,7 @@ pub fn barrier_begin(g: &InHook, p: &Prepared) -> BarrierArrival {
     );
     let pending = PendingWait {
         kind: WAIT_BARRIER,
-        object: p.lock_id,
+        object: p.lock_id(),
         site: p.counter().site_id,
         holder: 0,
         since_ns,
@@ -369,7 +376,7 @@ pub fn barrier_end(g: &InHook, p: &Prepared, arrived: BarrierArrival, rc: i32) {
                 (first, first.wrapping_add(n - 1))
             }
         };
-        let at = (p.lock_id, p.counter().site_id);
+        let at = (p.lock_id(), p.counter().site_id);
         events::barrier(p.lane(), EVENT_DEPARTED, at, round, (since_ns, now));
     }
     if config::calls_timed() && waited >= config::block_min_ns() {

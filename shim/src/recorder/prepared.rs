@@ -11,18 +11,18 @@ use super::lock_order;
 use super::objects::ObjectSlot;
 use super::sites::{self, seen_of};
 use super::thread_lane::current_lane;
-use super::thread_state::InHook;
+use super::thread_state::{InHook, ThreadState};
 use core::sync::atomic::Ordering;
 use locksuit_format::*;
 
-/// Everything an acquisition needs, looked up before the real call.
+/// Everything an acquisition needs, looked up before the real call: the
+/// lock's slot and this thread's counter for the call path. Two words, so
+/// that it travels in registers, also out of the lookup's slow path; the
+/// lock's address, its id and the thread's lane are read from them.
 #[derive(Clone, Copy)]
 pub struct Prepared {
-    pub(super) addr: u64,
     pub(super) slot: &'static ObjectSlot,
-    pub(super) lock_id: u32,
     pub(super) counter: *mut CounterRecord,
-    pub(super) lane: *mut Lane,
 }
 
 /// What a successful acquisition holds until its release.
@@ -68,11 +68,8 @@ pub fn prepare(
         // A hot-cache hit: fast-path work, sampled (see selfcost.rs).
         g.thread().call_cost().end(started);
         return Some(Prepared {
-            addr,
             slot: hit.slot,
-            lock_id: hit.lock_id,
             counter: hit.counter.cast(),
-            lane,
         });
     }
     prepare_slow(g, lane, (addr, kind, mode), caller, started)
@@ -132,11 +129,8 @@ fn prepare_uncached(
         (found.slot, found.id, counter.cast()),
     );
     Some(Prepared {
-        addr,
         slot: found.slot,
-        lock_id: found.id,
         counter,
-        lane,
     })
 }
 
@@ -173,17 +167,35 @@ impl Prepared {
         unsafe { &mut *self.counter }
     }
 
+    /// This thread's lane: the one `prepare` found (it belongs to the
+    /// thread until the thread ends).
     #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
     pub(super) fn lane(&self) -> &mut Lane {
-        // SAFETY: the lane belongs to this thread for the thread's lifetime.
-        unsafe { &mut *self.lane }
+        // SAFETY: a Prepared exists only after `current_lane` registered
+        // this thread's lane, which stays its own for the thread's lifetime.
+        ThreadState::with(|s| unsafe { &mut *s.lane() })
+    }
+
+    /// The lock's address (a slot belongs to one address for good).
+    #[inline(always)]
+    pub(super) fn addr(&self) -> u64 {
+        self.slot.addr.load(Ordering::Relaxed)
+    }
+
+    /// The lock's id, as its counter records it.
+    #[inline(always)]
+    pub(super) fn lock_id(&self) -> u32 {
+        self.counter().lock_id
     }
 
     /// An exclusive engagement: this thread holds the lock now, and a change
     /// of owner is counted.
     #[inline(always)]
-    pub(super) fn take_ownership(&self) {
-        let tid = self.lane().tid;
+    pub(super) fn take_ownership(&self, g: &InHook) {
+        // SAFETY: as in `lane`; read through the guard's thread state, which
+        // the hook already has at hand.
+        let tid = unsafe { (*g.thread().lane()).tid };
         self.slot.holder.store(tid, Ordering::Relaxed);
         // Written only when it changes: the line stays shared otherwise.
         let last = self.slot.last_owner.load(Ordering::Relaxed);
@@ -206,8 +218,8 @@ impl Prepared {
         tried: bool,
     ) {
         let held_before = g.thread().held().push(HeldEntry {
-            addr: self.addr,
-            lock_id: self.lock_id,
+            addr: self.addr(),
+            lock_id: self.lock_id(),
             flags,
             slot: self.slot,
             counter: self.counter,
@@ -215,19 +227,15 @@ impl Prepared {
             shim_ns,
         });
         if held_before != 0 {
-            nested(g, (self.addr, self.lane), held_before, tried);
+            nested(g, (self.addr(), self.lane()), held_before, tried);
         }
     }
 }
 
-/// Taken while `held_before` engagements were held (see `track_hold`). The
-/// handle's fields come by value: a reference would keep the handle on the
-/// stack on the common path too.
+/// Taken while `held_before` engagements were held (see `track_hold`).
 #[cold]
 #[inline(never)]
-fn nested(g: &InHook, (addr, lane): (u64, *mut Lane), held_before: usize, tried: bool) {
-    // SAFETY: the lane belongs to this thread for the thread's lifetime.
-    let lane = unsafe { &mut *lane };
+fn nested(g: &InHook, (addr, lane): (u64, &mut Lane), held_before: usize, tried: bool) {
     if held_before < held::MAX_HELD {
         lock_order::nested(g, addr, lane, tried);
     } else {

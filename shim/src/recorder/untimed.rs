@@ -15,7 +15,7 @@ use core::sync::atomic::Ordering;
 #[inline(always)]
 pub fn acquired_exclusive(g: &InHook, p: &Prepared, tried: bool) {
     p.counter().engagements += 1;
-    p.take_ownership();
+    p.take_ownership(g);
     p.track_hold(g, 0, (0, 0), tried);
 }
 
