@@ -141,11 +141,13 @@ fn a_million_live_locks() {
             .count(),
         1_000_000
     );
-    // The object table is the bound: 2 Mi slots x 32 bytes.
+    // The bounds: the object table (2 Mi slots x 32 bytes, 64 MiB) and the
+    // thread's counter index at its largest (512 Ki slots x 32 bytes,
+    // 16 MiB).
     let (anon0, _) = memory(&plain);
     let (anon1, _) = memory(&traced);
     assert!(
-        anon1 - anon0 < 80 * MIB,
+        anon1 - anon0 < 92 * MIB,
         "shim anonymous memory with 1M live locks: {} kB",
         anon1 - anon0
     );
@@ -157,16 +159,26 @@ fn a_million_live_locks() {
 /// would not fit 200,000 of them loses nothing.
 #[test]
 fn many_pairs_from_one_thread_keep_one_counter_each() {
-    const LOCKS: u64 = 20_000;
-    const ROUNDS: u64 = 10;
+    one_counter_per_pair(20_000, 10, Some("4"), "scale_rounds");
+}
+
+/// The same for 300,000 pairs, more than the index held before it could
+/// grow past 262,144 slots: a fine-grained kernel (a lock per grid cell,
+/// a few lines each) then evicted counters on every sweep, and its trace
+/// grew by a fresh counter per pair and sweep until it reached its cap.
+#[test]
+fn three_hundred_thousand_pairs_from_one_thread_keep_one_counter_each() {
+    one_counter_per_pair(300_000, 3, None, "scale_rounds_big");
+}
+
+fn one_counter_per_pair(locks: u64, rounds: u64, max_mb: Option<&str>, tag: &str) {
     let bin = build_c("lock_rounds");
-    let dir = fresh_dir("scale_rounds");
-    let out = run_under_shim_env(
-        &bin,
-        &[LOCKS.to_string(), ROUNDS.to_string()],
-        &dir,
-        &[("LOCKSUIT_MAX_MB", "4")],
-    );
+    let dir = fresh_dir(tag);
+    let env: Vec<(&str, &str)> = max_mb
+        .map(|mb| ("LOCKSUIT_MAX_MB", mb))
+        .into_iter()
+        .collect();
+    let out = run_under_shim_env(&bin, &[locks.to_string(), rounds.to_string()], &dir, &env);
     assert_success(&out, "lock_rounds under the shim");
     let trace_path = only_trace(&dir);
     let trace = read_trace(&trace_path).unwrap();
@@ -174,15 +186,44 @@ fn many_pairs_from_one_thread_keep_one_counter_each() {
     let round_counters = trace
         .counters
         .iter()
-        .filter(|(_, c)| c.engagements == ROUNDS)
+        .filter(|(_, c)| c.engagements == rounds)
         .count() as u64;
     assert_eq!(
-        round_counters, LOCKS,
+        round_counters, locks,
         "one counter per lock, each with every round"
     );
     assert!(
-        (trace.counters.len() as u64) < LOCKS + 100,
+        (trace.counters.len() as u64) < locks + 100,
         "no duplicate counters: {}",
         trace.counters.len()
     );
+}
+
+/// A fine-grained kernel (tests/c/fluid_cells.c: a lock per grid cell,
+/// four threads each sweeping a band of 86,400 cells at three lines, and
+/// taking the cell below while holding its own) makes the same counters
+/// and lock-order edges on every sweep. Its trace holds each once, however
+/// many sweeps it makes: two sweeps or six give the same records.
+#[test]
+fn a_fine_grained_kernel_keeps_its_counters_across_sweeps() {
+    let bin = build_c("fluid_cells");
+    let records = |steps: &str| {
+        let dir = fresh_dir(&format!("scale_fluid_{steps}"));
+        let out = run_under_shim(&bin, &["720", "480", steps, "4"], &dir);
+        assert_success(&out, "fluid_cells under the shim");
+        assert!(
+            out.stderr.is_empty(),
+            "the shim printed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let trace = read_trace(&only_trace(&dir)).unwrap();
+        assert_eq!(trace.header.dropped_records + trace.header.dropped_ops, 0);
+        (trace.counters.len(), trace.edges.len())
+    };
+    let (two, six) = (records("2"), records("6"));
+    assert!(
+        two.0 >= 3 * 345_600 - 480,
+        "a counter per cell and line: {two:?}"
+    );
+    assert_eq!(six, two, "(counters, edges) after six sweeps and after two");
 }

@@ -22,10 +22,19 @@ pub const MAX_LANES: usize = 4096;
 /// neighbourhood evicts an entry: the evicted counter stays in the trace and
 /// a fresh one is started, which the analyzer sums.
 const INDEX_SLOTS: usize = 1024;
-/// 8 MiB of index for one thread at most.
-const MAX_INDEX_SLOTS: usize = 1 << 18;
+/// 16 MiB of index for one thread at most: room for a fine-grained
+/// kernel's band (86,400 grid cells engaged at three lines, 259,200
+/// counters). Half of it evicted counters on every sweep of such a band,
+/// and the trace grew by a fresh counter per evicted pair and sweep until
+/// it reached its cap.
+const MAX_INDEX_SLOTS: usize = 1 << 19;
 const INDEX_GROWTH: usize = 8;
-const PROBES: usize = 8;
+/// The neighbourhood a key may sit in. Linear probing makes runs of live
+/// slots: at half load, runs longer than 32 occur in a table this size,
+/// and 8 made neighbourhoods fill (and evict) with the index a third
+/// full. A lookup stops at its key or the first free slot, so only an
+/// insert into a long run pays for the length.
+const PROBES: usize = 128;
 /// Index and cache tags: `generation << MODE_BITS | mode`.
 const MODE_BITS: u32 = 3;
 const MODE_MASK: u32 = (1 << MODE_BITS) - 1;
