@@ -183,13 +183,14 @@ fn probe(home: usize, i: usize) -> usize {
 /// the same addresses out again), else the first empty slot of its chain:
 /// neither can move while they look, so both claimers pick the same one.
 /// Another granule's tombstone is taken only when the chain has no empty
-/// slot left; a block freed at that moment, making an earlier tombstone,
-/// can then still split one granule in two.
+/// slot left, and then by one claimer at a time (see [`claim_foreign`]):
+/// a block freed meanwhile may make an earlier tombstone, so two claimers
+/// could pick two.
 fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
     let home = home_of(key);
     // A claim that loses to another granule looks again (a few times).
     for _ in 0..4 {
-        let mut foreign_tomb = None;
+        let mut tomb_seen = false;
         let mut target = None;
         for i in 0..PROBES {
             // SAFETY: the index is masked into the table.
@@ -204,13 +205,21 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
                     target = Some((slot, 0));
                     break;
                 }
-                cur if cur & TOMB != 0 => {
-                    foreign_tomb = foreign_tomb.or(Some((slot, cur)));
-                }
+                cur if cur & TOMB != 0 => tomb_seen = true,
                 _ => {}
             }
         }
-        let (slot, expected) = target.or(foreign_tomb)?;
+        #[cfg(test)]
+        tests::after_scan();
+        let Some((slot, expected)) = target else {
+            if !tomb_seen {
+                return None;
+            }
+            match claim_foreign(table, home, key) {
+                Claim::Done(found) => return found,
+                Claim::LookAgain => continue,
+            }
+        };
         match slot
             .key
             .compare_exchange(expected, key, Ordering::AcqRel, Ordering::Acquire)
@@ -224,6 +233,77 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
         }
     }
     None
+}
+
+/// Claims of another granule's tombstone, one at a time.
+static CLAIMING_FOREIGN: AtomicBool = AtomicBool::new(false);
+/// How long a claimer waits for another's (a scan of one chain): spins,
+/// then yields, then it gives up and the access is dropped (a signal
+/// handler that interrupted the claim on its own thread must not wait for
+/// it).
+const FOREIGN_SPINS: u32 = 1_000;
+const FOREIGN_YIELDS: u32 = 100;
+
+enum Claim {
+    Done(Option<(&'static Slot, bool)>),
+    /// The chain changed (an empty slot or the granule's own tombstone
+    /// appeared): the ordinary claim applies.
+    LookAgain,
+}
+
+/// Takes the first tombstone of `key`'s chain, which has no empty slot,
+/// unless another claimer of `key` got a slot first: under the flag, the
+/// chain is scanned again, so the second claimer finds the first's slot
+/// instead of a tombstone that a free made since.
+#[cold]
+fn claim_foreign(table: *mut Slot, home: usize, key: u64) -> Claim {
+    let mut waited = 0;
+    while CLAIMING_FOREIGN
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        waited += 1;
+        if waited > FOREIGN_SPINS + FOREIGN_YIELDS {
+            return Claim::Done(None);
+        }
+        if waited <= FOREIGN_SPINS {
+            core::hint::spin_loop();
+        } else {
+            // SAFETY: sched_yield takes no arguments.
+            unsafe { libc::sched_yield() };
+        }
+    }
+    let claim = claim_first_tomb(table, home, key);
+    CLAIMING_FOREIGN.store(false, Ordering::Release);
+    claim
+}
+
+fn claim_first_tomb(table: *mut Slot, home: usize, key: u64) -> Claim {
+    let mut first_tomb = None;
+    for i in 0..PROBES {
+        // SAFETY: the index is masked into the table.
+        let slot = unsafe { &*table.add(probe(home, i)) };
+        match slot.key.load(Ordering::Acquire) {
+            cur if cur == key => return Claim::Done(Some((slot, false))),
+            cur if cur == 0 || cur == key | TOMB => return Claim::LookAgain,
+            cur if cur & TOMB != 0 => first_tomb = first_tomb.or(Some((slot, cur))),
+            _ => {}
+        }
+    }
+    let Some((slot, expected)) = first_tomb else {
+        return Claim::Done(None);
+    };
+    match slot
+        .key
+        .compare_exchange(expected, key, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => {
+            note_page(key);
+            Claim::Done(Some((slot, true)))
+        }
+        // Its granule took it back, or a free changed it: look again.
+        Err(_) => Claim::LookAgain,
+    }
 }
 
 /// The record of a granule whose slot was just claimed: written into the
@@ -535,75 +615,4 @@ pub fn write_all(lane: &mut Lane) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_dense_runs_in_one_place_both_find_room() {
-        let table: *mut Slot =
-            crate::recorder::mapped::map_anonymous(SLOTS * size_of::<Slot>()).expect("a table");
-        // Two 512-byte runs of memory whose places in the table collide.
-        let first = 1u64 << 20;
-        let place = |run: u64| home_of(run * RUN_GRANULES as u64) / RUN_GRANULES;
-        let second = (first + 1..)
-            .find(|&run| place(run) == place(first))
-            .expect("a colliding run");
-        for run in [first, second] {
-            for offset in 0..RUN_GRANULES as u64 {
-                let key = run * RUN_GRANULES as u64 + offset + 1;
-                let (_, new) = slot_of(table, key).expect("room for every granule");
-                assert!(new);
-            }
-        }
-        for run in [first, second] {
-            for offset in 0..RUN_GRANULES as u64 {
-                let key = run * RUN_GRANULES as u64 + offset + 1;
-                let slot = find(table, key).expect("found again");
-                assert_eq!(slot.key.load(Ordering::Relaxed), key);
-            }
-        }
-        // SAFETY: the test's own mapping, no longer used.
-        unsafe { libc::munmap(table.cast(), SLOTS * size_of::<Slot>()) };
-    }
-
-    /// A granule in a chain (the same home) with another granule's
-    /// tombstone before its own: it takes back its own, which every
-    /// claimer of it finds, not the first tombstone, which a block freed
-    /// while it looks could move.
-    #[test]
-    fn a_freed_granule_takes_back_its_own_slot() {
-        let table: *mut Slot =
-            crate::recorder::mapped::map_anonymous(SLOTS * size_of::<Slot>()).expect("a table");
-        let first = 1u64 << 20;
-        // Keys at the same offset in other runs, whose places collide.
-        let mut same_home = (1..)
-            .map(|run| first + run * RUN_GRANULES as u64)
-            .filter(|&key| home_of(key) == home_of(first));
-        let mut next = || same_home.next().expect("a colliding key");
-        let (second, third, fourth) = (next(), next(), next());
-        let free = |key: u64| {
-            let slot = find(table, key).expect("claimed");
-            slot.key.store(key | TOMB, Ordering::Release);
-        };
-        for key in [first, second, third] {
-            assert!(slot_of(table, key).expect("room").1);
-        }
-        let first_slot = find(table, first).unwrap() as *const Slot;
-        let second_slot = find(table, second).unwrap() as *const Slot;
-        free(first);
-        free(second);
-        // The second takes back its own slot, past the first's tombstone.
-        let (slot, new) = slot_of(table, second).expect("room");
-        assert!(new);
-        assert!(core::ptr::eq(slot, second_slot));
-        // A granule never seen: the first empty slot, not a tombstone.
-        let (slot, new) = slot_of(table, fourth).expect("room");
-        assert!(new);
-        assert_eq!(slot.key.load(Ordering::Relaxed), fourth);
-        // SAFETY: a slot of the test's table.
-        let first_key = unsafe { &*first_slot }.key.load(Ordering::Relaxed);
-        assert_eq!(first_key, first | TOMB, "the first's tombstone stays");
-        // SAFETY: the test's own mapping, no longer used.
-        unsafe { libc::munmap(table.cast(), SLOTS * size_of::<Slot>()) };
-    }
-}
+mod tests;
