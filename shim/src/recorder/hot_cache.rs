@@ -23,7 +23,7 @@ use super::objects::ObjectSlot;
 const HOT_SLOTS: usize = 64;
 
 #[derive(Clone, Copy)]
-pub struct HotEntry {
+struct HotEntry {
     addr: u64,
     ret: u64,
     /// `generation << MODE_BITS | mode`, as in the lane's index: an entry of
@@ -33,11 +33,13 @@ pub struct HotEntry {
     epoch: u32,
     /// How many of `offsets` and `above` the context was read from.
     depth: u32,
-    pub lock_id: u32,
+    /// The lock's identity when cached: a lock destroyed and made again
+    /// at the same address is another.
+    lock_id: u32,
     offsets: [u32; CONTEXT_DEPTH],
     above: [u64; CONTEXT_DEPTH],
-    pub slot: *const ObjectSlot,
-    pub counter: *mut u8,
+    slot: *const ObjectSlot,
+    counter: *mut u8,
 }
 
 /// A lane's hot cache. All zero bits is empty (tag 0 is never a lane's).
@@ -48,7 +50,6 @@ pub struct HotCache {
 /// What an entry leads to.
 pub struct HotTarget {
     pub slot: &'static ObjectSlot,
-    pub lock_id: u32,
     pub counter: *mut u8,
 }
 
@@ -58,7 +59,7 @@ fn home(addr: u64, ret: u64) -> usize {
 }
 
 impl HotEntry {
-    /// Same lock, return address, mode and thread, with offsets still valid.
+    /// Same lock, return address, mode and thread.
     #[inline(always)]
     fn same_key(&self, addr: u64, ret: u64, tag: u32) -> bool {
         self.addr == addr && self.ret == ret && self.tag == tag
@@ -117,7 +118,6 @@ impl HotCache {
         let slot = unsafe { &*e.slot };
         (slot.id() == e.lock_id).then_some(HotTarget {
             slot,
-            lock_id: e.lock_id,
             counter: e.counter,
         })
     }
@@ -206,7 +206,7 @@ mod tests {
         let hit = cache
             .find(addr, at(&first), tag)
             .expect("the path just cached");
-        assert_eq!((hit.lock_id, hit.counter), (5, 0x10 as *mut u8));
+        assert_eq!(hit.counter, 0x10 as *mut u8);
         assert!(
             cache.find(addr, at(&other), tag).is_none(),
             "another caller's caller"
