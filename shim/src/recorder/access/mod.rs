@@ -146,6 +146,8 @@ pub fn reset_after_fork() {
         unsafe { libc::madvise(pages.cast(), PAGE_SLOTS * 8, libc::MADV_DONTNEED) };
     }
     PAGES_FULL.store(false, Ordering::Relaxed);
+    // A thread of the parent may have been claiming; it is not in the child.
+    CLAIMING_FOREIGN.store(false, Ordering::Relaxed);
     ACCESSES.store(0, Ordering::Relaxed);
     DROPPED.store(0, Ordering::Relaxed);
     THREADS.store(0, Ordering::Relaxed);
