@@ -287,8 +287,16 @@ fn index_hash(ret: u64, context: u64, lock_id: u32, mode: u32) -> usize {
     let key = ret
         ^ context.rotate_left(29)
         ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // High bits mix best; callers mask to their index size.
-    (key.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize
+    // A full finaliser (murmur3's). One multiply, taking the product's high
+    // half, left runs of live slots long enough to fill a 128-slot
+    // neighbourhood of a half-empty index in some runs of a kernel that
+    // takes a lock per grid cell at three lines (an eviction, and a counter
+    // restarted every sweep). Callers mask to their index size.
+    let mut h = key ^ (key >> 33);
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    (h ^ (h >> 33)) as usize
 }
 
 impl Lane {
