@@ -47,6 +47,20 @@ impl HookGuard {
     }
 }
 
+impl HookGuard {
+    /// Enters only when nothing needs doing first: not nested (a nested
+    /// call is left to [`enter`], which reports it) and the shim already
+    /// started. It calls nothing, so a hook can use it on a path with no
+    /// frame; `None` sends the hook the general way.
+    ///
+    /// [`enter`]: HookGuard::enter
+    #[inline(always)]
+    pub fn enter_quickly() -> Option<HookGuard> {
+        let guard = HookGuard(InHook::enter()?);
+        lifecycle::recording_started().then_some(guard)
+    }
+}
+
 impl core::ops::Deref for HookGuard {
     type Target = InHook;
 

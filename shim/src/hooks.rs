@@ -180,19 +180,31 @@ macro_rules! trylock_hook {
 }
 
 /// A release. Recorded first, while the lock is still ours: once released,
-/// another thread may take it and overwrite its holder.
+/// another thread may take it and overwrite its holder. The common release
+/// is recorded with no call out of line, so the hook needs no frame for it.
 macro_rules! unlock_hook {
     ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
             let unlock = real_or!($real, 0);
-            if let Some(g) = &HookGuard::enter() {
-                recorder::released(g, $obj as u64, 0);
+            let quick = HookGuard::enter_quickly()
+                .is_some_and(|g| recorder::released_quickly(&g, $obj as u64));
+            if !quick {
+                released($obj as u64);
             }
             // SAFETY: forwarding the caller's argument unchanged.
             unsafe { unlock($obj) }
         }
     };
+}
+
+/// Any release but the common one, recorded in full.
+#[cold]
+#[inline(never)]
+fn released(addr: u64) {
+    if let Some(g) = &HookGuard::enter() {
+        recorder::released(g, addr, 0);
+    }
 }
 
 // ---------------------------------------------------------------- mutexes

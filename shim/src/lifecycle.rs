@@ -44,16 +44,23 @@ pub fn state() -> State {
     State::from_u8(STATE.load(Ordering::Acquire))
 }
 
-/// True if hooks should record now; initialises the shim on first call.
-#[inline]
-pub fn recording() -> bool {
+/// Whether the process records now, without starting the shim if it has
+/// not started yet (for paths that must not call out; see `recording`).
+#[inline(always)]
+pub fn recording_started() -> bool {
     // Compared as raw bytes: every hook asks, and decoding the state first
     // costs a clamp and a second compare.
     let raw = STATE.load(Ordering::Acquire);
-    if raw == State::Enabled as u8 || raw == State::Exiting as u8 {
+    raw == State::Enabled as u8 || raw == State::Exiting as u8
+}
+
+/// True if hooks should record now; initialises the shim on first call.
+#[inline]
+pub fn recording() -> bool {
+    if recording_started() {
         return true;
     }
-    raw == State::Uninitialized as u8 && initialize()
+    STATE.load(Ordering::Acquire) == State::Uninitialized as u8 && initialize()
 }
 
 #[cold]

@@ -214,6 +214,19 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
 /// The lock at `addr` is about to be released by this thread (called before
 /// the real unlock, while it is still ours). `extra` adds held flags (a
 /// condition wait hands the lock over).
+/// The common release (see `untimed::released`) with no call out of line,
+/// so that the unlock hooks need no frame for it; false, with nothing
+/// changed or counted, for any other, which `released` then records.
+#[inline(always)]
+pub fn released_quickly(g: &InHook, addr: u64) -> bool {
+    let cost = g.thread().call_cost();
+    if cost.next_is_timed() || !untimed::released(g, addr) {
+        return false;
+    }
+    cost.count();
+    true
+}
+
 #[inline(always)]
 pub fn released(g: &InHook, addr: u64, extra: u32) {
     let started = g.thread().call_cost().begin();

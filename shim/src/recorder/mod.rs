@@ -76,8 +76,8 @@ pub use conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
 pub use events::Waiting;
 pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use locks::{
-    acquired, barrier_begin, barrier_end, blocked, posted, released, timed_out, try_failed,
-    unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
+    acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly, timed_out,
+    try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use mapped::map_anonymous;
 pub use objects::barrier_initialized;

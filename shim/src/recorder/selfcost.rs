@@ -75,6 +75,19 @@ impl CallCost {
         }
     }
 
+    /// Whether the next call is the one to time (then it goes the way
+    /// that times it, [`begin`](Self::begin)).
+    #[inline(always)]
+    pub fn next_is_timed(&self) -> bool {
+        (self.calls.get() + 1) & (SAMPLE_EVERY - 1) == SAMPLED_PHASE
+    }
+
+    /// Counts a call that is not timed.
+    #[inline(always)]
+    pub fn count(&self) {
+        self.calls.set(self.calls.get() + 1);
+    }
+
     /// Ends a call that `begin` chose to time (`started` != 0).
     #[inline]
     pub fn end(&self, started: u64) {
