@@ -45,9 +45,7 @@ impl HookGuard {
         let guard = HookGuard(InHook::enter()?);
         lifecycle::recording().then_some(guard)
     }
-}
 
-impl HookGuard {
     /// Enters only when nothing needs doing first: not nested (a nested
     /// call is left to [`enter`], which reports it) and the shim already
     /// started. It calls nothing, so a hook can use it on a path with no

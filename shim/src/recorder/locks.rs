@@ -211,9 +211,6 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
     switches::drain(p.lane(), false);
 }
 
-/// The lock at `addr` is about to be released by this thread (called before
-/// the real unlock, while it is still ours). `extra` adds held flags (a
-/// condition wait hands the lock over).
 /// The common release (see `untimed::released`) with no call out of line,
 /// so that the unlock hooks need no frame for it; false, with nothing
 /// changed or counted, for any other, which `released` then records.
@@ -227,6 +224,9 @@ pub fn released_quickly(g: &InHook, addr: u64) -> bool {
     true
 }
 
+/// The lock at `addr` is about to be released by this thread (called before
+/// the real unlock, while it is still ours). `extra` adds held flags (a
+/// condition wait hands the lock over).
 #[inline(always)]
 pub fn released(g: &InHook, addr: u64, extra: u32) {
     let started = g.thread().call_cost().begin();
