@@ -151,6 +151,7 @@ macro_rules! lock_hook {
             // Borrowed where `prepare` left it: moving it out costs a copy.
             let prepared = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
             let Some(p) = &prepared else {
+                // SAFETY: forwarding the caller's arguments unchanged.
                 return unsafe { block($obj $(, $arg)*) };
             };
             // Timed calls: their deadline goes into the wait's events.
@@ -172,8 +173,10 @@ macro_rules! trylock_hook {
             let Some(guard) = HookGuard::enter() else { return unsafe { try_once($obj) } };
             let prepared = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
             let Some(p) = &prepared else {
+                // SAFETY: forwarding the caller's argument unchanged.
                 return unsafe { try_once($obj) };
             };
+            // SAFETY: forwarding the caller's argument unchanged.
             try_acquire(&guard, p, $hold, || unsafe { try_once($obj) })
         }
     };
@@ -310,9 +313,9 @@ macro_rules! sem_wait_hook {
             };
             let prepared = recorder::prepare(&guard, $s as u64, ObjectKind::Sem, MODE_EXCLUSIVE, Caller::new(caller, sp));
             let Some(p) = &prepared else {
+                // SAFETY: forwarding the caller's arguments unchanged.
                 return unsafe { block($s $(, $arg)*) };
             };
-            // SAFETY: forwarding the caller's arguments unchanged.
             let deadline: u64 = 0 $(+ $deadline)?;
             // SAFETY: forwarding the caller's arguments unchanged.
             sem_acquire(&guard, p, deadline, || unsafe { try_once($s) }, || unsafe { block($s $(, $arg)*) })

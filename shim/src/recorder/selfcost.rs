@@ -66,9 +66,9 @@ impl CallCost {
     /// timed, else 0.
     #[inline]
     pub fn begin(&self) -> u64 {
-        let n = self.calls.get() + 1;
-        self.calls.set(n);
-        if n & (SAMPLE_EVERY - 1) == SAMPLED_PHASE {
+        let timed = self.next_is_timed();
+        self.count();
+        if timed {
             now_ns()
         } else {
             0

@@ -70,10 +70,24 @@ const _: () = {
 
 /// `Slot::record` when the trace had no room for the granule's record.
 const NO_ROOM: *mut LiveRecord = core::ptr::dangling_mut::<LiveRecord>();
-/// How long a thread waits for another to publish a record it is writing:
-/// spins, then yields.
-const PUBLISH_SPINS: u32 = 1000;
-const PUBLISH_YIELDS: u32 = 100;
+/// How long a thread waits for another (to publish a record it is writing,
+/// or to finish claiming a slot): spins, then yields, then gives up.
+const WAIT_SPINS: u32 = 1000;
+const WAIT_YIELDS: u32 = 100;
+
+/// One round of such a wait: false once it is time to give up.
+fn wait_round(round: u32) -> bool {
+    if round >= WAIT_SPINS + WAIT_YIELDS {
+        return false;
+    }
+    if round < WAIT_SPINS {
+        core::hint::spin_loop();
+    } else {
+        // SAFETY: sched_yield takes no arguments.
+        unsafe { libc::sched_yield() };
+    }
+    true
+}
 
 static TABLE: AtomicPtr<Slot> = AtomicPtr::new(core::ptr::null_mut());
 /// Marks the key of a slot whose block was freed (keys are granule
@@ -237,14 +251,11 @@ fn slot_of(table: *mut Slot, key: u64) -> Option<(&'static Slot, bool)> {
     None
 }
 
-/// Claims of another granule's tombstone, one at a time.
+/// Claims of another granule's tombstone, one at a time. A claimer waits
+/// for another's (a scan of one chain) at most as long as for a record, then
+/// gives up and the access is dropped: a signal handler that interrupted
+/// the claim on its own thread must not wait for it.
 static CLAIMING_FOREIGN: AtomicBool = AtomicBool::new(false);
-/// How long a claimer waits for another's (a scan of one chain): spins,
-/// then yields, then it gives up and the access is dropped (a signal
-/// handler that interrupted the claim on its own thread must not wait for
-/// it).
-const FOREIGN_SPINS: u32 = 1_000;
-const FOREIGN_YIELDS: u32 = 100;
 
 enum Claim {
     Done(Option<(&'static Slot, bool)>),
@@ -259,21 +270,15 @@ enum Claim {
 /// instead of a tombstone that a free made since.
 #[cold]
 fn claim_foreign(table: *mut Slot, home: usize, key: u64) -> Claim {
-    let mut waited = 0;
+    let mut round = 0;
     while CLAIMING_FOREIGN
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
-        waited += 1;
-        if waited > FOREIGN_SPINS + FOREIGN_YIELDS {
+        if !wait_round(round) {
             return Claim::Done(None);
         }
-        if waited <= FOREIGN_SPINS {
-            core::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield takes no arguments.
-            unsafe { libc::sched_yield() };
-        }
+        round += 1;
     }
     let claim = claim_first_tomb(table, home, key);
     CLAIMING_FOREIGN.store(false, Ordering::Release);
@@ -341,19 +346,17 @@ fn new_record(lane: &mut Lane, slot: &Slot, key: u64) -> *mut LiveRecord {
 /// unless that thread is between its claim and its write (which may grow
 /// the trace: then this one yields the processor for a while).
 fn published(slot: &Slot) -> *mut LiveRecord {
-    for round in 0..PUBLISH_SPINS + PUBLISH_YIELDS {
+    let mut round = 0;
+    loop {
         let record = slot.record.load(Ordering::Acquire);
         if !record.is_null() {
             return record;
         }
-        if round < PUBLISH_SPINS {
-            core::hint::spin_loop();
-        } else {
-            // SAFETY: sched_yield takes no arguments.
-            unsafe { libc::sched_yield() };
+        if !wait_round(round) {
+            return NO_ROOM;
         }
+        round += 1;
     }
-    NO_ROOM
 }
 
 /// The slot of granule `key`, if the table has one (no insertion).
