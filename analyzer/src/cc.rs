@@ -1,24 +1,34 @@
 //! `locksuit cc` and `locksuit c++`: the C/C++ compiler with access
-//! instrumentation, for data-level suitability. The program is compiled
-//! with clang's `-fsanitize-coverage=edge,trace-loads,trace-stores`, so
-//! every load and store the compiler emits calls
-//! `__sanitizer_cov_load{1,2,4,8,16}(address)` or `…_store…`, and linked
-//! against liblocksuit_cov.so, whose callbacks do nothing: the program runs
-//! as it did without the shim. Under the shim (which defines the same
-//! callbacks and comes first in the lookup order) the accesses made while
-//! a lock is held are recorded. The callbacks only receive the address:
-//! atomics, ordering and every value stay exactly as compiled.
+//! instrumentation, for data-level suitability. Every load and store the
+//! compiler emits may call `__sanitizer_cov_load{1,2,4,8,16}(address)` or
+//! `…_store…`, and the program is linked against liblocksuit_cov.so, whose
+//! callbacks do nothing: the program runs as it did without the shim.
+//! Under the shim (which defines the same callbacks and comes first in the
+//! lookup order) the accesses made while a lock is held are recorded. The
+//! callbacks only receive the address: atomics, ordering and every value
+//! stay exactly as compiled.
+//!
+//! Two ways to make those calls:
+//! - the access gate (`gate/access_gate.cpp`, a clang plugin built with
+//!   the analyzer when LLVM 19's development files are there): each call
+//!   sits behind an inline test of two thread-local words the shim keeps,
+//!   so a thread holding no lock makes none for its loads, and a program
+//!   run without the shim makes none at all;
+//! - otherwise clang's `-fsanitize-coverage=edge,trace-loads,trace-stores`,
+//!   which calls on every access.
 //!
 //! Drop-in: `CC="locksuit cc" make`. The compiler is `$LOCKSUIT_CC` (or
 //! `$LOCKSUIT_CXX`), else clang-19, else clang; it must be clang (GCC's
-//! coverage options differ).
+//! coverage options differ). The gate is used with the default compiler
+//! only (it is built for clang 19), and not when `$LOCKSUIT_GATE` is
+//! `off`.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The flag that makes every load and store call the shim.
+/// The flag that makes every load and store call the shim, without the gate.
 pub const INSTRUMENT: &str = "-fsanitize-coverage=edge,trace-loads,trace-stores";
 /// Keeps clang from linking its own sanitizer runtime, whose weak
 /// callbacks would bind inside the program where the shim cannot replace
@@ -31,20 +41,34 @@ fn on_path(name: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn compiler(cxx: bool) -> OsString {
+/// The compiler, and whether the user chose it (`$LOCKSUIT_CC`/`CXX`).
+fn compiler(cxx: bool) -> (OsString, bool) {
     let (var, versioned, plain) = if cxx {
         ("LOCKSUIT_CXX", "clang++-19", "clang++")
     } else {
         ("LOCKSUIT_CC", "clang-19", "clang")
     };
     if let Some(c) = std::env::var_os(var).filter(|c| !c.is_empty()) {
-        return c;
+        return (c, true);
     }
     if on_path(versioned) {
-        versioned.into()
+        (versioned.into(), false)
     } else {
-        plain.into()
+        (plain.into(), false)
     }
+}
+
+/// The access gate plugin: `liblocksuit_gate.so` beside the callbacks
+/// library (where both were installed), else where the build made it.
+fn gate_plugin(libdir: Option<&Path>) -> Option<PathBuf> {
+    if std::env::var_os("LOCKSUIT_GATE").is_some_and(|v| v == "off") {
+        return None;
+    }
+    let beside = libdir.map(|d| d.join("liblocksuit_gate.so"));
+    let built = Some(env!("LOCKSUIT_GATE_PLUGIN"))
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from);
+    beside.into_iter().chain(built).find(|p| p.is_file())
 }
 
 /// Where liblocksuit_cov.so is: `$LOCKSUIT_COV_DIR`, else beside this
@@ -68,13 +92,17 @@ fn links(args: &[OsString]) -> bool {
     })
 }
 
-/// The compiler's command line for `args`.
+/// The compiler's arguments for `args`: instrumented through the `gate`
+/// plugin if given, else through sanitizer coverage.
 pub fn command_line(
     args: &[OsString],
-    cxx: bool,
+    gate: Option<&Path>,
     libdir: Option<&Path>,
-) -> (OsString, Vec<OsString>) {
-    let mut full: Vec<OsString> = vec![INSTRUMENT.into(), NO_RUNTIME.into()];
+) -> Vec<OsString> {
+    let mut full: Vec<OsString> = match gate {
+        Some(plugin) => vec![format!("-fpass-plugin={}", plugin.display()).into()],
+        None => vec![INSTRUMENT.into(), NO_RUNTIME.into()],
+    };
     full.extend(args.iter().cloned());
     if links(args) {
         if let Some(dir) = libdir {
@@ -83,7 +111,7 @@ pub fn command_line(
             full.push(format!("-Wl,-rpath,{}", dir.display()).into());
         }
     }
-    (compiler(cxx), full)
+    full
 }
 
 /// Runs the compiler in place of this process; returns only if it could
@@ -97,7 +125,13 @@ pub fn run(args: &[OsString], cxx: bool) -> i32 {
         );
         return crate::cli::EXIT_USAGE;
     }
-    let (cc, full) = command_line(args, cxx, libdir.as_deref());
+    let (cc, chosen) = compiler(cxx);
+    let gate = if chosen {
+        None
+    } else {
+        gate_plugin(libdir.as_deref())
+    };
+    let full = command_line(args, gate.as_deref(), libdir.as_deref());
     let err = Command::new(&cc).args(&full).exec();
     eprintln!(
         "locksuit: cannot run the compiler {}: {err} (install clang-19, or set {})",
@@ -115,10 +149,16 @@ mod tests {
     fn linking_adds_the_callbacks_library_and_compiling_does_not() {
         let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
         let dir = Path::new("/opt/locksuit");
-        let (_, compile) = command_line(&args(&["-c", "a.c", "-o", "a.o"]), false, Some(dir));
+        let compile = command_line(&args(&["-c", "a.c", "-o", "a.o"]), None, Some(dir));
         assert_eq!(compile[0], INSTRUMENT);
         assert!(!compile.iter().any(|a| a == "-llocksuit_cov"));
-        let (_, link) = command_line(&args(&["a.o", "-o", "a"]), false, Some(dir));
+        let gated = command_line(
+            &args(&["-c", "a.c"]),
+            Some(Path::new("/opt/g.so")),
+            Some(dir),
+        );
+        assert_eq!(gated, args(&["-fpass-plugin=/opt/g.so", "-c", "a.c"]));
+        let link = command_line(&args(&["a.o", "-o", "a"]), None, Some(dir));
         assert!(link.ends_with(&args(&[
             "-L/opt/locksuit",
             "-llocksuit_cov",

@@ -5,6 +5,10 @@
 //!   `-fsanitize-coverage=trace-loads,trace-stores` calls, doing nothing;
 //!   under `LD_PRELOAD=libsyncshim.so` the shim's callbacks of the same
 //!   names come first in the lookup order and record the accesses instead;
+//! - the access gate's three thread-local words, which the inline test
+//!   `locksuit cc` compiles into every load and store compares: here they
+//!   are zero, equal, so the program never calls the callbacks at all;
+//!   the shim's words of the same names come first and open the gate;
 //! - the allocation calls (`malloc`, `calloc`, `realloc`,
 //!   `aligned_alloc`, `posix_memalign`, `memalign`) and `free`, which
 //!   forward to the next definition in the lookup order (the C library's,
@@ -35,6 +39,31 @@ nothing!(
     __sanitizer_cov_store4,
     __sanitizer_cov_store8,
     __sanitizer_cov_store16
+);
+
+// The access gate's words (see the module comment). In assembly because
+// stable Rust cannot define a thread-local with a C name; `build.rs`
+// exports them.
+#[cfg(target_arch = "x86_64")]
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 3",
+    ".globl __locksuit_gate_calls",
+    ".type __locksuit_gate_calls, @tls_object",
+    ".size __locksuit_gate_calls, 8",
+    "__locksuit_gate_calls:",
+    ".zero 8",
+    ".globl __locksuit_gate_skip_loads",
+    ".type __locksuit_gate_skip_loads, @tls_object",
+    ".size __locksuit_gate_skip_loads, 8",
+    "__locksuit_gate_skip_loads:",
+    ".zero 8",
+    ".globl __locksuit_gate_skip_stores",
+    ".type __locksuit_gate_skip_stores, @tls_object",
+    ".size __locksuit_gate_skip_stores, 8",
+    "__locksuit_gate_skip_stores:",
+    ".zero 8",
+    ".popsection",
 );
 
 extern "C" {

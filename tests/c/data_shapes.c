@@ -9,6 +9,10 @@
  * - status_lock: the threads read a table under it too, but the first
  *   thread, halfway, also writes one entry of it holding no lock: not
  *   read-only, whatever the lock saw.
+ * - watch_lock: the same, but the write comes from a thread that never
+ *   takes a lock at all, started after the workers ended (so its first
+ *   store is also its first call into the shim: the access gate must be
+ *   open for it from the thread's start).
  *
  * Prints "tally_sum N" (THREADS * ROUNDS) and "config_sum N". */
 #include "common.h"
@@ -26,6 +30,15 @@ static int config[16];
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int status[16];
 static volatile int tids[THREADS];
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int watched[16];
+
+static void *lockless_writer(void *arg)
+{
+    (void)arg;
+    watched[3] = 1;
+    return NULL;
+}
 
 static void *worker(void *arg)
 {
@@ -42,6 +55,9 @@ static void *worker(void *arg)
         CHECK(pthread_mutex_lock(&status_lock));
         int seen = status[i % 16];
         CHECK(pthread_mutex_unlock(&status_lock));
+        CHECK(pthread_mutex_lock(&watch_lock));
+        sum += watched[i % 16];
+        CHECK(pthread_mutex_unlock(&watch_lock));
         /* A racy write, on purpose: to an entry read under the lock. */
         if (me == 0 && i == ROUNDS / 2)
             status[i % 16] = seen + 1;
@@ -68,6 +84,9 @@ int main(void)
         config_sum += (long)sum;
         tally += tallies[i].n;
     }
+    pthread_t writer;
+    CHECK(pthread_create(&writer, NULL, lockless_writer, NULL));
+    CHECK(pthread_join(writer, NULL));
     printf("tally_sum %ld\nconfig_sum %ld\n", tally, config_sum);
     return 0;
 }

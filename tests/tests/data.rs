@@ -23,18 +23,25 @@ fn instrumented(name: &str) -> Option<PathBuf> {
     instrumented_with("cc", &format!("{name}.c"))
 }
 
-/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`).
-fn instrumented_with(driver: &str, source: &str) -> Option<PathBuf> {
-    let has_clang = ["clang-19", "clang"].iter().any(|c| {
+/// Whether clang is there; if not, says that the test is skipped.
+fn has_clang() -> bool {
+    let has = ["clang-19", "clang"].iter().any(|c| {
         Command::new(c)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
     });
-    if !has_clang {
+    if !has {
         eprintln!(
             "clang is not installed: the data-level tests are skipped (.ci/run installs clang-19)"
         );
+    }
+    has
+}
+
+/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`).
+fn instrumented_with(driver: &str, source: &str) -> Option<PathBuf> {
+    if !has_clang() {
         return None;
     }
     let name = source.rsplit_once('.').map_or(source, |(n, _)| n);
@@ -205,6 +212,12 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         0,
         "{status_line}"
     );
+    // So is data written only by a thread that never takes a lock.
+    assert!(
+        finding_on(p, "read-only-sharing", "&watch_lock").is_none(),
+        "{}",
+        p["findings"]
+    );
     // Neither lock's data is the other shape.
     assert!(finding_on(p, "read-only-sharing", "&pair_lock").is_none());
     assert!(finding_on(p, "disjoint-data", "&config_lock").is_none());
@@ -341,4 +354,35 @@ fn a_cxx_program_churning_its_heap_runs_and_drops_nothing() {
         "{}",
         p["data_level"]
     );
+}
+
+/// `locksuit cc` puts each access's call behind the access gate (an inline
+/// test of the shim's thread-local words), unless `LOCKSUIT_GATE=off`,
+/// which falls back to clang's sanitizer coverage (a call on every access).
+#[test]
+fn each_access_call_sits_behind_the_gate_unless_turned_off() {
+    if !has_clang() {
+        return;
+    }
+    let src = c_dir().join("data_shapes.c");
+    let assembly = |gate: &str| {
+        let mut cmd = Command::new(locksuit_path());
+        cmd.args(["cc", "-O2", "-pthread", "-S", "-o", "-"])
+            .arg(&src)
+            .env("LOCKSUIT_GATE", gate)
+            .env_remove("LOCKSUIT_CC");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let gated = assembly("on");
+    assert!(
+        gated.contains("__locksuit_gate_skip_loads@GOTTPOFF")
+            && gated.contains("__locksuit_gate_skip_stores@GOTTPOFF")
+            && gated.contains("__sanitizer_cov_load4"),
+        "the gate plugin was not used (is llvm-19-dev installed?)"
+    );
+    let ungated = assembly("off");
+    assert!(!ungated.contains("__locksuit_gate"));
+    assert!(ungated.contains("__sanitizer_cov_load4"));
 }

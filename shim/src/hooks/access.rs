@@ -1,7 +1,8 @@
-//! The load and store callbacks of a program built with `locksuit cc`
-//! (clang's `-fsanitize-coverage=trace-loads,trace-stores`): they replace
-//! the do-nothing ones of liblocksuit_cov.so. A load by a thread that holds
-//! no lock ends at the first test; a store then is looked up only once some
+//! The load and store callbacks of a program built with `locksuit cc`: they
+//! replace the do-nothing ones of liblocksuit_cov.so. A load by a thread
+//! that holds no lock ends at the first test, and shuts the access gate
+//! for loads until the thread's next lock operation (the program then
+//! makes no call for them at all); a store then is looked up only once some
 //! data was touched under a lock (it marks data written without its lock);
 //! an access under a lock is recorded (see `recorder::access`). The
 //! program's memory is only looked at by address, never read.
@@ -12,7 +13,9 @@ use crate::recorder;
 #[inline(always)]
 fn accessed(address: *const u8, write: bool) {
     if !guard::thread_holds_a_lock() {
-        if write && recorder::data_recorded() {
+        if !write {
+            guard::close_load_gate();
+        } else if recorder::data_recorded() {
             stored_unlocked(address);
         }
         return;

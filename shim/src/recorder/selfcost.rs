@@ -52,6 +52,16 @@ impl CallCost {
         }
     }
 
+    /// Where the call count lies in a `CallCost`: the access gate compares
+    /// it inline (see `ThreadState::close_load_gate`).
+    pub const CALLS_OFFSET: usize = core::mem::offset_of!(CallCost, calls);
+
+    /// The recorder calls this thread has made.
+    #[inline(always)]
+    pub fn calls(&self) -> u64 {
+        self.calls.get()
+    }
+
     #[cfg(test)]
     pub fn same_as(&self, other: &CallCost) -> bool {
         (self.calls.get(), self.sampled_ns.get(), self.samples.get())

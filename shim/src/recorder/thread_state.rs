@@ -60,6 +60,12 @@ pub struct ThreadState {
     held: UnsafeCell<HeldStack>,
     /// The recorder's calls on this thread and their sampled cost.
     call_cost: CallCost,
+    /// The access gate (see [`ThreadState::close_load_gate`]): a program
+    /// built with `locksuit cc` calls its load callback only while this
+    /// differs from the thread's recorder call count, its store callback
+    /// only while `skip_stores_at` does.
+    skip_loads_at: Cell<u64>,
+    skip_stores_at: Cell<u64>,
 }
 
 impl ThreadState {
@@ -77,6 +83,8 @@ impl ThreadState {
             exit_rounds: Cell::new(0),
             held: UnsafeCell::new(HeldStack::new()),
             call_cost: CallCost::new(),
+            skip_loads_at: Cell::new(0),
+            skip_stores_at: Cell::new(0),
         }
     }
 
@@ -93,6 +101,8 @@ impl ThreadState {
             && self.exit_rounds.get() == other.exit_rounds.get()
             && self.held().same_as(other.held())
             && self.call_cost.same_as(&other.call_cost)
+            && self.skip_loads_at.get() == other.skip_loads_at.get()
+            && self.skip_stores_at.get() == other.skip_stores_at.get()
     }
 }
 
@@ -168,6 +178,31 @@ impl ThreadState {
     #[inline]
     pub fn call_cost(&self) -> &CallCost {
         &self.call_cost
+    }
+
+    /// The access gate, for programs built with `locksuit cc`, whose every
+    /// load and store first compares two of this thread's words inline
+    /// (exported as `__locksuit_gate_*`) and calls the callback only if
+    /// they differ: the recorder call count, and the count at which the
+    /// callback last said it needs no more loads (or stores). A lock or
+    /// unlock counts a call, so the gate opens at every change of the held
+    /// locks. Here: a load made holding no lock matters to nothing, so the
+    /// loads until the next lock operation need no call. Never from inside
+    /// a hook (a signal handler's access): the hook may have counted its
+    /// call and not yet changed the held locks.
+    #[inline(always)]
+    pub fn close_load_gate(&self) {
+        if self.flags.get() == 0 {
+            self.skip_loads_at.set(self.call_cost.calls());
+        }
+    }
+
+    /// Opens the store gate until the thread's next lock operation at the
+    /// latest: done when a thread starts, whose zeroed words would
+    /// otherwise keep it shut (a store made holding no lock must reach the
+    /// callback, to mark data some lock guards as written without it).
+    pub fn open_store_gate(&self) {
+        self.skip_stores_at.set(u64::MAX);
     }
 
     /// Whether this thread holds a lock now: the one question a load or
@@ -318,6 +353,12 @@ pub fn thread_holds_a_lock() -> bool {
     this_thread().holds_a_lock()
 }
 
+/// After a load made holding no lock: see [`ThreadState::close_load_gate`].
+#[inline(always)]
+pub fn close_load_gate() {
+    this_thread().close_load_gate();
+}
+
 #[cfg(target_arch = "x86_64")]
 core::arch::global_asm!(
     ".pushsection .tbss,\"awT\",@nobits",
@@ -328,8 +369,25 @@ core::arch::global_asm!(
     ".size locksuit_thread_state, {size}",
     "locksuit_thread_state:",
     ".zero {size}",
+    // The access gate's words, for the inline test `locksuit cc` compiles
+    // into every load and store (see `close_load_gate`).
+    ".globl __locksuit_gate_calls",
+    ".type __locksuit_gate_calls, @tls_object",
+    ".size __locksuit_gate_calls, 8",
+    ".set __locksuit_gate_calls, locksuit_thread_state + {calls}",
+    ".globl __locksuit_gate_skip_loads",
+    ".type __locksuit_gate_skip_loads, @tls_object",
+    ".size __locksuit_gate_skip_loads, 8",
+    ".set __locksuit_gate_skip_loads, locksuit_thread_state + {loads}",
+    ".globl __locksuit_gate_skip_stores",
+    ".type __locksuit_gate_skip_stores, @tls_object",
+    ".size __locksuit_gate_skip_stores, 8",
+    ".set __locksuit_gate_skip_stores, locksuit_thread_state + {stores}",
     ".popsection",
     size = const core::mem::size_of::<ThreadState>(),
+    calls = const core::mem::offset_of!(ThreadState, call_cost) + CallCost::CALLS_OFFSET,
+    loads = const core::mem::offset_of!(ThreadState, skip_loads_at),
+    stores = const core::mem::offset_of!(ThreadState, skip_stores_at),
 );
 
 /// The calling thread's state.

@@ -1,0 +1,145 @@
+// The access gate: an LLVM pass plugin that `locksuit cc` loads into clang
+// (-fpass-plugin) in place of -fsanitize-coverage=trace-loads,trace-stores.
+//
+// Like that option, it gives the shim the address of every load and store
+// of 1, 2, 4, 8 or 16 bytes, through the same callbacks
+// (__sanitizer_cov_load8(address), __sanitizer_cov_store4(address), ...).
+// Unlike it, the call sits behind an inline test of two thread-local words:
+//
+//     if (__locksuit_gate_calls != __locksuit_gate_skip_loads)   // or _stores
+//         __sanitizer_cov_load8(address);
+//
+// The shim owns the words (its recorder call count, and the count at which
+// it last said it needs no more calls; see shim/src/recorder/thread_state.rs),
+// so a thread holding no lock makes no call for its loads, and a program
+// run without the shim (liblocksuit_cov.so's words are zero) makes none at
+// all. The test reads the words and nothing of the program's: the access
+// itself, its atomicity and ordering stay exactly as compiled.
+//
+// Left out, as the shim would drop them anyway: accesses to the function's
+// own stack slots (allocas), which are this thread's own data.
+
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+using namespace llvm;
+
+namespace {
+
+// The callback's index by access size, or -1 for a size with no callback.
+int size_index(uint64_t bytes) {
+  switch (bytes) {
+  case 1: return 0;
+  case 2: return 1;
+  case 4: return 2;
+  case 8: return 3;
+  case 16: return 4;
+  default: return -1;
+  }
+}
+
+struct Access {
+  Instruction *inst;
+  Value *address;
+  bool store;
+  int size;
+};
+
+struct AccessGate : PassInfoMixin<AccessGate> {
+  PreservedAnalyses run(Module &module, ModuleAnalysisManager &) {
+    LLVMContext &context = module.getContext();
+    const DataLayout &layout = module.getDataLayout();
+    Type *word = Type::getInt64Ty(context);
+    auto thread_word = [&](const char *name) {
+      if (GlobalVariable *known = module.getNamedGlobal(name))
+        return known;
+      return new GlobalVariable(module, word, false, GlobalValue::ExternalLinkage, nullptr, name,
+                                nullptr, GlobalValue::InitialExecTLSModel);
+    };
+    FunctionType *callback_type =
+        FunctionType::get(Type::getVoidTy(context), {PointerType::get(context, 0)}, false);
+    static const char *const sizes[] = {"1", "2", "4", "8", "16"};
+    GlobalVariable *calls = nullptr;
+    GlobalVariable *skip[2] = {nullptr, nullptr};
+    FunctionCallee callbacks[2][5];
+    MDNode *unlikely = MDBuilder(context).createUnlikelyBranchWeights();
+    bool changed = false;
+
+    for (Function &function : module) {
+      if (function.isDeclaration() ||
+          function.hasFnAttribute(Attribute::NoSanitizeCoverage) ||
+          function.hasFnAttribute(Attribute::DisableSanitizerInstrumentation) ||
+          function.getName().starts_with("__sanitizer_cov"))
+        continue;
+      SmallVector<Access, 64> accesses;
+      for (BasicBlock &block : function)
+        for (Instruction &inst : block) {
+          Value *address;
+          Type *type;
+          if (auto *load = dyn_cast<LoadInst>(&inst)) {
+            address = load->getPointerOperand();
+            type = load->getType();
+          } else if (auto *store = dyn_cast<StoreInst>(&inst)) {
+            address = store->getPointerOperand();
+            type = store->getValueOperand()->getType();
+          } else {
+            continue;
+          }
+          if (inst.hasMetadata(LLVMContext::MD_nosanitize) ||
+              address->getType()->getPointerAddressSpace() != 0 ||
+              isa<AllocaInst>(getUnderlyingObject(address)))
+            continue;
+          TypeSize bits = layout.getTypeStoreSizeInBits(type);
+          if (bits.isScalable() || bits.getFixedValue() % 8 != 0)
+            continue;
+          int size = size_index(bits.getFixedValue() / 8);
+          if (size < 0)
+            continue;
+          accesses.push_back({&inst, address, isa<StoreInst>(&inst), size});
+        }
+      if (accesses.empty())
+        continue;
+      if (!calls) {
+        calls = thread_word("__locksuit_gate_calls");
+        skip[0] = thread_word("__locksuit_gate_skip_loads");
+        skip[1] = thread_word("__locksuit_gate_skip_stores");
+        for (int store = 0; store < 2; store++)
+          for (int size = 0; size < 5; size++)
+            callbacks[store][size] = module.getOrInsertFunction(
+                std::string("__sanitizer_cov_") + (store ? "store" : "load") + sizes[size],
+                callback_type);
+      }
+      for (const Access &access : accesses) {
+        IRBuilder<> before(access.inst);
+        Value *count = before.CreateLoad(word, before.CreateThreadLocalAddress(calls));
+        Value *skipped = before.CreateLoad(word, before.CreateThreadLocalAddress(skip[access.store]));
+        Value *open = before.CreateICmpNE(count, skipped);
+        Instruction *then = SplitBlockAndInsertIfThen(open, access.inst, false, unlikely);
+        IRBuilder<> inside(then);
+        inside.CreateCall(callbacks[access.store][access.size], {access.address});
+      }
+      changed = true;
+    }
+    return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+
+  // Also at -O0, and in functions marked optnone.
+  static bool isRequired() { return true; }
+};
+
+} // namespace
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "locksuit-access-gate", "1", [](PassBuilder &builder) {
+            // Where sanitizer coverage runs: after the optimiser, so that
+            // only the loads and stores the program really makes are seen.
+            builder.registerOptimizerLastEPCallback(
+                [](ModulePassManager &passes, OptimizationLevel) { passes.addPass(AccessGate()); });
+          }};
+}
