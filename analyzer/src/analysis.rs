@@ -684,6 +684,8 @@ pub fn analyze(
             accesses: d.accesses,
             dropped: d.dropped,
             complete: d.complete,
+            sample_every: d.sample_every,
+            sample_first: d.sample_first,
         }),
         snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),

@@ -61,6 +61,8 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             policy_min_wait_us: 0,
             events_filtered: 0,
             control: 0,
+            data_sample_every: 1,
+            data_sample_first: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

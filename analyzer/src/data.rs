@@ -48,6 +48,32 @@ pub struct Facts {
     /// The totals written at exit are there (false: the process did not
     /// exit, and `accesses` counts what the granules' records hold).
     pub complete: bool,
+    /// `LOCKSUIT_DATA_SAMPLE`: each line's engagements on a thread had
+    /// their accesses recorded for the first `sample_first`, then one in
+    /// `sample_every` (1: every engagement).
+    pub sample_every: u32,
+    pub sample_first: u32,
+}
+
+impl Facts {
+    /// Only some engagements were recorded.
+    pub fn sampled(&self) -> bool {
+        self.sample_every > 1
+    }
+
+    /// What a finding that says data was not shared must add when only
+    /// some engagements were recorded: another thread's touch in one left
+    /// out was not seen.
+    fn sampling_caveat(&self) -> String {
+        if self.sampled() {
+            format!(
+                " (Sampled: the first {} engagements of each line, then 1 in {}; data another thread touched only in engagements left out looks private.)",
+                self.sample_first, self.sample_every
+            )
+        } else {
+            String::new()
+        }
+    }
 }
 
 fn threads_of(bits: u64) -> u32 {
@@ -72,6 +98,8 @@ pub fn facts(
         accesses: trace.access_summary.map_or(0, |s| s.accesses),
         dropped: trace.access_summary.map_or(0, |s| s.dropped),
         complete: trace.access_summary.is_some(),
+        sample_every: trace.header.data_sample_every,
+        sample_first: trace.header.data_sample_first,
         ..Facts::default()
     };
     // Adjacent granules of one variable, or of the blocks one line
@@ -233,17 +261,19 @@ pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
                 Some(lock.id),
                 lines,
                 format!(
-                    "threads waited for {} ({} of {} acquisitions) though their critical sections touched nothing in common: each guards its own data ({}); give each its own lock, or none.",
-                    lock.id, lock.contended, lock.acquisitions, names(&data, None)
+                    "threads waited for {} ({} of {} acquisitions) though their critical sections touched nothing in common: each guards its own data ({}); give each its own lock, or none.{}",
+                    lock.id, lock.contended, lock.acquisitions, names(&data, None), facts.sampling_caveat()
                 ),
                 ranked,
             ));
             continue;
         }
+        // Only-read needs every write seen: a sampled run may have left out
+        // the engagements that wrote.
         let all_shared_reads = on_it
             .iter()
             .all(|(_, d)| d.suitable > 0 && d.unsuitable == 0 && !d.written);
-        if all_shared_reads {
+        if all_shared_reads && !facts.sampled() {
             out.push(finding(
                 FINDING_READ_ONLY,
                 Some(lock.id),
@@ -286,12 +316,13 @@ fn private_data(facts: &Facts, sites: &[Site]) -> Vec<Finding> {
             lock,
             vec![site.id, other.id],
             format!(
-                "{} takes {lock_name} to touch only data no other thread touches ({}; {} accesses), while {} takes it for shared data ({}): give this line's data its own lock, or none.",
+                "{} takes {lock_name} to touch only data no other thread touches ({}; {} accesses), while {} takes it for shared data ({}): give this line's data its own lock, or none.{}",
                 site.id,
                 names(&mine.data, None),
                 mine.unsuitable,
                 other.id,
                 names(&facts.sites[&other.id].data, Some(true)),
+                facts.sampling_caveat(),
             ),
             (site.engagements, site.wait_ns),
         ));

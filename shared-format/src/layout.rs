@@ -20,7 +20,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 /// 10: the policy's record (its text and what each rule left out) and
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
-pub const FORMAT_VERSION: u32 = 13;
+/// 14: the header's `data_sample_every` and `data_sample_first`.
+pub const FORMAT_VERSION: u32 = 14;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -127,6 +128,12 @@ pub struct FileHeader {
     /// (`CONTROL_*`; 0: nothing asked); the shim reads it on its slow paths
     /// and applies it (a reserved word, always 0, before version 11).
     pub control: u32,
+    /// Programs built with `locksuit cc` (`LOCKSUIT_DATA_SAMPLE`): each
+    /// line's engagements of a lock on a thread had their accesses
+    /// recorded for the first `data_sample_first`, then one in
+    /// `data_sample_every` (1: every engagement).
+    pub data_sample_every: u32,
+    pub data_sample_first: u32,
     pub exe: [u8; EXE_PATH_MAX],
 }
 
@@ -736,7 +743,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 128 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 136 + EXE_PATH_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

@@ -57,6 +57,11 @@ pub struct HeaderInfo {
     pub events_filtered: u32,
     /// What a reader last asked the running process (`CONTROL_*`, 0: nothing).
     pub control: u32,
+    /// Data-level accesses were recorded for each line's first
+    /// `data_sample_first` engagements, then one in `data_sample_every`
+    /// (1: all).
+    pub data_sample_every: u32,
+    pub data_sample_first: u32,
     pub exe: String,
 }
 
@@ -313,6 +318,8 @@ pub fn read_trace_indexed(
         policy_min_wait_us: header.policy_min_wait_us,
         events_filtered: header.events_filtered,
         control: header.control,
+        data_sample_every: header.data_sample_every.max(1),
+        data_sample_first: header.data_sample_first,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
     };
     let mut trace = Trace {

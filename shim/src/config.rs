@@ -24,6 +24,8 @@ static BLOCK_MIN_NS: AtomicU64 = AtomicU64::new(DEFAULT_BLOCK_MIN_US as u64 * 10
 static CALLS_TIMED: AtomicBool = AtomicBool::new(true);
 /// `LOCKSUIT_SWITCHES=1`: record the kernel's context switches too.
 static SWITCHES: AtomicBool = AtomicBool::new(false);
+/// `LOCKSUIT_DATA_SAMPLE`: see [`data_sample_every`].
+static DATA_SAMPLE_EVERY: AtomicU32 = AtomicU32::new(1);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
@@ -88,6 +90,16 @@ pub fn switches() -> bool {
 pub fn max_mb() -> u32 {
     MAX_MB.load(Ordering::Relaxed)
 }
+
+/// Programs built with `locksuit cc`: each line's engagements of a lock
+/// on a thread have their accesses recorded for the first
+/// [`DATA_SAMPLE_FIRST`], then one in this many (1: all of them).
+pub fn data_sample_every() -> u32 {
+    DATA_SAMPLE_EVERY.load(Ordering::Relaxed)
+}
+
+/// See [`data_sample_every`].
+pub const DATA_SAMPLE_FIRST: u32 = 4;
 
 /// Measure the hold time of one uncontended engagement in this many (0 =
 /// never; contended engagements are always timed because their clock read
@@ -168,6 +180,16 @@ pub fn load() {
             _ => warn_once(
                 Warning::BadSetting,
                 b"LOCKSUIT_BLOCK_MIN_US must be a whole number of microseconds or 'off'; using the default 50",
+            ),
+        }
+    }
+    if let Some(v) = getenv(c"LOCKSUIT_DATA_SAMPLE") {
+        match (v, parse_u32(v)) {
+            (b"all", _) => DATA_SAMPLE_EVERY.store(1, Ordering::Relaxed),
+            (_, Some(n)) if n >= 1 => DATA_SAMPLE_EVERY.store(n, Ordering::Relaxed),
+            _ => warn_once(
+                Warning::BadSetting,
+                b"LOCKSUIT_DATA_SAMPLE must be 'all' or a whole number from 1 (one engagement in N); using 'all'",
             ),
         }
     }

@@ -4,7 +4,8 @@
 
 use crate::lifecycle;
 pub use crate::recorder::thread_state::{
-    calling_out, close_load_gate, nested_in_bookkeeping, thread_holds_a_lock, InHook, ThreadState,
+    calling_out, close_gates, close_load_gate, nested_in_bookkeeping, thread_holds_a_lock, InHook,
+    ThreadState,
 };
 
 /// Proof that this thread is inside a hook and the process records;

@@ -39,8 +39,23 @@ fn has_clang() -> bool {
     has
 }
 
-/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`).
+/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`), once per
+/// test run: tests running at once share the build (one writing the file
+/// while another runs it would fail).
 fn instrumented_with(driver: &str, source: &str) -> Option<PathBuf> {
+    static BUILT: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let key = format!("{driver} {source}");
+    if let Some((_, out)) = built.iter().find(|(k, _)| *k == key) {
+        return out.clone();
+    }
+    let out = build_instrumented(driver, source);
+    built.push((key, out.clone()));
+    out
+}
+
+fn build_instrumented(driver: &str, source: &str) -> Option<PathBuf> {
     if !has_clang() {
         return None;
     }
@@ -385,4 +400,55 @@ fn each_access_call_sits_behind_the_gate_unless_turned_off() {
     let ungated = assembly("off");
     assert!(!ungated.contains("__locksuit_gate"));
     assert!(ungated.contains("__sanitizer_cov_load4"));
+}
+
+/// `LOCKSUIT_DATA_SAMPLE=16`: each line's first 4 engagements of a lock on
+/// a thread, then those whose number is a multiple of 16, have their
+/// accesses recorded, exactly; the report says it was sampled, adds that
+/// to the findings that say data was private, and makes no read-only
+/// verdict (a write in an engagement left out would be missed).
+#[test]
+fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
+    let Some(bin) = instrumented("data_shapes") else {
+        return;
+    };
+    let dir = fresh_dir("data-sampled");
+    let out = run_under_shim_env(
+        &bin,
+        &[] as &[&str],
+        &dir,
+        &[("LOCKSUIT_DATA_SAMPLE", "16")],
+    );
+    assert_success(&out, "data_shapes, sampled");
+    assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    assert_eq!(p["data_level"]["sample_every"], 16, "{}", p["data_level"]);
+    assert_eq!(p["data_level"]["sample_first"], 4, "{}", p["data_level"]);
+    // Each worker's 1,000 engagements of pair_lock at one line: the first
+    // 4, then 16, 32, ... 992 (62 more); each makes a load and a store of
+    // its own tally. Three workers.
+    let recorded = 3 * 2 * (4 + (5..=1000).filter(|n| n % 16 == 0).count() as u64);
+    let tally_line = arr(p, "sites")
+        .iter()
+        .find(|s| s["suitable_accesses"] == 0 && s["unsuitable_accesses"] == recorded)
+        .unwrap_or_else(|| panic!("no line with {recorded} private accesses: {}", p["sites"]));
+    assert_eq!(str_of(tally_line, "basis"), "data");
+    let disjoint =
+        finding_on(p, "disjoint-data", "&pair_lock").unwrap_or_else(|| panic!("{}", p["findings"]));
+    assert!(
+        str_of(disjoint, "message").contains("Sampled"),
+        "{disjoint}"
+    );
+    assert!(
+        finding_on(p, "read-only-sharing", "&config_lock").is_none(),
+        "{}",
+        p["findings"]
+    );
+    let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("lines judged by data touched in sampled engagements"),
+        "{text}"
+    );
 }

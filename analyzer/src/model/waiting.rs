@@ -251,6 +251,13 @@ pub struct DataLevel {
     /// (or still runs): `accesses` then counts what its granules' records
     /// hold, and `dropped` is unknown (0).
     pub complete: bool,
+    /// `LOCKSUIT_DATA_SAMPLE`: each line's engagements of a lock on a
+    /// thread had their accesses recorded for the first `sample_first`,
+    /// then one in `sample_every` (1: every engagement). Sampled, the
+    /// counts are of the engagements recorded, and `read-only-sharing` is
+    /// not judged (a write in an engagement left out would be missed).
+    pub sample_every: u32,
+    pub sample_first: u32,
 }
 
 /// One event of a process's merged stream (`locksuit events --merged`).

@@ -158,6 +158,18 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
 
 /// One process's text report, as `render` prints it (the HTML page shows
 /// it too); call it with the process's names current.
+/// How data-level accesses were recorded, when not in every engagement.
+fn sampling(d: &DataLevel) -> String {
+    if d.sample_every > 1 {
+        format!(
+            " in sampled engagements (each line's first {}, then 1 in {}; read-only sharing not judged)",
+            d.sample_first, d.sample_every
+        )
+    } else {
+        String::new()
+    }
+}
+
 pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     let width = o.width;
     let status = match (p.ended_by, p.exit_code) {
@@ -206,11 +218,14 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     if !p.sites.is_empty() {
         facts.push(match &p.data_level {
             Some(d) if d.complete => format!(
-                "lines judged by data touched: {} accesses under locks, {} dropped",
-                d.accesses, d.dropped
+                "lines judged by data touched{}: {} accesses under locks, {} dropped",
+                sampling(d),
+                d.accesses,
+                d.dropped
             ),
             Some(d) => format!(
-                "lines judged by data touched: {} accesses under locks recorded; no totals (it did not exit)",
+                "lines judged by data touched{}: {} accesses under locks recorded; no totals (it did not exit)",
+                sampling(d),
                 d.accesses
             ),
             None => "lines judged by sharing ratio (not built with locksuit cc)".to_string(),

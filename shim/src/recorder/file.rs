@@ -372,6 +372,13 @@ pub fn create(
             (*h).tsc_khz = tsc_khz;
         }
         (*h).hold_sample_period = config::hold_sample_period();
+        let every = config::data_sample_every();
+        (*h).data_sample_every = every;
+        (*h).data_sample_first = if every > 1 {
+            config::DATA_SAMPLE_FIRST
+        } else {
+            0
+        };
         (*h).block_min_us = config::block_min_us();
         (*h).cpus = cpus_allowed();
         let min_wait_us = crate::policy::min_wait_ns() / 1000;

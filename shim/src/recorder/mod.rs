@@ -126,11 +126,19 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
 
 /// A load or store of `address` by a thread that holds a lock (a program
 /// built with `locksuit cc`).
-pub fn accessed(g: &InHook, address: u64, write: bool) {
-    let Some(lane) = current_lane(g) else { return };
+/// False when the engagement the access belongs to is not sampled
+/// (`LOCKSUIT_DATA_SAMPLE`): its other accesses need no call either.
+pub fn accessed(g: &InHook, address: u64, write: bool) -> bool {
+    let Some(lane) = current_lane(g) else {
+        return true;
+    };
     if let Some(held) = g.thread().held().top() {
+        if !access::sampled(held) {
+            return false;
+        }
         access::touched(lane, held, address, write);
     }
+    true
 }
 
 /// Whether any data was touched under a lock yet (only then can a store

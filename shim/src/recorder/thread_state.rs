@@ -197,6 +197,17 @@ impl ThreadState {
         }
     }
 
+    /// Shuts the gate for loads and stores until the thread's next lock
+    /// operation: its current engagement is not sampled.
+    #[inline]
+    pub fn close_gates(&self) {
+        if self.flags.get() == 0 {
+            let calls = self.call_cost.calls();
+            self.skip_loads_at.set(calls);
+            self.skip_stores_at.set(calls);
+        }
+    }
+
     /// Opens the store gate until the thread's next lock operation at the
     /// latest: done when a thread starts, whose zeroed words would
     /// otherwise keep it shut (a store made holding no lock must reach the
@@ -357,6 +368,11 @@ pub fn thread_holds_a_lock() -> bool {
 #[inline(always)]
 pub fn close_load_gate() {
     this_thread().close_load_gate();
+}
+
+/// See [`ThreadState::close_gates`].
+pub fn close_gates() {
+    this_thread().close_gates();
 }
 
 #[cfg(target_arch = "x86_64")]

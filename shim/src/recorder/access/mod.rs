@@ -22,6 +22,7 @@
 
 use super::held::HeldEntry;
 use super::lanes::Lane;
+use crate::config;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
@@ -495,6 +496,20 @@ pub fn stored_unlocked(lane: &Lane, address: u64) {
 
 /// The calling thread (its lane) touched `address` while holding `held`
 /// innermost; `write` for a store.
+/// Whether the engagement of `held` has its accesses recorded: the first
+/// `DATA_SAMPLE_FIRST` of its line's engagements of the lock on this
+/// thread, then one in `LOCKSUIT_DATA_SAMPLE` (see `config`).
+#[inline]
+pub fn sampled(held: &HeldEntry) -> bool {
+    let every = config::data_sample_every();
+    if every <= 1 || held.counter.is_null() {
+        return true;
+    }
+    // SAFETY: a counter record of this thread's lane, in the live mapping.
+    let n = unsafe { (*held.counter).engagements };
+    n <= u64::from(config::DATA_SAMPLE_FIRST) || n % u64::from(every) == 0
+}
+
 pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     if own_local(lane, address) {
         return;
