@@ -208,9 +208,10 @@ impl ThreadState {
         }
     }
 
-    /// Opens the store gate until the thread's next lock operation at the
-    /// latest: done when a thread starts, whose zeroed words would
-    /// otherwise keep it shut (a store made holding no lock must reach the
+    /// Opens the store gate (only an engagement left out by sampling shuts
+    /// it again, until the next lock operation): done when a thread starts,
+    /// whose zeroed words would otherwise keep it shut until its first
+    /// lock operation (a store made holding no lock must reach the
     /// callback, to mark data some lock guards as written without it).
     pub fn open_store_gate(&self) {
         self.skip_stores_at.set(u64::MAX);

@@ -494,8 +494,6 @@ pub fn stored_unlocked(lane: &Lane, address: u64) {
     }
 }
 
-/// The calling thread (its lane) touched `address` while holding `held`
-/// innermost; `write` for a store.
 /// Whether the engagement of `held` has its accesses recorded: the first
 /// `DATA_SAMPLE_FIRST` of its line's engagements of the lock on this
 /// thread, then one in `LOCKSUIT_DATA_SAMPLE` (see `config`).
@@ -510,6 +508,8 @@ pub fn sampled(held: &HeldEntry) -> bool {
     n <= u64::from(config::DATA_SAMPLE_FIRST) || n % u64::from(every) == 0
 }
 
+/// The calling thread (its lane) touched `address` while holding `held`
+/// innermost; `write` for a store.
 pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     if own_local(lane, address) {
         return;
