@@ -395,8 +395,8 @@ pub fn analyze(
     };
     // Built with `locksuit cc`: each line judged by the data it touched.
     let data = crate::data::facts(&trace, &report_site, &mut |granule| {
-        if let Some((name, _, _)) = symbolizer.variable(&trace.modules, exe, granule.address) {
-            return Some(format!("&{name}"));
+        if let Some((name, offset, _)) = symbolizer.variable(&trace.modules, exe, granule.address) {
+            return Some((format!("&{name}"), Some(offset)));
         }
         // A heap block: by the line that allocated it.
         if granule.alloc_pc == 0 {
@@ -414,14 +414,15 @@ pub fn analyze(
         {
             return None;
         }
-        Some(match (&at.function, &at.file, at.line) {
+        let name = match (&at.function, &at.file, at.line) {
             (Some(f), Some(file), Some(line)) => format!("blocks from {f}@{file}:{line}"),
             (Some(f), _, _) => format!("blocks from {f}"),
             _ => format!(
                 "blocks from {}",
                 at.offset.as_deref().unwrap_or(&at.address)
             ),
-        })
+        };
+        Some((name, None))
     });
     crate::data::apply(data.as_ref(), &mut sites, limits.threshold);
     let (findings, blocked, mut stops, snapshots) = crate::names::with(&names, || {

@@ -53,6 +53,24 @@ pub struct Facts {
     /// `sample_every` (1: every engagement).
     pub sample_every: u32,
     pub sample_first: u32,
+    /// Cache lines whose granules different threads each touched alone
+    /// (see [`false_sharing`]), one per set of data.
+    pub false_shares: Vec<FalseShare>,
+}
+
+/// One kind of cache line several threads each used for data of their own.
+#[derive(Debug)]
+pub struct FalseShare {
+    /// The data (by variable, else allocating line) the lines hold.
+    pub data: Vec<String>,
+    /// One line's granules, by place (`&counters+0x8`).
+    pub places: Vec<String>,
+    /// The lines whose critical sections touched them.
+    pub sites: Vec<SiteId>,
+    pub threads: u32,
+    pub accesses: u64,
+    /// Cache lines like it (the same data).
+    pub lines: u64,
 }
 
 impl Facts {
@@ -76,6 +94,10 @@ impl Facts {
     }
 }
 
+/// A granule's datum by name, and the granule's offset into it when the
+/// datum is a variable.
+pub type DatumName = (String, Option<u64>);
+
 fn threads_of(bits: u64) -> u32 {
     // The catch-all bit stands for threads from the 64th on: at least two.
     bits.count_ones() + u32::from(bits & ACCESS_MANY_THREADS != 0)
@@ -86,10 +108,13 @@ fn threads_of(bits: u64) -> u32 {
 /// or still running) has its granules' records but not the totals written
 /// at exit: the accesses are then those the records count, and
 /// `complete` is false.
+///
+/// `name_of` names a granule's datum, with the granule's offset into it
+/// when it is a variable.
 pub fn facts(
     trace: &locksuit_format::reader::Trace,
     report_site: &dyn Fn(u32) -> Option<SiteId>,
-    name_of: &mut dyn FnMut(&AccessRecord) -> Option<String>,
+    name_of: &mut dyn FnMut(&AccessRecord) -> Option<DatumName>,
 ) -> Option<Facts> {
     if trace.access_summary.is_none() && trace.accesses.is_empty() {
         return None;
@@ -104,12 +129,13 @@ pub fn facts(
     };
     // Adjacent granules of one variable, or of the blocks one line
     // allocated, make one datum.
-    let mut names: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    let mut names: BTreeMap<(u64, u64), DatumName> = BTreeMap::new();
     for a in &trace.accesses {
         let shared = threads_of(a.threads) > 1;
         let name = names
             .entry((a.address, a.alloc_pc))
-            .or_insert_with(|| name_of(a).unwrap_or_else(|| format!("{:#x}", a.address)))
+            .or_insert_with(|| name_of(a).unwrap_or_else(|| (format!("{:#x}", a.address), None)))
+            .0
             .clone();
         for (&raw, &count) in a.sites.iter().zip(&a.accesses) {
             let Some(site) = (raw != 0).then(|| report_site(raw)).flatten() else {
@@ -128,6 +154,7 @@ pub fn facts(
             facts.accesses += a.accesses.iter().map(|&n| u64::from(n)).sum::<u64>();
         }
     }
+    facts.false_shares = false_sharing(&trace.accesses, report_site, &names);
     for r in &trace.site_ratios {
         let Some(site) = report_site(r.site_id) else {
             continue;
@@ -145,6 +172,95 @@ pub fn facts(
         }
     }
     Some(facts)
+}
+
+/// Bytes of a cache line (x86-64, and most others).
+const CACHE_LINE: u64 = 64;
+
+/// Cache lines that several threads use, each for data no other thread
+/// touches: every granule of the line was touched (under locks) by one
+/// thread only and never written holding none, not all by the same
+/// thread, and one of them was written. Each write then takes
+/// the line away from the other threads' cores though they share nothing
+/// (false sharing). A line where some granule is shared bounces anyway,
+/// and is left out; so is one holding a heap block freed before the
+/// process ended (whose neighbours may not have lived alongside it).
+/// Lines holding the same data are one `FalseShare`.
+fn false_sharing(
+    accesses: &[AccessRecord],
+    report_site: &dyn Fn(u32) -> Option<SiteId>,
+    names: &BTreeMap<(u64, u64), DatumName>,
+) -> Vec<FalseShare> {
+    let mut by_line: BTreeMap<u64, Vec<&AccessRecord>> = BTreeMap::new();
+    for a in accesses {
+        by_line.entry(a.address / CACHE_LINE).or_default().push(a);
+    }
+    let mut found: BTreeMap<Vec<String>, FalseShare> = BTreeMap::new();
+    for granules in by_line.values() {
+        // Granules of a heap block freed meanwhile did not live alongside
+        // the others (a block allocated later may hold the same address):
+        // such a line is left out, as is one holding an address twice.
+        let mut addresses: Vec<u64> = granules.iter().map(|g| g.address).collect();
+        addresses.sort_unstable();
+        addresses.dedup();
+        if addresses.len() < granules.len() || granules.iter().any(|g| g.flags & ACCESS_FREED != 0)
+        {
+            continue;
+        }
+        // A store made holding no lock does not say whose it was: such a
+        // granule may be shared.
+        let private = granules.iter().all(|g| {
+            threads_of(g.threads) == 1
+                && g.threads & ACCESS_MANY_THREADS == 0
+                && g.flags & ACCESS_WRITTEN_UNLOCKED == 0
+        });
+        let threads: u64 = granules.iter().fold(0, |bits, g| bits | g.threads);
+        let written = granules.iter().any(|g| g.flags & ACCESS_WRITTEN != 0);
+        if granules.len() < 2 || !private || threads.count_ones() < 2 || !written {
+            continue;
+        }
+        let named = |g: &AccessRecord| {
+            names
+                .get(&(g.address, g.alloc_pc))
+                .cloned()
+                .unwrap_or_else(|| (format!("{:#x}", g.address), None))
+        };
+        let mut data: Vec<String> = granules.iter().map(|g| named(g).0).collect();
+        data.sort();
+        data.dedup();
+        let accesses: u64 = granules
+            .iter()
+            .flat_map(|g| g.accesses.iter())
+            .map(|&n| u64::from(n))
+            .sum();
+        let entry = found.entry(data.clone()).or_insert_with(|| FalseShare {
+            data,
+            places: granules
+                .iter()
+                .map(|g| match named(g) {
+                    (name, Some(offset)) => format!("{name}+{offset:#x}"),
+                    (name, None) => format!("{name} at {:#x}", g.address),
+                })
+                .collect(),
+            sites: Vec::new(),
+            threads: threads.count_ones(),
+            accesses: 0,
+            lines: 0,
+        });
+        entry.lines += 1;
+        entry.accesses += accesses;
+        entry.threads = entry.threads.max(threads.count_ones());
+        for g in granules {
+            for (&raw, _) in g.sites.iter().zip(&g.accesses).filter(|(&r, _)| r != 0) {
+                if let Some(site) = report_site(raw) {
+                    if !entry.sites.contains(&site) {
+                        entry.sites.push(site);
+                    }
+                }
+            }
+        }
+    }
+    found.into_values().collect()
 }
 
 /// Sets each site's basis, its access counts and, where its accesses were
@@ -235,6 +351,25 @@ fn finding(
 /// The data-level findings (ids print by name: call under `names::with`).
 pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
     let mut out = private_data(facts, sites);
+    for share in &facts.false_shares {
+        let more = match share.lines {
+            1 => String::new(),
+            n => format!(" ({n} cache lines like it)"),
+        };
+        out.push(finding(
+            FINDING_FALSE_SHARING,
+            None,
+            share.sites.clone(),
+            format!(
+                "{} share a {CACHE_LINE}-byte cache line{more}, yet each was touched by one thread only ({} threads, {} accesses under locks): every write takes the line from the other threads' cores. Give each thread's data a cache line of its own (align or pad it to {CACHE_LINE} bytes).{}",
+                share.places.join(" and "),
+                share.threads,
+                share.accesses,
+                facts.sampling_caveat()
+            ),
+            (share.accesses, 0),
+        ));
+    }
     for lock in locks {
         let on_it: Vec<(&Site, &SiteData)> = sites
             .iter()

@@ -681,3 +681,4 @@ pub const FINDING_UNSUITABLE: &str = "unsuitable-site";
 pub const FINDING_PRIVATE_DATA: &str = "private-data-under-lock";
 pub const FINDING_DISJOINT_DATA: &str = "disjoint-data";
 pub const FINDING_READ_ONLY: &str = "read-only-sharing";
+pub const FINDING_FALSE_SHARING: &str = "false-sharing";

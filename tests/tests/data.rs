@@ -233,6 +233,14 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         "{}",
         p["findings"]
     );
+    // Each worker's tally has a cache line of its own: no false sharing.
+    assert!(
+        !arr(p, "findings")
+            .iter()
+            .any(|f| f["kind"] == "false-sharing"),
+        "{}",
+        p["findings"]
+    );
     // Neither lock's data is the other shape.
     assert!(finding_on(p, "read-only-sharing", "&pair_lock").is_none());
     assert!(finding_on(p, "disjoint-data", "&config_lock").is_none());
@@ -287,6 +295,15 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
         let named = format!("blocks from {allocator}@data_reuse.c:");
         assert!(message.contains(&named), "{message}");
     }
+    // The two blocks never lived at once: their granules at one address
+    // are not two threads' data in one cache line.
+    assert!(
+        !arr(p, "findings")
+            .iter()
+            .any(|f| f["kind"] == "false-sharing"),
+        "{}",
+        p["findings"]
+    );
     // Without the shim, the instrumented build's `free` only forwards.
     let plain = Command::new(&bin)
         .env_remove("LD_PRELOAD")
@@ -451,4 +468,34 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
         words.contains("lines judged by data touched in sampled engagements"),
         "{text}"
     );
+}
+
+/// tests/c/data_false_sharing.c: two threads each count in a slot of
+/// their own under a lock of their own. The slots of `counters` share a
+/// cache line (a `false-sharing` finding names both); those of `padded`
+/// do not (nothing about them).
+#[test]
+fn slots_of_different_threads_in_one_cache_line_are_false_sharing() {
+    let Some(bin) = instrumented("data_false_sharing") else {
+        return;
+    };
+    let dir = fresh_dir("data-false-sharing");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "data_false_sharing");
+    assert_eq!(stdout_value(&stdout_str(&out), "counters"), "4000");
+    let report = report_json(&[&dir], None);
+    let p = only_process(&report);
+    let shares: Vec<&Value> = arr(p, "findings")
+        .iter()
+        .filter(|f| f["kind"] == "false-sharing")
+        .collect();
+    assert_eq!(shares.len(), 1, "{}", p["findings"]);
+    let message = str_of(shares[0], "message");
+    assert!(
+        message.contains("&counters+0x0 and &counters+0x8"),
+        "{message}"
+    );
+    assert!(message.contains("(2 threads, 8000 accesses"), "{message}");
+    assert!(!message.contains("padded"), "{message}");
+    assert!(!arr(shares[0], "sites").is_empty(), "{}", shares[0]);
 }

@@ -42,6 +42,7 @@ Reading the report:
                      (programs built with `locksuit cc`, as the next two)
   disjoint-data      threads wait for a lock whose users each touch only their own data
   read-only-sharing  the data under a lock is only read under it (an rwlock would do)
+  false-sharing      data that different threads each use alone shares a cache line
   long-hold          one hold of --long-hold-ms or more that made a thread wait
   starvation         one wait during which others took the lock --starvation times
   high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)

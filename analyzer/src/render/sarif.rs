@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// (kind, name, what it means, level)
-const RULES: [(&str, &str, &str, &str); 13] = [
+const RULES: [(&str, &str, &str, &str); 14] = [
     ("deadlock", "ThreadsDeadlocked", "Threads that can never run again: a wait-for cycle, a thread relocking a mutex it holds, a lock whose holder exited, or nobody left to wake anyone.", "error"),
     ("potential-deadlock", "PotentialDeadlock", "Locks taken in orders that form a cycle: they deadlock if the threads run at the same time.", "error"),
     ("unnecessary-lock", "UnnecessaryLock", "A lock only one thread ever asked for: it protects nothing shared.", "warning"),
@@ -17,6 +17,7 @@ const RULES: [(&str, &str, &str, &str); 13] = [
     ("private-data-under-lock", "PrivateDataUnderLock", "A line whose critical sections touch only data no other thread touches, under a lock another line needs for shared data: split the lock.", "warning"),
     ("disjoint-data", "DisjointData", "Threads wait for a lock though their critical sections touch nothing in common: each guards its own data.", "warning"),
     ("read-only-sharing", "ReadOnlySharing", "The data under a lock is only read under it: a read-write lock, or no lock, would do.", "note"),
+    ("false-sharing", "FalseSharing", "Data of different threads in one cache line: each write takes the line from the other threads' cores.", "note"),
     ("long-hold", "LongHold", "A lock held for a long stretch while another thread waited for it.", "warning"),
     ("starvation", "WaiterStarved", "One wait during which other threads took the lock many times: an unfair lock.", "warning"),
     ("high-contention", "HighContention", "A lock whose acquisitions often had to wait.", "warning"),
