@@ -85,7 +85,7 @@ impl Facts {
     fn sampling_caveat(&self) -> String {
         if self.sampled() {
             format!(
-                " (Sampled: the first {} engagements of each line, then 1 in {}; data another thread touched only in engagements left out looks private.)",
+                " (Sampled: the first {} engagements of each line, then 1 in {}, and the first accesses of each; data another thread touched only in accesses left out looks private.)",
                 self.sample_first, self.sample_every
             )
         } else {

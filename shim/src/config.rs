@@ -93,13 +93,19 @@ pub fn max_mb() -> u32 {
 
 /// Programs built with `locksuit cc`: each line's engagements of a lock
 /// on a thread have their accesses recorded for the first
-/// [`DATA_SAMPLE_FIRST`], then one in this many (1: all of them).
+/// [`DATA_SAMPLE_FIRST`], then one in this many (1: all of them, and all
+/// their accesses; above 1, the first [`DATA_SAMPLE_ACCESSES`] of each).
 pub fn data_sample_every() -> u32 {
     DATA_SAMPLE_EVERY.load(Ordering::Relaxed)
 }
 
 /// See [`data_sample_every`].
 pub const DATA_SAMPLE_FIRST: u32 = 4;
+
+/// Sampling (`LOCKSUIT_DATA_SAMPLE` above 1): of each engagement recorded,
+/// its first this many accesses (a long one, such as a table scan under a
+/// database's lock, would otherwise cost as much as all the rest).
+pub const DATA_SAMPLE_ACCESSES: u32 = 4096;
 
 /// Measure the hold time of one uncontended engagement in this many (0 =
 /// never; contended engagements are always timed because their clock read

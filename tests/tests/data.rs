@@ -499,3 +499,36 @@ fn slots_of_different_threads_in_one_cache_line_are_false_sharing() {
     assert!(!message.contains("padded"), "{message}");
     assert!(!arr(shares[0], "sites").is_empty(), "{}", shares[0]);
 }
+
+/// tests/c/data_long.c: three engagements of 5,000 loads each, with a lock
+/// taken inside each (and an access under it). Recording everything keeps all 15,000;
+/// sampling keeps each engagement's first 4,096 (the inner lock does not
+/// restart the count).
+#[test]
+fn sampling_keeps_each_long_engagements_first_accesses() {
+    let Some(bin) = instrumented("data_long") else {
+        return;
+    };
+    for (setting, expected) in [("all", 15_000), ("16", 3 * 4096)] {
+        let dir = fresh_dir(&format!("data-long-{setting}"));
+        let out = run_under_shim_env(
+            &bin,
+            &[] as &[&str],
+            &dir,
+            &[("LOCKSUIT_DATA_SAMPLE", setting)],
+        );
+        assert_success(&out, "data_long");
+        assert_eq!(stdout_value(&stdout_str(&out), "sum"), "37492500");
+        let report = report_json(&[&dir], None);
+        let p = only_process(&report);
+        let scan = arr(p, "sites")
+            .iter()
+            .find(|s| arr(s, "locks").iter().any(|l| l == "&outer"))
+            .unwrap_or_else(|| panic!("{}", p["sites"]));
+        assert_eq!(
+            u64_of(scan, "unsuitable_accesses"),
+            expected,
+            "LOCKSUIT_DATA_SAMPLE={setting}: {scan}"
+        );
+    }
+}

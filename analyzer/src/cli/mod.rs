@@ -68,7 +68,8 @@ Environment:
                         blocked this long (default 50)
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
   LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: all (default) records every engagement's
-                        accesses; N: each line's first 4, then 1 in N (cheaper; sampled)
+                        accesses; N: each line's first 4, then 1 in N, and of each its
+                        first 4096 accesses (cheaper; sampled)
   LOCKSUIT_SWITCHES     1: also record the kernel's context switches (preemption, page
                         faults, system calls made around libc)
   LOCKSUIT_POLICY       a recording policy file (docs/policy.md); `run --policy FILE`

@@ -127,6 +127,22 @@ pub struct Lane {
     pub stack_top: u64,
     /// The engagement whose accesses this thread is counting (`ratios.rs`).
     pub tally: Tally,
+    /// `LOCKSUIT_DATA_SAMPLE`: the accesses recorded of each engagement
+    /// held, by its depth in the held stack (see `access::sampled`).
+    pub engagement_accesses: [EngagementAccesses; CAPPED_DEPTH],
+}
+
+/// Engagements deeper in the held stack than this are not capped.
+pub const CAPPED_DEPTH: usize = 8;
+
+/// One held engagement's accesses recorded so far: its counter record and
+/// that counter's engagements then (which tell it from the engagement held
+/// at the same depth before), and the count.
+#[derive(Clone, Copy, Default)]
+pub struct EngagementAccesses {
+    pub counter: usize,
+    pub engagement: u64,
+    pub recorded: u32,
 }
 
 /// One engagement's accesses, counted until the thread's next engagement
@@ -224,6 +240,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.accesses = 0;
     lane.stack_top = 0;
     lane.tally = Tally::default();
+    lane.engagement_accesses = [EngagementAccesses::default(); CAPPED_DEPTH];
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;
     lane.sample_tick = 0;

@@ -132,11 +132,12 @@ pub fn accessed(g: &InHook, address: u64, write: bool) -> bool {
     let Some(lane) = current_lane(g) else {
         return true;
     };
-    if let Some(held) = g.thread().held().top() {
-        if !access::sampled(held) {
+    let held = g.thread().held();
+    if let Some(top) = held.top() {
+        if !access::sampled(lane, top, held.entries().len()) {
             return false;
         }
-        access::touched(lane, held, address, write);
+        access::touched(lane, top, address, write);
     }
     true
 }

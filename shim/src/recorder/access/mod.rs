@@ -21,7 +21,7 @@
 //! another thread, say) is a new resource and does not look shared.
 
 use super::held::HeldEntry;
-use super::lanes::Lane;
+use super::lanes::{EngagementAccesses, Lane};
 use crate::config;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -494,18 +494,40 @@ pub fn stored_unlocked(lane: &Lane, address: u64) {
     }
 }
 
-/// Whether the engagement of `held` has its accesses recorded: the first
-/// `DATA_SAMPLE_FIRST` of its line's engagements of the lock on this
-/// thread, then one in `LOCKSUIT_DATA_SAMPLE` (see `config`).
+/// Whether this access to the engagement of `held`, `depth` deep in the
+/// held stack (from 1), is recorded: in the first `DATA_SAMPLE_FIRST` of
+/// its line's engagements of the lock on this thread, then one in
+/// `LOCKSUIT_DATA_SAMPLE` (see `config`), and among the first
+/// `DATA_SAMPLE_ACCESSES` of the engagement.
 #[inline]
-pub fn sampled(held: &HeldEntry) -> bool {
+pub fn sampled(lane: &mut Lane, held: &HeldEntry, depth: usize) -> bool {
     let every = config::data_sample_every();
     if every <= 1 || held.counter.is_null() {
         return true;
     }
     // SAFETY: a counter record of this thread's lane, in the live mapping.
     let n = unsafe { (*held.counter).engagements };
-    n <= u64::from(config::DATA_SAMPLE_FIRST) || n % u64::from(every) == 0
+    if n > u64::from(config::DATA_SAMPLE_FIRST) && n % u64::from(every) != 0 {
+        return false;
+    }
+    // Counted by depth, so that the locks taken and released inside a long
+    // engagement do not restart its count.
+    let Some(seen) = depth
+        .checked_sub(1)
+        .and_then(|d| lane.engagement_accesses.get_mut(d))
+    else {
+        return true;
+    };
+    let this = (held.counter as usize, n);
+    if (seen.counter, seen.engagement) != this {
+        *seen = EngagementAccesses {
+            counter: this.0,
+            engagement: this.1,
+            recorded: 0,
+        };
+    }
+    seen.recorded = seen.recorded.saturating_add(1);
+    seen.recorded <= config::DATA_SAMPLE_ACCESSES
 }
 
 /// The calling thread (its lane) touched `address` while holding `held`
