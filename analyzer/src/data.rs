@@ -196,7 +196,9 @@ fn false_sharing(
         by_line.entry(a.address / CACHE_LINE).or_default().push(a);
     }
     let mut found: BTreeMap<Vec<String>, FalseShare> = BTreeMap::new();
-    for granules in by_line.values() {
+    for granules in by_line.values_mut() {
+        // In address order, whichever thread wrote its record first.
+        granules.sort_by_key(|g| g.address);
         // Granules of a heap block freed meanwhile did not live alongside
         // the others (a block allocated later may hold the same address):
         // such a line is left out, as is one holding an address twice.
