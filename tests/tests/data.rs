@@ -503,7 +503,8 @@ fn slots_of_different_threads_in_one_cache_line_are_false_sharing() {
 /// tests/c/data_long.c: three engagements of 5,000 loads each, with a lock
 /// taken inside each (and an access under it). Recording everything keeps all 15,000;
 /// sampling keeps each engagement's first 4,096 (the inner lock does not
-/// restart the count).
+/// restart the count), and either way each counts once in its line's
+/// engagement ratios.
 #[test]
 fn sampling_keeps_each_long_engagements_first_accesses() {
     let Some(bin) = instrumented("data_long") else {
@@ -530,5 +531,13 @@ fn sampling_keeps_each_long_engagements_first_accesses() {
             expected,
             "LOCKSUIT_DATA_SAMPLE={setting}: {scan}"
         );
+        // Three engagements in the ratios, not six: the inner lock does
+        // not cut each in two.
+        let engagements: u64 = arr(&scan["engagement_ratios"], "not_waited_for")
+            .iter()
+            .chain(arr(&scan["engagement_ratios"], "waited_for"))
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(engagements, 3, "LOCKSUIT_DATA_SAMPLE={setting}: {scan}");
     }
 }

@@ -125,28 +125,18 @@ pub struct Lane {
     /// The top of this thread's stack (its locals are never data a lock
     /// guards), 0 if unknown.
     pub stack_top: u64,
-    /// The engagement whose accesses this thread is counting (`ratios.rs`).
-    pub tally: Tally,
-    /// `LOCKSUIT_DATA_SAMPLE`: the accesses recorded of each engagement
-    /// held, by its depth in the held stack (see `access::sampled`).
-    pub engagement_accesses: [EngagementAccesses; CAPPED_DEPTH],
+    /// The engagements whose accesses this thread is counting, by depth in
+    /// its held stack (`ratios.rs`).
+    pub tallies: [Tally; TALLY_DEPTH],
 }
 
-/// Engagements deeper in the held stack than this are not capped.
-pub const CAPPED_DEPTH: usize = 8;
+/// Engagements this deep in the held stack, or deeper, share the last tally.
+pub const TALLY_DEPTH: usize = 8;
 
-/// One held engagement's accesses recorded so far: its counter record and
-/// that counter's engagements then (which tell it from the engagement held
-/// at the same depth before), and the count.
-#[derive(Clone, Copy, Default)]
-pub struct EngagementAccesses {
-    pub counter: usize,
-    pub engagement: u64,
-    pub recorded: u32,
-}
-
-/// One engagement's accesses, counted until the thread's next engagement
-/// with accesses (or its end) adds them to its site's ratios.
+/// One engagement's accesses, counted until the next engagement with
+/// accesses at its depth of the held stack (or the thread's end) adds them
+/// to its site's ratios. By depth, so that the locks taken and released
+/// inside an engagement do not cut it in two.
 #[derive(Clone, Copy, Default)]
 pub struct Tally {
     /// The engagement: its site's counter record on this thread, and that
@@ -156,6 +146,8 @@ pub struct Tally {
     pub site: u32,
     pub suitable: u32,
     pub unsuitable: u32,
+    /// `LOCKSUIT_DATA_SAMPLE`: its accesses the sampler let through.
+    pub sampled: u32,
     /// Another thread waited for the lock meanwhile.
     pub waited_for: bool,
 }
@@ -239,8 +231,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.access_bit = 0;
     lane.accesses = 0;
     lane.stack_top = 0;
-    lane.tally = Tally::default();
-    lane.engagement_accesses = [EngagementAccesses::default(); CAPPED_DEPTH];
+    lane.tallies = [Tally::default(); TALLY_DEPTH];
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;
     lane.sample_tick = 0;

@@ -134,10 +134,11 @@ pub fn accessed(g: &InHook, address: u64, write: bool) -> bool {
     };
     let held = g.thread().held();
     if let Some(top) = held.top() {
-        if !access::sampled(lane, top, held.entries().len()) {
+        let depth = held.entries().len();
+        if !access::sampled(lane, top, depth) {
             return false;
         }
-        access::touched(lane, top, address, write);
+        access::touched(lane, (top, depth), address, write);
     }
     true
 }

@@ -4,15 +4,16 @@
 //! totals. An access is suitable when the granule it touched had already
 //! been touched under a lock by another thread.
 //!
-//! Nothing is added to the lock hooks: a thread counts its current
-//! engagement's accesses in its lane (`Tally`) from the access callbacks,
-//! and when an access belongs to another engagement (the counter record
-//! of its site, or that counter's engagements, changed) the finished one
-//! is added to its site's `SiteRatiosRecord` in the trace, which every
-//! thread updates in place. A thread's last engagement is added when the
-//! thread ends; at process exit, the exiting thread's.
+//! Nothing is added to the lock hooks: a thread counts each held
+//! engagement's accesses in its lane (a `Tally` per depth of its held
+//! stack) from the access callbacks, and when an access belongs to another
+//! engagement at that depth (the counter record of its site, or that
+//! counter's engagements, changed) the finished one is added to its site's
+//! `SiteRatiosRecord` in the trace, which every thread updates in place. A
+//! thread's last engagements are added when the thread ends; at process
+//! exit, the exiting thread's.
 
-use super::lanes::{Lane, Tally};
+use super::lanes::{Lane, Tally, TALLY_DEPTH};
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use locksuit_format::*;
 
@@ -41,28 +42,42 @@ fn records() -> Option<*mut AtomicPtr<LiveRatios>> {
     )
 }
 
-/// One more access in the engagement of `counter` (this thread's counter
-/// record of `site`): `suitable` or not, and whether another thread is
-/// waiting for the lock now.
-pub fn count(
+/// The tally of the engagement of `counter` (this thread's counter record
+/// of `site`), `depth` deep in the held stack (from 1): started afresh,
+/// and the one there before added to its site's ratios, if that was
+/// another engagement.
+pub fn tally_at(
     lane: &mut Lane,
+    depth: usize,
     (counter, site): (*mut CounterRecord, u32),
-    suitable: bool,
-    waited_for: bool,
-) {
+) -> &mut Tally {
+    let at = depth.clamp(1, TALLY_DEPTH) - 1;
     // SAFETY: this thread's own counter record, in the live mapping.
     let engagement = unsafe { (*counter).engagements };
-    let tally = &mut lane.tally;
+    let tally = lane.tallies[at];
     if tally.counter != counter as usize || tally.engagement != engagement {
-        finish(lane);
-        lane.tally = Tally {
+        add(lane, tally);
+        lane.tallies[at] = Tally {
             counter: counter as usize,
             engagement,
             site,
             ..Tally::default()
         };
     }
-    let tally = &mut lane.tally;
+    &mut lane.tallies[at]
+}
+
+/// One more access in the engagement of `counter` (this thread's counter
+/// record of `site`), `depth` deep in the held stack: `suitable` or not,
+/// and whether another thread is waiting for the lock now.
+pub fn count(
+    lane: &mut Lane,
+    depth: usize,
+    engaged: (*mut CounterRecord, u32),
+    suitable: bool,
+    waited_for: bool,
+) {
+    let tally = tally_at(lane, depth, engaged);
     if suitable {
         tally.suitable += 1;
     } else {
@@ -71,10 +86,17 @@ pub fn count(
     tally.waited_for |= waited_for;
 }
 
-/// Adds the thread's current engagement, if it made accesses, to its
-/// site's ratios.
+/// Adds the thread's engagements, those that made accesses, to their
+/// sites' ratios.
 pub fn finish(lane: &mut Lane) {
-    let tally = core::mem::take(&mut lane.tally);
+    for at in 0..TALLY_DEPTH {
+        let tally = core::mem::take(&mut lane.tallies[at]);
+        add(lane, tally);
+    }
+}
+
+/// Adds a finished engagement, if it made accesses, to its site's ratios.
+fn add(lane: &mut Lane, tally: Tally) {
     let all = u64::from(tally.suitable) + u64::from(tally.unsuitable);
     if all == 0 || tally.site as usize >= SITES_MAX {
         return;

@@ -21,7 +21,7 @@
 //! another thread, say) is a new resource and does not look shared.
 
 use super::held::HeldEntry;
-use super::lanes::{EngagementAccesses, Lane};
+use super::lanes::Lane;
 use crate::config;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -510,29 +510,16 @@ pub fn sampled(lane: &mut Lane, held: &HeldEntry, depth: usize) -> bool {
     if n > u64::from(config::DATA_SAMPLE_FIRST) && n % u64::from(every) != 0 {
         return false;
     }
-    // Counted by depth, so that the locks taken and released inside a long
-    // engagement do not restart its count.
-    let Some(seen) = depth
-        .checked_sub(1)
-        .and_then(|d| lane.engagement_accesses.get_mut(d))
-    else {
-        return true;
-    };
-    let this = (held.counter as usize, n);
-    if (seen.counter, seen.engagement) != this {
-        *seen = EngagementAccesses {
-            counter: this.0,
-            engagement: this.1,
-            recorded: 0,
-        };
-    }
-    seen.recorded = seen.recorded.saturating_add(1);
-    seen.recorded <= config::DATA_SAMPLE_ACCESSES
+    // SAFETY: as above.
+    let site = unsafe { (*held.counter).site_id };
+    let tally = super::ratios::tally_at(lane, depth, (held.counter, site));
+    tally.sampled = tally.sampled.saturating_add(1);
+    tally.sampled <= config::DATA_SAMPLE_ACCESSES
 }
 
 /// The calling thread (its lane) touched `address` while holding `held`
-/// innermost; `write` for a store.
-pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
+/// innermost, `depth` deep in its held stack; `write` for a store.
+pub fn touched(lane: &mut Lane, (held, depth): (&HeldEntry, usize), address: u64, write: bool) {
     if own_local(lane, address) {
         return;
     }
@@ -587,7 +574,7 @@ pub fn touched(lane: &mut Lane, held: &HeldEntry, address: u64, write: bool) {
     // SAFETY: the held lock's slot in the object table, which lives as
     // long as the process.
     let waited_for = !held.slot.is_null() && unsafe { (*held.slot).waiting() } > 0;
-    super::ratios::count(lane, (held.counter, site), suitable, waited_for);
+    super::ratios::count(lane, depth, (held.counter, site), suitable, waited_for);
     for (i, s) in slot.sites.iter().enumerate() {
         let mut cur = s.load(Ordering::Relaxed);
         if cur == 0 {
