@@ -46,17 +46,19 @@ fn records() -> Option<*mut AtomicPtr<LiveRatios>> {
 /// of `site`), `depth` deep in the held stack (from 1): started afresh,
 /// and the one there before added to its site's ratios, if that was
 /// another engagement.
+#[inline(always)]
 pub fn tally_at(
     lane: &mut Lane,
     depth: usize,
     (counter, site): (*mut CounterRecord, u32),
 ) -> &mut Tally {
-    let at = depth.clamp(1, TALLY_DEPTH) - 1;
+    let at = depth.min(TALLY_DEPTH).saturating_sub(1);
     // SAFETY: this thread's own counter record, in the live mapping.
     let engagement = unsafe { (*counter).engagements };
-    let tally = lane.tallies[at];
+    let tally = &lane.tallies[at];
     if tally.counter != counter as usize || tally.engagement != engagement {
-        add(lane, tally);
+        let finished = core::mem::take(&mut lane.tallies[at]);
+        add(lane, finished);
         lane.tallies[at] = Tally {
             counter: counter as usize,
             engagement,
@@ -70,6 +72,7 @@ pub fn tally_at(
 /// One more access in the engagement of `counter` (this thread's counter
 /// record of `site`), `depth` deep in the held stack: `suitable` or not,
 /// and whether another thread is waiting for the lock now.
+#[inline(always)]
 pub fn count(
     lane: &mut Lane,
     depth: usize,
@@ -95,7 +98,10 @@ pub fn finish(lane: &mut Lane) {
     }
 }
 
-/// Adds a finished engagement, if it made accesses, to its site's ratios.
+/// Adds a finished engagement, if it made accesses, to its site's ratios
+/// (once per engagement: out of the access path's line).
+#[cold]
+#[inline(never)]
 fn add(lane: &mut Lane, tally: Tally) {
     let all = u64::from(tally.suitable) + u64::from(tally.unsuitable);
     if all == 0 || tally.site as usize >= SITES_MAX {
