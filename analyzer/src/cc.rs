@@ -19,9 +19,9 @@
 //!
 //! Drop-in: `CC="locksuit cc" make`. The compiler is `$LOCKSUIT_CC` (or
 //! `$LOCKSUIT_CXX`), else clang-19, else clang; it must be clang (GCC's
-//! coverage options differ). The gate is used with the default compiler
-//! only (it is built for clang 19), and not when `$LOCKSUIT_GATE` is
-//! `off`.
+//! coverage options differ). The gate is used with clang-19 found on the
+//! `PATH` only (it is built for clang 19), and not when `$LOCKSUIT_GATE`
+//! is `off`.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -41,7 +41,9 @@ fn on_path(name: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The compiler, and whether the user chose it (`$LOCKSUIT_CC`/`CXX`).
+/// The compiler, and whether it is the clang 19 the gate plugin is built
+/// for (not when the user chose it with `$LOCKSUIT_CC`/`CXX`, nor an
+/// unversioned `clang`, whose version may be another).
 fn compiler(cxx: bool) -> (OsString, bool) {
     let (var, versioned, plain) = if cxx {
         ("LOCKSUIT_CXX", "clang++-19", "clang++")
@@ -49,10 +51,10 @@ fn compiler(cxx: bool) -> (OsString, bool) {
         ("LOCKSUIT_CC", "clang-19", "clang")
     };
     if let Some(c) = std::env::var_os(var).filter(|c| !c.is_empty()) {
-        return (c, true);
+        return (c, false);
     }
     if on_path(versioned) {
-        (versioned.into(), false)
+        (versioned.into(), true)
     } else {
         (plain.into(), false)
     }
@@ -125,11 +127,11 @@ pub fn run(args: &[OsString], cxx: bool) -> i32 {
         );
         return crate::cli::EXIT_USAGE;
     }
-    let (cc, chosen) = compiler(cxx);
-    let gate = if chosen {
-        None
-    } else {
+    let (cc, clang_19) = compiler(cxx);
+    let gate = if clang_19 {
         gate_plugin(libdir.as_deref())
+    } else {
+        None
     };
     let full = command_line(args, gate.as_deref(), libdir.as_deref());
     let err = Command::new(&cc).args(&full).exec();

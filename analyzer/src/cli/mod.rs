@@ -67,6 +67,8 @@ Environment:
   LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it
                         blocked this long (default 50)
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
+  LOCKSUIT_GATE         off: `locksuit cc` calls the shim on every access (clang's sanitizer
+                        coverage) instead of behind the access gate
   LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: all (default) records every engagement's
                         accesses; N: each line's first 4, then 1 in N, and of each its
                         first 4096 accesses (cheaper; sampled)
