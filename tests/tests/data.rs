@@ -417,6 +417,44 @@ fn each_access_call_sits_behind_the_gate_unless_turned_off() {
     let ungated = assembly("off");
     assert!(!ungated.contains("__locksuit_gate"));
     assert!(ungated.contains("__sanitizer_cov_load4"));
+
+    // Run without the shim, with callbacks that count themselves: behind
+    // the gate the program makes no call at all; without it, one per access.
+    let dir = workspace_root().join("target/c-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let counter = dir.join("libcount_callbacks.so");
+    let built = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&counter)
+        .arg(c_dir().join("count_callbacks.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", describe(&built));
+    let callbacks = |gate: &str| {
+        let bin = dir.join(format!("data_shapes.gate-{gate}"));
+        let mut cmd = Command::new(locksuit_path());
+        cmd.args(["cc", "-O2", "-pthread", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .env("LOCKSUIT_GATE", gate)
+            .env_remove("LOCKSUIT_CC");
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        let run = Command::new(&bin)
+            .env("LD_PRELOAD", &counter)
+            .env_remove("LOCKSUIT_DIR")
+            .output()
+            .unwrap();
+        assert_success(&run, "data_shapes with counting callbacks");
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        let n = err
+            .lines()
+            .find_map(|l| l.strip_prefix("callbacks "))
+            .unwrap_or_else(|| panic!("{err}"));
+        n.trim().parse::<u64>().unwrap()
+    };
+    assert_eq!(callbacks("on"), 0);
+    assert!(callbacks("off") > 10_000);
 }
 
 /// `LOCKSUIT_DATA_SAMPLE=16`: each line's first 4 engagements of a lock on
