@@ -76,6 +76,13 @@ fn build_instrumented(driver: &str, source: &str) -> Option<PathBuf> {
     Some(out)
 }
 
+/// The text report of the traces in `dir`, its words joined by single
+/// spaces (so a phrase is found however the report wrapped it).
+fn report_words(dir: &std::path::Path) -> String {
+    let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn site<'a>(p: &'a Value, function: &str) -> &'a Value {
     arr(p, "sites")
         .iter()
@@ -350,11 +357,10 @@ fn a_killed_process_keeps_its_data_level_records() {
     assert!(arr(p, "findings")
         .iter()
         .any(|f| f["kind"] == "private-data-under-lock"));
-    let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
-    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = report_words(&dir);
     assert!(
         words.contains("recorded; no totals (it did not exit)"),
-        "{text}"
+        "{words}"
     );
 }
 
@@ -500,11 +506,10 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
         "{}",
         p["findings"]
     );
-    let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
-    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words = report_words(&dir);
     assert!(
         words.contains("lines judged by data touched in sampled engagements"),
-        "{text}"
+        "{words}"
     );
 }
 
