@@ -6,9 +6,13 @@
 // (__sanitizer_cov_load8(address), __sanitizer_cov_store4(address), ...).
 // Unlike it, the call sits behind an inline test of two thread-local words:
 //
-//     if (__locksuit_gate_calls != __locksuit_gate_skip_loads)   // or _stores
+//     if (__locksuit_gate_calls != __locksuit_gate_skip_loads)
 //         __sanitizer_cov_load8(address);
+//     if (~__locksuit_gate_calls != __locksuit_gate_skip_stores)
+//         __sanitizer_cov_store8(address);
 //
+// (stores compare the complement, so that a thread's zeroed words, in the
+// shim, leave its stores open from its first instruction),
 // The shim owns the words (its recorder call count, and the count at which
 // it last said it needs no more calls; see shim/src/recorder/thread_state.rs),
 // so a thread holding no lock makes no call for its loads, and a program
@@ -118,6 +122,8 @@ struct AccessGate : PassInfoMixin<AccessGate> {
       for (const Access &access : accesses) {
         IRBuilder<> before(access.inst);
         Value *count = before.CreateLoad(word, before.CreateThreadLocalAddress(calls));
+        if (access.store)
+          count = before.CreateNot(count);
         Value *skipped = before.CreateLoad(word, before.CreateThreadLocalAddress(skip[access.store]));
         Value *open = before.CreateICmpNE(count, skipped);
         Instruction *then = SplitBlockAndInsertIfThen(open, access.inst, false, unlikely);

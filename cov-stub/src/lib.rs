@@ -6,9 +6,11 @@
 //!   under `LD_PRELOAD=libsyncshim.so` the shim's callbacks of the same
 //!   names come first in the lookup order and record the accesses instead;
 //! - the access gate's three thread-local words, which the inline test
-//!   `locksuit cc` compiles into every load and store compares: here they
-//!   are zero, equal, so the program never calls the callbacks at all;
-//!   the shim's words of the same names come first and open the gate;
+//!   `locksuit cc` compiles into every load and store compares: here the
+//!   call count and the loads' word are zero, and the stores' word all
+//!   ones (they compare the count's complement), so the program never
+//!   calls the callbacks at all; the shim's words of the same names come
+//!   first and open the gate;
 //! - the allocation calls (`malloc`, `calloc`, `realloc`,
 //!   `aligned_alloc`, `posix_memalign`, `memalign`) and `free`, which
 //!   forward to the next definition in the lookup order (the C library's,
@@ -58,11 +60,14 @@ core::arch::global_asm!(
     ".size __locksuit_gate_skip_loads, 8",
     "__locksuit_gate_skip_loads:",
     ".zero 8",
+    ".popsection",
+    ".pushsection .tdata,\"awT\",@progbits",
+    ".p2align 3",
     ".globl __locksuit_gate_skip_stores",
     ".type __locksuit_gate_skip_stores, @tls_object",
     ".size __locksuit_gate_skip_stores, 8",
     "__locksuit_gate_skip_stores:",
-    ".zero 8",
+    ".quad -1",
     ".popsection",
 );
 

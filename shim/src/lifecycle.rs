@@ -218,10 +218,6 @@ pub fn process_exiting(code: i32) {
 /// Library constructor: resolve and initialise now, unless a hook already did.
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
-    // The main thread's stores reach the access callbacks from the start
-    // (`open_store_gate`); threads the program creates open theirs in the
-    // start wrapper.
-    ThreadState::with(|s| s.open_store_gate());
     // Inside a hook while initialising, so that calls the loader and libc
     // make back into our hooks meanwhile pass through.
     if let Some(_in_hook) = InHook::enter() {

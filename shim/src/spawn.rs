@@ -86,7 +86,6 @@ pub extern "C-unwind" fn start_wrapper_impl(token: *mut c_void) -> *mut c_void {
     ThreadState::with(|s| {
         s.set_parent_tid(parent);
         s.set_create_serial(serial);
-        s.open_store_gate();
     });
     if let Some(guard) = HookGuard::enter() {
         recorder::current_lane(&guard);

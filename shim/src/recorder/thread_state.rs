@@ -63,7 +63,8 @@ pub struct ThreadState {
     /// The access gate (see [`ThreadState::close_load_gate`]): a program
     /// built with `locksuit cc` calls its load callback only while this
     /// differs from the thread's recorder call count, its store callback
-    /// only while `skip_stores_at` does.
+    /// only while `skip_stores_at` differs from the count's complement
+    /// (so zeroed, as every thread starts, it is open).
     skip_loads_at: Cell<u64>,
     skip_stores_at: Cell<u64>,
 }
@@ -204,17 +205,8 @@ impl ThreadState {
         if self.flags.get() == 0 {
             let calls = self.call_cost.calls();
             self.skip_loads_at.set(calls);
-            self.skip_stores_at.set(calls);
+            self.skip_stores_at.set(!calls);
         }
-    }
-
-    /// Opens the store gate (only an engagement left out by sampling shuts
-    /// it again, until the next lock operation): done when a thread starts,
-    /// whose zeroed words would otherwise keep it shut until its first
-    /// lock operation (a store made holding no lock must reach the
-    /// callback, to mark data some lock guards as written without it).
-    pub fn open_store_gate(&self) {
-        self.skip_stores_at.set(u64::MAX);
     }
 
     /// Whether this thread holds a lock now: the one question a load or
