@@ -23,6 +23,10 @@ const GONE: u64 = u64::MAX;
 /// How far before a granule its block's start is looked for.
 const BLOCK_REACH: u64 = 4096;
 static BLOCKS: AtomicPtr<LiveBlock> = AtomicPtr::new(core::ptr::null_mut());
+/// The lowest start and highest end of any block allocated so far: an
+/// address outside (a global, say) is in no block, and is not looked for.
+static LOWEST: AtomicU64 = AtomicU64::new(u64::MAX);
+static HIGHEST: AtomicU64 = AtomicU64::new(0);
 
 /// Blocks that start within one KiB of each other sit side by side in the
 /// table (as granules do in `access.rs`): fewer of its pages are touched.
@@ -68,6 +72,15 @@ pub fn block_allocated(address: u64, size: u64, pc: u64) {
     if address == 0 || address == GONE {
         return;
     }
+    // Read first: most allocations move neither bound, and the line stays
+    // shared between the threads.
+    if address < LOWEST.load(Ordering::Relaxed) {
+        LOWEST.fetch_min(address, Ordering::Relaxed);
+    }
+    let end = address.saturating_add(size);
+    if end > HIGHEST.load(Ordering::Relaxed) {
+        HIGHEST.fetch_max(end, Ordering::Relaxed);
+    }
     let home = block_hash(address);
     for i in 0..PROBES {
         // SAFETY: the index is masked into the table.
@@ -91,7 +104,10 @@ pub fn block_allocated(address: u64, size: u64, pc: u64) {
 /// known), looked for at most `BLOCK_REACH` bytes back.
 pub fn allocated_by(address: u64) -> u64 {
     let table = BLOCKS.load(Ordering::Acquire);
-    if table.is_null() {
+    if table.is_null()
+        || address < LOWEST.load(Ordering::Relaxed)
+        || address >= HIGHEST.load(Ordering::Relaxed)
+    {
         return 0;
     }
     let mut start = address & !15;
