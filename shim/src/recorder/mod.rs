@@ -126,8 +126,9 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
 
 /// A load or store of `address` by a thread that holds a lock (a program
 /// built with `locksuit cc`).
-/// False when the engagement the access belongs to is not sampled
-/// (`LOCKSUIT_DATA_SAMPLE`): its other accesses need no call either.
+///
+/// False when the access is left out by sampling (`LOCKSUIT_DATA_SAMPLE`):
+/// the rest of its engagement's accesses need no call either.
 pub fn accessed(g: &InHook, address: u64, write: bool) -> bool {
     let Some(lane) = current_lane(g) else {
         return true;
