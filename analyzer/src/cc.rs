@@ -20,8 +20,8 @@
 //! Drop-in: `CC="locksuit cc" make`. The compiler is `$LOCKSUIT_CC` (or
 //! `$LOCKSUIT_CXX`), else clang-19, else clang; it must be clang (GCC's
 //! coverage options differ). The gate is used with clang-19 found on the
-//! `PATH` only (it is built for clang 19), and not when `$LOCKSUIT_GATE`
-//! is `off`.
+//! `PATH` only (it is built for clang 19), on x86_64 only, and not when
+//! `$LOCKSUIT_GATE` is `off`.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -63,7 +63,11 @@ fn compiler(cxx: bool) -> (OsString, bool) {
 /// The access gate plugin: `liblocksuit_gate.so` beside the callbacks
 /// library (where both were installed), else where the build made it.
 fn gate_plugin(libdir: Option<&Path>) -> Option<PathBuf> {
-    if std::env::var_os("LOCKSUIT_GATE").is_some_and(|v| v == "off") {
+    // The gate's thread-local words are defined in x86_64 assembly (in the
+    // shim and in liblocksuit_cov.so); elsewhere they would be missing.
+    if !cfg!(target_arch = "x86_64")
+        || std::env::var_os("LOCKSUIT_GATE").is_some_and(|v| v == "off")
+    {
         return None;
     }
     let beside = libdir.map(|d| d.join("liblocksuit_gate.so"));
