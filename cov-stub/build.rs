@@ -1,6 +1,8 @@
-//! Exports the access gate's thread-local words (defined in assembly in
-//! `src/lib.rs`), which rustc's export list for a cdylib, made from Rust
-//! items only, would leave local. GNU ld merges this list with rustc's.
+// Exports the access gate's thread-local words, defined in assembly in
+// this library (`src/lib.rs`) and in the shim
+// (`shim/src/recorder/thread_state.rs`, whose build script includes this
+// one). rustc's export list for a cdylib is made from Rust items only and
+// would leave them local; GNU ld merges this list with rustc's.
 fn main() {
     let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
     let script = std::path::Path::new(&out).join("gate.map");

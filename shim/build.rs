@@ -1,17 +1,2 @@
-//! Exports the access gate's thread-local words (defined in assembly in
-//! `src/recorder/thread_state.rs`), which rustc's export list for a cdylib, made from Rust
-//! items only, would leave local. GNU ld merges this list with rustc's.
-fn main() {
-    let out = std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR");
-    let script = std::path::Path::new(&out).join("gate.map");
-    std::fs::write(
-        &script,
-        "{ global: __locksuit_gate_calls; __locksuit_gate_skip_loads; __locksuit_gate_skip_stores; };\n",
-    )
-    .expect("OUT_DIR is writable");
-    println!(
-        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
-        script.display()
-    );
-    println!("cargo:rerun-if-changed=build.rs");
-}
+// The same exports as liblocksuit_cov.so's: one script for both.
+include!("../cov-stub/build.rs");

@@ -61,8 +61,6 @@ pub struct Facts {
 /// One kind of cache line several threads each used for data of their own.
 #[derive(Debug)]
 pub struct FalseShare {
-    /// The data (by variable, else allocating line) the lines hold.
-    pub data: Vec<String>,
     /// One line's granules, by place (`&counters+0x8`).
     pub places: Vec<String>,
     /// The lines whose critical sections touched them.
@@ -185,7 +183,7 @@ const CACHE_LINE: u64 = 64;
 /// (false sharing). A line where some granule is shared bounces anyway,
 /// and is left out; so is one holding a heap block freed before the
 /// process ended (whose neighbours may not have lived alongside it).
-/// Lines holding the same data are one `FalseShare`.
+/// Lines holding the same data (by name) are one `FalseShare`.
 fn false_sharing(
     accesses: &[AccessRecord],
     report_site: &dyn Fn(u32) -> Option<SiteId>,
@@ -202,10 +200,8 @@ fn false_sharing(
         // Granules of a heap block freed meanwhile did not live alongside
         // the others (a block allocated later may hold the same address):
         // such a line is left out, as is one holding an address twice.
-        let mut addresses: Vec<u64> = granules.iter().map(|g| g.address).collect();
-        addresses.sort_unstable();
-        addresses.dedup();
-        if addresses.len() < granules.len() || granules.iter().any(|g| g.flags & ACCESS_FREED != 0)
+        if granules.windows(2).any(|w| w[0].address == w[1].address)
+            || granules.iter().any(|g| g.flags & ACCESS_FREED != 0)
         {
             continue;
         }
@@ -235,8 +231,7 @@ fn false_sharing(
             .flat_map(|g| g.accesses.iter())
             .map(|&n| u64::from(n))
             .sum();
-        let entry = found.entry(data.clone()).or_insert_with(|| FalseShare {
-            data,
+        let entry = found.entry(data).or_insert_with(|| FalseShare {
             places: granules
                 .iter()
                 .map(|g| match named(g) {

@@ -482,6 +482,10 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
     );
     assert_success(&out, "data_shapes, sampled");
     assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    // Sampling shuts the gate for a while; the program sees nothing of it.
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_shapes without the shim");
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     assert_eq!(p["data_level"]["sample_every"], 16, "{}", p["data_level"]);
@@ -526,6 +530,9 @@ fn slots_of_different_threads_in_one_cache_line_are_false_sharing() {
     let out = run_under_shim(&bin, &[] as &[&str], &dir);
     assert_success(&out, "data_false_sharing");
     assert_eq!(stdout_value(&stdout_str(&out), "counters"), "4000");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_false_sharing without the shim");
+    assert_eq!(stdout_str(&out), stdout_str(&plain));
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     let shares: Vec<&Value> = arr(p, "findings")
@@ -553,6 +560,8 @@ fn sampling_keeps_each_long_engagements_first_accesses() {
     let Some(bin) = instrumented("data_long") else {
         return;
     };
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "data_long without the shim");
     for (setting, expected) in [("all", 15_000), ("16", 3 * 4096)] {
         let dir = fresh_dir(&format!("data-long-{setting}"));
         let out = run_under_shim_env(
@@ -563,6 +572,7 @@ fn sampling_keeps_each_long_engagements_first_accesses() {
         );
         assert_success(&out, "data_long");
         assert_eq!(stdout_value(&stdout_str(&out), "sum"), "37492500");
+        assert_eq!(stdout_str(&out), stdout_str(&plain));
         let report = report_json(&[&dir], None);
         let p = only_process(&report);
         let scan = arr(p, "sites")

@@ -419,6 +419,12 @@ fn malformed_hold_sample_uses_default() {
     }
 }
 
+#[test]
+fn malformed_data_sample_uses_default() {
+    check_malformed("LOCKSUIT_DATA_SAMPLE", "0");
+    check_malformed("LOCKSUIT_DATA_SAMPLE", "some");
+}
+
 /// `hold_sample_period` is what the shim used: 0 by default (and after a
 /// malformed value), N with LOCKSUIT_HOLD_SAMPLE=N.
 #[test]
