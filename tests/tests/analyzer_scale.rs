@@ -164,7 +164,11 @@ fn a_fluid_simulation_trace_is_reported_within_200_mib_of_its_own() {
     let text = run_measured(locksuit(&["report", trace_str]), &dir.join("report.txt"));
     assert!(text.status.success(), "{}", text.stderr);
     let report = std::fs::read_to_string(&text.stdout).unwrap();
-    assert!(report.lines().count() < 100, "{report}");
+    // Compact whatever the run: 345,600 locks must not mean more rows. A
+    // thread preempted holding a cell's lock (2 cores, 4 threads) adds the
+    // fixed-size tables of a contended run (who blocks whom, blocking
+    // stacks, waits and holds), which took one run past 100 lines.
+    assert!(report.lines().count() < 150, "{report}");
     assert!(
         // Every cell's lock is made at one line: one family.
         report.contains(&format!("{cells} locks (1 family)")),
