@@ -55,6 +55,19 @@ macro_rules! export_with_caller {
 /// through an interposed allocator, before the program can have started
 /// threads), or with a C library that lacks the function.
 macro_rules! real_or {
+    // The hot entries: no test (see `real::hot_entries!`).
+    (mutex_trylock, $fallback:expr) => {
+        crate::real::MUTEX_TRYLOCK.get()
+    };
+    (mutex_unlock, $fallback:expr) => {
+        crate::real::MUTEX_UNLOCK.get()
+    };
+    (sem_trywait, $fallback:expr) => {
+        crate::real::SEM_TRYWAIT.get()
+    };
+    (sem_post, $fallback:expr) => {
+        crate::real::SEM_POST.get()
+    };
     ($field:ident, $fallback:expr) => {
         match real().and_then(|fns| crate::real::Entry::function(fns.$field)) {
             Some(f) => f,
@@ -66,6 +79,15 @@ macro_rules! real_or {
 /// Two real functions from one look at the table (the lock hooks need the
 /// blocking call and its non-blocking variant).
 macro_rules! real_pair_or {
+    (mutex_lock, mutex_trylock, $fallback:expr) => {
+        (
+            crate::real::MUTEX_LOCK.get(),
+            crate::real::MUTEX_TRYLOCK.get(),
+        )
+    };
+    (sem_wait, sem_trywait, $fallback:expr) => {
+        (crate::real::SEM_WAIT.get(), crate::real::SEM_TRYWAIT.get())
+    };
     ($first:ident, $second:ident, $fallback:expr) => {
         match real().map(|fns| {
             (

@@ -10,7 +10,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 use core::mem::MaybeUninit;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t};
 use libc::{epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t, pid_t, pollfd};
 use libc::{pthread_barrier_t, pthread_barrierattr_t, pthread_rwlock_t, pthread_rwlockattr_t};
@@ -66,6 +66,62 @@ unsafe extern "C" fn missing_mutex_unlock(_: *mut pthread_mutex_t) -> c_int {
 
 unsafe extern "C-unwind" fn missing_sem_call(_: *mut sem_t) -> c_int {
     -1
+}
+
+/// The six real functions almost every lock operation calls, read by their
+/// hooks with no test of the table's state: each starts as a stand-in that
+/// resolves the table and then makes the call, and holds the real function
+/// (or the table's stand-in for a missing one) once the table is resolved.
+macro_rules! hot_entries {
+    ($($static:ident: $ty:ident = $field:ident by $first:ident($arg:ty) $abi:literal or $fallback:expr;)*) => {
+        $(
+            pub static $static: Hot<$ty> = Hot(AtomicPtr::new($first as *mut ()), core::marker::PhantomData);
+
+            unsafe extern $abi fn $first(obj: $arg) -> c_int {
+                match real() {
+                    // SAFETY: forwarding the caller's argument unchanged.
+                    Some(fns) => unsafe { (fns.$field)(obj) },
+                    None => $fallback,
+                }
+            }
+        )*
+
+        /// Publishes the resolved functions to the hot entries.
+        fn publish_hot(fns: &RealFns) {
+            $( $static.0.store(fns.$field as *mut (), Ordering::Release); )*
+        }
+    };
+}
+
+/// A hot entry: a function pointer of type `F` in an atomic word.
+pub struct Hot<F>(AtomicPtr<()>, core::marker::PhantomData<F>);
+
+// SAFETY: the word is atomic; `F` is only a function-pointer type tag.
+unsafe impl<F> Sync for Hot<F> {}
+
+impl Hot<MutexFn> {
+    #[inline(always)]
+    pub fn get(&self) -> MutexFn {
+        // SAFETY: only ever stored from a `MutexFn` (see `hot_entries!`).
+        unsafe { core::mem::transmute::<*mut (), MutexFn>(self.0.load(Ordering::Relaxed)) }
+    }
+}
+
+impl Hot<SemFn> {
+    #[inline(always)]
+    pub fn get(&self) -> SemFn {
+        // SAFETY: only ever stored from a `SemFn` (see `hot_entries!`).
+        unsafe { core::mem::transmute::<*mut (), SemFn>(self.0.load(Ordering::Relaxed)) }
+    }
+}
+
+hot_entries! {
+    MUTEX_LOCK: MutexFn = mutex_lock by first_mutex_lock(*mut pthread_mutex_t) "C" or libc::EINVAL;
+    MUTEX_TRYLOCK: MutexFn = mutex_trylock by first_mutex_trylock(*mut pthread_mutex_t) "C" or libc::EINVAL;
+    MUTEX_UNLOCK: MutexFn = mutex_unlock by first_mutex_unlock(*mut pthread_mutex_t) "C" or 0;
+    SEM_WAIT: SemFn = sem_wait by first_sem_wait(*mut sem_t) "C-unwind" or -1;
+    SEM_TRYWAIT: SemFn = sem_trywait by first_sem_trywait(*mut sem_t) "C-unwind" or -1;
+    SEM_POST: SemFn = sem_post by first_sem_post(*mut sem_t) "C-unwind" or -1;
 }
 
 /// Blocking calls beyond the lock API: all cancellation points, so a
@@ -515,7 +571,8 @@ fn resolve_slow() -> Option<&'static RealFns> {
                 ThreadState::set_resolving(true);
                 let fns = resolve_all();
                 // SAFETY: we won the transition, so no one else writes or reads `fns`.
-                unsafe { (*TABLE.fns.get()).write(fns) };
+                let fns = unsafe { (*TABLE.fns.get()).write(fns) };
+                publish_hot(fns);
                 TABLE.state.store(RESOLVED, Ordering::Release);
                 ThreadState::set_resolving(false);
                 return Some(resolved());

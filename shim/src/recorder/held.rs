@@ -195,7 +195,10 @@ impl HeldStack {
     /// The innermost engagement, if it is of `addr`.
     #[inline]
     pub fn innermost(&self, addr: u64) -> Option<&HeldEntry> {
-        let top = self.entries[..self.len].last()?;
+        let top = self.len.checked_sub(1)?;
+        // SAFETY: `len <= MAX_HELD` always (see `push`), so `top` is in the
+        // array; unchecked, so the release path has no panic branch.
+        let top = unsafe { self.entries.get_unchecked(top) };
         (top.addr == addr).then_some(top)
     }
 

@@ -39,16 +39,27 @@ fn sample_start(lane: &mut Lane) -> u64 {
 /// The lock was acquired.
 #[inline(always)]
 pub fn acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
-    let started = g.thread().call_cost().begin();
     // `how` and `hold` are constants at each call site, so this test folds
     // to one flag load on the path almost every acquisition takes.
     let untimed = matches!(how, How::Uncontended | How::Tried) && config::untimed_uncontended();
+    let cost = g.thread().call_cost();
     match hold {
-        Hold::Exclusive if untimed => untimed::acquired_exclusive(g, p, matches!(how, How::Tried)),
-        Hold::None if untimed => untimed::acquired_unheld(p),
-        _ => record_acquired(g, p, how, hold),
+        // Counted, never timed: a few stores, costed at the mean of the
+        // prepares and releases that are sampled (see selfcost.rs).
+        Hold::Exclusive if untimed => {
+            cost.count();
+            untimed::acquired_exclusive(g, p, matches!(how, How::Tried));
+        }
+        Hold::None if untimed => {
+            cost.count();
+            untimed::acquired_unheld(p);
+        }
+        _ => {
+            let started = cost.begin();
+            record_acquired(g, p, how, hold);
+            cost.end(started);
+        }
     }
-    g.thread().call_cost().end(started);
 }
 
 /// The shim's own time on this thread so far: the slow paths as timed, the

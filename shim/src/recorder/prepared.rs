@@ -63,6 +63,30 @@ pub fn prepare(
     caller: Caller,
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
+    let cost = g.thread().call_cost();
+    if cost.next_is_timed() {
+        return prepare_timed(g, lane, (addr, kind, mode), caller);
+    }
+    cost.count();
+    if let Some(hit) = lane.hot(addr, caller, mode) {
+        return Some(Prepared {
+            slot: hit.slot,
+            counter: hit.counter.cast(),
+        });
+    }
+    prepare_slow(g, lane, (addr, kind, mode), caller, 0)
+}
+
+/// [`prepare`] for the one call in [`SAMPLE_EVERY`](super::selfcost) that
+/// is timed: out of line, so the others carry no trace of the timing.
+#[cold]
+#[inline(never)]
+fn prepare_timed(
+    g: &InHook,
+    lane: &'static mut Lane,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    caller: Caller,
+) -> Option<Prepared> {
     let started = g.thread().call_cost().begin();
     if let Some(hit) = lane.hot(addr, caller, mode) {
         // A hot-cache hit: fast-path work, sampled (see selfcost.rs).

@@ -33,9 +33,12 @@ fn arm_thread_exit() {
 pub fn current_lane(g: &InHook) -> Option<&'static mut Lane> {
     let s = g.thread();
     let lane = s.lane();
-    if !lane.is_null() && s.lane_generation() == super::thread_state::generation() {
-        // SAFETY: a lane registered to this thread in this process
-        // generation is exclusively ours until the thread ends.
+    // No generation test here: the fork child handler that moves the
+    // generation on (`lifecycle::fork_child`) also drops the lane of the
+    // child's one thread, so the test could never fail.
+    if !lane.is_null() {
+        // SAFETY: a lane registered to this thread (in this process: see
+        // above) is exclusively ours until the thread ends.
         return Some(unsafe { &mut *lane });
     }
     register(s)
