@@ -55,7 +55,7 @@ pub struct HotTarget {
 
 #[inline(always)]
 fn home(addr: u64, ret: u64) -> usize {
-    ((addr ^ ret.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    ((addr ^ ret).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
 }
 
 impl HotEntry {

@@ -76,7 +76,9 @@ const EVENT_RING: usize = 256;
 
 pub struct Lane {
     pub id: u32,
-    generation: u32,
+    /// This thread's generation of the lane, already shifted into place
+    /// (`generation << MODE_BITS`): a tag is this `| mode`, one instruction.
+    tag_base: u32,
     block: *mut u8,
     used: u32,
     next_seq: u32,
@@ -223,7 +225,9 @@ pub fn acquire() -> Option<&'static mut Lane> {
     // SAFETY: the lane is exclusively ours until released.
     let lane = unsafe { &mut *lane };
     // Never 0: zero-filled index slots must not look live.
-    lane.generation = (lane.generation.wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
+    let generation =
+        ((lane.tag_base >> MODE_BITS).wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
+    lane.tag_base = generation << MODE_BITS;
     lane.thread = core::ptr::null_mut();
     lane.policy_thread = (0, false);
     lane.policy_sampling = Sampling { last_ns: [0; 16] };
@@ -437,13 +441,13 @@ impl Lane {
 
     #[inline]
     fn tag(&self, mode: u32) -> u32 {
-        self.generation << MODE_BITS | mode
+        self.tag_base | mode
     }
 
     /// Whether an index slot belongs to this lane's current thread (any mode).
     #[inline]
     fn live(&self, slot: &IndexSlot) -> bool {
-        slot.tag >> MODE_BITS == self.generation
+        slot.tag & !MODE_MASK == self.tag_base
     }
 
     /// The counter of (lock, line, mode) from the by-lock cache, if there.
