@@ -408,6 +408,7 @@ unsafe extern "C-unwind" fn barrier_wait(
     let wait = real_or!(barrier_wait, libc::EINVAL);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
+        recorder::barrier_passed_through(b as u64);
         return unsafe { wait(b) };
     };
     let Some(p) = recorder::prepare(
@@ -417,6 +418,7 @@ unsafe extern "C-unwind" fn barrier_wait(
         MODE_EXCLUSIVE,
         Caller::new(caller, sp),
     ) else {
+        recorder::barrier_passed_through(b as u64);
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { wait(b) };
     };

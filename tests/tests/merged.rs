@@ -454,3 +454,54 @@ fn semaphores_barriers_rwlocks_creations_and_joins_keep_their_order() {
         assert!(writer_seen, "{policy}: main waited to write");
     }
 }
+
+/// tests/c/barrier_passed.c: a barrier arrival the shim could not record
+/// (its thread had already closed) still takes its number, so the later
+/// rounds' departures follow their own rounds' arrivals. Only the round
+/// that holds the unrecorded arrival has its departure released early.
+#[test]
+fn a_barrier_arrival_that_passed_through_does_not_shift_later_rounds() {
+    let dir = fresh_dir("merged-barrier-passed");
+    let bin = build_c("barrier_passed");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "barrier_passed");
+    // The destructor ran in glibc's last round, after the shim's own key.
+    assert_eq!(stdout_str(&out).trim(), "destructor runs 4");
+    for policy in ["minimal", "concurrent", "adjusted"] {
+        let events = merged(&dir, policy);
+        let at_meet: Vec<&Value> = events.iter().filter(|e| e["object"] == "&meet").collect();
+        let seqs = |kind: &str| -> Vec<u64> {
+            let mut seqs: Vec<u64> = at_meet
+                .iter()
+                .filter(|e| e["kind"] == kind)
+                .map(|e| u64_of(e, "object_seq"))
+                .collect();
+            seqs.sort_unstable();
+            seqs
+        };
+        // Main's first arrival shares round 1 with the one that passed
+        // through; rounds 2 and 3 are main's and B's.
+        let arrivals = seqs("arrive");
+        assert_eq!(arrivals.len(), 5, "{policy}: {arrivals:?}");
+        assert!(arrivals[0] <= 2, "{policy}: {arrivals:?}");
+        assert_eq!(arrivals[1..], [3, 4, 5, 6], "{policy}: {arrivals:?}");
+        assert_eq!(seqs("depart"), [2, 4, 4, 6, 6], "{policy}");
+        let mut arrived: Vec<u64> = Vec::new();
+        for e in &at_meet {
+            let seq = u64_of(e, "object_seq");
+            match str_of(e, "kind") {
+                "arrive" => arrived.push(seq),
+                "depart" if seq == 2 => {
+                    assert_eq!(e["released_early"], true, "{policy}: {e}");
+                }
+                "depart" => {
+                    assert_eq!(e["released_early"], false, "{policy}: {e}");
+                    for a in [seq - 1, seq] {
+                        assert!(arrived.contains(&a), "{policy}: {e} before arrival {a}");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

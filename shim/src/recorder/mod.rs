@@ -80,7 +80,7 @@ pub use locks::{
     try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use mapped::map_anonymous;
-pub use objects::barrier_initialized;
+pub use objects::{barrier_initialized, barrier_passed_through};
 pub use prepared::{prepare, Hold, How, Prepared};
 pub use sites::library_unloaded;
 pub use threads::{

@@ -80,6 +80,25 @@ fn hash(addr: u64) -> usize {
     run + ((addr & 0xfff) >> 3) as usize
 }
 
+/// The slot `addr` already has, if any: a lookup that claims nothing.
+fn existing_slot(addr: u64) -> Option<&'static ObjectSlot> {
+    let table = TABLE.load(Ordering::Acquire);
+    if table.is_null() || addr == 0 {
+        return None;
+    }
+    let home = hash(addr);
+    for i in 0..PROBES {
+        // SAFETY: index masked into the table.
+        let slot = unsafe { &*table.add((home + i) & (OBJECT_SLOTS - 1)) };
+        match slot.addr.load(Ordering::Acquire) {
+            cur if cur == addr => return Some(slot),
+            0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Finds or claims the slot for `addr`.
 fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
     let table = TABLE.load(Ordering::Acquire);
@@ -251,6 +270,21 @@ pub fn barrier_initialized(addr: u64, count: u32) {
     if let Some(slot) = slot_for(addr) {
         slot.holder.store(count, Ordering::Relaxed);
         slot.seq.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A wait at the barrier at `addr` passed through unrecorded (the thread
+/// already closed, no lane, a nested call): its arrival still takes its
+/// number, so the rounds of the arrivals that are recorded stay right (the
+/// round it was in has one arrival without an event, and its departures
+/// are released early and marked). One lookup that claims nothing and one
+/// atomic: safe outside the guard, in a signal handler too.
+pub fn barrier_passed_through(addr: u64) {
+    if let Some(slot) = existing_slot(addr) {
+        // Only a live barrier whose count is known numbers its arrivals.
+        if slot.id() != 0 && slot.holder.load(Ordering::Relaxed) != 0 {
+            slot.seq.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
