@@ -65,6 +65,11 @@ impl Follower {
         }
     }
 
+    /// Where reading each lane stopped: the blocks before are read.
+    pub fn positions(&self) -> &LanePositions {
+        &self.positions
+    }
+
     /// Takes from `trace` (read again) what is new since the last read:
     /// each lane from where its reading stopped, so a poll costs what was
     /// added, not the whole trace.
@@ -164,6 +169,7 @@ pub fn follow(
     loop {
         let mut ended = None;
         let mut pids = Vec::new();
+        let mut taken_from = None;
         load::for_each_live(paths, &Selection::default(), &mut live, |path, mapped| {
             let load::Mapped { trace, pages, .. } = mapped;
             pids.push(trace.header.pid);
@@ -172,6 +178,7 @@ pub fn follow(
             }
             follower.take(&trace);
             let header = &trace.header;
+            taken_from = Some((header.pid, header.start_unix_ns, header.start_mono_ns));
             // Gone means no longer running: a trace marked complete may
             // still be written to (exit handlers, other threads, after the
             // `exit` hook marked it).
@@ -190,6 +197,10 @@ pub fn follow(
                 named = Some((p.raw_names, p.start_mono_ns, shape));
             }
         })?;
+        // What was taken is not read again: a poll costs what was added.
+        if let Some(identity) = taken_from {
+            live.forget_read(identity, follower.positions());
+        }
         if followed.is_none() {
             if pids.len() != 1 {
                 return Err(InputError(format!(

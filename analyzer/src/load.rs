@@ -173,6 +173,19 @@ impl Pages {
 pub struct LiveIndexes(std::collections::HashMap<(u64, u64), BlockIndex>);
 
 impl LiveIndexes {
+    /// A reader has read the events of the trace with `identity` (pid,
+    /// start_unix_ns, start_mono_ns) up to `positions`: later reads leave
+    /// out the blocks before them (see [`BlockIndex::forget_read`]).
+    pub fn forget_read(
+        &mut self,
+        identity: (u32, u64, u64),
+        positions: &locksuit_format::events::LanePositions,
+    ) {
+        for index in self.0.values_mut().filter(|i| i.describes(identity)) {
+            index.forget_read(positions);
+        }
+    }
+
     fn of(&mut self, file: &File) -> Option<&mut BlockIndex> {
         use std::os::unix::fs::MetadataExt;
         let meta = file.metadata().ok()?;

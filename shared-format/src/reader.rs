@@ -356,36 +356,33 @@ pub fn read_trace_indexed(
     // Collect lane blocks, then read each lane in block order.
     // Both as (lane, seq, block index); of the event blocks, those an
     // earlier read did not know (the known ones are kept sorted in the index).
-    let mut lane_blocks: Vec<(u32, u32, usize)> = Vec::new();
     let mut fresh_events: Vec<(u32, u32, usize)> = Vec::new();
-    for index in 1..backed {
-        let (kind, lane, seq) = match blocks.known(index) {
-            Some((BLOCK_EVENTS, _, _)) => continue,
-            Some(known) => known,
-            None => {
-                tick();
-                let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
-                // The writer stores `kind` last (release): read it first, then
-                // the lane and sequence it publishes.
-                let kind = u32_at(block, offset_of!(BlockHeader, kind));
-                fence(Ordering::Acquire);
-                let Some(bh) = read_pod::<BlockHeader>(block) else {
-                    continue;
-                };
-                blocks.learn(index, (kind, bh.lane, bh.seq));
-                (kind, bh.lane, bh.seq)
-            }
+    for index in blocks.headers_to_read(backed) {
+        tick();
+        let block = &bytes[index * BLOCK_SIZE..(index + 1) * BLOCK_SIZE];
+        // The writer stores `kind` last (release): read it first, then
+        // the lane and sequence it publishes.
+        let kind = u32_at(block, offset_of!(BlockHeader, kind));
+        fence(Ordering::Acquire);
+        let Some(bh) = read_pod::<BlockHeader>(block) else {
+            blocks.unsettled(index);
+            continue;
         };
         match kind {
-            0 => continue, // reserved, never written (e.g. the disk refused it)
-            BLOCK_LANE => lane_blocks.push((lane, seq, index)),
-            BLOCK_EVENTS => fresh_events.push((lane, seq, index)),
-            other => trace.warnings.push(format!(
-                "block {index}: unknown block kind {other}, skipped"
-            )),
+            BLOCK_LANE => blocks.record_block((bh.lane, bh.seq, index)),
+            BLOCK_EVENTS => fresh_events.push((bh.lane, bh.seq, index)),
+            // Reserved, never written yet (or the disk refused it): looked
+            // at again next time.
+            0 => blocks.unsettled(index),
+            other => {
+                blocks.unsettled(index);
+                trace.warnings.push(format!(
+                    "block {index}: unknown block kind {other}, skipped"
+                ));
+            }
         }
     }
-    lane_blocks.sort_unstable();
+    let lane_blocks = blocks.record_blocks();
     let mut current_lane = None;
     let mut current_thread: Option<usize> = None;
     for &(lane, _seq, index) in &lane_blocks {
@@ -401,24 +398,27 @@ pub fn read_trace_indexed(
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
     // wrap only the most recent remain). Only where they are is kept here.
-    let event_blocks = blocks.sorted_events(fresh_events, backed);
+    let event_blocks = blocks.sorted_events(fresh_events);
     let mut lanes: Vec<Vec<(usize, usize)>> = Vec::new();
     let mut lane_ids: Vec<u32> = Vec::new();
     let mut last_lane = None;
-    for (at, &(lane, _seq, index)) in event_blocks.iter().enumerate() {
-        let used = match blocks.finished_used(index) {
-            Some(used) => used,
-            None => {
-                tick();
-                let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
-                    continue;
-                };
-                // Not its lane's last block: full for good.
-                if event_blocks.get(at + 1).is_some_and(|next| next.0 == lane) {
-                    blocks.learn_finished(index, payload.len());
-                }
-                payload.len()
+    let mut finished = Vec::new();
+    for (at, &((lane, _seq, index), used)) in event_blocks.iter().enumerate() {
+        let used = if used != u32::MAX {
+            used as usize
+        } else {
+            tick();
+            let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
+                continue;
+            };
+            // Not its lane's last block: full for good.
+            if event_blocks
+                .get(at + 1)
+                .is_some_and(|next| next.0 .0 == lane)
+            {
+                finished.push((at, payload.len()));
             }
+            payload.len()
         };
         if last_lane != Some(lane) {
             last_lane = Some(lane);
@@ -430,6 +430,10 @@ pub fn read_trace_indexed(
             blocks.push((start, start + used));
         }
     }
+    for (at, used) in finished {
+        blocks.learn_finished(at, used);
+    }
+    blocks.end_read();
     trace.events = Events::new(source.clone(), lanes, lane_ids);
     Ok(trace)
 }

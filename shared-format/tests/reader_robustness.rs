@@ -423,3 +423,146 @@ fn a_trace_read_again_rereads_only_what_may_have_changed() {
     assert_eq!(event_times(&read_indexed(&flight, &mut index)), [400]);
     assert_eq!(index.remembered(), 0);
 }
+
+/// A follower says how far it has read each lane; the blocks before that
+/// are left out of later reads (their headers are not looked at again),
+/// so a read of a long trace costs what was added since, and the index
+/// holds the record blocks and what is not read yet.
+#[test]
+fn blocks_a_follower_has_read_are_not_read_again() {
+    let mut b = live_trace();
+    let mut index = BlockIndex::default();
+    let first = read_indexed(&b, &mut index);
+    let mut positions = locksuit_format::events::LanePositions::new();
+    let mut seen = Vec::new();
+    first
+        .events
+        .for_each_merged_after(&mut positions, |e| seen.push(e.time));
+    assert_eq!(seen, [100, 200, 300, 400]);
+    assert_eq!(
+        positions.get(&0).map(|p| p.0),
+        Some(4 * BLOCK_SIZE + BLOCK_HEADER_SIZE),
+        "stopped in the lane's last block"
+    );
+    index.forget_read(&positions);
+    assert_eq!(
+        index.remembered(),
+        3,
+        "the two record blocks and the lane's last event block"
+    );
+
+    // The finished event block damaged whole: a read that looked at it
+    // would warn about its kind.
+    b[3 * BLOCK_SIZE..4 * BLOCK_SIZE].fill(0xff);
+    // The program goes on: one more event in block 4, and a block 5.
+    let size = std::mem::size_of::<EventRecord>();
+    let at = 4 * BLOCK_SIZE + BLOCK_HEADER_SIZE + size;
+    b[at..at + size].copy_from_slice(&bytes_of(&release_event(500)));
+    let used_at = 4 * BLOCK_SIZE + core::mem::offset_of!(BlockHeader, used);
+    b[used_at..used_at + 4].copy_from_slice(&(2 * size as u32).to_le_bytes());
+    b.resize(6 * BLOCK_SIZE, 0);
+    set_header(&mut b, |h| {
+        h.blocks_reserved = 6;
+        h.blocks_backed = 6;
+    });
+    put_block_of(&mut b, BLOCK_EVENTS, 5, 2, &[bytes_of(&release_event(600))]);
+
+    let again = read_indexed(&b, &mut index);
+    assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    assert_eq!(
+        event_times(&again),
+        [400, 500, 600],
+        "the blocks not read yet"
+    );
+    let mut fresh = Vec::new();
+    again
+        .events
+        .for_each_merged_after(&mut positions, |e| fresh.push(e.time));
+    assert_eq!(fresh, [500, 600], "from where the follower stopped");
+    index.forget_read(&positions);
+    assert_eq!(
+        index.remembered(),
+        3,
+        "block 4 is read now: block 5 is kept"
+    );
+
+    // A fresh read still has every block (and sees the damage).
+    let whole = read_indexed(&b, &mut BlockIndex::default());
+    assert!(
+        whole
+            .warnings
+            .iter()
+            .any(|w| w.contains("unknown block kind")),
+        "{:?}",
+        whole.warnings
+    );
+}
+
+/// What reading a long live trace again costs, by how the follower reads:
+/// `cargo test --release -p locksuit-format --test reader_robustness
+/// read_again_speed -- --ignored --nocapture` (figures in
+/// docs/merged-stream.md).
+#[test]
+#[ignore]
+fn read_again_speed() {
+    const BLOCKS: usize = 20_000;
+    let mut b = live_trace();
+    b.resize((BLOCKS + 5) * BLOCK_SIZE, 0);
+    set_header(&mut b, |h| {
+        h.blocks_reserved = (BLOCKS + 5) as u32;
+        h.blocks_backed = (BLOCKS + 5) as u32;
+        h.max_blocks = (BLOCKS + 100) as u32;
+    });
+    for i in 0..BLOCKS {
+        let event = release_event(500 + i as u64);
+        put_block_of(
+            &mut b,
+            BLOCK_EVENTS,
+            5 + i,
+            2 + i as u32,
+            &[bytes_of(&event)],
+        );
+    }
+    let source: TraceBytes = std::sync::Arc::new(b);
+    let read = |index: &mut BlockIndex| {
+        read_trace_indexed(
+            std::path::Path::new("live.trace"),
+            source.clone(),
+            &mut || {},
+            index,
+        )
+        .unwrap()
+    };
+    for forget in [false, true] {
+        let mut index = BlockIndex::default();
+        let mut positions = locksuit_format::events::LanePositions::new();
+        let first = read(&mut index);
+        first.events.for_each_merged_after(&mut positions, |_| {});
+        if forget {
+            index.forget_read(&positions);
+        }
+        let runs = 200;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            let again = read(&mut index);
+            let mut n = 0;
+            again
+                .events
+                .for_each_merged_after(&mut positions, |_| n += 1);
+            assert_eq!(n, 0);
+            if forget {
+                index.forget_read(&positions);
+            }
+        }
+        eprintln!(
+            "{} event blocks, read again {}: {:.1} µs a read",
+            BLOCKS + 2,
+            if forget {
+                "forgetting what was read"
+            } else {
+                "keeping every block"
+            },
+            start.elapsed().as_secs_f64() * 1e6 / runs as f64
+        );
+    }
+}
