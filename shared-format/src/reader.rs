@@ -353,9 +353,10 @@ pub fn read_trace_indexed(
         reusable,
     );
 
-    // Collect lane blocks, then read each lane in block order.
-    // Both as (lane, seq, block index); of the event blocks, those an
-    // earlier read did not know (the known ones are kept sorted in the index).
+    // Look at the headers this read has not seen (see block_index.rs): the
+    // record blocks join those the index keeps, read again every time; the
+    // event blocks found now, as (lane, seq, block index), are merged into
+    // the ones it knows.
     let mut fresh_events: Vec<(u32, u32, usize)> = Vec::new();
     for index in blocks.headers_to_read(backed) {
         tick();
