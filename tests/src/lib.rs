@@ -23,6 +23,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub use serde_json::Value;
 
+pub mod instrumented;
+pub use instrumented::*;
+
 /// How long any single child process may run before the harness kills it.
 pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -10,84 +10,17 @@
 
 use locksuit_tests::*;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command;
 
 /// Every access the critical sections make: 4 threads × 2000 rounds × a
 /// load and a store, at each of the two lines.
 const ACCESSES_PER_LINE: u64 = 4 * 2000 * 2;
 
-/// tests/c/NAME.c built with `locksuit cc`, or None when no clang is there
-/// (the test then says so and passes: `.ci/run` installs clang-19).
-fn instrumented(name: &str) -> Option<PathBuf> {
-    instrumented_with("cc", &format!("{name}.c"))
-}
-
-/// Whether clang is there; if not, says that the test is skipped.
-fn has_clang() -> bool {
-    let has = ["clang-19", "clang"].iter().any(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if !has {
-        eprintln!(
-            "clang is not installed: the data-level tests are skipped (.ci/run installs clang-19)"
-        );
-    }
-    has
-}
-
-/// tests/c/SOURCE built with `locksuit DRIVER` (`cc` or `c++`), once per
-/// test run: tests running at once share the build (one writing the file
-/// while another runs it would fail).
-fn instrumented_with(driver: &str, source: &str) -> Option<PathBuf> {
-    static BUILT: std::sync::Mutex<Vec<(String, Option<PathBuf>)>> =
-        std::sync::Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let key = format!("{driver} {source}");
-    if let Some((_, out)) = built.iter().find(|(k, _)| *k == key) {
-        return out.clone();
-    }
-    let out = build_instrumented(driver, source);
-    built.push((key, out.clone()));
-    out
-}
-
-fn build_instrumented(driver: &str, source: &str) -> Option<PathBuf> {
-    if !has_clang() {
-        return None;
-    }
-    let name = source.rsplit_once('.').map_or(source, |(n, _)| n);
-    let out = workspace_root().join(format!("target/c-tests/{name}.cov"));
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let src = c_dir().join(source);
-    let built = run_locksuit(&[
-        driver,
-        "-g",
-        "-O0",
-        "-pthread",
-        "-o",
-        out.to_str().unwrap(),
-        src.to_str().unwrap(),
-    ]);
-    assert_eq!(built.status.code(), Some(0), "{}", describe(&built));
-    Some(out)
-}
-
 /// The text report of the traces in `dir`, its words joined by single
 /// spaces (so a phrase is found however the report wrapped it).
 fn report_words(dir: &std::path::Path) -> String {
     let text = stdout_str(&run_locksuit(&["report", dir.to_str().unwrap()]));
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn site<'a>(p: &'a Value, function: &str) -> &'a Value {
-    arr(p, "sites")
-        .iter()
-        .find(|s| str_of(s, "id").starts_with(&format!("{function}@")))
-        .unwrap_or_else(|| panic!("no site in {function}: {}", p["sites"]))
 }
 
 #[test]
@@ -106,12 +39,12 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
     let p = only_process(&report);
     assert_eq!(u64_of(&p["data_level"], "accesses"), 2 * ACCESSES_PER_LINE);
     assert_eq!(u64_of(&p["data_level"], "dropped"), 0);
-    let shared = site(p, "bump_shared");
+    let shared = site_in(p, "bump_shared");
     assert_eq!(str_of(shared, "basis"), "data");
     assert_eq!(u64_of(shared, "suitable_accesses"), ACCESSES_PER_LINE);
     assert_eq!(u64_of(shared, "unsuitable_accesses"), 0);
     assert_eq!(str_of(shared, "status"), "definitely-suitable");
-    let own = site(p, "bump_own");
+    let own = site_in(p, "bump_own");
     assert_eq!(str_of(own, "basis"), "data");
     assert_eq!(u64_of(own, "suitable_accesses"), 0);
     assert_eq!(u64_of(own, "unsuitable_accesses"), ACCESSES_PER_LINE);
@@ -156,7 +89,7 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
     let strict = report_json(&[&dir], Some(0.0));
     assert_eq!(
         u64_of(
-            site(only_process(&strict), "bump_own"),
+            site_in(only_process(&strict), "bump_own"),
             "unsuitable_engagements"
         ),
         0
@@ -278,7 +211,7 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
     assert_eq!(stdout_str(&out), "reused yes\ncounter 200\n");
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
-    let fill = site(p, "fill");
+    let fill = site_in(p, "fill");
     // Six stores a fill: a hundred rounds by two threads, then a hundred
     // blocks at one address: every store to a block only its thread had,
     // and none dropped (freed blocks give their table slots back).
@@ -289,7 +222,7 @@ fn a_freed_block_reused_by_another_thread_is_not_shared_data() {
         "{fill}"
     );
     assert_eq!(u64_of(&p["data_level"], "dropped"), 0);
-    let bump = site(p, "bump");
+    let bump = site_in(p, "bump");
     assert_eq!(u64_of(bump, "unsuitable_accesses"), 0, "{bump}");
     let finding = arr(p, "findings")
         .iter()
@@ -349,10 +282,10 @@ fn a_killed_process_keeps_its_data_level_records() {
     let p = only_process(&report);
     assert_eq!(p["data_level"]["complete"], false, "{}", p["data_level"]);
     assert_eq!(u64_of(&p["data_level"], "accesses"), 2 * ACCESSES_PER_LINE);
-    let shared = site(p, "bump_shared");
+    let shared = site_in(p, "bump_shared");
     assert_eq!(str_of(shared, "basis"), "data");
     assert_eq!(u64_of(shared, "suitable_accesses"), ACCESSES_PER_LINE);
-    let own = site(p, "bump_own");
+    let own = site_in(p, "bump_own");
     assert_eq!(u64_of(own, "unsuitable_accesses"), ACCESSES_PER_LINE);
     assert!(arr(p, "findings")
         .iter()

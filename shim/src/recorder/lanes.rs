@@ -150,7 +150,7 @@ pub struct Tally {
     pub unsuitable: u32,
     /// `LOCKSUIT_DATA_SAMPLE`: its accesses the sampler let through.
     pub sampled: u32,
-    /// Another thread waited for the lock meanwhile.
+    /// Another thread began waiting for the lock meanwhile.
     pub waited_for: bool,
 }
 

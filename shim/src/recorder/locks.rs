@@ -280,6 +280,14 @@ fn record_released(g: &InHook, addr: u64, extra: u32) {
     if entry.counter.is_null() {
         return;
     }
+    if made_wait {
+        // Another thread began waiting for the lock during this engagement:
+        // a task switch it caused (one already waiting when it began was
+        // switched out by an earlier one).
+        if let Some(lane) = current_lane(g) {
+            super::ratios::made_others_wait(lane, entry.counter);
+        }
+    }
     // SAFETY: counters stay mapped; this thread is their only writer.
     let counter = unsafe { &mut *entry.counter };
     // A task switch, at most one per engagement: it waited itself, a

@@ -4,9 +4,11 @@
 //! totals. An access is suitable when the granule it touched had already
 //! been touched under a lock by another thread.
 //!
-//! Nothing is added to the lock hooks: a thread counts each held
-//! engagement's accesses in its lane (a `Tally` per depth of its held
-//! stack) from the access callbacks, and when an access belongs to another
+//! Nothing is added to the lock hooks' common path: a thread counts each
+//! held engagement's accesses in its lane (a `Tally` per depth of its held
+//! stack) from the access callbacks, the release's slow path marks an
+//! engagement during which another thread began waiting for its lock, and
+//! when an access belongs to another
 //! engagement at that depth (the counter record of its site, or that
 //! counter's engagements, changed) the finished one is added to its site's
 //! `SiteRatiosRecord` in the trace, which every thread updates in place. A
@@ -70,23 +72,31 @@ pub fn tally_at(
 }
 
 /// One more access in the engagement of `counter` (this thread's counter
-/// record of `site`), `depth` deep in the held stack: `suitable` or not,
-/// and whether another thread is waiting for the lock now.
+/// record of `site`), `depth` deep in the held stack: `suitable` or not.
 #[inline(always)]
-pub fn count(
-    lane: &mut Lane,
-    depth: usize,
-    engaged: (*mut CounterRecord, u32),
-    suitable: bool,
-    waited_for: bool,
-) {
+pub fn count(lane: &mut Lane, depth: usize, engaged: (*mut CounterRecord, u32), suitable: bool) {
     let tally = tally_at(lane, depth, engaged);
     if suitable {
         tally.suitable += 1;
     } else {
         tally.unsuitable += 1;
     }
-    tally.waited_for |= waited_for;
+}
+
+/// Another thread began waiting for the lock during the engagement of
+/// `counter` being released (a task switch it caused): if it made
+/// accesses, its tally goes to the waited-for side of its site's ratios.
+/// Called from the release's slow path, which is where such a wait is
+/// seen for certain (the common release is taken only when none began).
+#[cold]
+pub fn made_others_wait(lane: &mut Lane, counter: *mut CounterRecord) {
+    // SAFETY: this thread's own counter record, in the live mapping.
+    let engagement = unsafe { (*counter).engagements };
+    for tally in &mut lane.tallies {
+        if tally.counter == counter as usize && tally.engagement == engagement {
+            tally.waited_for = true;
+        }
+    }
 }
 
 /// Adds the thread's engagements, those that made accesses, to their

@@ -571,10 +571,7 @@ pub fn touched(lane: &mut Lane, (held, depth): (&HeldEntry, usize), address: u64
     if site == 0 {
         return; // an unknown line: 0 marks an empty place below
     }
-    // SAFETY: the held lock's slot in the object table, which lives as
-    // long as the process.
-    let waited_for = !held.slot.is_null() && unsafe { (*held.slot).waiting() } > 0;
-    super::ratios::count(lane, depth, (held.counter, site), suitable, waited_for);
+    super::ratios::count(lane, depth, (held.counter, site), suitable);
     for (i, s) in slot.sites.iter().enumerate() {
         let mut cur = s.load(Ordering::Relaxed);
         if cur == 0 {
