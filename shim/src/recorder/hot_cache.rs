@@ -55,7 +55,7 @@ pub struct HotTarget {
 
 #[inline(always)]
 fn home(addr: u64, ret: u64) -> usize {
-    ((addr ^ ret).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
+    ((addr ^ ret.rotate_left(17)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
 }
 
 impl HotEntry {
@@ -181,6 +181,31 @@ mod tests {
             epoch: super::super::caller::epoch(),
             offsets: [8, 24, 0, 0],
             above: [stack[1], stack[3], 0, 0],
+        }
+    }
+
+    /// An array of mutexes (40 bytes apart) taken at one line is the most
+    /// common shape of fine-grained locking: 64 of them find nearly 64
+    /// places, whatever the array's address and the line's. (Without the
+    /// rotation of the return address, 35 to 62.)
+    #[test]
+    fn an_array_of_mutexes_taken_at_one_line_spreads_over_the_cache() {
+        let mut state = 1u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        for _ in 0..16 {
+            let base = 0x5555_5555_0000 + next() % (1 << 20) * 8;
+            let ret = 0x5555_5554_0000 + next() % (1 << 16);
+            let mut places = [false; HOT_SLOTS];
+            for i in 0..64 {
+                places[home(base + 40 * i, ret)] = true;
+            }
+            let found = places.iter().filter(|&&p| p).count();
+            assert!(found >= 56, "{found} places for 64 mutexes at {base:#x}");
         }
     }
 
