@@ -80,27 +80,10 @@ fn hash(addr: u64) -> usize {
     run + ((addr & 0xfff) >> 3) as usize
 }
 
-/// The slot `addr` already has, if any: a lookup that claims nothing.
-fn existing_slot(addr: u64) -> Option<&'static ObjectSlot> {
-    let table = TABLE.load(Ordering::Acquire);
-    if table.is_null() || addr == 0 {
-        return None;
-    }
-    let home = hash(addr);
-    for i in 0..PROBES {
-        // SAFETY: index masked into the table.
-        let slot = unsafe { &*table.add((home + i) & (OBJECT_SLOTS - 1)) };
-        match slot.addr.load(Ordering::Acquire) {
-            cur if cur == addr => return Some(slot),
-            0 => return None,
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Finds or claims the slot for `addr`.
-fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
+/// Finds the slot for `addr`, or claims one (not when it is only looked
+/// up: `claim` false).
+#[inline]
+fn slot_for(addr: u64, claim: bool) -> Option<&'static ObjectSlot> {
     let table = TABLE.load(Ordering::Acquire);
     if table.is_null() || addr == 0 {
         return None;
@@ -114,6 +97,9 @@ fn slot_for(addr: u64) -> Option<&'static ObjectSlot> {
             return Some(slot);
         }
         if cur == 0 {
+            if !claim {
+                return None;
+            }
             match slot
                 .addr
                 .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Acquire)
@@ -215,7 +201,7 @@ pub struct Found {
 /// The object at `addr` as used now; makes an identity on first use.
 #[inline]
 pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
-    let slot = slot_for(addr)?;
+    let slot = slot_for(addr, true)?;
     let current = slot.ident.load(Ordering::Acquire);
     if current as u32 != 0 && current == ident(kind, current as u32) {
         return Some(Found {
@@ -250,7 +236,7 @@ pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
 
 /// `*_init` at `addr`: always a new identity.
 pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
-    let slot = slot_for(addr)?;
+    let slot = slot_for(addr, true)?;
     let new = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     slot.holder.store(0, Ordering::Relaxed);
     slot.waiters.store(0, Ordering::Relaxed);
@@ -267,7 +253,7 @@ pub fn for_init(addr: u64, kind: u32) -> Option<Found> {
 /// count (in `holder`, unused for barriers) and counts arrivals from 0 (in
 /// `seq`), so each arrival knows its round.
 pub fn barrier_initialized(addr: u64, count: u32) {
-    if let Some(slot) = slot_for(addr) {
+    if let Some(slot) = slot_for(addr, true) {
         slot.holder.store(count, Ordering::Relaxed);
         slot.seq.store(0, Ordering::Relaxed);
     }
@@ -280,7 +266,7 @@ pub fn barrier_initialized(addr: u64, count: u32) {
 /// are released early and marked). One lookup that claims nothing and one
 /// atomic: safe outside the guard, in a signal handler too.
 pub fn barrier_passed_through(addr: u64) {
-    if let Some(slot) = existing_slot(addr) {
+    if let Some(slot) = slot_for(addr, false) {
         // Only a live barrier whose count is known numbers its arrivals.
         if slot.id() != 0 && slot.holder.load(Ordering::Relaxed) != 0 {
             slot.seq.fetch_add(1, Ordering::Relaxed);
@@ -290,7 +276,7 @@ pub fn barrier_passed_through(addr: u64) {
 
 /// `*_destroy` at `addr`: ends the identity; returns the id it had.
 pub fn destroy(addr: u64) -> Option<u32> {
-    let slot = slot_for(addr)?;
+    let slot = slot_for(addr, true)?;
     let old = slot.ident.swap(0, Ordering::AcqRel) as u32;
     // The next identity at this address (first use, no init) starts unheld.
     slot.holder.store(0, Ordering::Relaxed);
