@@ -2,8 +2,8 @@
 //!
 //! Timing every recorder call would double the cost it measures, so each
 //! thread counts its calls (`prepare`, `acquired`, `released`) and times one
-//! in [`SAMPLE_EVERY`], the 16th first so that short-lived threads get a
-//! sample too. The shim's time so far is then estimated as calls × the
+//! or two in [`SAMPLE_EVERY`] (the 16th and 17th, early so that short-lived
+//! threads get a sample too). The shim's time so far is then estimated as calls × the
 //! sampled mean, plus the slow paths, which are always timed. Only calls
 //! that stayed on the fast path are sampled; a sample excludes the clock
 //! read that ends it. The untimed acquisition (a few stores) is counted
@@ -14,10 +14,10 @@ use super::clock::now_ns;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// One call in this many is timed (a power of two).
+/// One or two calls in this many are timed (a power of two).
 pub const SAMPLE_EVERY: u64 = 1024;
-/// Which call of each period is timed: early, so a thread with only a few
-/// dozen lock operations is sampled too.
+/// Where in each period the timed calls are: early, so a thread with only a
+/// few dozen lock operations is sampled too (even: it and the next).
 const SAMPLED_PHASE: u64 = 16;
 
 /// A fast-path call never takes this long unless the thread was preempted.
@@ -87,11 +87,16 @@ impl CallCost {
         }
     }
 
-    /// Whether the next call is the one to time (then it goes the way
-    /// that times it, [`begin`](Self::begin)).
+    /// Whether the next call is one to time (then it goes the way that
+    /// times it, [`begin`](Self::begin)): the 16th or the 17th of each
+    /// [`SAMPLE_EVERY`]. Two places, because an untimed acquisition only
+    /// counts itself, and a thread whose loop makes a power-of-two number
+    /// of calls would otherwise find one there every time, and never be
+    /// sampled; two acquisitions never follow each other (a prepare comes
+    /// before each), so one of the two places is always timed.
     #[inline(always)]
     pub fn next_is_timed(&self) -> bool {
-        (self.calls.get() + 1) & (SAMPLE_EVERY - 1) == SAMPLED_PHASE
+        (self.calls.get() + 1) & (SAMPLE_EVERY - 2) == SAMPLED_PHASE
     }
 
     /// Counts a call that is not timed.
@@ -111,7 +116,7 @@ impl CallCost {
     #[cold]
     fn record(&self, started: u64) {
         let elapsed = now_ns().saturating_sub(started);
-        // One fast-path call in 1024 passes here: a reader's request to
+        // One or two fast-path calls in 1024 pass here: a reader's request to
         // switch the recording mode is seen within that many.
         super::control::poll();
         if elapsed > OUTLIER_NS {
@@ -155,4 +160,47 @@ fn read_cost_ns() -> u64 {
     }
     cost.store(least, Ordering::Relaxed);
     least
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many of `periods` × [`SAMPLE_EVERY`] calls are chosen for
+    /// timing when a thread's loop makes the calls `pattern` says (true:
+    /// a prepare or release, which may be timed; false: an untimed
+    /// acquisition, which only counts itself).
+    fn chosen(pattern: &[bool], periods: u64) -> u64 {
+        let cost = CallCost::new();
+        let mut chosen = 0;
+        for &may_time in pattern
+            .iter()
+            .cycle()
+            .take((periods * SAMPLE_EVERY) as usize)
+        {
+            if may_time && cost.next_is_timed() {
+                chosen += 1;
+            }
+            cost.count();
+        }
+        chosen
+    }
+
+    #[test]
+    fn a_thread_is_sampled_whatever_its_loop() {
+        // Semaphore waits only (a prepare and an acquisition), a mutex pair
+        // (prepare, acquisition, release), and two pairs and a wait.
+        let patterns: [&[bool]; 3] = [
+            &[true, false],
+            &[true, false, true],
+            &[true, false, true, true, false, true, true, false],
+        ];
+        for pattern in patterns {
+            let n = chosen(pattern, 8);
+            assert!(
+                (8..=16).contains(&n),
+                "{n} timed in 8 periods of {pattern:?}"
+            );
+        }
+    }
 }
