@@ -131,3 +131,33 @@ fn every_hold_timed_when_asked() {
         rounds * 10 * MS
     );
 }
+
+/// tests/c/stale_wait_mark.c: one wait, then 100,000 holds nobody waited
+/// for, enough for the lock's release sequence to come round three times
+/// to the low 15 bits at which the wait began: only the hold the wait
+/// began in made a task switch.
+#[test]
+fn a_wait_is_a_task_switch_of_the_hold_it_began_in_only() {
+    let bin = build_c("stale_wait_mark");
+    for attempt in 0..3 {
+        let dir = fresh_dir(&format!("stale-wait-mark-{attempt}"));
+        let out = run_under_shim(&bin, &["100000"], &dir);
+        assert_success(&out, "stale_wait_mark");
+        let stdout = stdout_str(&out);
+        let waited_ms: u64 = stdout_value(&stdout, "waiter_waited_ms").parse().unwrap();
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        let alone = site_in(p, "hold_alone");
+        assert_eq!(u64_of(alone, "engagements"), 100_000, "{alone}");
+        assert_eq!(u64_of(alone, "task_switches"), 0, "{alone}");
+        if waited_ms < 10 {
+            // The waiter had not begun to wait in 50 ms (a busy machine):
+            // nothing was tested.
+            continue;
+        }
+        let first = site_in(p, "hold_while_it_waits");
+        assert_eq!(u64_of(first, "task_switches"), 1, "{first}");
+        return;
+    }
+    panic!("the waiter did not wait in any of three runs");
+}

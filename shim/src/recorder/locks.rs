@@ -265,14 +265,14 @@ fn record_released(g: &InHook, addr: u64, extra: u32) {
         if entry.flags & HELD_SHARED != 0 {
             // Readers release concurrently: an atomic bump, holder untouched.
             let seq = slot.seq.fetch_add(1, Ordering::Relaxed);
-            made_wait = slot.waited_during(seq);
+            made_wait = slot.take_wait_mark(seq);
             seq_after = seq.wrapping_add(1);
         } else {
             slot.holder.store(0, Ordering::Relaxed);
             // Only the exclusive holder bumps the sequence, so a plain
             // load/store suffices (no locked read-modify-write on the hot path).
             let seq = slot.seq.load(Ordering::Relaxed);
-            made_wait = slot.waited_during(seq);
+            made_wait = slot.take_wait_mark(seq);
             seq_after = seq.wrapping_add(1);
             slot.seq.store(seq_after, Ordering::Relaxed);
         }

@@ -177,10 +177,18 @@ impl ObjectSlot {
         w == 0 || (w & WAITER_COUNT == 0 && w >> 16 != wait_mark(seq))
     }
 
-    /// Whether a wait began during the hold at sequence `seq`.
+    /// Whether a wait began during the hold at sequence `seq`, taking the
+    /// mark that says so (the waiters' count stays): left in place, it
+    /// would be taken again by the release 32,768 holds later, whose
+    /// sequence has the same low 15 bits, as a wait that hold caused.
     #[inline]
-    pub fn waited_during(&self, seq: u32) -> bool {
-        self.waiters.load(Ordering::Relaxed) >> 16 == wait_mark(seq)
+    pub fn take_wait_mark(&self, seq: u32) -> bool {
+        let mark = wait_mark(seq);
+        self.waiters
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                (w >> 16 == mark).then_some(w & WAITER_COUNT)
+            })
+            .is_ok()
     }
 }
 
