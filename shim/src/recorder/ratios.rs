@@ -88,6 +88,9 @@ pub fn count(lane: &mut Lane, depth: usize, engaged: (*mut CounterRecord, u32), 
 /// accesses, its tally goes to the waited-for side of its site's ratios.
 /// Called from the release's slow path, which is where such a wait is
 /// seen for certain (the common release is taken only when none began).
+/// An engagement whose tally was added before its release is not marked:
+/// one held under more than [`TALLY_DEPTH`] others, or a recursive lock
+/// taken again at the same line inside it.
 #[cold]
 pub fn made_others_wait(lane: &mut Lane, counter: *mut CounterRecord) {
     // SAFETY: this thread's own counter record, in the live mapping.
