@@ -6,11 +6,15 @@
  * table happens under its stripe's lock. Prints nanoseconds per operation
  * and a checksum (so the work cannot be optimised away).
  *
- *   hashtable [THREADS] [OPS] */
+ *   hashtable [THREADS] [OPS] [padded]   with "padded", each stripe's mutex
+ *                                        sits in a 48-byte struct with a
+ *                                        word beside it, as in an array of
+ *                                        buckets (40 bytes apart otherwise) */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define BUCKETS 4096
@@ -25,6 +29,11 @@ struct node {
 
 static struct node *bucket[BUCKETS];
 static pthread_mutex_t stripe[STRIPES];
+static struct {
+    pthread_mutex_t lock;
+    uint64_t word;
+} padded_stripe[STRIPES];
+static int padded;
 static long ops;
 
 static uint64_t next_random(uint64_t *state) {
@@ -34,7 +43,9 @@ static uint64_t next_random(uint64_t *state) {
     return *state;
 }
 
-static pthread_mutex_t *lock_of(unsigned b) { return &stripe[b % STRIPES]; }
+static pthread_mutex_t *lock_of(unsigned b) {
+    return padded ? &padded_stripe[b % STRIPES].lock : &stripe[b % STRIPES];
+}
 
 static void *work(void *arg) {
     uint64_t rng = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1);
@@ -76,12 +87,13 @@ static void *work(void *arg) {
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     ops = argc > 2 ? atol(argv[2]) : 1000000;
-    if (threads < 1 || threads > 64 || ops < 1) {
-        fprintf(stderr, "usage: hashtable [THREADS 1-64] [OPS]\n");
+    padded = argc > 3 && strcmp(argv[3], "padded") == 0;
+    if (threads < 1 || threads > 64 || ops < 1 || (argc > 3 && !padded)) {
+        fprintf(stderr, "usage: hashtable [THREADS 1-64] [OPS] [padded]\n");
         return 2;
     }
     for (int i = 0; i < STRIPES; i++)
-        pthread_mutex_init(&stripe[i], NULL);
+        pthread_mutex_init(lock_of(i), NULL);
     pthread_t t[64];
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # CI regression guard for the hot path: counts instructions under callgrind
 # (deterministic, unlike wall-clock time on a shared VM), with and without
-# the shim, for three workloads:
+# the shim, for four workloads:
 #   pair   one more uncontended pthread_mutex_lock + unlock pair;
 #   sem    one more sem_trywait + sem_post pair;
 #   cells  one more lock + unlock of a cell in bench/cells.c (65,536 locks,
 #          one thread: every operation misses the per-thread caches);
+#   stripes one more operation of bench/hashtable.c with its 64 stripe
+#          mutexes 48 bytes apart, one thread (they must all fit the
+#          per-thread hot cache: a hash that crowds an array of locks into
+#          a few of its places shows here);
 # and fails if a ratio shim/plain is more than 1.15 times its committed
 # figure in bench/guard-baseline. Ratios, not absolute counts, so another
 # libc or CPU moves both sides together. A deliberate change updates the
@@ -30,6 +34,7 @@ out=$root/target/bench
 mkdir -p "$out"
 ${CC:-cc} -O2 -pthread -o "$out/uncontended" "$root/bench/uncontended.c"
 ${CC:-cc} -O2 -pthread -o "$out/cells" "$root/bench/cells.c"
+${CC:-cc} -O2 -pthread -o "$out/hashtable" "$root/bench/hashtable.c"
 work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-guard.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -50,6 +55,12 @@ cells() { # PRELOAD: per lock+unlock, 2 x 65,536 of them per sweep
   b=$(instructions "$1" "$out/cells" 1 4)
   echo $(((b - a) / (2 * 2 * 65536)))
 }
+stripes() { # PRELOAD: per operation of one thread on the padded stripes
+  local a b
+  a=$(instructions "$1" "$out/hashtable" 1 100000 padded)
+  b=$(instructions "$1" "$out/hashtable" 1 200000 padded)
+  echo $(((b - a) / 100000))
+}
 ratio() { awk -v p="$1" -v s="$2" 'BEGIN { printf "%.2f", s / p }'; }
 
 plain=$(pair "")
@@ -67,6 +78,9 @@ echo "semaphore pair: $sem_plain instructions plain, $sem_shimmed with the shim 
 cells_plain=$(cells "")
 cells_shimmed=$(cells "$shim")
 echo "cells lock+unlock: $cells_plain instructions plain, $cells_shimmed with the shim (ratio $(ratio "$cells_plain" "$cells_shimmed"))"
+stripes_plain=$(stripes "")
+stripes_shimmed=$(stripes "$shim")
+echo "hash table operation, 48-byte stripes: $stripes_plain instructions plain, $stripes_shimmed with the shim (ratio $(ratio "$stripes_plain" "$stripes_shimmed"))"
 [ "${1:-}" = --print ] && exit 0
 
 failed=0
@@ -85,4 +99,5 @@ check() { # NAME PLAIN SHIMMED BASELINE-KEY
 check "uncontended pair" "$plain" "$shimmed" ratio
 check "semaphore pair" "$sem_plain" "$sem_shimmed" sem_ratio
 check "cells lock+unlock" "$cells_plain" "$cells_shimmed" cells_ratio
+check "hash table operation" "$stripes_plain" "$stripes_shimmed" stripes_ratio
 exit $failed
