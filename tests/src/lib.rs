@@ -994,19 +994,27 @@ pub struct Recorded {
     pub plain: Output,
     pub shim: Output,
     pub report: Value,
+    /// Where the shim's run left its trace.
+    pub dir: PathBuf,
 }
 
 /// Runs `bin` (no arguments) plainly and under the shim (which must
 /// succeed) and reports on its one trace.
 pub fn record_plain_and_shim(bin: &Path, tag: &str) -> Recorded {
+    record_plain_and_shim_env(bin, tag, &[])
+}
+
+/// [`record_plain_and_shim`] with `env` set for the shim's run.
+pub fn record_plain_and_shim_env(bin: &Path, tag: &str, env: &[(&str, &str)]) -> Recorded {
     let plain = run_plain(bin, &[] as &[&str]);
     let dir = fresh_dir(tag);
-    let shim = run_under_shim(bin, &[] as &[&str], &dir);
+    let shim = run_under_shim_env(bin, &[] as &[&str], &dir, env);
     assert_success(&shim, &format!("{tag} under the shim"));
     let report = report_json(&[&only_trace(&dir)], None);
     Recorded {
         plain,
         shim,
         report,
+        dir,
     }
 }

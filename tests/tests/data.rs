@@ -28,15 +28,13 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
     let Some(bin) = instrumented("data_locks") else {
         return;
     };
-    let plain = run_plain(&bin, &[] as &[&str]);
-    assert_success(&plain, "data_locks without the shim");
-    assert_eq!(stdout_str(&plain), "shared_counter 8000\nslot_sum 8000\n");
-    let dir = fresh_dir("data-level");
-    let out = run_under_shim(&bin, &[] as &[&str], &dir);
-    assert_success(&out, "data_locks");
-    assert_eq!(stdout_str(&out), stdout_str(&plain));
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    let run = record_plain_and_shim(&bin, "data-level");
+    assert_same_output(&run.plain, &run.shim);
+    assert_eq!(
+        stdout_str(&run.shim),
+        "shared_counter 8000\nslot_sum 8000\n"
+    );
+    let p = only_process(&run.report);
     assert_eq!(u64_of(&p["data_level"], "accesses"), 2 * ACCESSES_PER_LINE);
     assert_eq!(u64_of(&p["data_level"], "dropped"), 0);
     let shared = site_in(p, "bump_shared");
@@ -86,7 +84,7 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
         let waited = line["engagement_ratios"]["waited_for"][0].as_u64().unwrap();
         assert_eq!(u64_of(line, "unsuitable_engagements"), waited, "{line}");
     }
-    let strict = report_json(&[&dir], Some(0.0));
+    let strict = report_json(&[&run.dir], Some(0.0));
     assert_eq!(
         u64_of(
             site_in(only_process(&strict), "bump_own"),
@@ -125,16 +123,11 @@ fn disjoint_data_and_read_only_sharing_are_found() {
     let Some(bin) = instrumented("data_shapes") else {
         return;
     };
-    let dir = fresh_dir("data-shapes");
-    let out = run_under_shim(&bin, &[] as &[&str], &dir);
-    assert_success(&out, "data_shapes");
-    assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    let run = record_plain_and_shim(&bin, "data-shapes");
     // The shim's look-ups of unlocked stores change nothing the program sees.
-    let plain = run_plain(&bin, &[] as &[&str]);
-    assert_success(&plain, "data_shapes without the shim");
-    assert_eq!(stdout_str(&out), stdout_str(&plain));
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    assert_same_output(&run.plain, &run.shim);
+    assert_eq!(stdout_value(&stdout_str(&run.shim), "tally_sum"), "3000");
+    let p = only_process(&run.report);
     let disjoint =
         finding_on(p, "disjoint-data", "&pair_lock").unwrap_or_else(|| panic!("{}", p["findings"]));
     assert!(
@@ -306,14 +299,9 @@ fn a_cxx_program_churning_its_heap_runs_and_drops_nothing() {
     let Some(bin) = instrumented_with("c++", "data_churn.cpp") else {
         return;
     };
-    let plain = run_plain(&bin, &[] as &[&str]);
-    assert_success(&plain, "data_churn without the shim");
-    let dir = fresh_dir("data-churn");
-    let out = run_under_shim(&bin, &[] as &[&str], &dir);
-    assert_success(&out, "data_churn");
-    assert_eq!(stdout_str(&out), stdout_str(&plain));
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    let run = record_plain_and_shim(&bin, "data-churn");
+    assert_same_output(&run.plain, &run.shim);
+    let p = only_process(&run.report);
     assert!(
         u64_of(&p["data_level"], "accesses") > 0,
         "{}",
@@ -406,21 +394,11 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
     let Some(bin) = instrumented("data_shapes") else {
         return;
     };
-    let dir = fresh_dir("data-sampled");
-    let out = run_under_shim_env(
-        &bin,
-        &[] as &[&str],
-        &dir,
-        &[("LOCKSUIT_DATA_SAMPLE", "16")],
-    );
-    assert_success(&out, "data_shapes, sampled");
-    assert_eq!(stdout_value(&stdout_str(&out), "tally_sum"), "3000");
+    let run = record_plain_and_shim_env(&bin, "data-sampled", &[("LOCKSUIT_DATA_SAMPLE", "16")]);
     // Sampling shuts the gate for a while; the program sees nothing of it.
-    let plain = run_plain(&bin, &[] as &[&str]);
-    assert_success(&plain, "data_shapes without the shim");
-    assert_eq!(stdout_str(&out), stdout_str(&plain));
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    assert_same_output(&run.plain, &run.shim);
+    assert_eq!(stdout_value(&stdout_str(&run.shim), "tally_sum"), "3000");
+    let p = only_process(&run.report);
     assert_eq!(p["data_level"]["sample_every"], 16, "{}", p["data_level"]);
     assert_eq!(p["data_level"]["sample_first"], 4, "{}", p["data_level"]);
     // Each worker's 1,000 engagements of pair_lock at one line: the first
@@ -443,7 +421,7 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
         "{}",
         p["findings"]
     );
-    let words = report_words(&dir);
+    let words = report_words(&run.dir);
     assert!(
         words.contains("lines judged by data touched in sampled engagements"),
         "{words}"
@@ -459,15 +437,10 @@ fn slots_of_different_threads_in_one_cache_line_are_false_sharing() {
     let Some(bin) = instrumented("data_false_sharing") else {
         return;
     };
-    let dir = fresh_dir("data-false-sharing");
-    let out = run_under_shim(&bin, &[] as &[&str], &dir);
-    assert_success(&out, "data_false_sharing");
-    assert_eq!(stdout_value(&stdout_str(&out), "counters"), "4000");
-    let plain = run_plain(&bin, &[] as &[&str]);
-    assert_success(&plain, "data_false_sharing without the shim");
-    assert_eq!(stdout_str(&out), stdout_str(&plain));
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    let run = record_plain_and_shim(&bin, "data-false-sharing");
+    assert_same_output(&run.plain, &run.shim);
+    assert_eq!(stdout_value(&stdout_str(&run.shim), "counters"), "4000");
+    let p = only_process(&run.report);
     let shares: Vec<&Value> = arr(p, "findings")
         .iter()
         .filter(|f| f["kind"] == "false-sharing")

@@ -15,12 +15,10 @@ fn an_engagement_another_thread_waited_for_is_counted_as_such() {
     let Some(bin) = instrumented("data_waited") else {
         return;
     };
-    let dir = fresh_dir("data-waited");
-    let out = run_under_shim(&bin, &[] as &[&str], &dir);
-    assert_success(&out, "data_waited");
-    assert_eq!(stdout_str(&out), "slot_sum 4000\n");
-    let report = report_json(&[&dir], None);
-    let p = only_process(&report);
+    let run = record_plain_and_shim(&bin, "data-waited");
+    assert_same_output(&run.plain, &run.shim);
+    assert_eq!(stdout_str(&run.shim), "slot_sum 4000\n");
+    let p = only_process(&run.report);
     let line = site_in(p, "worker");
     let side = |split: &str| -> u64 {
         arr(&line["engagement_ratios"], split)
