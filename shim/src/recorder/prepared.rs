@@ -5,6 +5,7 @@
 
 use super::caller::Caller;
 use super::held::{self, HeldEntry};
+use super::hot_cache::HotTarget;
 use super::identity::{self, object};
 use super::lanes::{drop_op, timed_slow_work, Lane};
 use super::lock_order;
@@ -23,6 +24,16 @@ use locksuit_format::*;
 pub struct Prepared {
     pub(super) slot: &'static ObjectSlot,
     pub(super) counter: *mut CounterRecord,
+}
+
+impl From<HotTarget> for Prepared {
+    #[inline(always)]
+    fn from(hit: HotTarget) -> Self {
+        Prepared {
+            slot: hit.slot,
+            counter: hit.counter.cast(),
+        }
+    }
 }
 
 /// What a successful acquisition holds until its release.
@@ -69,10 +80,7 @@ pub fn prepare(
     }
     cost.count();
     if let Some(hit) = lane.hot(addr, caller, mode) {
-        return Some(Prepared {
-            slot: hit.slot,
-            counter: hit.counter.cast(),
-        });
+        return Some(hit.into());
     }
     prepare_slow(g, lane, (addr, kind, mode), caller, 0)
 }
@@ -91,10 +99,7 @@ fn prepare_timed(
     if let Some(hit) = lane.hot(addr, caller, mode) {
         // A hot-cache hit: fast-path work, sampled (see selfcost.rs).
         g.thread().call_cost().end(started);
-        return Some(Prepared {
-            slot: hit.slot,
-            counter: hit.counter.cast(),
-        });
+        return Some(hit.into());
     }
     prepare_slow(g, lane, (addr, kind, mode), caller, started)
 }
