@@ -60,7 +60,8 @@ pub fn flight_recorder() -> bool {
 
 /// `LOCKSUIT_BLOCK_MIN_US`: a blocking call beyond the lock API (a sleep,
 /// a poll, I/O) is recorded only if it blocked at least this long, so fast
-/// I/O costs two clock reads and nothing else.
+/// I/O costs a look at whether the thread was switched out (two clock
+/// reads on threads whose calls keep blocking) and nothing else.
 /// 0 when they are not timed at all.
 pub fn block_min_us() -> u32 {
     if calls_timed() {

@@ -164,6 +164,7 @@ extern "C" fn fork_child() {
     ThreadState::with(|s| {
         s.set_forking(false);
         s.set_create_serial(0);
+        s.forget_call_timing();
     });
     if !matches!(state(), State::Enabled | State::Exiting) {
         return;

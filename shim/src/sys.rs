@@ -119,6 +119,48 @@ pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
     .map(|n| n as usize)
 }
 
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, which
+/// the vDSO does not serve: a system call either way).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer for one timespec.
+    let rc = sys!(
+        libc::SYS_clock_gettime,
+        libc::CLOCK_THREAD_CPUTIME_ID,
+        &mut ts as *mut _
+    );
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `nanosleep` for `ns` nanoseconds: Ok once slept whole, Err(errno) if a
+/// signal cut it short.
+pub fn sleep_ns(ns: u64) -> Result<(), c_int> {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec; no remainder wanted.
+    raw(|| sys!(libc::SYS_nanosleep, &ts as *const _, 0usize)).map(|_| ())
+}
+
+/// `getppid`: a system call that never blocks.
+pub fn getppid() -> c_int {
+    sys!(libc::SYS_getppid) as c_int
+}
+
+/// `rseq(area, len, flags, signature)`; the error number on failure.
+pub fn rseq(area: usize, len: u32, flags: c_int, signature: u32) -> Result<(), c_int> {
+    // SAFETY: the kernel checks the area and length before it reads or
+    // writes anything.
+    raw(|| sys!(libc::SYS_rseq, area, len, flags, signature)).map(|_| ())
+}
+
 /// Which file an open descriptor or a path refers to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct FileId {

@@ -385,3 +385,45 @@ fn fortified_reads_and_polls_are_seen_as_the_calls_they_check() {
         within_tenth(total(api), measured, api);
     }
 }
+
+#[test]
+fn calls_that_block_after_long_calm_runs_are_timed_right() {
+    // After 64 calls in a row that did not block, a thread's calls are
+    // timed without a clock; how long one blocked then comes from its CPU
+    // time (shim/src/recorder/call_timer.rs). With glibc's rseq turned off
+    // they are all timed with two clock reads, as before.
+    let bin = build_c("calm_then_block");
+    let rseq_off = [("GLIBC_TUNABLES", "glibc.pthread.rseq=0")];
+    for (tag, env) in [
+        ("calm-then-block", &[][..]),
+        ("calm-no-rseq", &rseq_off[..]),
+    ] {
+        let run = record_plain_and_shim_env(&bin, tag, env);
+        assert_same_output_keys(&run.plain, &run.shim);
+        let stdout = stdout_str(&run.shim);
+        assert_eq!(stdout_value(&stdout, "handled"), "3", "{stdout}");
+        let p = only_process(&run.report);
+        for (name, class) in [
+            ("sleeper", "sleep"),
+            ("reader", "io-file"),
+            ("poller", "poll"),
+            ("signalled", "io-file"),
+        ] {
+            let t = thread_named(p, name);
+            let measured: u64 = stdout_value(&stdout, &format!("{name}_ns"))
+                .parse()
+                .unwrap();
+            within_tenth(
+                class_ns(t, class),
+                measured,
+                &format!("{tag}: {name} {class}"),
+            );
+            // One period per blocking call: none of the 1,800 calm calls,
+            // and the signal handler's write inside the signalled read did
+            // not split it.
+            let classes = arr(t, "blocking_classes");
+            assert_eq!(classes.len(), 1, "{tag}: {name}: {t}");
+            assert_eq!(u64_of(&classes[0], "count"), 3, "{tag}: {name}: {t}");
+        }
+    }
+}

@@ -2,8 +2,9 @@
 //! waits for signals and children, file and socket I/O. Each one times the
 //! real call and, only if it blocked at least `LOCKSUIT_BLOCK_MIN_US`,
 //! enters the guard and records it (see `recorder::call_blocked`);
-//! otherwise it costs two timestamps. Return values, errno and `EINTR` are
-//! the real call's own.
+//! otherwise it costs a look at whether the kernel switched the thread out
+//! (`recorder::CallTimer`; two timestamps on threads whose calls keep
+//! blocking). Return values, errno and `EINTR` are the real call's own.
 //!
 //! Calls with up to four arguments come through the caller-passing
 //! trampoline of the lock hooks; the rest (select, pselect, epoll_pwait,
@@ -18,9 +19,9 @@
 //! reaching `nanosleep`) do not go through the dynamic linker and are not
 //! seen twice; the program's own calls through stdio are not seen at all.
 
-use crate::guard::{self, HookGuard};
+use crate::guard::{self, HookGuard, ThreadState};
 use crate::real::real;
-use crate::recorder::{self, CallFrom, Caller, Stamp};
+use crate::recorder::{self, CallFrom, CallTimer, Caller};
 use crate::sys::sys;
 use crate::{config, lifecycle};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void};
@@ -30,18 +31,17 @@ use libc::{timespec, timeval};
 use locksuit_format::BlockingCall;
 
 /// Runs `real`, timed; records it if it blocked long enough. The call
-/// that did not block (most of them) costs two timestamps and a compare:
-/// no guard, no thread state, nothing written.
+/// that did not block (most of them) costs a look at the kernel's rseq
+/// pointer before and after: no guard, nothing written.
 #[inline(always)]
 fn timed<R>(call: BlockingCall, from: CallFrom, fd: Option<c_int>, real: impl FnOnce() -> R) -> R {
     if !config::calls_timed() {
         return real();
     }
-    let started = Stamp::now();
+    let timer = CallTimer::start();
     let result = real();
-    let ended = Stamp::now();
-    if started.at_least(ended, config::block_min_ns()) {
-        blocked(call, from, fd, (started, ended));
+    if let Some(period) = timer.blocked(ThreadState::call_timer) {
+        blocked(call, from, fd, period);
     }
     result
 }
@@ -51,16 +51,11 @@ fn timed<R>(call: BlockingCall, from: CallFrom, fd: Option<c_int>, real: impl Fn
 /// was busy on the same thread is counted as dropped (and said once).
 #[cold]
 #[inline(never)]
-fn blocked(
-    call: BlockingCall,
-    from: CallFrom,
-    fd: Option<c_int>,
-    (started, ended): (Stamp, Stamp),
-) {
+fn blocked(call: BlockingCall, from: CallFrom, fd: Option<c_int>, period: (u64, u64)) {
     let _errno = crate::diag::ErrnoGuard::save();
     match HookGuard::enter_quietly() {
         Some(guard) => {
-            recorder::call_blocked(&guard, call, from, fd, (started.ns(), ended.ns()));
+            recorder::call_blocked(&guard, call, from, fd, period);
         }
         None if guard::nested_in_bookkeeping() => lifecycle::nested_call_passed_through(),
         None => {}

@@ -2,7 +2,8 @@
 //! waits): one event per call that blocked for at least
 //! `LOCKSUIT_BLOCK_MIN_US`, with the line that made it, the kind of file it
 //! used and the lock the thread held meanwhile. Calls that returned sooner
-//! cost their hook two clock reads and nothing here.
+//! cost their hook a look at the kernel's rseq pointer (see `call_timer`)
+//! and nothing here.
 
 use super::caller::Caller;
 use super::events::{self, CallBlocked};

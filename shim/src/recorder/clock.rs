@@ -71,6 +71,9 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The clock's start: zero bits, for per-thread state that starts so.
+    pub const ZERO: Stamp = Stamp { raw: 0, tsc: false };
+
     #[inline(always)]
     pub fn now() -> Stamp {
         if STATE.load(Ordering::Acquire) == TSC {

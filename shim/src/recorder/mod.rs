@@ -18,14 +18,15 @@
 //! - `thread_state`: the thread-local state and [`InHook`];
 //! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
 //!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;
-//! - the file and the clock: `file`, `control`, `clock`, `mapped`, `path`,
-//!   `procfs`, `image`, `usage`.
+//! - the file and the clock: `file`, `control`, `call_timer`, `clock`,
+//!   `mapped`, `path`, `procfs`, `image`, `usage`.
 //!
 //! A test (`shim/tests/layering.rs`) keeps the shim's modules free of
 //! import circles.
 
 pub mod access;
 pub mod by_lock;
+mod call_timer;
 pub mod caller;
 mod calls;
 mod clock;
@@ -69,6 +70,7 @@ use locksuit_format::*;
 pub use thread_lane::current_lane;
 use thread_state::InHook;
 
+pub use call_timer::CallTimer;
 pub use caller::Caller;
 pub use calls::{call_blocked, CallFrom};
 pub use clock::{clock_ns, now_ns, Stamp};
@@ -117,6 +119,7 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
     modules::init();
     interest::init();
     clock::init(config::tsc_allowed(), file::note_tsc);
+    call_timer::init();
     // Modules are recorded when the first site needs them.
     // Both clocks at one moment: absolute times (deadlines on either clock)
     // are shown relative to the start.

@@ -21,6 +21,7 @@
 //! into a process whose static TLS block is full. It is meant for
 //! `LD_PRELOAD` or linking, where it never is.
 
+use super::call_timer::TimerState;
 use super::held::HeldStack;
 use super::lanes::Lane;
 use super::selfcost::CallCost;
@@ -67,6 +68,8 @@ pub struct ThreadState {
     /// (so zeroed, as every thread starts, it is open).
     skip_loads_at: Cell<u64>,
     skip_stores_at: Cell<u64>,
+    /// How this thread times its blocking calls.
+    call_timer: TimerState,
 }
 
 impl ThreadState {
@@ -86,6 +89,7 @@ impl ThreadState {
             call_cost: CallCost::new(),
             skip_loads_at: Cell::new(0),
             skip_stores_at: Cell::new(0),
+            call_timer: TimerState::initial(),
         }
     }
 
@@ -104,6 +108,7 @@ impl ThreadState {
             && self.call_cost.same_as(&other.call_cost)
             && self.skip_loads_at.get() == other.skip_loads_at.get()
             && self.skip_stores_at.get() == other.skip_stores_at.get()
+            && self.call_timer.same_as(&other.call_timer)
     }
 }
 
@@ -111,6 +116,18 @@ impl ThreadState {
     #[inline]
     pub fn with<R>(f: impl FnOnce(&ThreadState) -> R) -> R {
         f(this_thread())
+    }
+
+    /// The calling thread's call timing state (no guard needed: only its
+    /// own thread uses it, and the timing allows for signal handlers).
+    #[inline(always)]
+    pub fn call_timer() -> &'static TimerState {
+        &this_thread().call_timer
+    }
+
+    /// In a fork child: the call timing's reference is the parent's.
+    pub fn forget_call_timing(&self) {
+        super::call_timer::forget_in_child(&self.call_timer);
     }
 
     pub fn set_resolving(v: bool) {

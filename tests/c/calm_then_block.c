@@ -1,0 +1,115 @@
+/* Blocking calls made after long runs of calls that did not block. The
+ * shim then times calls without reading a clock (the kernel's rseq
+ * pointer: shim/src/recorder/call_timer.rs) and works out how long a call
+ * blocked from the thread's CPU time. Each thread makes CALM write+read
+ * pairs on its own pipe (none blocks), then blocks in one known way and
+ * measures how long; three rounds. Each prints the sum (`name_ns N`):
+ *
+ *   sleeper    nanosleep 30 ms
+ *   reader     reads a pipe that main writes to 40 ms later
+ *   poller     polls an empty pipe with a 25 ms timeout
+ *   signalled  reads a pipe that main writes to 40 ms later; 15 ms in,
+ *              main sends it SIGUSR1, whose handler (SA_RESTART) writes to
+ *              a pipe: a hooked call inside the blocked one
+ *
+ * Arguments: none. */
+#include "common.h"
+#include <poll.h>
+#include <stdatomic.h>
+
+#define CALM 300
+#define ROUNDS 3
+
+enum { SLEEPER, READER, POLLER, SIGNALLED, THREADS };
+static const char *names[THREADS] = { "sleeper", "reader", "poller", "signalled" };
+static long long blocked_ns[THREADS];
+static int data_pipe[THREADS][2];
+static int handler_pipe[2];
+static atomic_int about_to_block[THREADS];
+static atomic_int handled;
+
+static void calm_calls(void)
+{
+    int fds[2];
+    char byte = 'x';
+    if (pipe(fds) != 0)
+        exit(3);
+    for (int i = 0; i < CALM; i++) {
+        if (write(fds[1], &byte, 1) != 1 || read(fds[0], &byte, 1) != 1)
+            exit(3);
+    }
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char byte = 's';
+    if (write(handler_pipe[1], &byte, 1) == 1)
+        atomic_fetch_add(&handled, 1);
+    errno = saved;
+}
+
+static void *run(void *arg)
+{
+    int me = (int)(long)arg;
+    for (int round = 0; round < ROUNDS; round++) {
+        calm_calls();
+        char byte;
+        struct pollfd pfd = { .fd = data_pipe[me][0], .events = POLLIN };
+        struct timespec ts = { 0, 30 * 1000000L };
+        long long t0 = now_ns();
+        switch (me) {
+        case SLEEPER:
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+            break;
+        case POLLER:
+            if (poll(&pfd, 1, 25) != 0)
+                exit(3);
+            break;
+        default:
+            atomic_store(&about_to_block[me], round + 1);
+            if (read(data_pipe[me][0], &byte, 1) != 1)
+                exit(3);
+        }
+        blocked_ns[me] += now_ns() - t0;
+    }
+    return NULL;
+}
+
+int main(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGUSR1, &sa, NULL) != 0 || pipe(handler_pipe) != 0)
+        return 3;
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        if (pipe(data_pipe[i]) != 0)
+            return 3;
+        CHECK(pthread_create(&t[i], NULL, run, (void *)(long)i));
+        CHECK(pthread_setname_np(t[i], names[i]));
+    }
+    for (int round = 1; round <= ROUNDS; round++) {
+        while (atomic_load(&about_to_block[READER]) < round ||
+               atomic_load(&about_to_block[SIGNALLED]) < round)
+            sleep_ms(1);
+        sleep_ms(15);
+        CHECK(pthread_kill(t[SIGNALLED], SIGUSR1));
+        sleep_ms(25);
+        if (write(data_pipe[READER][1], "r", 1) != 1 || write(data_pipe[SIGNALLED][1], "s", 1) != 1)
+            return 3;
+    }
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(t[i], NULL));
+    for (int i = 0; i < THREADS; i++)
+        printf("%s_ns %lld\n", names[i], blocked_ns[i]);
+    printf("handled %d\n", atomic_load(&handled));
+    return 0;
+}
