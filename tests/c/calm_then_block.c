@@ -63,16 +63,16 @@ static void *run(void *arg)
         long long t0 = now_ns();
         switch (me) {
         case SLEEPER:
-            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* marker: sleeper sleeps */
                 ;
             break;
         case POLLER:
-            if (poll(&pfd, 1, 25) != 0)
+            if (poll(&pfd, 1, 25) != 0) /* marker: poller polls */
                 exit(3);
             break;
         default:
             atomic_store(&about_to_block[me], round + 1);
-            if (read(data_pipe[me][0], &byte, 1) != 1)
+            if (read(data_pipe[me][0], &byte, 1) != 1) /* marker: blocking read */
                 exit(3);
         }
         blocked_ns[me] += now_ns() - t0;

@@ -403,6 +403,11 @@ fn calls_that_block_after_long_calm_runs_are_timed_right() {
         let stdout = stdout_str(&run.shim);
         assert_eq!(stdout_value(&stdout, "handled"), "3", "{stdout}");
         let p = only_process(&run.report);
+        let measured = |name: &str| -> u64 {
+            stdout_value(&stdout, &format!("{name}_ns"))
+                .parse()
+                .unwrap()
+        };
         for (name, class) in [
             ("sleeper", "sleep"),
             ("reader", "io-file"),
@@ -410,20 +415,37 @@ fn calls_that_block_after_long_calm_runs_are_timed_right() {
             ("signalled", "io-file"),
         ] {
             let t = thread_named(p, name);
-            let measured: u64 = stdout_value(&stdout, &format!("{name}_ns"))
-                .parse()
-                .unwrap();
             within_tenth(
                 class_ns(t, class),
-                measured,
+                measured(name),
                 &format!("{tag}: {name} {class}"),
             );
-            // One period per blocking call: none of the 1,800 calm calls,
-            // and the signal handler's write inside the signalled read did
-            // not split it.
-            let classes = arr(t, "blocking_classes");
-            assert_eq!(classes.len(), 1, "{tag}: {name}: {t}");
-            assert_eq!(u64_of(&classes[0], "count"), 3, "{tag}: {name}: {t}");
+        }
+        // One period per blocking call, at its line: none split (the signal
+        // handler's write inside the signalled read did not cut it in two).
+        // A calm call preempted for 50 µs on a loaded machine would be a
+        // period of its own, at its own line.
+        let stacks = arr(p, "blocking_stacks");
+        for (api, marker, count, ns) in [
+            ("nanosleep", "sleeper sleeps", 3, measured("sleeper")),
+            ("poll", "poller polls", 3, measured("poller")),
+            (
+                "read",
+                "blocking read",
+                6,
+                measured("reader") + measured("signalled"),
+            ),
+        ] {
+            let line = format!(
+                "calm_then_block.c:{}",
+                line_of("calm_then_block.c", &format!("marker: {marker}"))
+            );
+            let row = stacks
+                .iter()
+                .find(|s| str_of(s, "api") == api && str_of(s, "line").contains(&line))
+                .unwrap_or_else(|| panic!("{tag}: no {api} at {line}: {stacks:#?}"));
+            assert_eq!(u64_of(row, "count"), count, "{tag}: {row}");
+            within_tenth(u64_of(row, "total_ns"), ns, &format!("{tag}: {api} stack"));
         }
     }
 }
