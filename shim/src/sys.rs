@@ -149,9 +149,37 @@ pub fn sleep_ns(ns: u64) -> Result<(), c_int> {
     raw(|| sys!(libc::SYS_nanosleep, &ts as *const _, 0usize)).map(|_| ())
 }
 
+/// How many times the calling thread gave up its CPU (`ru_nvcsw` and
+/// `ru_nivcsw` of `getrusage(RUSAGE_THREAD)`, added).
+pub fn thread_switches() -> u64 {
+    // SAFETY: all zero bits is a valid rusage.
+    let mut usage: libc::rusage = unsafe { core::mem::zeroed() };
+    // SAFETY: a valid out-pointer for one rusage.
+    let rc = sys!(
+        libc::SYS_getrusage,
+        libc::RUSAGE_THREAD,
+        &mut usage as *mut _
+    );
+    if rc != 0 {
+        return 0;
+    }
+    (usage.ru_nvcsw + usage.ru_nivcsw) as u64
+}
+
 /// `getppid`: a system call that never blocks.
 pub fn getppid() -> c_int {
     sys!(libc::SYS_getppid) as c_int
+}
+
+/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
+pub fn timer_slack_ns() -> u64 {
+    sys!(libc::SYS_prctl, libc::PR_GET_TIMERSLACK).max(0) as u64
+}
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`; 0 restores
+/// the thread's default).
+pub fn set_timer_slack_ns(ns: u64) {
+    sys!(libc::SYS_prctl, libc::PR_SET_TIMERSLACK, ns);
 }
 
 /// `rseq(area, len, flags, signature)`; the error number on failure.

@@ -421,10 +421,10 @@ fn calls_that_block_after_long_calm_runs_are_timed_right() {
                 &format!("{tag}: {name} {class}"),
             );
         }
-        // One period per blocking call, at its line: none split (the signal
-        // handler's write inside the signalled read did not cut it in two).
-        // A calm call preempted for 50 µs on a loaded machine would be a
-        // period of its own, at its own line.
+        // One period per blocking call, at its line: the signalled read,
+        // with a hooked call made by a signal handler in the middle of it,
+        // is one period of the whole read. A calm call preempted for 50 µs
+        // on a loaded machine would be a period of its own, at its line.
         let stacks = arr(p, "blocking_stacks");
         for (api, marker, count, ns) in [
             ("nanosleep", "sleeper sleeps", 3, measured("sleeper")),

@@ -38,7 +38,7 @@ fn timed<R>(call: BlockingCall, from: CallFrom, fd: Option<c_int>, real: impl Fn
     if !config::calls_timed() {
         return real();
     }
-    let timer = CallTimer::start();
+    let timer = CallTimer::start(ThreadState::call_timer);
     let result = real();
     if let Some(period) = timer.blocked(ThreadState::call_timer) {
         blocked(call, from, fd, period);

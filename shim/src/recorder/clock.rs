@@ -74,6 +74,15 @@ impl Stamp {
     /// The clock's start: zero bits, for per-thread state that starts so.
     pub const ZERO: Stamp = Stamp { raw: 0, tsc: false };
 
+    /// A stamp at `ns` monotonic nanoseconds.
+    #[cfg(test)]
+    pub fn from_ns(ns: u64) -> Stamp {
+        Stamp {
+            raw: ns,
+            tsc: false,
+        }
+    }
+
     #[inline(always)]
     pub fn now() -> Stamp {
         if STATE.load(Ordering::Acquire) == TSC {
