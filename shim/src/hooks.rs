@@ -55,7 +55,7 @@ macro_rules! export_with_caller {
 /// through an interposed allocator, before the program can have started
 /// threads), or with a C library that lacks the function.
 macro_rules! real_or {
-    // The hot entries: no test (see `real::hot_entries!`).
+    // The hot entries: no test (see `real::hot_entries!` and `hot_calls!`).
     (mutex_trylock, $fallback:expr) => {
         crate::real::MUTEX_TRYLOCK.get()
     };
@@ -67,6 +67,18 @@ macro_rules! real_or {
     };
     (sem_post, $fallback:expr) => {
         crate::real::SEM_POST.get()
+    };
+    (read, $fallback:expr) => {
+        crate::real::READ.get()
+    };
+    (write, $fallback:expr) => {
+        crate::real::WRITE.get()
+    };
+    (pread, $fallback:expr) => {
+        crate::real::PREAD.get()
+    };
+    (pwrite, $fallback:expr) => {
+        crate::real::PWRITE.get()
     };
     ($field:ident, $fallback:expr) => {
         match real().and_then(|fns| crate::real::Entry::function(fns.$field)) {

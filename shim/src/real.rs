@@ -124,6 +124,59 @@ hot_entries! {
     SEM_POST: SemFn = sem_post by first_sem_post(*mut sem_t) "C-unwind" or -1;
 }
 
+/// A raw system call's result as libc returns it: -1 and errno on failure.
+/// For the calls an allocator may make while this very thread resolves
+/// the real functions (reading `/proc` during its first `malloc`): they
+/// are made as system calls instead.
+pub fn syscall_result<R: TryFrom<c_long> + From<i8>>(rc: c_long) -> R {
+    if (-4095..0).contains(&rc) {
+        // SAFETY: errno is this thread's own.
+        unsafe { *libc::__errno_location() = -rc as c_int };
+        return R::from(-1);
+    }
+    R::try_from(rc).unwrap_or_else(|_| R::from(-1))
+}
+
+/// The four I/O calls programs make most, read by their hooks with no
+/// test, as the hot entries above: each starts as a stand-in that resolves
+/// the table and then makes the call (the system call itself while this
+/// very thread is resolving, or if the C library lacks the function).
+macro_rules! hot_calls {
+    ($($static:ident: $ty:ident = $field:ident by $first:ident($($arg:ident: $aty:ty),*) or $nr:expr;)*) => {
+        $(
+            pub static $static: Hot<$ty> = Hot(AtomicPtr::new($first as *mut ()), core::marker::PhantomData);
+
+            unsafe extern "C-unwind" fn $first($($arg: $aty),*) -> ssize_t {
+                match real().and_then(|fns| fns.$field) {
+                    // SAFETY: forwarding the caller's arguments unchanged.
+                    Some(f) => unsafe { f($($arg),*) },
+                    None => syscall_result(crate::sys::sys!($nr, $($arg),*)),
+                }
+            }
+
+            impl Hot<$ty> {
+                #[inline(always)]
+                pub fn get(&self) -> $ty {
+                    // SAFETY: only ever stored from a `$ty` (see `hot_calls!`).
+                    unsafe { core::mem::transmute::<*mut (), $ty>(self.0.load(Ordering::Relaxed)) }
+                }
+            }
+        )*
+
+        /// Publishes the resolved I/O calls (those the C library has).
+        fn publish_hot_calls(fns: &RealFns) {
+            $( if let Some(f) = fns.$field { $static.0.store(f as *mut (), Ordering::Release); } )*
+        }
+    };
+}
+
+hot_calls! {
+    READ: ReadFn = read by first_read(fd: c_int, buf: *mut c_void, n: size_t) or libc::SYS_read;
+    WRITE: WriteFn = write by first_write(fd: c_int, buf: *const c_void, n: size_t) or libc::SYS_write;
+    PREAD: PreadFn = pread by first_pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) or libc::SYS_pread64;
+    PWRITE: PwriteFn = pwrite by first_pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) or libc::SYS_pwrite64;
+}
+
 /// Blocking calls beyond the lock API: all cancellation points, so a
 /// cancellation may unwind out of them.
 type ReadFn = unsafe extern "C-unwind" fn(c_int, *mut c_void, size_t) -> ssize_t;
@@ -573,6 +626,7 @@ fn resolve_slow() -> Option<&'static RealFns> {
                 // SAFETY: we won the transition, so no one else writes or reads `fns`.
                 let fns = unsafe { (*TABLE.fns.get()).write(fns) };
                 publish_hot(fns);
+                publish_hot_calls(fns);
                 TABLE.state.store(RESOLVED, Ordering::Release);
                 ThreadState::set_resolving(false);
                 return Some(resolved());

@@ -20,7 +20,7 @@
 //! seen twice; the program's own calls through stdio are not seen at all.
 
 use crate::guard::{self, HookGuard, ThreadState};
-use crate::real::real;
+use crate::real::{real, syscall_result};
 use crate::recorder::{self, CallFrom, CallTimer, Caller};
 use crate::sys::sys;
 use crate::{config, lifecycle};
@@ -60,19 +60,6 @@ fn blocked(call: BlockingCall, from: CallFrom, fd: Option<c_int>, period: (u64, 
         None if guard::nested_in_bookkeeping() => lifecycle::nested_call_passed_through(),
         None => {}
     }
-}
-
-/// A raw system call's result as libc returns it: -1 and errno on failure.
-/// For the calls an allocator may make while this very thread resolves
-/// the real functions (reading `/proc` during its first `malloc`): they
-/// are made as system calls instead.
-fn libc_result<R: TryFrom<c_long> + From<i8>>(rc: c_long) -> R {
-    if (-4095..0).contains(&rc) {
-        // SAFETY: errno is this thread's own.
-        unsafe { *libc::__errno_location() = -rc as c_int };
-        return R::from(-1);
-    }
-    R::try_from(rc).unwrap_or_else(|_| R::from(-1))
 }
 
 /// The result of a call whose real function cannot be had (only while
@@ -183,37 +170,37 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_read, fd, buf, n)));
+    unresolved: syscall_result(sys!(libc::SYS_read, fd, buf, n)));
 // `_FORTIFY_SOURCE` turns reads into a known buffer into these (Debian
 // builds its packages so); the checks are the real functions' own.
 call_hook!(__read_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t) -> ssize_t => read_chk_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: read_chk, call: Read, fd: Some(fd),
-    unresolved: if n <= size { libc_result(sys!(libc::SYS_read, fd, buf, n)) } else { enosys() });
+    unresolved: if n <= size { syscall_result(sys!(libc::SYS_read, fd, buf, n)) } else { enosys() });
 unwound_call_hook!(__pread_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 unwound_call_hook!(__pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 call_hook!(write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t => write_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: write, call: Write, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_write, fd, buf, n)));
+    unresolved: syscall_result(sys!(libc::SYS_write, fd, buf, n)));
 call_hook!(pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pread64(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(pwrite64(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => readv_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: readv, call: Readv, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_readv, fd, iov, n)));
+    unresolved: syscall_result(sys!(libc::SYS_readv, fd, iov, n)));
 call_hook!(writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => writev_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: writev, call: Writev, fd: Some(fd),
-    unresolved: libc_result(sys!(libc::SYS_writev, fd, iov, n)));
+    unresolved: syscall_result(sys!(libc::SYS_writev, fd, iov, n)));
 call_hook!(fsync(fd: c_int) -> c_int => fsync_handler,
     x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: fsync, call: Fsync, fd: Some(fd),
     unresolved: enosys());
@@ -224,16 +211,16 @@ call_hook!(fdatasync(fd: c_int) -> c_int => fdatasync_handler,
 // or O_TMPFILE; otherwise it is whatever the register held, passed on unread.
 call_hook!(open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: libc_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open64_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: libc_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(openat(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: libc_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
 call_hook!(openat64(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: libc_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
 
 // ------------------------------------------------------------------ sockets
 
@@ -303,7 +290,7 @@ pub unsafe extern "C-unwind" fn syscall(
     // SAFETY: the caller's own system call, as it asked for it.
     let f = real_or!(
         syscall,
-        libc_result(unsafe { crate::sys::raw_syscall(n, words) })
+        syscall_result(unsafe { crate::sys::raw_syscall(n, words) })
     );
     if n != libc::SYS_futex || !futex_waits(a2) {
         // SAFETY: forwarding the caller's arguments unchanged.
