@@ -168,17 +168,20 @@ pub fn thread_switches() -> u64 {
 
 /// `getppid`: a system call that never blocks.
 pub fn getppid() -> c_int {
+    // SAFETY: no arguments.
     sys!(libc::SYS_getppid) as c_int
 }
 
 /// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
 pub fn timer_slack_ns() -> u64 {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer.
     sys!(libc::SYS_prctl, libc::PR_GET_TIMERSLACK).max(0) as u64
 }
 
 /// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`; 0 restores
 /// the thread's default).
 pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes a number, no pointer.
     sys!(libc::SYS_prctl, libc::PR_SET_TIMERSLACK, ns);
 }
 

@@ -32,7 +32,8 @@ use locksuit_format::BlockingCall;
 
 /// Runs `real`, timed; records it if it blocked long enough. The call
 /// that did not block (most of them) costs a look at the kernel's rseq
-/// pointer before and after: no guard, nothing written.
+/// pointer before and after (two clock reads more on a thread whose calls
+/// keep blocking): no guard, no record.
 #[inline(always)]
 fn timed<R>(call: BlockingCall, from: CallFrom, fd: Option<c_int>, real: impl FnOnce() -> R) -> R {
     if !config::calls_timed() {
@@ -168,6 +169,9 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 
 // -------------------------------------------------------- file descriptors
 
+// read, write, pread and pwrite take their real function from a hot word
+// (`real::hot_calls!`) whose stand-in makes the same system call as
+// `unresolved` says, while this thread resolves the table.
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
     unresolved: syscall_result(sys!(libc::SYS_read, fd, buf, n)));

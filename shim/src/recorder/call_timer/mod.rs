@@ -273,6 +273,7 @@ fn go_free(state: &TimerState) {
 /// In a fork child: the reference's CPU time is the parent thread's, so
 /// the thread starts stamped again.
 pub fn forget_in_child(state: &TimerState) {
+    rseq::forget_test_in_child();
     let slot = slot();
     let set = read_slot(slot);
     if is_free(set) || set == stamped_section() {

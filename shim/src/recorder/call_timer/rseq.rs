@@ -192,6 +192,12 @@ pub(super) fn kernel_usable() -> bool {
     }
 }
 
+/// In a fork child: a test another thread of the parent had under way is
+/// gone with that thread; a later call tests again.
+pub(super) fn forget_test_in_child() {
+    let _ = KERNEL.compare_exchange(TESTING, UNTESTED, Ordering::AcqRel, Ordering::Relaxed);
+}
+
 #[cold]
 fn test_kernel() -> bool {
     if KERNEL
