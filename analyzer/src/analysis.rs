@@ -678,6 +678,11 @@ pub fn analyze(
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,
+        block_detection: if header.flags & FLAG_CALLS_BY_SWITCHES != 0 {
+            "switched-out"
+        } else {
+            "duration"
+        },
         wait_tree: crate::stacks::wait_tree(&stops.stacks),
         blocking_stacks: std::mem::take(&mut stops.stacks),
         policy: crate::snapshots::policy(&trace),

@@ -140,6 +140,10 @@ pub struct Process {
     /// Blocking calls beyond the lock API were recorded when they blocked
     /// at least this long (µs).
     pub block_min_us: u32,
+    /// How such a call was judged blocked: "switched-out" (the kernel
+    /// switched the thread out during it, told by glibc's rseq area) or
+    /// "duration" (it took that long, whatever it did).
+    pub block_detection: &'static str,
     /// Every distinct blocking call stack, most time first.
     pub blocking_stacks: Vec<BlockingStack>,
     /// The same merged into a tree from the outermost frame in (roots most

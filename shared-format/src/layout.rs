@@ -68,6 +68,10 @@ pub const FLAG_POLICY: u32 = 1 << 10;
 /// The recording mode was switched while the process ran (`control`):
 /// every operation was an event for part of the run only.
 pub const FLAG_EVENTS_SWITCHED: u32 = 1 << 11;
+/// Blocking calls beyond the lock API were judged by whether the kernel
+/// switched the thread out during them (told by glibc's rseq area); without
+/// it, by how long they took alone.
+pub const FLAG_CALLS_BY_SWITCHES: u32 = 1 << 12;
 
 /// `FileHeader::control`: write every acquisition and release as an
 /// event from now on (as `LOCKSUIT_EVENTS=all`).

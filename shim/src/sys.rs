@@ -172,10 +172,12 @@ pub fn getppid() -> c_int {
     sys!(libc::SYS_getppid) as c_int
 }
 
-/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
-pub fn timer_slack_ns() -> u64 {
+/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`),
+/// if the kernel says.
+pub fn timer_slack_ns() -> Option<u64> {
     // SAFETY: PR_GET_TIMERSLACK takes no pointer.
-    sys!(libc::SYS_prctl, libc::PR_GET_TIMERSLACK).max(0) as u64
+    let rc = sys!(libc::SYS_prctl, libc::PR_GET_TIMERSLACK);
+    (rc > 0).then_some(rc as u64)
 }
 
 /// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`; 0 restores

@@ -1,16 +1,21 @@
 /* Blocking calls made after long runs of calls that did not block. The
  * shim then times calls without reading a clock (the kernel's rseq
- * pointer: shim/src/recorder/call_timer.rs) and works out how long a call
- * blocked from the thread's CPU time. Each thread makes CALM write+read
- * pairs on its own pipe (none blocks), then blocks in one known way and
- * measures how long; three rounds. Each prints the sum (`name_ns N`):
+ * pointer: shim/src/recorder/call_timer/) and works out how long a call
+ * blocked from the thread's CPU time. Each thread but the last makes CALM
+ * write+read pairs on its own pipe (none blocks), then blocks in one
+ * known way and measures how long; three rounds. Each prints the sum
+ * (`name_ns N`):
  *
- *   sleeper    nanosleep 30 ms
- *   reader     reads a pipe that main writes to 40 ms later
- *   poller     polls an empty pipe with a 25 ms timeout
- *   signalled  reads a pipe that main writes to 40 ms later; 15 ms in,
- *              main sends it SIGUSR1, whose handler (SA_RESTART) writes to
- *              a pipe: a hooked call inside the blocked one
+ *   sleeper      nanosleep 30 ms
+ *   reader       reads a pipe that main writes to 40 ms later
+ *   poller       polls an empty pipe with a 25 ms timeout
+ *   signalled    reads a pipe that main writes to 40 ms later; 15 ms in,
+ *                main sends it SIGUSR1, whose handler (SA_RESTART) writes
+ *                to a pipe: a hooked call inside the blocked one
+ *   interrupted  no calm calls (its calls keep blocking, so the shim times
+ *                them with the clock): reads a pipe nobody writes to until
+ *                main, 40 ms later, sends it SIGUSR2, whose handler (no
+ *                SA_RESTART) writes to a pipe; the read fails with EINTR
  *
  * Arguments: none. */
 #include "common.h"
@@ -20,8 +25,8 @@
 #define CALM 300
 #define ROUNDS 3
 
-enum { SLEEPER, READER, POLLER, SIGNALLED, THREADS };
-static const char *names[THREADS] = { "sleeper", "reader", "poller", "signalled" };
+enum { SLEEPER, READER, POLLER, SIGNALLED, INTERRUPTED, THREADS };
+static const char *names[THREADS] = { "sleeper", "reader", "poller", "signalled", "interrupted" };
 static long long blocked_ns[THREADS];
 static int data_pipe[THREADS][2];
 static int handler_pipe[2];
@@ -56,7 +61,8 @@ static void *run(void *arg)
 {
     int me = (int)(long)arg;
     for (int round = 0; round < ROUNDS; round++) {
-        calm_calls();
+        if (me != INTERRUPTED)
+            calm_calls();
         char byte;
         struct pollfd pfd = { .fd = data_pipe[me][0], .events = POLLIN };
         struct timespec ts = { 0, 30 * 1000000L };
@@ -68,6 +74,11 @@ static void *run(void *arg)
             break;
         case POLLER:
             if (poll(&pfd, 1, 25) != 0) /* marker: poller polls */
+                exit(3);
+            break;
+        case INTERRUPTED:
+            atomic_store(&about_to_block[me], round + 1);
+            if (read(data_pipe[me][0], &byte, 1) != -1 || errno != EINTR) /* marker: interrupted read */
                 exit(3);
             break;
         default:
@@ -89,6 +100,9 @@ int main(void)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGUSR1, &sa, NULL) != 0 || pipe(handler_pipe) != 0)
         return 3;
+    sa.sa_flags = 0;
+    if (sigaction(SIGUSR2, &sa, NULL) != 0)
+        return 3;
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
         if (pipe(data_pipe[i]) != 0)
@@ -98,11 +112,13 @@ int main(void)
     }
     for (int round = 1; round <= ROUNDS; round++) {
         while (atomic_load(&about_to_block[READER]) < round ||
-               atomic_load(&about_to_block[SIGNALLED]) < round)
+               atomic_load(&about_to_block[SIGNALLED]) < round ||
+               atomic_load(&about_to_block[INTERRUPTED]) < round)
             sleep_ms(1);
         sleep_ms(15);
         CHECK(pthread_kill(t[SIGNALLED], SIGUSR1));
         sleep_ms(25);
+        CHECK(pthread_kill(t[INTERRUPTED], SIGUSR2));
         if (write(data_pipe[READER][1], "r", 1) != 1 || write(data_pipe[SIGNALLED][1], "s", 1) != 1)
             return 3;
     }

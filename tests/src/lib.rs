@@ -553,6 +553,32 @@ pub fn processes(report: &Value) -> &Vec<Value> {
     arr(report, "processes")
 }
 
+/// How the shim judges blocking calls on this machine: the
+/// `block_detection` of a small program's report, "switched-out" where the
+/// kernel clears glibc's rseq pointer when it switches a thread out (as
+/// kernels up to 6.18 do on the way out of a system call), else
+/// "duration". Tests compare with it, so that a process whose check went
+/// wrong is told from a kernel without the feature.
+pub fn block_detection_here() -> String {
+    let bin = build_c("tiny");
+    let dir = fresh_dir("block-detection-here");
+    let out = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_success(&out, "tiny");
+    let report = report_json(&[&dir], None);
+    str_of(only_process(&report), "block_detection").to_string()
+}
+
+/// Whether the running kernel is one that clears the rseq pointer on the
+/// way out of a system call (4.18 to 6.18; the rework planned after 6.18
+/// may not): there `block_detection_here` must be "switched-out".
+pub fn kernel_clears_rseq_on_syscall_exit() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release.trim().split(['.', '-']);
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor) >= (4, 18) && (major, minor) <= (6, 18)
+}
+
 /// The only process of a report; panics if there is not exactly one.
 pub fn only_process(report: &Value) -> &Value {
     let p = processes(report);

@@ -57,6 +57,10 @@ fn lock_in_library_constructor_before_shim_constructor() {
     let report = report_json(&[&trace], None);
     let p = only_process(&report);
     assert_eq!(p["complete"], Value::Bool(true), "normal exit is complete");
+    // The constructor's 100 calm pipe calls, made before the shim started,
+    // did not decide how it judges blocking calls: the kernel is checked
+    // at start.
+    assert_eq!(str_of(p, "block_detection"), block_detection_here(), "{p}");
     let lock = lock_by_address(p, &stdout_value(&stdout, "lock"));
     assert_eq!(
         u64_of(lock, "acquisitions"),

@@ -124,7 +124,12 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
     // Both clocks at one moment: absolute times (deadlines on either clock)
     // are shown relative to the start.
     let start = (now_ns(), clock_ns(libc::CLOCK_REALTIME));
-    file::create(extra_flags, start)
+    let by_switches = if config::calls_timed() && call_timer::switches_seen() {
+        FLAG_CALLS_BY_SWITCHES
+    } else {
+        0
+    };
+    file::create(extra_flags | by_switches, start)
 }
 
 /// A load or store of `address` by a thread that holds a lock (a program

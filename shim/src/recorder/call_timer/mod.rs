@@ -30,19 +30,21 @@
 //! stamped: a thread whose calls keep blocking (a pipe ping-pong) would
 //! otherwise pay for a new reference on every call.
 //!
-//! Before a thread sets the pointer the kernel's behaviour is checked,
-//! once per process: glibc must have registered the thread with the
-//! signature the descriptor carries (the kernel says EBUSY to a second
-//! registration with the same area, length and signature, EPERM to another
-//! signature; a descriptor with a wrong one would get the process a
-//! SIGSEGV), a call that does not block must leave the pointer set, and
+//! The kernel's behaviour is checked once per process, when the shim
+//! starts (about 120 µs; calls made before, by other libraries'
+//! constructors, do not decide it): glibc must have registered the thread
+//! with the signature the descriptor carries (the kernel says EBUSY to a
+//! second registration with the same area, length and signature, EPERM to
+//! another signature; a descriptor with a wrong one would get the process
+//! a SIGSEGV), a call that does not block must leave the pointer set, and
 //! three sleeps that switched the thread out (by its switch count) must
-//! each clear it. Each thread's own registration and
-//! signature are checked once too. Where any of that fails (no rseq,
+//! each clear it. Each thread's own registration and signature are checked
+//! before it first sets the pointer. Where any of that fails (no rseq,
 //! another libc, another architecture, a kernel that no longer clears the
 //! pointer on the way out of a system call, as the rseq rework planned
 //! after 6.18 does), calls are stamped and a call counts as blocked if it
-//! took that long, switched out or not.
+//! took that long, switched out or not. The trace says which way calls
+//! were judged (`FLAG_CALLS_BY_SWITCHES`; the report's `block_detection`).
 //!
 //! Limits:
 //! - CPU time leaves out what the kernel accounts apart: interrupts and
@@ -68,7 +70,7 @@ mod rseq;
 #[cfg(test)]
 mod tests;
 
-pub use rseq::init;
+pub use rseq::{init, switches_seen};
 
 use super::clock::Stamp;
 use core::cell::Cell;
@@ -134,12 +136,19 @@ impl TimerState {
         match self.signature.get() {
             SIGNED_AS_OURS => true,
             NOT_OURS => false,
-            _ => {
-                let ours = rseq::signature_is_ours(rseq::area_of(slot));
-                self.signature
-                    .set(if ours { SIGNED_AS_OURS } else { NOT_OURS });
-                ours
-            }
+            _ => match rseq::signature(rseq::area_of(slot)) {
+                rseq::Signature::Ours => {
+                    self.signature.set(SIGNED_AS_OURS);
+                    true
+                }
+                rseq::Signature::Other => {
+                    self.signature.set(NOT_OURS);
+                    false
+                }
+                // Not this task's area (a vfork child shares its parent's
+                // memory): nothing learnt about the thread that owns it.
+                rseq::Signature::NotRegistered => false,
+            },
         }
     }
 }
@@ -218,7 +227,9 @@ fn switched(state: &TimerState, min_ns: u64) -> Option<(u64, u64)> {
     if age < min_ns {
         return None;
     }
-    let used = crate::sys::thread_cpu_ns().saturating_sub(state.cpu_ns.get());
+    let Some(used) = crate::sys::thread_cpu_ns().checked_sub(state.cpu_ns.get()) else {
+        return None; // the CPU clock started again: a child of a raw fork
+    };
     let switched_out = since.saturating_add(used).min(ended);
     let block = ended - switched_out;
     (block >= min_ns + age / AGE_MARGIN).then_some((switched_out, ended))
@@ -229,6 +240,12 @@ fn switched(state: &TimerState, min_ns: u64) -> Option<(u64, u64)> {
 fn stamped(state: &TimerState, started: Stamp, slot: *mut u64, min_ns: u64) -> Option<(u64, u64)> {
     let ended = Stamp::now();
     let switched_out = slot.is_null() || read_slot(slot) != stamped_section();
+    if !switched_out {
+        // Cleared, so that a call this one interrupts (from a signal
+        // handler) does not find the value it set itself and take it for
+        // "not switched out".
+        write_slot(slot, 0);
+    }
     if switched_out && started.at_least(ended, min_ns) {
         state.calm.set(0);
         return Some((started.ns(), ended.ns()));

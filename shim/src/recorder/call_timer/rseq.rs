@@ -3,7 +3,7 @@
 //! thread out, and the once-per-process check that it does (see the
 //! parent module).
 
-use core::sync::atomic::{AtomicIsize, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, Ordering};
 
 /// glibc's rseq signature on x86_64 (`RSEQ_SIG`).
 pub(super) const RSEQ_SIGNATURE: u32 = 0x5305_3053;
@@ -92,13 +92,23 @@ static KERNEL: AtomicU8 = AtomicU8::new(UNTESTED);
 /// `__rseq_offset` and `__rseq_size`, found at start ([`init`]).
 static RSEQ_OFFSET: AtomicIsize = AtomicIsize::new(0);
 static RSEQ_SIZE: AtomicIsize = AtomicIsize::new(0);
+/// `init` looked for them: until then (calls made by other libraries'
+/// constructors, before ours) the kernel is not tested.
+static AREA_LOOKED_FOR: AtomicBool = AtomicBool::new(false);
 
 /// Finds glibc's rseq area (glibc 2.35 and later export where it is) and
 /// tests the kernel (once: a fork child keeps its parent's verdict), so
 /// that every call of the process is judged the same way from the start.
 pub fn init() {
     find_area();
+    AREA_LOOKED_FOR.store(true, Ordering::Release);
     kernel_usable();
+}
+
+/// Whether calls are judged by whether they were switched out (the kernel
+/// was found usable).
+pub fn switches_seen() -> bool {
+    KERNEL.load(Ordering::Acquire) == USABLE
 }
 
 fn find_area() {
@@ -200,6 +210,9 @@ pub(super) fn forget_test_in_child() {
 
 #[cold]
 fn test_kernel() -> bool {
+    if !AREA_LOOKED_FOR.load(Ordering::Acquire) {
+        return false;
+    }
     if KERNEL
         .compare_exchange(UNTESTED, TESTING, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -211,23 +224,35 @@ fn test_kernel() -> bool {
     verdict == USABLE
 }
 
+/// What the kernel says of an area and our signature.
+pub(super) enum Signature {
+    /// The calling task has it registered with our signature.
+    Ours,
+    /// Registered, with another signature (or the kernel refused to say).
+    Other,
+    /// The calling task had no area registered: the probe registered it,
+    /// and undid that.
+    NotRegistered,
+}
+
 /// Whether glibc registered the calling thread's area at `area` with our
-/// signature. A registration the probe itself made (the thread was not
-/// registered after all) is undone.
-pub(super) fn signature_is_ours(area: isize) -> bool {
+/// signature: a second registration with the same area, length and
+/// signature gets EBUSY, another signature EPERM, another area or length
+/// EINVAL.
+pub(super) fn signature(area: isize) -> Signature {
     let size = RSEQ_SIZE.load(Ordering::Relaxed).max(32) as u32;
     for len in [32, size] {
         match crate::sys::rseq(area as usize, len, 0, RSEQ_SIGNATURE) {
-            Err(libc::EBUSY) => return true,
+            Err(libc::EBUSY) => return Signature::Ours,
             Err(libc::EINVAL) => continue, // another length
             Ok(()) => {
                 let _ = crate::sys::rseq(area as usize, len, RSEQ_FLAG_UNREGISTER, RSEQ_SIGNATURE);
-                return false;
+                return Signature::NotRegistered;
             }
-            Err(_) => return false,
+            Err(_) => return Signature::Other,
         }
     }
-    false
+    Signature::Other
 }
 
 /// The check described in the module comment, on the calling thread:
@@ -245,13 +270,23 @@ fn kernel_clears_the_pointer() -> u8 {
     if !registered(slot) {
         return UNTESTED; // this thread is not registered; another may be
     }
-    if !signature_is_ours(area) {
-        return UNUSABLE;
+    match signature(area) {
+        Signature::Ours => {}
+        Signature::Other => return UNUSABLE,
+        Signature::NotRegistered => return UNTESTED,
     }
     // Sleeps of 10 µs with the timer slack at 1 ns meanwhile (its
     // default, 50 µs, would make each 60 µs). About 120 µs in all here.
-    let slack = crate::sys::timer_slack_ns();
+    let Some(slack) = crate::sys::timer_slack_ns() else {
+        return UNTESTED;
+    };
     crate::sys::set_timer_slack_ns(1);
+    if crate::sys::timer_slack_ns() != Some(1) {
+        // Not allowed here (a seccomp filter, say): sleeps would take the
+        // program's slack, which may be long; try again on a later call.
+        crate::sys::set_timer_slack_ns(slack);
+        return UNTESTED;
+    }
     let verdict = switches_clear_the_pointer(slot);
     crate::sys::set_timer_slack_ns(slack);
     if verdict == USABLE {
@@ -263,20 +298,26 @@ fn kernel_clears_the_pointer() -> u8 {
 /// A call that does not block leaves the pointer set, and three sleeps
 /// that switched the thread out (its switch count says so: a short sleep
 /// whose timer expired before the thread got to sleep did not) each
-/// clear it.
+/// clear it. A sleep that did not switch the thread out says nothing, and
+/// the next is twice as long (on a loaded virtual machine programming the
+/// timer can take longer than 10 µs).
 fn switches_clear_the_pointer(slot: *mut u64) -> u8 {
     const SWITCHED: u32 = 3;
+    const ROUNDS: u32 = 12;
     let set = free_section(0);
-    let (mut kept, mut cleared) = (false, 0);
-    for _ in 0..SWITCHED + 5 {
-        let before = crate::sys::thread_switches();
+    let (mut kept, mut cleared, mut sleep_ns) = (false, 0, 10_000);
+    // Each time the pointer is set first and the switch count read after:
+    // a switch between the two clears the pointer and is counted before,
+    // so it can only make a round inconclusive, never a false verdict.
+    for _ in 0..ROUNDS {
         write_slot(slot, set);
+        let before = crate::sys::thread_switches();
         crate::sys::getppid();
         let still = read_slot(slot) == set;
         kept |= still && crate::sys::thread_switches() == before;
-        let before = crate::sys::thread_switches();
         write_slot(slot, set);
-        let slept = crate::sys::sleep_ns(10_000).is_ok();
+        let before = crate::sys::thread_switches();
+        let slept = crate::sys::sleep_ns(sleep_ns).is_ok();
         let now = read_slot(slot);
         write_slot(slot, 0);
         if slept && crate::sys::thread_switches() != before {
@@ -284,6 +325,8 @@ fn switches_clear_the_pointer(slot: *mut u64) -> u8 {
                 return UNUSABLE; // switched out, and the pointer stayed
             }
             cleared += 1;
+        } else {
+            sleep_ns = (sleep_ns * 2).min(1_000_000);
         }
         if kept && cleared >= SWITCHED {
             return USABLE;
