@@ -568,15 +568,23 @@ pub fn block_detection_here() -> String {
     str_of(only_process(&report), "block_detection").to_string()
 }
 
-/// Whether the running kernel is one that clears the rseq pointer on the
-/// way out of a system call (4.18 to 6.18; the rework planned after 6.18
-/// may not): there `block_detection_here` must be "switched-out".
-pub fn kernel_clears_rseq_on_syscall_exit() -> bool {
+/// Whether this machine should let the shim judge blocking calls by
+/// switches: a kernel that clears the rseq pointer on the way out of a
+/// system call (4.18 to 6.18; the rework planned after 6.18 may not) and a
+/// glibc that registers threads for rseq and says where (2.35 and later).
+/// There `block_detection_here` must be "switched-out".
+pub fn rseq_timing_expected() -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut parts = release.trim().split(['.', '-']);
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (major, minor) >= (4, 18) && (major, minor) <= (6, 18)
+    let version = |text: &str| -> (u32, u32) {
+        let mut parts = text.trim().split(['.', '-']);
+        let major = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        (major, minor)
+    };
+    // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
+    let glibc = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+    let kernel = version(&release);
+    ((4, 18)..=(6, 18)).contains(&kernel) && version(&glibc.to_string_lossy()) >= (2, 35)
 }
 
 /// The only process of a report; panics if there is not exactly one.
