@@ -34,18 +34,6 @@ static void alarm_soon(int restart)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
-/* 100 writes and reads of a pipe that never block. */
-static void calm(void)
-{
-    static int q[2] = { -1, -1 };
-    char byte = 'c';
-    if (q[0] < 0 && pipe(q))
-        exit(3);
-    for (int i = 0; i < 100; i++)
-        if (write(q[1], &byte, 1) != 1 || read(q[0], &byte, 1) != 1)
-            exit(3);
-}
-
 #define SHOW(what, expr)                                                        \
     do {                                                                        \
         errno = 0;                                                              \
@@ -70,13 +58,13 @@ int main(int argc, char **argv)
     SHOW("writev", writev(p[1], &iov, 1));
     SHOW("readv", readv(p[0], &iov, 1));
 
-    calm();
+    calm_pipe_calls(100);
     /* EINTR: a read with no data, interrupted by a signal without
      * SA_RESTART, fails; with SA_RESTART it restarts and gets the data a
      * child writes later. */
     alarm_soon(0);
     SHOW("read interrupted", read(p[0], buf, sizeof buf));
-    calm(); /* so the child is forked from a thread that times calls for free */
+    calm_pipe_calls(100); /* so the child is forked from a thread that times calls for free */
     pid_t child = fork();
     if (child == 0) {
         sleep_ms(60);
@@ -90,9 +78,9 @@ int main(int argc, char **argv)
     SHOW("waitpid is the child", waitpid(child, &status, 0) == child);
     printf("child status: exited=%d code=%d\n", WIFEXITED(status), WEXITSTATUS(status));
     SHOW("waitpid no child", waitpid(-1, &status, WNOHANG));
-    calm();
+    calm_pipe_calls(100);
 
-    calm();
+    calm_pipe_calls(100);
     /* Sleeps: an interrupted nanosleep leaves the rest; clock_nanosleep
      * returns its error number; sleep returns the seconds not slept. */
     struct timespec bad = { 0, 2000000000L }, rem;
@@ -107,7 +95,7 @@ int main(int argc, char **argv)
     printf("sleep interrupted: left %u of 3\n", sleep(3) >= 2 ? 2u : 0u);
     SHOW("usleep", usleep(1000));
 
-    calm();
+    calm_pipe_calls(100);
     /* Polls. */
     struct pollfd pf = { .fd = p[0], .events = POLLIN };
     SHOW("poll timeout", poll(&pf, 1, 20));
@@ -126,7 +114,7 @@ int main(int argc, char **argv)
     SHOW("select timeout", select(p[0] + 1, &r, NULL, NULL, &tv));
     SHOW("select bad", select(-1, NULL, NULL, NULL, NULL));
 
-    calm();
+    calm_pipe_calls(100);
     /* Files: the variadic open's mode arrives; errors keep errno. */
     char path[512];
     snprintf(path, sizeof path, "%s/call_semantics.%d", dir, (int)getpid());
@@ -148,7 +136,7 @@ int main(int argc, char **argv)
     close(fd);
     unlink(path);
 
-    calm();
+    calm_pipe_calls(100);
     /* Sockets. */
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
@@ -161,7 +149,7 @@ int main(int argc, char **argv)
     SHOW("accept on a pair", accept(sv[0], NULL, NULL));
     SHOW("connect bad fd", connect(-1, NULL, 0));
 
-    calm();
+    calm_pipe_calls(100);
     /* Signals. */
     sigset_t set;
     sigemptyset(&set);

@@ -33,20 +33,6 @@ static int handler_pipe[2];
 static atomic_int about_to_block[THREADS];
 static atomic_int handled;
 
-static void calm_calls(void)
-{
-    int fds[2];
-    char byte = 'x';
-    if (pipe(fds) != 0)
-        exit(3);
-    for (int i = 0; i < CALM; i++) {
-        if (write(fds[1], &byte, 1) != 1 || read(fds[0], &byte, 1) != 1)
-            exit(3);
-    }
-    close(fds[0]);
-    close(fds[1]);
-}
-
 static void on_usr1(int sig)
 {
     (void)sig;
@@ -62,7 +48,7 @@ static void *run(void *arg)
     int me = (int)(long)arg;
     for (int round = 0; round < ROUNDS; round++) {
         if (me != INTERRUPTED)
-            calm_calls();
+            calm_pipe_calls(CALM);
         char byte;
         struct pollfd pfd = { .fd = data_pipe[me][0], .events = POLLIN };
         struct timespec ts = { 0, 30 * 1000000L };

@@ -14,25 +14,11 @@ static pthread_mutex_t early_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int ctor_uses;
 static int errno_kept;
 
-/* 100 pipe writes and reads that never block, before the shim started:
- * they must not decide how the shim times calls (the kernel is checked
- * when the shim starts, not by calls made before). */
-static void calm_io(void)
-{
-    int fds[2];
-    char byte = 'e';
-    if (pipe(fds) != 0)
-        exit(3);
-    for (int i = 0; i < 100; i++)
-        if (write(fds[1], &byte, 1) != 1 || read(fds[0], &byte, 1) != 1)
-            exit(3);
-    close(fds[0]);
-    close(fds[1]);
-}
-
 __attribute__((constructor)) static void early_ctor(void)
 {
-    calm_io();
+    /* 100 calls that never block, before the shim started: they must not
+     * decide how it times calls (the kernel is checked when it starts). */
+    calm_pipe_calls(100);
     /* The first hooked call initialises the shim (it creates the trace,
      * and its mkdir of an existing LOCKSUIT_DIR fails with EEXIST): errno
      * must still be what the program set. */
