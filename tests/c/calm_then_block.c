@@ -31,9 +31,10 @@ static long long blocked_ns[THREADS];
 static int data_pipe[THREADS][2];
 static int handler_pipe[2];
 static atomic_int about_to_block[THREADS];
+static atomic_int tids[THREADS];
 static atomic_int handled;
 
-static void on_usr1(int sig)
+static void on_signal(int sig)
 {
     (void)sig;
     int saved = errno;
@@ -46,6 +47,7 @@ static void on_usr1(int sig)
 static void *run(void *arg)
 {
     int me = (int)(long)arg;
+    atomic_store(&tids[me], (int)syscall(SYS_gettid));
     for (int round = 0; round < ROUNDS; round++) {
         if (me != INTERRUPTED)
             calm_pipe_calls(CALM);
@@ -81,7 +83,7 @@ int main(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
+    sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGUSR1, &sa, NULL) != 0 || pipe(handler_pipe) != 0)
@@ -97,9 +99,12 @@ int main(void)
         CHECK(pthread_setname_np(t[i], names[i]));
     }
     for (int round = 1; round <= ROUNDS; round++) {
+        /* A signal sent before the interrupted thread is in its read would
+         * leave it blocked for good: wait until it is. */
         while (atomic_load(&about_to_block[READER]) < round ||
                atomic_load(&about_to_block[SIGNALLED]) < round ||
-               atomic_load(&about_to_block[INTERRUPTED]) < round)
+               atomic_load(&about_to_block[INTERRUPTED]) < round ||
+               !in_syscall(atomic_load(&tids[INTERRUPTED]), SYS_read))
             sleep_ms(1);
         sleep_ms(15);
         CHECK(pthread_kill(t[SIGNALLED], SIGUSR1));
