@@ -55,7 +55,7 @@ macro_rules! export_with_caller {
 /// through an interposed allocator, before the program can have started
 /// threads), or with a C library that lacks the function.
 macro_rules! real_or {
-    // The hot entries: no test (see `real::hot_entries!` and `hot_calls!`).
+    // The hot entries: no test (see `real::hot_entries!`).
     (mutex_trylock, $fallback:expr) => {
         crate::real::MUTEX_TRYLOCK.get()
     };

@@ -68,27 +68,36 @@ unsafe extern "C-unwind" fn missing_sem_call(_: *mut sem_t) -> c_int {
     -1
 }
 
-/// The six real functions almost every lock operation calls, read by their
-/// hooks with no test of the table's state: each starts as a stand-in that
+/// The real functions almost every operation calls (the mutex and
+/// semaphore calls, and the four commonest I/O calls), read by their hooks
+/// with no test of the table's state: each starts as a stand-in that
 /// resolves the table and then makes the call, and holds the real function
 /// (or the table's stand-in for a missing one) once the table is resolved.
+/// While this very thread resolves the table, or where the C library lacks
+/// the function, the stand-in returns what the hook did before (`or`).
 macro_rules! hot_entries {
-    ($($static:ident: $ty:ident = $field:ident by $first:ident($arg:ty) $abi:literal or $fallback:expr;)*) => {
+    ($($static:ident: $ty:ident = $field:ident by $first:ident($($arg:ident: $aty:ty),*) -> $ret:ty,
+       $abi:literal or $fallback:expr;)*) => {
         $(
             pub static $static: Hot<$ty> = Hot(AtomicPtr::new($first as *mut ()), core::marker::PhantomData);
 
-            unsafe extern $abi fn $first(obj: $arg) -> c_int {
-                match real() {
-                    // SAFETY: forwarding the caller's argument unchanged.
-                    Some(fns) => unsafe { (fns.$field)(obj) },
+            unsafe extern $abi fn $first($($arg: $aty),*) -> $ret {
+                match real().and_then(|fns| Entry::function(fns.$field)) {
+                    // SAFETY: forwarding the caller's arguments unchanged.
+                    Some(f) => unsafe { f($($arg),*) },
                     None => $fallback,
                 }
             }
         )*
 
-        /// Publishes the resolved functions to the hot entries.
+        /// Publishes the resolved functions to the hot entries (those the C
+        /// library has; the others keep their stand-ins).
         fn publish_hot(fns: &RealFns) {
-            $( $static.0.store(fns.$field as *mut (), Ordering::Release); )*
+            $(
+                if let Some(f) = Entry::function(fns.$field) {
+                    $static.0.store(f as *mut (), Ordering::Release);
+                }
+            )*
         }
     };
 }
@@ -99,29 +108,15 @@ pub struct Hot<F>(AtomicPtr<()>, core::marker::PhantomData<F>);
 // SAFETY: the word is atomic; `F` is only a function-pointer type tag.
 unsafe impl<F> Sync for Hot<F> {}
 
-impl Hot<MutexFn> {
+impl<F: Copy> Hot<F> {
     #[inline(always)]
-    pub fn get(&self) -> MutexFn {
-        // SAFETY: only ever stored from a `MutexFn` (see `hot_entries!`).
-        unsafe { core::mem::transmute::<*mut (), MutexFn>(self.0.load(Ordering::Relaxed)) }
+    pub fn get(&self) -> F {
+        const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut ()>()) };
+        let word = self.0.load(Ordering::Relaxed);
+        // SAFETY: only ever stored from an `F`, a function pointer of the
+        // same size (see `hot_entries!`).
+        unsafe { core::mem::transmute_copy::<*mut (), F>(&word) }
     }
-}
-
-impl Hot<SemFn> {
-    #[inline(always)]
-    pub fn get(&self) -> SemFn {
-        // SAFETY: only ever stored from a `SemFn` (see `hot_entries!`).
-        unsafe { core::mem::transmute::<*mut (), SemFn>(self.0.load(Ordering::Relaxed)) }
-    }
-}
-
-hot_entries! {
-    MUTEX_LOCK: MutexFn = mutex_lock by first_mutex_lock(*mut pthread_mutex_t) "C" or libc::EINVAL;
-    MUTEX_TRYLOCK: MutexFn = mutex_trylock by first_mutex_trylock(*mut pthread_mutex_t) "C" or libc::EINVAL;
-    MUTEX_UNLOCK: MutexFn = mutex_unlock by first_mutex_unlock(*mut pthread_mutex_t) "C" or 0;
-    SEM_WAIT: SemFn = sem_wait by first_sem_wait(*mut sem_t) "C-unwind" or -1;
-    SEM_TRYWAIT: SemFn = sem_trywait by first_sem_trywait(*mut sem_t) "C-unwind" or -1;
-    SEM_POST: SemFn = sem_post by first_sem_post(*mut sem_t) "C-unwind" or -1;
 }
 
 /// A raw system call's result as libc returns it: -1 and errno on failure.
@@ -137,44 +132,21 @@ pub fn syscall_result<R: TryFrom<c_long> + From<i8>>(rc: c_long) -> R {
     R::try_from(rc).unwrap_or_else(|_| R::from(-1))
 }
 
-/// The four I/O calls programs make most, read by their hooks with no
-/// test, as the hot entries above: each starts as a stand-in that resolves
-/// the table and then makes the call (the system call itself while this
-/// very thread is resolving, or if the C library lacks the function).
-macro_rules! hot_calls {
-    ($($static:ident: $ty:ident = $field:ident by $first:ident($($arg:ident: $aty:ty),*) or $nr:expr;)*) => {
-        $(
-            pub static $static: Hot<$ty> = Hot(AtomicPtr::new($first as *mut ()), core::marker::PhantomData);
-
-            unsafe extern "C-unwind" fn $first($($arg: $aty),*) -> ssize_t {
-                match real().and_then(|fns| fns.$field) {
-                    // SAFETY: forwarding the caller's arguments unchanged.
-                    Some(f) => unsafe { f($($arg),*) },
-                    None => syscall_result(crate::sys::sys!($nr, $($arg),*)),
-                }
-            }
-
-            impl Hot<$ty> {
-                #[inline(always)]
-                pub fn get(&self) -> $ty {
-                    // SAFETY: only ever stored from a `$ty` (see `hot_calls!`).
-                    unsafe { core::mem::transmute::<*mut (), $ty>(self.0.load(Ordering::Relaxed)) }
-                }
-            }
-        )*
-
-        /// Publishes the resolved I/O calls (those the C library has).
-        fn publish_hot_calls(fns: &RealFns) {
-            $( if let Some(f) = fns.$field { $static.0.store(f as *mut (), Ordering::Release); } )*
-        }
-    };
-}
-
-hot_calls! {
-    READ: ReadFn = read by first_read(fd: c_int, buf: *mut c_void, n: size_t) or libc::SYS_read;
-    WRITE: WriteFn = write by first_write(fd: c_int, buf: *const c_void, n: size_t) or libc::SYS_write;
-    PREAD: PreadFn = pread by first_pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) or libc::SYS_pread64;
-    PWRITE: PwriteFn = pwrite by first_pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) or libc::SYS_pwrite64;
+hot_entries! {
+    MUTEX_LOCK: MutexFn = mutex_lock by first_mutex_lock(m: *mut pthread_mutex_t) -> c_int, "C" or libc::EINVAL;
+    MUTEX_TRYLOCK: MutexFn = mutex_trylock by first_mutex_trylock(m: *mut pthread_mutex_t) -> c_int, "C" or libc::EINVAL;
+    MUTEX_UNLOCK: MutexFn = mutex_unlock by first_mutex_unlock(m: *mut pthread_mutex_t) -> c_int, "C" or 0;
+    SEM_WAIT: SemFn = sem_wait by first_sem_wait(s: *mut sem_t) -> c_int, "C-unwind" or -1;
+    SEM_TRYWAIT: SemFn = sem_trywait by first_sem_trywait(s: *mut sem_t) -> c_int, "C-unwind" or -1;
+    SEM_POST: SemFn = sem_post by first_sem_post(s: *mut sem_t) -> c_int, "C-unwind" or -1;
+    READ: ReadFn = read by first_read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t,
+        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_read, fd, buf, n));
+    WRITE: WriteFn = write by first_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t,
+        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_write, fd, buf, n));
+    PREAD: PreadFn = pread by first_pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t,
+        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pread64, fd, buf, n, offset));
+    PWRITE: PwriteFn = pwrite by first_pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t,
+        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pwrite64, fd, buf, n, offset));
 }
 
 /// Blocking calls beyond the lock API: all cancellation points, so a
@@ -626,7 +598,6 @@ fn resolve_slow() -> Option<&'static RealFns> {
                 // SAFETY: we won the transition, so no one else writes or reads `fns`.
                 let fns = unsafe { (*TABLE.fns.get()).write(fns) };
                 publish_hot(fns);
-                publish_hot_calls(fns);
                 TABLE.state.store(RESOLVED, Ordering::Release);
                 ThreadState::set_resolving(false);
                 return Some(resolved());

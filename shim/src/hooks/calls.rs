@@ -170,7 +170,7 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 // -------------------------------------------------------- file descriptors
 
 // read, write, pread and pwrite take their real function from a hot word
-// (`real::hot_calls!`) whose stand-in makes the same system call as
+// (`real::hot_entries!`) whose stand-in makes the same system call as
 // `unresolved` says, while this thread resolves the table.
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
