@@ -20,11 +20,11 @@
 // all. The test reads the words and nothing of the program's: the access
 // itself, its atomicity and ordering stay exactly as compiled.
 //
-// Left out, as the shim would drop them anyway: accesses to the function's
-// own stack slots (allocas), which are this thread's own data.
+// Some accesses are left out: see `accesses_of`.
 
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
@@ -53,7 +53,65 @@ struct Access {
   Value *address;
   bool store;
   int size;
+  // Accesses of one run (one block, no call between) share each gate test.
+  unsigned run;
 };
+
+// Whether `inst` may call code that takes or releases a lock, and so
+// change the gate's words (an intrinsic that only marks or assumes does not).
+bool may_call(const Instruction &inst) {
+  const auto *call = dyn_cast<CallBase>(&inst);
+  if (!call)
+    return false;
+  if (const auto *intrinsic = dyn_cast<IntrinsicInst>(call))
+    return !(isa<DbgInfoIntrinsic>(intrinsic) || intrinsic->isAssumeLikeIntrinsic() ||
+             intrinsic->isLifetimeStartOrEnd());
+  return true;
+}
+
+// The accesses of `block` that need the shim's call, in order, each with
+// its run (see `Access::run`). Left out:
+// - accesses to the function's own stack slots (allocas), this thread's own
+//   data, which the shim would drop anyway;
+// - loads of constant globals: data never written needs no lock.
+// Every other load and store is kept, also one the block made to the same
+// address before: the shim counts each access the program makes.
+void accesses_of(BasicBlock &block, const DataLayout &layout, SmallVectorImpl<Access> &out,
+                 unsigned &run) {
+  run++;
+  for (Instruction &inst : block) {
+    if (may_call(inst)) {
+      run++;
+      continue;
+    }
+    Value *address;
+    Type *type;
+    if (auto *load = dyn_cast<LoadInst>(&inst)) {
+      address = load->getPointerOperand();
+      type = load->getType();
+    } else if (auto *store = dyn_cast<StoreInst>(&inst)) {
+      address = store->getPointerOperand();
+      type = store->getValueOperand()->getType();
+    } else {
+      continue;
+    }
+    bool is_store = isa<StoreInst>(&inst);
+    const Value *object = getUnderlyingObject(address);
+    if (inst.hasMetadata(LLVMContext::MD_nosanitize) ||
+        address->getType()->getPointerAddressSpace() != 0 || isa<AllocaInst>(object))
+      continue;
+    if (const auto *global = dyn_cast<GlobalVariable>(object))
+      if (!is_store && global->isConstant())
+        continue;
+    TypeSize bits = layout.getTypeStoreSizeInBits(type);
+    if (bits.isScalable() || bits.getFixedValue() % 8 != 0)
+      continue;
+    int size = size_index(bits.getFixedValue() / 8);
+    if (size < 0)
+      continue;
+    out.push_back({&inst, address, is_store, size, run});
+  }
+}
 
 struct AccessGate : PassInfoMixin<AccessGate> {
   PreservedAnalyses run(Module &module, ModuleAnalysisManager &) {
@@ -82,31 +140,9 @@ struct AccessGate : PassInfoMixin<AccessGate> {
           function.getName().starts_with("__sanitizer_cov"))
         continue;
       SmallVector<Access, 64> accesses;
+      unsigned runs = 0;
       for (BasicBlock &block : function)
-        for (Instruction &inst : block) {
-          Value *address;
-          Type *type;
-          if (auto *load = dyn_cast<LoadInst>(&inst)) {
-            address = load->getPointerOperand();
-            type = load->getType();
-          } else if (auto *store = dyn_cast<StoreInst>(&inst)) {
-            address = store->getPointerOperand();
-            type = store->getValueOperand()->getType();
-          } else {
-            continue;
-          }
-          if (inst.hasMetadata(LLVMContext::MD_nosanitize) ||
-              address->getType()->getPointerAddressSpace() != 0 ||
-              isa<AllocaInst>(getUnderlyingObject(address)))
-            continue;
-          TypeSize bits = layout.getTypeStoreSizeInBits(type);
-          if (bits.isScalable() || bits.getFixedValue() % 8 != 0)
-            continue;
-          int size = size_index(bits.getFixedValue() / 8);
-          if (size < 0)
-            continue;
-          accesses.push_back({&inst, address, isa<StoreInst>(&inst), size});
-        }
+        accesses_of(block, layout, accesses, runs);
       if (accesses.empty())
         continue;
       if (!calls) {
@@ -119,13 +155,24 @@ struct AccessGate : PassInfoMixin<AccessGate> {
                 std::string("__sanitizer_cov_") + (store ? "store" : "load") + sizes[size],
                 callback_type);
       }
+      // The gate's test, once per run and kind: the words change only in a
+      // lock operation (a call, which ends the run) and when a callback
+      // shuts the gate, after which the run's later accesses still make
+      // their calls, and the shim takes them as before.
+      unsigned tested_run[2] = {~0u, ~0u};
+      Value *tested_open[2] = {nullptr, nullptr};
       for (const Access &access : accesses) {
-        IRBuilder<> before(access.inst);
-        Value *count = before.CreateLoad(word, before.CreateThreadLocalAddress(calls));
-        if (access.store)
-          count = before.CreateNot(count);
-        Value *skipped = before.CreateLoad(word, before.CreateThreadLocalAddress(skip[access.store]));
-        Value *open = before.CreateICmpNE(count, skipped);
+        Value *&open = tested_open[access.store];
+        if (tested_run[access.store] != access.run) {
+          IRBuilder<> before(access.inst);
+          Value *count = before.CreateLoad(word, before.CreateThreadLocalAddress(calls));
+          if (access.store)
+            count = before.CreateNot(count);
+          Value *skipped =
+              before.CreateLoad(word, before.CreateThreadLocalAddress(skip[access.store]));
+          open = before.CreateICmpNE(count, skipped);
+          tested_run[access.store] = access.run;
+        }
         Instruction *then = SplitBlockAndInsertIfThen(open, access.inst, false, unlikely);
         IRBuilder<> inside(then);
         inside.CreateCall(callbacks[access.store][access.size], {access.address});

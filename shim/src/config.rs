@@ -25,7 +25,7 @@ static CALLS_TIMED: AtomicBool = AtomicBool::new(true);
 /// `LOCKSUIT_SWITCHES=1`: record the kernel's context switches too.
 static SWITCHES: AtomicBool = AtomicBool::new(false);
 /// `LOCKSUIT_DATA_SAMPLE`: see [`data_sample_every`].
-static DATA_SAMPLE_EVERY: AtomicU32 = AtomicU32::new(1);
+static DATA_SAMPLE_EVERY: AtomicU32 = AtomicU32::new(DATA_SAMPLE_DEFAULT);
 static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
@@ -102,6 +102,11 @@ pub fn data_sample_every() -> u32 {
 
 /// See [`data_sample_every`].
 pub const DATA_SAMPLE_FIRST: u32 = 4;
+
+/// The default of [`data_sample_every`]: recording every engagement costs
+/// a program that holds locks through most of its work (SQLite) tens of
+/// times its run; one in 64 keeps within 3x (docs/performance.md).
+pub const DATA_SAMPLE_DEFAULT: u32 = 64;
 
 /// Sampling (`LOCKSUIT_DATA_SAMPLE` above 1): of each engagement recorded,
 /// its first this many accesses (a long one, such as a table scan under a
@@ -196,7 +201,7 @@ pub fn load() {
             (_, Some(n)) if n >= 1 => DATA_SAMPLE_EVERY.store(n, Ordering::Relaxed),
             _ => warn_once(
                 Warning::BadSetting,
-                b"LOCKSUIT_DATA_SAMPLE must be 'all' or a whole number from 1 (one engagement in N); using 'all'",
+                b"LOCKSUIT_DATA_SAMPLE must be 'all' or a whole number from 1 (one engagement in N); using the default 64",
             ),
         }
     }

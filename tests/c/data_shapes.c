@@ -5,7 +5,9 @@
  *   it while the threads start, until each is blocked on it, so they
  *   surely wait.
  * - config_lock guards a table main fills before the threads start; under
- *   the lock the threads only read it (read-only-sharing).
+ *   the lock the threads only read it (read-only-sharing). They also read
+ *   a constant table there, which is no data a lock guards: `locksuit cc`
+ *   makes no call for its loads.
  * - status_lock: the threads read a table under it too, but the first
  *   thread, halfway, also writes one entry of it holding no lock: not
  *   read-only, whatever the lock saw.
@@ -13,6 +15,9 @@
  *   takes a lock at all, started after the workers ended (so its first
  *   store is also its first call into the shim: the access gate must be
  *   open for it from the thread's start).
+ * - rare_lock: the threads read a table under it, and the first thread,
+ *   in its 502nd engagement only, writes an entry of it under the lock:
+ *   not read-only.
  *
  * Prints "tally_sum N" (THREADS * ROUNDS) and "config_sum N". */
 #include "common.h"
@@ -27,11 +32,14 @@ static struct {
     char pad[56];
 } tallies[THREADS];
 static int config[16];
+static const int weights[16] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int status[16];
 static volatile int tids[THREADS];
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int watched[16];
+static pthread_mutex_t rare_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int rare[16];
 
 static void *lockless_writer(void *arg)
 {
@@ -50,7 +58,7 @@ static void *worker(void *arg)
         tallies[me].n++;
         CHECK(pthread_mutex_unlock(&pair_lock));
         CHECK(pthread_mutex_lock(&config_lock));
-        sum += config[i % 16];
+        sum += config[i % 16] * weights[(i + me) % 16];
         CHECK(pthread_mutex_unlock(&config_lock));
         CHECK(pthread_mutex_lock(&status_lock));
         int seen = status[i % 16];
@@ -58,6 +66,11 @@ static void *worker(void *arg)
         CHECK(pthread_mutex_lock(&watch_lock));
         sum += watched[i % 16];
         CHECK(pthread_mutex_unlock(&watch_lock));
+        CHECK(pthread_mutex_lock(&rare_lock));
+        sum += rare[i % 16];
+        if (me == 0 && i == 501)
+            rare[i % 16] = 0;
+        CHECK(pthread_mutex_unlock(&rare_lock));
         /* A racy write, on purpose: to an entry read under the lock. */
         if (me == 0 && i == ROUNDS / 2)
             status[i % 16] = seen + 1;

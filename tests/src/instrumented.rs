@@ -6,6 +6,10 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The shim's setting that records every engagement's accesses (the
+/// default samples them), for the tests that count them exactly.
+pub const EVERY_ENGAGEMENT: (&str, &str) = ("LOCKSUIT_DATA_SAMPLE", "all");
+
 /// tests/c/NAME.c built with `locksuit cc`, or None when no clang is there
 /// (the test then says so and passes: `.ci/run` installs clang-19).
 pub fn instrumented(name: &str) -> Option<PathBuf> {

@@ -15,7 +15,7 @@ fn an_engagement_another_thread_waited_for_is_counted_as_such() {
     let Some(bin) = instrumented("data_waited") else {
         return;
     };
-    let run = record_plain_and_shim(&bin, "data-waited");
+    let run = record_plain_and_shim_env(&bin, "data-waited", &[EVERY_ENGAGEMENT]);
     assert_same_output(&run.plain, &run.shim);
     assert_eq!(stdout_str(&run.shim), "slot_sum 4000\n");
     let p = only_process(&run.report);

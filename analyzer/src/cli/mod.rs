@@ -69,9 +69,9 @@ Environment:
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
   LOCKSUIT_GATE         off: `locksuit cc` calls the shim on every access (clang's sanitizer
                         coverage) instead of behind the access gate
-  LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: all (default) records every engagement's
-                        accesses; N: each line's first 4, then 1 in N, and of each its
-                        first 4096 accesses (cheaper; sampled)
+  LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: N (default 64) records the accesses of
+                        each line's first 4 engagements of a lock, then 1 in N, and of
+                        each its first 4096; all: every engagement's (exact, much dearer)
   LOCKSUIT_SWITCHES     1: also record the kernel's context switches (preemption, page
                         faults, system calls made around libc)
   LOCKSUIT_POLICY       a recording policy file (docs/policy.md); `run --policy FILE`

@@ -162,7 +162,7 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
 fn sampling(d: &DataLevel) -> String {
     if d.sample_every > 1 {
         format!(
-            " in sampled engagements (each line's first {}, then 1 in {}, and the first accesses of each; read-only sharing not judged)",
+            " in sampled engagements (each line's first {}, then 1 in {}, and the first accesses of each; read-only sharing not judged: LOCKSUIT_DATA_SAMPLE=all judges it)",
             d.sample_first, d.sample_every
         )
     } else {
