@@ -23,7 +23,12 @@ use locksuit_format::*;
 
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
-static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
+/// Zeros to back blocks with: up to [`BATCH_BLOCKS`] in one `pwrite` (in
+/// `.bss`, so only the kernel's zero page backs it).
+static ZEROS: [u8; BATCH_BLOCKS as usize * BLOCK_SIZE] = [0; BATCH_BLOCKS as usize * BLOCK_SIZE];
+
+/// Most blocks [`alloc_blocks`] reserves and backs at once.
+pub const BATCH_BLOCKS: u32 = 8;
 
 /// Why this process cannot be recorded (already reported on stderr).
 #[derive(Debug)]
@@ -203,9 +208,21 @@ pub fn pid() -> u32 {
     header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
 }
 
-/// Reserves, backs and initialises one block for `lane`. `None` when the cap
-/// is reached or the disk refuses; both are flagged and warned about once.
-pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
+/// Blocks reserved and backed in one go, in file order: `first`, then
+/// `first + 1`, ... (`count` of them), none initialised yet.
+#[derive(Clone, Copy, Default)]
+pub struct Reserved {
+    pub first: u32,
+    pub count: u32,
+}
+
+/// Reserves up to `wanted` consecutive blocks (at most [`BATCH_BLOCKS`])
+/// and backs them with one `pwrite` of zeros: a lane that writes many
+/// blocks (every event recorded) pays the system calls of one block for
+/// several. Fewer when the cap is near or the file may not grow that far;
+/// `None` when the cap is reached or the disk refuses, both flagged and
+/// warned about once.
+pub fn alloc_blocks(wanted: u32) -> Option<Reserved> {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
         return None;
@@ -216,8 +233,9 @@ pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
     if flags.load(Ordering::Relaxed) & FLAG_DISK_FULL != 0 {
         return None;
     }
+    let wanted = wanted.clamp(1, BATCH_BLOCKS);
     let mut index = reserved.load(Ordering::Relaxed);
-    loop {
+    let count = loop {
         if index >= max {
             set_flags(FLAG_OUT_OF_SPACE);
             warn_once(
@@ -226,33 +244,64 @@ pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
             );
             return None;
         }
-        match reserved.compare_exchange_weak(index, index + 1, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => break,
+        let count = wanted.min(max - index);
+        match reserved.compare_exchange_weak(
+            index,
+            index + count,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break count,
             Err(now) => index = now,
         }
-    }
+    };
     let offset = index as usize * BLOCK_SIZE;
-    let written = if within_file_size_limit(offset + BLOCK_SIZE) {
+    // Where the file may not grow by all of them, one is enough (the rest
+    // stay reserved and unbacked, as a block the disk refused does).
+    let count = if within_file_size_limit(offset + count as usize * BLOCK_SIZE) {
+        count
+    } else {
+        1
+    };
+    let bytes = count as usize * BLOCK_SIZE;
+    let written = if within_file_size_limit(offset + bytes) {
         TRACE_FILE
             .checked_fd()
-            .and_then(|fd| sys::pwrite(fd, &ZEROS, offset as u64).ok())
+            .and_then(|fd| sys::pwrite(fd, &ZEROS[..bytes], offset as u64).ok())
     } else {
         None
     };
-    if written != Some(BLOCK_SIZE) {
+    // A short write backs its whole blocks.
+    let backed = (written.unwrap_or(0) / BLOCK_SIZE) as u32;
+    if backed < count {
         set_flags(FLAG_DISK_FULL);
         warn_once(
             Warning::DiskFull,
             b"cannot grow the trace file (disk full, I/O error, file-size limit, or the program closed it and it could not be reopened); what is recorded so far is kept, new records are dropped and counted",
         );
+        if backed == 0 {
+            return None;
+        }
+    }
+    header_u32(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + backed, Ordering::AcqRel);
+    Some(Reserved {
+        first: index,
+        count: backed,
+    })
+}
+
+/// Initialises block `index`, reserved and backed by [`alloc_blocks`], for
+/// `lane`, and returns it.
+pub fn init_block(index: u32, lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
+    let base = BASE.load(Ordering::Acquire);
+    if base.is_null() {
         return None;
     }
-    header_u32(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + 1, Ordering::AcqRel);
-    // SAFETY: the block lies inside the mapping (index < max_blocks) and is
-    // now backed by the file, and this thread is its only user.
+    // SAFETY: the block lies inside the mapping (below max_blocks) and is
+    // backed by the file, and this thread, which reserved it, is its only
+    // user.
     unsafe {
-        let block = base.add(offset);
+        let block = base.add(index as usize * BLOCK_SIZE);
         let bh = block.cast::<BlockHeader>();
         addr_of_mut!((*bh).lane).write(lane);
         addr_of_mut!((*bh).seq).write(seq);
@@ -266,7 +315,7 @@ pub fn alloc_block(lane: u32, seq: u32, kind: u32) -> Option<*mut u8> {
 /// the new sequence number.
 ///
 /// # Safety
-/// `block` must be an event block from [`alloc_block`] owned by the calling
+/// `block` must be an event block from [`init_block`] owned by the calling
 /// thread's lane.
 pub unsafe fn recycle_block(block: *mut u8, seq: u32) {
     // SAFETY: per the contract, a block header in our mapping that only this
@@ -282,7 +331,7 @@ pub unsafe fn recycle_block(block: *mut u8, seq: u32) {
 /// Publishes `used` bytes of records in the block at `block`.
 ///
 /// # Safety
-/// `block` must come from [`alloc_block`] of the current mapping.
+/// `block` must come from [`init_block`] of the current mapping.
 pub unsafe fn commit(block: *mut u8, used: u32) {
     // SAFETY: per the contract, `block` starts with a BlockHeader in our mapping.
     unsafe {
@@ -316,7 +365,7 @@ pub fn create(
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
     let len = max_blocks * BLOCK_SIZE;
     let written = if within_file_size_limit(BLOCK_SIZE) {
-        sys::pwrite(fd, &ZEROS, 0).ok()
+        sys::pwrite(fd, &ZEROS[..BLOCK_SIZE], 0).ok()
     } else {
         None
     };

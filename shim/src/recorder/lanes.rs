@@ -96,6 +96,10 @@ pub struct Lane {
     ev_ring: [*mut u8; EVENT_RING],
     ev_ring_len: usize,
     ev_ring_oldest: usize,
+    /// Blocks reserved and backed for this lane ahead of need, and how many
+    /// it has taken (a lane that took a few takes them in batches).
+    spare: file::Reserved,
+    blocks_taken: u32,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     /// What the hot path looks at first (see `hot_cache.rs`).
@@ -214,6 +218,9 @@ pub fn acquire() -> Option<&'static mut Lane> {
                 (*lane).ev_next_seq = 0;
                 (*lane).ev_ring_len = 0;
                 (*lane).ev_ring_oldest = 0;
+                // A pre-fork lane's spares are in the parent's file.
+                (*lane).spare = file::Reserved::default();
+                (*lane).blocks_taken = 0;
                 // A pre-fork lane's grown index is the child's copy: keep it.
                 if (*lane).big_index.is_null() {
                     (*lane).index_mask = INDEX_SLOTS - 1;
@@ -320,7 +327,7 @@ impl Lane {
             return None;
         }
         if self.block.is_null() || self.used as usize + size > BLOCK_PAYLOAD {
-            match file::alloc_block(self.id, self.next_seq, BLOCK_LANE) {
+            match self.take_block(self.next_seq, BLOCK_LANE) {
                 Some(block) => {
                     self.block = block;
                     self.used = 0;
@@ -378,7 +385,7 @@ impl Lane {
 
     fn next_event_block(&mut self) -> bool {
         let seq = self.ev_next_seq;
-        if let Some(block) = file::alloc_block(self.id, seq, BLOCK_EVENTS) {
+        if let Some(block) = self.take_block(seq, BLOCK_EVENTS) {
             if self.ev_ring_len < EVENT_RING {
                 self.ev_ring[self.ev_ring_len] = block;
                 self.ev_ring_len += 1;
@@ -396,6 +403,26 @@ impl Lane {
         self.ev_used = 0;
         self.ev_next_seq += 1;
         true
+    }
+
+    /// A new block for this lane, numbered `seq` in its chain of `kind`:
+    /// a spare if it has one. Its first blocks are reserved one at a time
+    /// (most threads need no more); from its third on, a lane that keeps
+    /// writing reserves [`file::BATCH_BLOCKS`] at once and keeps the rest.
+    fn take_block(&mut self, seq: u32, kind: u32) -> Option<*mut u8> {
+        if self.spare.count == 0 {
+            let wanted = if self.blocks_taken < 2 {
+                1
+            } else {
+                file::BATCH_BLOCKS
+            };
+            self.spare = file::alloc_blocks(wanted)?;
+        }
+        let index = self.spare.first;
+        self.spare.first += 1;
+        self.spare.count -= 1;
+        self.blocks_taken = self.blocks_taken.saturating_add(1);
+        file::init_block(index, self.id, seq, kind)
     }
 
     pub fn count_dropped(&mut self) {
