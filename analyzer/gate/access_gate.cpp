@@ -57,25 +57,21 @@ struct Access {
   unsigned run;
 };
 
-// Whether `inst` may call code that takes or releases a lock, and so
-// change the gate's words (an intrinsic that only marks or assumes does not).
+// Whether `inst` may call code that takes or releases a lock the thread
+// goes on holding (or holds no more). An intrinsic does not: those that
+// become calls (memcpy, a 16-byte atomic in libatomic) leave the held
+// locks as they found them, as a signal handler does.
 bool may_call(const Instruction &inst) {
-  const auto *call = dyn_cast<CallBase>(&inst);
-  if (!call)
-    return false;
-  if (const auto *intrinsic = dyn_cast<IntrinsicInst>(call))
-    return !(isa<DbgInfoIntrinsic>(intrinsic) || intrinsic->isAssumeLikeIntrinsic() ||
-             intrinsic->isLifetimeStartOrEnd());
-  return true;
+  return isa<CallBase>(inst) && !isa<IntrinsicInst>(inst);
 }
 
 // The accesses of `block` that need the shim's call, in order, each with
 // its run (see `Access::run`). Left out:
-// - accesses to the function's own stack slots (allocas), this thread's own
-//   data, which the shim would drop anyway;
-// - loads of constant globals: data never written needs no lock.
-// Every other load and store is kept, also one the block made to the same
-// address before: the shim counts each access the program makes.
+// accesses to the function's own stack slots (allocas), this thread's own
+// data, which the shim would drop anyway. Every other load and store is
+// kept, also one the block made to the same address before, and loads of
+// constant data (a lock that guards only such data is worth knowing of):
+// the shim counts each access the program makes.
 void accesses_of(BasicBlock &block, const DataLayout &layout, SmallVectorImpl<Access> &out,
                  unsigned &run) {
   run++;
@@ -100,9 +96,6 @@ void accesses_of(BasicBlock &block, const DataLayout &layout, SmallVectorImpl<Ac
     if (inst.hasMetadata(LLVMContext::MD_nosanitize) ||
         address->getType()->getPointerAddressSpace() != 0 || isa<AllocaInst>(object))
       continue;
-    if (const auto *global = dyn_cast<GlobalVariable>(object))
-      if (!is_store && global->isConstant())
-        continue;
     TypeSize bits = layout.getTypeStoreSizeInBits(type);
     if (bits.isScalable() || bits.getFixedValue() % 8 != 0)
       continue;
@@ -155,27 +148,42 @@ struct AccessGate : PassInfoMixin<AccessGate> {
                 std::string("__sanitizer_cov_") + (store ? "store" : "load") + sizes[size],
                 callback_type);
       }
-      // The gate's test, once per run and kind: the words change only in a
-      // lock operation (a call, which ends the run) and when a callback
-      // shuts the gate, after which the run's later accesses still make
-      // their calls, and the shim takes them as before.
+      // The gate's test, once per run and kind, and again after each call
+      // the run makes to the shim (which may have shut either gate; the
+      // later accesses then make no call). Within a run the set of locks
+      // the thread holds does not change (that takes a call, which ends
+      // the run), so nothing else can open or shut the gate for it.
+      auto test = [&](IRBuilder<> &at, int store) -> Value * {
+        Value *count = at.CreateLoad(word, at.CreateThreadLocalAddress(calls));
+        if (store)
+          count = at.CreateNot(count);
+        Value *skipped = at.CreateLoad(word, at.CreateThreadLocalAddress(skip[store]));
+        return at.CreateICmpNE(count, skipped);
+      };
       unsigned tested_run[2] = {~0u, ~0u};
-      Value *tested_open[2] = {nullptr, nullptr};
+      Value *open[2] = {nullptr, nullptr};
       for (const Access &access : accesses) {
-        Value *&open = tested_open[access.store];
         if (tested_run[access.store] != access.run) {
           IRBuilder<> before(access.inst);
-          Value *count = before.CreateLoad(word, before.CreateThreadLocalAddress(calls));
-          if (access.store)
-            count = before.CreateNot(count);
-          Value *skipped =
-              before.CreateLoad(word, before.CreateThreadLocalAddress(skip[access.store]));
-          open = before.CreateICmpNE(count, skipped);
+          open[access.store] = test(before, access.store);
           tested_run[access.store] = access.run;
         }
-        Instruction *then = SplitBlockAndInsertIfThen(open, access.inst, false, unlikely);
+        BasicBlock *head = access.inst->getParent();
+        Instruction *then = SplitBlockAndInsertIfThen(open[access.store], access.inst, false, unlikely);
         IRBuilder<> inside(then);
         inside.CreateCall(callbacks[access.store][access.size], {access.address});
+        // Past the call: each kind this run tested, as the call left it.
+        BasicBlock *tail = access.inst->getParent();
+        for (int kind = 0; kind < 2; kind++) {
+          if (tested_run[kind] != access.run)
+            continue;
+          Value *again = test(inside, kind);
+          IRBuilder<> join(tail, tail->begin());
+          PHINode *now = join.CreatePHI(Type::getInt1Ty(context), 2);
+          now->addIncoming(open[kind], head);
+          now->addIncoming(again, then->getParent());
+          open[kind] = now;
+        }
       }
       changed = true;
     }

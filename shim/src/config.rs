@@ -107,6 +107,8 @@ pub const DATA_SAMPLE_FIRST: u32 = 4;
 /// a program that holds locks through most of its work (SQLite) tens of
 /// times its run; one in 64 keeps within 3x (docs/performance.md).
 pub const DATA_SAMPLE_DEFAULT: u32 = 64;
+// The warning for a malformed LOCKSUIT_DATA_SAMPLE names it.
+const _: () = assert!(DATA_SAMPLE_DEFAULT == 64);
 
 /// Sampling (`LOCKSUIT_DATA_SAMPLE` above 1): of each engagement recorded,
 /// its first this many accesses (a long one, such as a table scan under a
@@ -197,6 +199,7 @@ pub fn load() {
     }
     if let Some(v) = getenv(c"LOCKSUIT_DATA_SAMPLE") {
         match (v, parse_u32(v)) {
+            (b"", _) => {} // set but empty: the default
             (b"all", _) => DATA_SAMPLE_EVERY.store(1, Ordering::Relaxed),
             (_, Some(n)) if n >= 1 => DATA_SAMPLE_EVERY.store(n, Ordering::Relaxed),
             _ => warn_once(

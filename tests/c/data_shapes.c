@@ -5,9 +5,7 @@
  *   it while the threads start, until each is blocked on it, so they
  *   surely wait.
  * - config_lock guards a table main fills before the threads start; under
- *   the lock the threads only read it (read-only-sharing). They also read
- *   a constant table there, which is no data a lock guards: `locksuit cc`
- *   makes no call for its loads.
+ *   the lock the threads only read it (read-only-sharing).
  * - status_lock: the threads read a table under it too, but the first
  *   thread, halfway, also writes one entry of it holding no lock: not
  *   read-only, whatever the lock saw.
@@ -32,7 +30,6 @@ static struct {
     char pad[56];
 } tallies[THREADS];
 static int config[16];
-static const int weights[16] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile int status[16];
 static volatile int tids[THREADS];
@@ -58,7 +55,7 @@ static void *worker(void *arg)
         tallies[me].n++;
         CHECK(pthread_mutex_unlock(&pair_lock));
         CHECK(pthread_mutex_lock(&config_lock));
-        sum += config[i % 16] * weights[(i + me) % 16];
+        sum += config[i % 16];
         CHECK(pthread_mutex_unlock(&config_lock));
         CHECK(pthread_mutex_lock(&status_lock));
         int seen = status[i % 16];
