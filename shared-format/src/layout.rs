@@ -91,7 +91,8 @@ pub struct FileHeader {
     pub block_size: u32,
     /// Size cap, in blocks (header block included).
     pub max_blocks: u32,
-    /// Blocks handed out so far (bump counter; header block included).
+    /// Blocks reserved so far (bump counter; header block included). A
+    /// lane may hold a few reserved ahead and not yet written (all zeros).
     pub blocks_reserved: u32,
     /// One past the highest block that has disk space behind it. A
     /// finished trace shorter than this was truncated after the fact; a

@@ -105,6 +105,31 @@ pub fn pwrite(fd: c_int, buf: &[u8], offset: u64) -> Result<usize, c_int> {
     .map(|n| n as usize)
 }
 
+/// Writes `buf` `times` times in a row at `offset`, in one system call
+/// (at most 64 times).
+pub fn pwrite_repeated(fd: c_int, buf: &[u8], times: usize, offset: u64) -> Result<usize, c_int> {
+    let one = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    let iov = [one; 64];
+    let times = times.min(iov.len());
+    // SAFETY: the kernel reads at most `times` iovecs, each `buf.len()`
+    // bytes of `buf`; the offset's high word is 0 (a 64-bit offset fits the
+    // low one).
+    raw(|| {
+        sys!(
+            libc::SYS_pwritev,
+            fd,
+            iov.as_ptr(),
+            times,
+            offset as libc::off_t,
+            0
+        )
+    })
+    .map(|n| n as usize)
+}
+
 pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
     // SAFETY: the kernel writes at most buf.len() bytes into buf.
     raw(|| {

@@ -149,6 +149,33 @@ fn many_locks() -> PathBuf {
     build_c("many_locks")
 }
 
+/// 64 threads alive at once, each writing about five blocks of events:
+/// a lane that keeps writing reserves blocks ahead, and those it never
+/// uses must not make the trace look full to the others. Under a cap just
+/// above what the run needs (about 5.3 MiB), nothing is dropped.
+#[test]
+fn blocks_reserved_ahead_do_not_fill_the_trace_before_its_cap() {
+    let bin = build_c("many_writers");
+    let dir = fresh_dir("limits_reserved_ahead");
+    let out = run_under_shim_env(
+        &bin,
+        &["64", "400"],
+        &dir,
+        &[("LOCKSUIT_EVENTS", "all"), ("LOCKSUIT_MAX_MB", "6")],
+    );
+    assert_success(&out, "many_writers");
+    assert_eq!(stdout_value(&stdout_str(&out), "pairs"), "25600");
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    assert_eq!(u64_of(p, "dropped_events"), 0, "{}", short(p));
+    assert_eq!(arr(p, "threads").len(), 65, "{}", short(p));
+    let lock = locks(p)
+        .iter()
+        .find(|l| l["id"] == "&lock")
+        .unwrap_or_else(|| panic!("{}", short(p)));
+    assert_eq!(u64_of(lock, "acquisitions"), 25_600, "{}", short(lock));
+}
+
 // ---------------------------------------------------------------------------
 // a, b: unusable directories
 // ---------------------------------------------------------------------------

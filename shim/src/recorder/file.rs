@@ -23,9 +23,8 @@ use locksuit_format::*;
 
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
-/// Zeros to back blocks with: up to [`BATCH_BLOCKS`] in one `pwrite` (in
-/// `.bss`, so only the kernel's zero page backs it).
-static ZEROS: [u8; BATCH_BLOCKS as usize * BLOCK_SIZE] = [0; BATCH_BLOCKS as usize * BLOCK_SIZE];
+/// One block of zeros, written as many times as blocks are backed.
+static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
 /// Most blocks [`alloc_blocks`] reserves and backs at once.
 pub const BATCH_BLOCKS: u32 = 8;
@@ -216,35 +215,47 @@ pub struct Reserved {
     pub count: u32,
 }
 
+/// Why [`alloc_blocks`] gave none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoBlock {
+    /// The size cap is reached: blocks reserved ahead by other lanes may
+    /// still be free (see [`cap_reached`]).
+    Cap,
+    /// The file cannot grow (flagged and warned about), or there is none.
+    Refused,
+}
+
 /// Reserves up to `wanted` consecutive blocks (at most [`BATCH_BLOCKS`])
-/// and backs them with one `pwrite` of zeros: a lane that writes many
-/// blocks (every event recorded) pays the system calls of one block for
-/// several. Fewer when the cap is near or the file may not grow that far;
-/// `None` when the cap is reached or the disk refuses, both flagged and
-/// warned about once.
-pub fn alloc_blocks(wanted: u32) -> Option<Reserved> {
+/// and backs them with one system call: a lane that writes many blocks
+/// (every event recorded) pays the calls of one block for several. Fewer
+/// when the cap is near (`spread` lanes may each want a batch) or the file
+/// may not grow that far; what it reserved and could not back goes back
+/// if no one reserved after it.
+pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
-        return None;
+        return Err(NoBlock::Refused);
     }
-    let reserved = header_u32(offset_of!(FileHeader, blocks_reserved))?;
-    let max = header_u32(offset_of!(FileHeader, max_blocks))?.load(Ordering::Relaxed);
-    let flags = header_u32(offset_of!(FileHeader, flags))?;
+    let header_word = |field| header_u32(field).ok_or(NoBlock::Refused);
+    let reserved = header_word(offset_of!(FileHeader, blocks_reserved))?;
+    let max = header_word(offset_of!(FileHeader, max_blocks))?.load(Ordering::Relaxed);
+    let flags = header_word(offset_of!(FileHeader, flags))?;
     if flags.load(Ordering::Relaxed) & FLAG_DISK_FULL != 0 {
-        return None;
+        return Err(NoBlock::Refused);
     }
-    let wanted = wanted.clamp(1, BATCH_BLOCKS);
     let mut index = reserved.load(Ordering::Relaxed);
     let count = loop {
         if index >= max {
-            set_flags(FLAG_OUT_OF_SPACE);
-            warn_once(
-                Warning::OutOfSpace,
-                b"trace reached its size cap (LOCKSUIT_MAX_MB); further new locks, sites and threads are counted as dropped",
-            );
-            return None;
+            return Err(NoBlock::Cap);
         }
-        let count = wanted.min(max - index);
+        let left = max - index;
+        // Near the cap, one at a time: batches there would sit unused in
+        // some lanes while others find the trace full.
+        let count = if left / spread.max(1) < BATCH_BLOCKS {
+            1
+        } else {
+            wanted.clamp(1, BATCH_BLOCKS)
+        };
         match reserved.compare_exchange_weak(
             index,
             index + count,
@@ -256,38 +267,55 @@ pub fn alloc_blocks(wanted: u32) -> Option<Reserved> {
         }
     };
     let offset = index as usize * BLOCK_SIZE;
-    // Where the file may not grow by all of them, one is enough (the rest
-    // stay reserved and unbacked, as a block the disk refused does).
-    let count = if within_file_size_limit(offset + count as usize * BLOCK_SIZE) {
-        count
-    } else {
-        1
+    // As many as the file-size limit lets the file grow by.
+    let allowed = match sys::file_size_limit() {
+        libc::RLIM_INFINITY => count,
+        limit => {
+            (limit.saturating_sub(offset as u64) / BLOCK_SIZE as u64).min(u64::from(count)) as u32
+        }
     };
-    let bytes = count as usize * BLOCK_SIZE;
-    let written = if within_file_size_limit(offset + bytes) {
+    let written = if allowed > 0 {
         TRACE_FILE
             .checked_fd()
-            .and_then(|fd| sys::pwrite(fd, &ZEROS[..bytes], offset as u64).ok())
+            .and_then(|fd| sys::pwrite_repeated(fd, &ZEROS, allowed as usize, offset as u64).ok())
     } else {
         None
     };
     // A short write backs its whole blocks.
     let backed = (written.unwrap_or(0) / BLOCK_SIZE) as u32;
     if backed < count {
+        // Give the rest back, unless another lane reserved after them.
+        let _ = reserved.compare_exchange(
+            index + count,
+            index + backed,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+    if backed < allowed.max(1) {
         set_flags(FLAG_DISK_FULL);
         warn_once(
             Warning::DiskFull,
             b"cannot grow the trace file (disk full, I/O error, file-size limit, or the program closed it and it could not be reopened); what is recorded so far is kept, new records are dropped and counted",
         );
-        if backed == 0 {
-            return None;
-        }
     }
-    header_u32(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + backed, Ordering::AcqRel);
-    Some(Reserved {
+    if backed == 0 {
+        return Err(NoBlock::Refused);
+    }
+    header_word(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + backed, Ordering::AcqRel);
+    Ok(Reserved {
         first: index,
         count: backed,
     })
+}
+
+/// No lane had a block to spare either: the trace is full.
+pub fn cap_reached() {
+    set_flags(FLAG_OUT_OF_SPACE);
+    warn_once(
+        Warning::OutOfSpace,
+        b"trace reached its size cap (LOCKSUIT_MAX_MB); further new locks, sites and threads are counted as dropped",
+    );
 }
 
 /// Initialises block `index`, reserved and backed by [`alloc_blocks`], for
@@ -365,7 +393,7 @@ pub fn create(
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
     let len = max_blocks * BLOCK_SIZE;
     let written = if within_file_size_limit(BLOCK_SIZE) {
-        sys::pwrite(fd, &ZEROS[..BLOCK_SIZE], 0).ok()
+        sys::pwrite(fd, &ZEROS, 0).ok()
     } else {
         None
     };

@@ -96,9 +96,10 @@ pub struct Lane {
     ev_ring: [*mut u8; EVENT_RING],
     ev_ring_len: usize,
     ev_ring_oldest: usize,
-    /// Blocks reserved and backed for this lane ahead of need, and how many
-    /// it has taken (a lane that took a few takes them in batches).
-    spare: file::Reserved,
+    /// Blocks reserved and backed for this lane ahead of need (`first << 32
+    /// | count`): taken by its owner, or by any lane once the trace is full.
+    spare: AtomicU64,
+    /// Blocks this lane's thread took: the more, the bigger its batches.
     blocks_taken: u32,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
@@ -188,6 +189,35 @@ pub fn reset_after_fork() {
     FREE_HEAD.store(0, Ordering::Relaxed);
 }
 
+/// Takes one block of `spare` (see `Lane::spare`), if it has any.
+fn take_spare(spare: &AtomicU64) -> Option<u32> {
+    let mut now = spare.load(Ordering::Acquire);
+    loop {
+        let (first, count) = ((now >> 32) as u32, now as u32);
+        if count == 0 {
+            return None;
+        }
+        let rest = u64::from(first + 1) << 32 | u64::from(count - 1);
+        match spare.compare_exchange_weak(now, rest, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Some(first),
+            Err(seen) => now = seen,
+        }
+    }
+}
+
+/// The trace is full: a block another lane reserved ahead and has not
+/// used, if any (its owner may be idle, or its thread gone).
+#[cold]
+fn steal_spare() -> Option<u32> {
+    let used = (LANES_USED.load(Ordering::Acquire) as usize).min(MAX_LANES);
+    (0..used as u32).find_map(|index| {
+        // SAFETY: a lane below LANES_USED lies in the mapping; only its
+        // atomic `spare` is touched (through a raw pointer, not the lane),
+        // which any thread may take from.
+        take_spare(unsafe { &*core::ptr::addr_of!((*lane_at(index)).spare) })
+    })
+}
+
 fn lane_at(index: u32) -> *mut Lane {
     // SAFETY: index < MAX_LANES, inside the reserved mapping.
     unsafe { LANES.load(Ordering::Acquire).add(index as usize) }
@@ -219,8 +249,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
                 (*lane).ev_ring_len = 0;
                 (*lane).ev_ring_oldest = 0;
                 // A pre-fork lane's spares are in the parent's file.
-                (*lane).spare = file::Reserved::default();
-                (*lane).blocks_taken = 0;
+                (*lane).spare = AtomicU64::new(0);
                 // A pre-fork lane's grown index is the child's copy: keep it.
                 if (*lane).big_index.is_null() {
                     (*lane).index_mask = INDEX_SLOTS - 1;
@@ -243,6 +272,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.accesses = 0;
     lane.stack_top = 0;
     lane.tallies = [Tally::default(); TALLY_DEPTH];
+    lane.blocks_taken = 0;
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;
     lane.sample_tick = 0;
@@ -406,21 +436,41 @@ impl Lane {
     }
 
     /// A new block for this lane, numbered `seq` in its chain of `kind`:
-    /// a spare if it has one. Its first blocks are reserved one at a time
-    /// (most threads need no more); from its third on, a lane that keeps
-    /// writing reserves [`file::BATCH_BLOCKS`] at once and keeps the rest.
+    /// one it reserved ahead if it has one. A thread's first four blocks
+    /// are reserved one at a time (most threads need no more); then each
+    /// batch is half as many blocks as it took so far, up to
+    /// [`file::BATCH_BLOCKS`], so what it may leave unused is at most half
+    /// of what it wrote. When the trace is full, another lane's spare block
+    /// is taken.
     fn take_block(&mut self, seq: u32, kind: u32) -> Option<*mut u8> {
-        if self.spare.count == 0 {
-            let wanted = if self.blocks_taken < 2 {
-                1
-            } else {
-                file::BATCH_BLOCKS
-            };
-            self.spare = file::alloc_blocks(wanted)?;
-        }
-        let index = self.spare.first;
-        self.spare.first += 1;
-        self.spare.count -= 1;
+        let index = match take_spare(&self.spare) {
+            Some(index) => index,
+            None => {
+                let wanted = (self.blocks_taken / 2).max(1);
+                let spread = LANES_USED.load(Ordering::Relaxed);
+                match file::alloc_blocks(wanted, spread) {
+                    Ok(got) => {
+                        if got.count > 1 {
+                            // Empty until now, and no other lane takes
+                            // from an empty spare: a plain store.
+                            self.spare.store(
+                                u64::from(got.first + 1) << 32 | u64::from(got.count - 1),
+                                Ordering::Release,
+                            );
+                        }
+                        got.first
+                    }
+                    Err(file::NoBlock::Cap) => match steal_spare() {
+                        Some(index) => index,
+                        None => {
+                            file::cap_reached();
+                            return None;
+                        }
+                    },
+                    Err(file::NoBlock::Refused) => return None,
+                }
+            }
+        };
         self.blocks_taken = self.blocks_taken.saturating_add(1);
         file::init_block(index, self.id, seq, kind)
     }
