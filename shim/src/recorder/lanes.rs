@@ -440,8 +440,8 @@ impl Lane {
     /// are reserved one at a time (most threads need no more); then each
     /// batch is half as many blocks as it took so far, up to
     /// [`file::BATCH_BLOCKS`], so what it may leave unused is at most half
-    /// of what it wrote. When the trace is full, another lane's spare block
-    /// is taken.
+    /// of what it wrote. When the trace is full (or the disk), another
+    /// lane's spare block is taken.
     fn take_block(&mut self, seq: u32, kind: u32) -> Option<*mut u8> {
         let index = match take_spare(&self.spare) {
             Some(index) => index,
@@ -460,14 +460,17 @@ impl Lane {
                         }
                         got.first
                     }
-                    Err(file::NoBlock::Cap) => match steal_spare() {
+                    // Blocks other lanes reserved ahead are backed: usable
+                    // whether the cap stopped this one or the disk did.
+                    Err(why) => match steal_spare() {
                         Some(index) => index,
                         None => {
-                            file::cap_reached();
+                            if why == file::NoBlock::Cap {
+                                file::cap_reached();
+                            }
                             return None;
                         }
                     },
-                    Err(file::NoBlock::Refused) => return None,
                 }
             }
         };
