@@ -425,6 +425,7 @@ pub fn analyze(
         Some((name, None))
     });
     crate::data::apply(data.as_ref(), &mut sites, limits.threshold);
+    let mut read_only_unjudged = Vec::new();
     let (findings, blocked, mut stops, snapshots) = crate::names::with(&names, || {
         let mut findings = crate::findings::build(
             &trace.threads,
@@ -499,7 +500,9 @@ pub fn analyze(
         );
         findings.append(&mut stops.findings);
         if let Some(data) = &data {
-            findings.extend(crate::data::findings(data, &sites, &locks));
+            let (found, unjudged) = crate::data::findings(data, &sites, &locks);
+            findings.extend(found);
+            read_only_unjudged = unjudged;
         }
         let mut walker = crate::unwind::StackWalker::new(&trace.modules, exe);
         let mut unwound = |r: &SnapshotStackRecord, bytes: &[u8]| {
@@ -692,6 +695,7 @@ pub fn analyze(
             complete: d.complete,
             sample_every: d.sample_every,
             sample_first: d.sample_first,
+            read_only_unjudged: std::mem::take(&mut read_only_unjudged),
         }),
         snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),

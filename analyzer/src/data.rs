@@ -345,8 +345,13 @@ fn finding(
     }
 }
 
-/// The data-level findings (ids print by name: call under `names::with`).
-pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
+/// The data-level findings, and the locks whose recorded accesses only
+/// read shared data in a sampled run (`read-only-sharing` is not judged
+/// there: the report names them, so the user knows what a run recording
+/// every engagement would judge). Ids print by name: call under
+/// `names::with`.
+pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> (Vec<Finding>, Vec<LockId>) {
+    let mut read_only_unjudged = Vec::new();
     let mut out = private_data(facts, sites);
     for share in &facts.false_shares {
         let more = match share.lines {
@@ -405,7 +410,9 @@ pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
         let all_shared_reads = on_it
             .iter()
             .all(|(_, d)| d.suitable > 0 && d.unsuitable == 0 && !d.written);
-        if all_shared_reads && !facts.sampled() {
+        if all_shared_reads && facts.sampled() {
+            read_only_unjudged.push(lock.id);
+        } else if all_shared_reads {
             out.push(finding(
                 FINDING_READ_ONLY,
                 Some(lock.id),
@@ -420,7 +427,7 @@ pub fn findings(facts: &Facts, sites: &[Site], locks: &[Lock]) -> Vec<Finding> {
             ));
         }
     }
-    out
+    (out, read_only_unjudged)
 }
 
 /// `private-data-under-lock`: a line that touched only private data under

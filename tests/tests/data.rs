@@ -180,6 +180,8 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         "{}",
         p["findings"]
     );
+    // Every engagement recorded: each lock is judged, none left to rerun.
+    assert!(arr(&p["data_level"], "read_only_unjudged").is_empty());
     // Neither lock's data is the other shape.
     assert!(finding_on(p, "read-only-sharing", "&pair_lock").is_none());
     assert!(finding_on(p, "disjoint-data", "&config_lock").is_none());
@@ -508,12 +510,28 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
             "{every}: {}",
             p["findings"]
         );
+        // Instead the report names the locks whose samples only read
+        // shared data: config_lock (only read), and status_lock and
+        // rare_lock, whose writes no sampled engagement saw; not pair_lock.
+        let unjudged = arr(&p["data_level"], "read_only_unjudged");
+        for lock in ["&config_lock", "&status_lock", "&rare_lock"] {
+            assert!(
+                unjudged.iter().any(|l| l == lock),
+                "{every}: {lock}: {unjudged:?}"
+            );
+        }
+        assert!(!unjudged.iter().any(|l| l == "&pair_lock"), "{unjudged:?}");
         let words = report_words(&run.dir);
         assert!(
             words.contains("lines judged by data touched in sampled engagements")
                 && words.contains("LOCKSUIT_DATA_SAMPLE=all judges it"),
             "{words}"
         );
+        // That phrase is longer than a line: it wraps at its spaces, and
+        // no word of it is cut in two.
+        let said =
+            format!("each line's first 4, then 1 in {every}, and the first accesses of each");
+        assert!(words.contains(&said), "{words}");
     }
 }
 

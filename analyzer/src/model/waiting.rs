@@ -258,6 +258,10 @@ pub struct DataLevel {
     /// not judged (a write in an engagement left out would be missed).
     pub sample_every: u32,
     pub sample_first: u32,
+    /// Sampled: the locks whose recorded accesses only read data other
+    /// threads read too, which `LOCKSUIT_DATA_SAMPLE=all` would judge for
+    /// `read-only-sharing` (empty when every engagement was recorded).
+    pub read_only_unjudged: Vec<LockId>,
 }
 
 /// One event of a process's merged stream (`locksuit events --merged`).

@@ -153,9 +153,20 @@ pub fn wrap_paths(text: &str, width: usize, first: &str, rest: &str) -> String {
     wrapped_lines(text, &options)
 }
 
-/// Phrases joined by `separator`, each kept whole on one line where it fits.
+/// Phrases joined by `separator`, each kept whole on one line where it fits
+/// (one longer than a line is wrapped at its spaces, not cut in a word).
 pub fn wrap_phrases(phrases: &[String], separator: &str, width: usize, indent: &str) -> String {
-    let glued: Vec<String> = phrases.iter().map(|p| glued(p)).collect();
+    let room = width.saturating_sub(width_of(indent));
+    let glued: Vec<String> = phrases
+        .iter()
+        .map(|p| {
+            if width_of(p) <= room {
+                glued(p)
+            } else {
+                p.clone()
+            }
+        })
+        .collect();
     wrap(&glued.join(separator), width, indent, indent)
 }
 

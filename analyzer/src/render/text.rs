@@ -160,14 +160,26 @@ fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
 /// it too); call it with the process's names current.
 /// How data-level accesses were recorded, when not in every engagement.
 fn sampling(d: &DataLevel) -> String {
-    if d.sample_every > 1 {
-        format!(
-            " in sampled engagements (each line's first {}, then 1 in {}, and the first accesses of each; read-only sharing not judged: LOCKSUIT_DATA_SAMPLE=all judges it)",
-            d.sample_first, d.sample_every
-        )
-    } else {
-        String::new()
+    if d.sample_every <= 1 {
+        return String::new();
     }
+    // Where the samples only read shared data, say so: a run recording
+    // every engagement would judge those locks.
+    let candidates = match d.read_only_unjudged.as_slice() {
+        [] => String::new(),
+        locks => format!(
+            " (the samples under {} only read shared data)",
+            locks
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        " in sampled engagements (each line's first {}, then 1 in {}, and the first accesses of each; read-only sharing not judged{candidates}: LOCKSUIT_DATA_SAMPLE=all judges it)",
+        d.sample_first, d.sample_every
+    )
 }
 
 pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
