@@ -466,7 +466,8 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
     };
     for (every, env) in [(64, None), (16, Some(("LOCKSUIT_DATA_SAMPLE", "16")))] {
         let tag = format!("data-sampled-{every}");
-        // The default: whatever the environment running the tests says.
+        // The default: set empty, which overrides any value the tests'
+        // own environment may carry.
         let env: Vec<(&str, &str)> = env.into_iter().collect();
         let run = if env.is_empty() {
             record_plain_and_shim_env(&bin, &tag, &[("LOCKSUIT_DATA_SAMPLE", "")])
