@@ -529,10 +529,16 @@ fn sampled_engagements_are_recorded_exactly_and_the_report_says_so() {
             "{words}"
         );
         // That phrase is longer than a line: it wraps at its spaces, and
-        // no word of it is cut in two.
-        let said =
-            format!("each line's first 4, then 1 in {every}, and the first accesses of each");
+        // no word of it is cut in two (glued whole, it was cut wherever
+        // the line ended).
+        let said = format!(
+            "lines judged by data touched in sampled engagements (each line's first 4, then 1 in {every}, and the first accesses of each; read-only sharing not judged (the samples under "
+        );
         assert!(words.contains(&said), "{words}");
+        assert!(
+            words.contains("only read shared data): LOCKSUIT_DATA_SAMPLE=all judges it):"),
+            "{words}"
+        );
     }
 }
 
