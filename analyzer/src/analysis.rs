@@ -695,7 +695,7 @@ pub fn analyze(
             complete: d.complete,
             sample_every: d.sample_every,
             sample_first: d.sample_first,
-            read_only_unjudged: std::mem::take(&mut read_only_unjudged),
+            read_only_unjudged,
         }),
         snapshots,
         idle_while_waiting: crate::idle::build(&stops.timeline, header.cpus),

@@ -144,25 +144,6 @@ pub fn pread(fd: c_int, buf: &mut [u8], offset: u64) -> Result<usize, c_int> {
     .map(|n| n as usize)
 }
 
-/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, which
-/// the vDSO does not serve: a system call either way).
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer for one timespec.
-    let rc = sys!(
-        libc::SYS_clock_gettime,
-        libc::CLOCK_THREAD_CPUTIME_ID,
-        &mut ts as *mut _
-    );
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// `nanosleep` for `ns` nanoseconds: Ok once slept whole, Err(errno) if a
 /// signal cut it short.
 pub fn sleep_ns(ns: u64) -> Result<(), c_int> {

@@ -103,12 +103,17 @@ impl TraceFile {
     }
 }
 
-/// Whether the file-size limit lets the trace grow to `end` bytes. Writing
-/// past RLIMIT_FSIZE would raise SIGXFSZ, whose default action kills the
-/// program, so the shim stops growing the trace before that.
-fn within_file_size_limit(end: usize) -> bool {
-    let limit = sys::file_size_limit();
-    limit == libc::RLIM_INFINITY || end as u64 <= limit
+/// How many whole blocks, up to `wanted`, the file-size limit lets the
+/// trace grow by from `offset`. Writing past RLIMIT_FSIZE would raise
+/// SIGXFSZ, whose default action kills the program, so the shim stops
+/// growing the trace before that.
+fn blocks_within_file_size_limit(offset: usize, wanted: u32) -> u32 {
+    match sys::file_size_limit() {
+        libc::RLIM_INFINITY => wanted,
+        limit => {
+            (limit.saturating_sub(offset as u64) / BLOCK_SIZE as u64).min(u64::from(wanted)) as u32
+        }
+    }
 }
 
 pub fn header() -> Option<*mut FileHeader> {
@@ -209,7 +214,7 @@ pub fn pid() -> u32 {
 
 /// Blocks reserved and backed in one go, in file order: `first`, then
 /// `first + 1`, ... (`count` of them), none initialised yet.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct Reserved {
     pub first: u32,
     pub count: u32,
@@ -267,13 +272,7 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
         }
     };
     let offset = index as usize * BLOCK_SIZE;
-    // As many as the file-size limit lets the file grow by.
-    let allowed = match sys::file_size_limit() {
-        libc::RLIM_INFINITY => count,
-        limit => {
-            (limit.saturating_sub(offset as u64) / BLOCK_SIZE as u64).min(u64::from(count)) as u32
-        }
-    };
+    let allowed = blocks_within_file_size_limit(offset, count);
     let written = if allowed > 0 {
         TRACE_FILE
             .checked_fd()
@@ -392,7 +391,7 @@ pub fn create(
     let identity = sys::fstat(fd).map(|st| st.id);
     let max_blocks = ((config::max_mb() as usize * 1024 * 1024) / BLOCK_SIZE).max(2);
     let len = max_blocks * BLOCK_SIZE;
-    let written = if within_file_size_limit(BLOCK_SIZE) {
+    let written = if blocks_within_file_size_limit(0, 1) == 1 {
         sys::pwrite(fd, &ZEROS, 0).ok()
     } else {
         None

@@ -189,6 +189,11 @@ pub fn reset_after_fork() {
     FREE_HEAD.store(0, Ordering::Relaxed);
 }
 
+/// `Lane::spare`'s word for `count` blocks from `first`.
+fn spare_word(first: u32, count: u32) -> u64 {
+    u64::from(first) << 32 | u64::from(count)
+}
+
 /// Takes one block of `spare` (see `Lane::spare`), if it has any.
 fn take_spare(spare: &AtomicU64) -> Option<u32> {
     let mut now = spare.load(Ordering::Acquire);
@@ -197,7 +202,7 @@ fn take_spare(spare: &AtomicU64) -> Option<u32> {
         if count == 0 {
             return None;
         }
-        let rest = u64::from(first + 1) << 32 | u64::from(count - 1);
+        let rest = spare_word(first + 1, count - 1);
         match spare.compare_exchange_weak(now, rest, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return Some(first),
             Err(seen) => now = seen,
@@ -453,10 +458,8 @@ impl Lane {
                         if got.count > 1 {
                             // Empty until now, and no other lane takes
                             // from an empty spare: a plain store.
-                            self.spare.store(
-                                u64::from(got.first + 1) << 32 | u64::from(got.count - 1),
-                                Ordering::Release,
-                            );
+                            self.spare
+                                .store(spare_word(got.first + 1, got.count - 1), Ordering::Release);
                         }
                         got.first
                     }

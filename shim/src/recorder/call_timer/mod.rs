@@ -72,7 +72,7 @@ mod tests;
 
 pub use rseq::{init, switches_seen};
 
-use super::clock::Stamp;
+use super::clock::{clock_ns, Stamp};
 use core::cell::Cell;
 use rseq::{
     free_section, is_free, kernel_usable, read_slot, registered, slot, slot_known, stamped_section,
@@ -227,7 +227,7 @@ fn switched(state: &TimerState, min_ns: u64) -> Option<(u64, u64)> {
     if age < min_ns {
         return None;
     }
-    let Some(used) = crate::sys::thread_cpu_ns().checked_sub(state.cpu_ns.get()) else {
+    let Some(used) = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).checked_sub(state.cpu_ns.get()) else {
         return None; // the CPU clock started again: a child of a raw fork
     };
     let switched_out = since.saturating_add(used).min(ended);
@@ -278,7 +278,7 @@ fn go_free(state: &TimerState) {
     let set = free_section(which);
     write_slot(slot, set);
     let wall = Stamp::now();
-    let cpu_ns = crate::sys::thread_cpu_ns();
+    let cpu_ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
     if read_slot(slot) != set {
         return; // switched meanwhile: the reference may be late; stay stamped
     }

@@ -96,13 +96,13 @@ fn an_old_reference_needs_a_longer_block() {
     // interrupts and stolen time.
     let state = leaked_state();
     // The thread's CPU time must reach back that far.
-    let spun = crate::sys::thread_cpu_ns();
-    while crate::sys::thread_cpu_ns() - spun < 25_000_000 {}
+    let spun = crate::recorder::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    while crate::recorder::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - spun < 25_000_000 {}
     let seen = |age: u64, block: u64| {
         state.wall.set(Stamp::from_ns(now_ns() - age));
         state
             .cpu_ns
-            .set(crate::sys::thread_cpu_ns() - (age - block));
+            .set(crate::recorder::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - (age - block));
         switched(state, 50_000)
     };
     let (from, to) = seen(1_000_000, 100_000).expect("a block after a young reference");
