@@ -133,6 +133,11 @@ int main(int argc, char **argv)
     fd = openat(AT_FDCWD, path, O_RDONLY);
     printf("openat: %d\n", fd >= 0);
     SHOW("pread", pread(fd, buf, 3, 10));
+    /* What the file holds, so that runs with and without the shim compare
+     * the file written, not only the calls' results. */
+    printf("pread data: %.3s\n", buf);
+    fstat(fd, &st);
+    printf("size: %lld\n", (long long)st.st_size);
     close(fd);
     unlink(path);
 

@@ -427,6 +427,7 @@ fn a_run_of_accesses_stops_calling_once_the_shim_shuts_the_gate() {
         .output()
         .unwrap();
     assert_success(&out, "data_runs");
+    assert_same_output(&run_plain(&bin, &[] as &[&str]), &out);
     assert_eq!(
         stdout_value(&stdout_str(&out), "counter"),
         rounds.to_string()

@@ -156,6 +156,8 @@ fn many_locks() -> PathBuf {
 #[test]
 fn blocks_reserved_ahead_do_not_fill_the_trace_before_its_cap() {
     let bin = build_c("many_writers");
+    let plain = run_plain(&bin, &["64", "400"]);
+    assert_success(&plain, "many_writers without the shim");
     let dir = fresh_dir("limits_reserved_ahead");
     let out = run_under_shim_env(
         &bin,
@@ -163,7 +165,8 @@ fn blocks_reserved_ahead_do_not_fill_the_trace_before_its_cap() {
         &dir,
         &[("LOCKSUIT_EVENTS", "all"), ("LOCKSUIT_MAX_MB", "6")],
     );
-    assert_success(&out, "many_writers");
+    assert_same_output(&plain, &out);
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
     assert_eq!(stdout_value(&stdout_str(&out), "pairs"), "25600");
     let report = report_json(&[&only_trace(&dir)], None);
     let p = only_process(&report);
