@@ -10,6 +10,14 @@
 //! thrashing. Entries are only copies of index entries: a miss falls back to
 //! the index, and an entry of a previous thread on this lane is told apart by
 //! its tag, as in the index.
+//!
+//! The sets are made resident a chunk at a time, written before anything in
+//! the chunk is read. A read of an untouched anonymous page maps the shared
+//! zero page, and the first write after it must replace that mapping and
+//! flush it from every CPU the process runs on: an interrupt to each, which
+//! on a VM cost more than all the rest of a sweep's first sight of its locks.
+
+use core::cell::Cell;
 
 /// Sets: ids that differ by a multiple of this share a set (4 MiB per
 /// thread, reserved when the thread's index first grows, touched as used).
@@ -26,6 +34,9 @@ struct Way {
     record: *mut u8,
 }
 
+/// Sets per chunk: 64 chunks of 64 KiB, one bit each in `ByLock::touched`.
+const CHUNK_SETS: usize = LOCK_SETS / 64;
+
 #[repr(C, align(64))]
 pub struct LockSet {
     /// Most recently used first.
@@ -35,6 +46,9 @@ pub struct LockSet {
 /// The cache of one lane: null until reserved.
 pub struct ByLock {
     sets: *mut LockSet,
+    /// Chunks made resident (bit `set / CHUNK_SETS`); an untouched chunk
+    /// holds no way, so a lookup there reads nothing.
+    touched: Cell<u64>,
 }
 
 impl Default for ByLock {
@@ -47,6 +61,7 @@ impl ByLock {
     pub const fn new() -> Self {
         Self {
             sets: core::ptr::null_mut(),
+            touched: Cell::new(0),
         }
     }
 
@@ -69,12 +84,30 @@ impl ByLock {
     #[allow(clippy::mut_from_ref)]
     #[inline]
     fn set(&self, lock_id: u32) -> Option<&mut LockSet> {
-        if self.sets.is_null() {
+        let at = lock_id as usize & (LOCK_SETS - 1);
+        // Also false before the sets are reserved (nothing is touched then).
+        if self.touched.get() & 1 << (at / CHUNK_SETS) == 0 {
             return None;
         }
         // SAFETY: masked into the reserved sets, which this lane's thread
         // alone uses while it holds the lane.
-        Some(unsafe { &mut *self.sets.add(lock_id as usize & (LOCK_SETS - 1)) })
+        Some(unsafe { &mut *self.sets.add(at) })
+    }
+
+    /// Makes the chunk holding `lock_id`'s set resident, written first (see
+    /// the module's comment). False if the sets are not reserved.
+    #[cold]
+    #[inline(never)]
+    fn touch(&self, lock_id: u32) -> bool {
+        if self.sets.is_null() {
+            return false;
+        }
+        let chunk = (lock_id as usize & (LOCK_SETS - 1)) / CHUNK_SETS;
+        // SAFETY: the chunk lies inside the reserved sets.
+        let first = unsafe { self.sets.add(chunk * CHUNK_SETS) };
+        super::mapped::populate(first.cast(), CHUNK_SETS * core::mem::size_of::<LockSet>());
+        self.touched.set(self.touched.get() | 1 << chunk);
+        true
     }
 
     #[inline]
@@ -95,7 +128,12 @@ impl ByLock {
     /// Puts an index entry in front; the least recently used way goes.
     #[inline]
     pub fn remember(&self, lock_id: u32, ret: u64, context: u64, tag: u32, record: *mut u8) {
-        if let Some(set) = self.set(lock_id) {
+        let set = match self.set(lock_id) {
+            Some(set) => Some(set),
+            None if self.touch(lock_id) => self.set(lock_id),
+            None => None,
+        };
+        if let Some(set) = set {
             set.ways[1] = set.ways[0];
             set.ways[0] = Way {
                 ret,
@@ -131,5 +169,19 @@ mod tests {
         assert_eq!(cache.find(7, 300, 0, 5), Some(c));
         // Ids LOCK_SETS apart share a set.
         assert_eq!(cache.find(7 + LOCK_SETS as u32, 300, 0, 5), None);
+    }
+
+    #[test]
+    fn a_chunk_is_made_resident_by_its_first_write_and_not_by_a_lookup() {
+        let mut cache = ByLock::new();
+        assert!(cache.reserve());
+        let id = (5 * CHUNK_SETS + 3) as u32;
+        assert_eq!(cache.find(id, 1, 0, 5), None);
+        assert_eq!(cache.touched.get(), 0, "a lookup touches nothing");
+        cache.remember(id, 1, 0, 5, 0x10 as *mut u8);
+        assert_eq!(cache.touched.get(), 1 << 5, "only the chunk written to");
+        assert_eq!(cache.find(id, 1, 0, 5), Some(0x10 as *mut u8));
+        // The rest of the chunk reads as empty.
+        assert_eq!(cache.find(id + 1, 1, 0, 5), None);
     }
 }

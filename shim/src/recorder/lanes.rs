@@ -661,8 +661,10 @@ impl Lane {
             return false;
         }
         // Zero-filled: every slot starts not live (generation 0 is never
-        // current, see acquire).
-        let Some(p) = super::mapped::map_anonymous(slots * core::mem::size_of::<IndexSlot>())
+        // current, see acquire). Resident at once: grown when half full, it
+        // is an eighth full after, which hashed leaves no page untouched.
+        let Some(p) =
+            super::mapped::map_anonymous_resident(slots * core::mem::size_of::<IndexSlot>())
         else {
             return false;
         };

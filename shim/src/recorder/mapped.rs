@@ -22,6 +22,34 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
     (p != libc::MAP_FAILED).then_some(p.cast())
 }
 
+/// [`map_anonymous`], made resident now: for a hashed table that will be
+/// touched all over (a read of an untouched page maps the shared zero page,
+/// and the write after it must flush that mapping from every CPU the
+/// process runs on, an interrupt to each).
+pub fn map_anonymous_resident<T>(len: usize) -> Option<*mut T> {
+    let p: *mut T = map_anonymous(len)?;
+    populate(p.cast(), len);
+    Some(p)
+}
+
+/// Makes `len` bytes of a private anonymous mapping at `at` resident and
+/// writable without reading them first. Best effort: memory that cannot be
+/// had now is faulted in later, as before. Leaves errno as it was.
+pub fn populate(at: *mut u8, len: usize) {
+    let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: `at..at + len` is one of the shim's own anonymous mappings;
+    // populating changes no contents.
+    let rc = unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
+    if rc != 0 {
+        // Before Linux 5.14: a write to each page allocates it directly. The
+        // pages are untouched, so they read zero, and zero is written.
+        for page in (0..len).step_by(4096) {
+            // SAFETY: inside the mapping, which is writable.
+            unsafe { core::ptr::write_volatile(at.add(page), 0) };
+        }
+    }
+}
+
 /// The table published in `cell`, mapped (`len` bytes, zeroed, touched
 /// lazily) on first use; when two threads race, one mapping wins and the
 /// other is given back. `None` if the memory cannot be had.
