@@ -28,17 +28,22 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
 /// process runs on, an interrupt to each).
 pub fn map_anonymous_resident<T>(len: usize) -> Option<*mut T> {
     let p: *mut T = map_anonymous(len)?;
-    populate(p.cast(), len);
+    // SAFETY: the whole of the fresh mapping.
+    unsafe { populate(p.cast(), len) };
     Some(p)
 }
 
 /// Makes `len` bytes of a private anonymous mapping at `at` resident and
 /// writable without reading them first. Best effort: memory that cannot be
 /// had now is faulted in later, as before. Leaves errno as it was.
-pub fn populate(at: *mut u8, len: usize) {
+///
+/// # Safety
+/// `at..at + len` must lie in one of the shim's own private anonymous
+/// mappings, and nothing in it may have been written yet.
+pub unsafe fn populate(at: *mut u8, len: usize) {
     let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: `at..at + len` is one of the shim's own anonymous mappings;
-    // populating changes no contents.
+    // SAFETY: the caller's range, in the shim's own mapping; populating
+    // changes no contents.
     let rc = unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
     if rc != 0 {
         // Before Linux 5.14: a write to each page allocates it directly. The
