@@ -103,12 +103,9 @@ impl ByLock {
             return false;
         }
         let chunk = (lock_id as usize & (LOCK_SETS - 1)) / CHUNK_SETS;
-        // SAFETY: the chunk lies inside the reserved sets (the lane's own
-        // mapping), and its bit says nothing was written to it yet.
-        unsafe {
-            let first = self.sets.add(chunk * CHUNK_SETS);
-            super::mapped::populate(first.cast(), CHUNK_SETS * core::mem::size_of::<LockSet>());
-        }
+        // SAFETY: the chunk lies inside the reserved sets.
+        let first = unsafe { self.sets.add(chunk * CHUNK_SETS) };
+        super::mapped::populate(first.cast(), CHUNK_SETS * core::mem::size_of::<LockSet>());
         self.touched.set(self.touched.get() | 1 << chunk);
         true
     }

@@ -87,12 +87,39 @@ pub(super) fn object(lane: &mut Lane, addr: u64, kind: ObjectKind) -> Option<obj
         return None;
     };
     if found.created {
+        touch_before_reading(addr, kind);
         found.record = timed_slow_work(lane, |lane| {
             write_lock_record(lane, (found.id, kind, addr), (ORIGIN_FIRST_USE, 0), None)
         })
         .unwrap_or(core::ptr::null_mut());
     }
     Some(found)
+}
+
+/// Makes the pages of a lock first seen in use (no init call seen, as with
+/// a static initialiser) writable before the shim reads it (see
+/// [`glibc::touch_for_writing`]). Only for kinds every use of which
+/// writes the object, so it is in writable memory: a semaphore or a
+/// condition variable may be used by calls that only read it.
+fn touch_before_reading(addr: u64, kind: ObjectKind) {
+    if !matches!(
+        kind,
+        ObjectKind::Mutex | ObjectKind::Rwlock | ObjectKind::Spin
+    ) {
+        return;
+    }
+    // SAFETY: the program just passed `addr` to an interposed call on an
+    // object of `kind`; every such object is 4-aligned, and its last word
+    // lies inside it.
+    unsafe {
+        glibc::touch_for_writing(addr);
+        // An object across a page boundary: glibc reads a mutex's kind in
+        // the second page before it writes the first.
+        let last = addr + glibc::object_size(kind) - 4;
+        if last >> 12 != addr >> 12 {
+            glibc::touch_for_writing(last);
+        }
+    }
 }
 
 /// Names the site that first used a new identity (see [`object`]).

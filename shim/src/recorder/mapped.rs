@@ -28,31 +28,19 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
 /// process runs on, an interrupt to each).
 pub fn map_anonymous_resident<T>(len: usize) -> Option<*mut T> {
     let p: *mut T = map_anonymous(len)?;
-    // SAFETY: the whole of the fresh mapping.
-    unsafe { populate(p.cast(), len) };
+    populate(p.cast(), len);
     Some(p)
 }
 
 /// Makes `len` bytes of a private anonymous mapping at `at` resident and
-/// writable without reading them first. Best effort: memory that cannot be
-/// had now is faulted in later, as before. Leaves errno as it was.
-///
-/// # Safety
-/// `at..at + len` must lie in one of the shim's own private anonymous
-/// mappings, and nothing in it may have been written yet.
-pub unsafe fn populate(at: *mut u8, len: usize) {
+/// writable, as a write would, without changing what they hold. Best
+/// effort: before Linux 5.14, or when memory cannot be had now, the pages
+/// are faulted in later, as before. Leaves errno as it was.
+pub fn populate(at: *mut u8, len: usize) {
     let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: the caller's range, in the shim's own mapping; populating
-    // changes no contents.
-    let rc = unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
-    if rc != 0 {
-        // Before Linux 5.14: a write to each page allocates it directly. The
-        // pages are untouched, so they read zero, and zero is written.
-        for page in (0..len).step_by(4096) {
-            // SAFETY: inside the mapping, which is writable.
-            unsafe { core::ptr::write_volatile(at.add(page), 0) };
-        }
-    }
+    // SAFETY: populating faults pages in for writing and writes nothing; a
+    // range that is not a writable private mapping only makes it fail.
+    unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
 }
 
 /// The table published in `cell`, mapped (`len` bytes, zeroed, touched

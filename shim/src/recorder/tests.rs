@@ -9,9 +9,12 @@ use locksuit_format::read_trace;
 const SITE_A: u64 = 0x1111;
 const SITE_B: u64 = 0x2222;
 
-/// Stand-ins for two mutexes: zeroed memory laid out as glibc's
-/// pthread_mutex_t (the recorder reads its attributes when it first sees it).
-static MUTEXES: [[u64; 5]; 3] = [[0; 5]; 3];
+/// Stand-ins for three mutexes: zeroed memory laid out as glibc's
+/// pthread_mutex_t (the recorder reads its attributes when it first sees
+/// one, and writes its first word back as it was before that). Writable, as
+/// every real lock is: an immutable static would be read-only memory.
+static MUTEXES: [[core::sync::atomic::AtomicU64; 5]; 3] =
+    [const { [const { core::sync::atomic::AtomicU64::new(0) }; 5] }; 3];
 
 /// A call from `site` whose caller cannot be known (no real stack behind it).
 fn from(site: u64) -> Caller {
