@@ -5,9 +5,14 @@
  *   uncontended [PAIRS] [held]   with "held", another mutex is held all
  *                                along: every pair is a nested acquisition
  *                                (a lock-order edge for the shim).
- *   uncontended [PAIRS] sem      sem_trywait + sem_post pairs instead. */
+ *   uncontended [PAIRS] sem      sem_trywait + sem_post pairs instead.
+ *   uncontended [PAIRS] random   each pair on one of 4,096 mutexes picked
+ *                                at random (a fixed sequence), so a
+ *                                profiler's per-thread caches miss; the
+ *                                picking is timed in the plain run too. */
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,22 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER;
 static sem_t sem;
+
+#define RANDOM_LOCKS 4096
+static pthread_mutex_t many[RANDOM_LOCKS];
+
+/* Pairs on random ones of `many` (xorshift: the same sequence every run). */
+static void random_pairs(long n) {
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (long i = 0; i < n; i++) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        pthread_mutex_t *m = &many[state % RANDOM_LOCKS];
+        pthread_mutex_lock(m);
+        pthread_mutex_unlock(m);
+    }
+}
 
 static void sem_pairs(long n) {
     for (long i = 0; i < n; i++)
@@ -27,7 +48,8 @@ static void sem_pairs(long n) {
 int main(int argc, char **argv) {
     long pairs = argc > 1 ? atol(argv[1]) : 20000000L;
     int on_sem = argc > 2 && strcmp(argv[2], "sem") == 0;
-    int held = argc > 2 && !on_sem;
+    int on_many = argc > 2 && strcmp(argv[2], "random") == 0;
+    int held = argc > 2 && !on_sem && !on_many;
     if (sem_init(&sem, 0, 1) != 0)
         return 1;
     if (held)
@@ -37,6 +59,16 @@ int main(int argc, char **argv) {
         sem_pairs(1000);
         clock_gettime(CLOCK_MONOTONIC, &a);
         sem_pairs(pairs);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / pairs);
+        return 0;
+    }
+    if (on_many) {
+        for (int i = 0; i < RANDOM_LOCKS; i++)
+            pthread_mutex_init(&many[i], NULL);
+        random_pairs(100000);
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        random_pairs(pairs);
         clock_gettime(CLOCK_MONOTONIC, &b);
         printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / pairs);
         return 0;

@@ -65,6 +65,7 @@ echo
 echo "| benchmark | unit | plain | default mode | full tracing | trace B/op default | trace B/op full |"
 echo "|---|---|---|---|---|---|---|"
 bench "uncontended lock+unlock, 1 thread" "ns/pair" "$((2 * pairs))" "$out/uncontended" "$pairs"
+bench "random pair over 4,096 locks, 1 thread" "ns/pair" "$((2 * pairs))" "$out/uncontended" "$pairs" random
 bench "one lock, 2 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 2 "$ops"
 bench "one lock, 4 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 4 "$ops"
 bench "condvar ping-pong" "ns/round trip" "$((6 * rounds))" "$out/pingpong" "$rounds"
