@@ -1,13 +1,15 @@
-//! A thread's counters by lock id: a two-way set-associative cache in front
+//! A thread's counters by lock id: a four-way set-associative cache in front
 //! of the lane's hashed index, for threads that cycle through more locks
 //! than the hot cache holds.
 //!
 //! Lock ids are handed out in order of first use, so a sweep over an array
 //! of locks asks for consecutive ids; here consecutive ids are consecutive
-//! sets (one cache line each), which the hardware prefetcher follows, where
-//! the hashed index misses the cache on every lookup. Two ways per set keep
-//! a lock taken at two lines (its own and a neighbour's, say) without
-//! thrashing. Entries are only copies of index entries: a miss falls back to
+//! sets (two cache lines each, the most recent ways in the first), which
+//! the hardware prefetcher follows, where the hashed index misses the cache
+//! on every lookup. Four ways per set keep a lock taken at three lines (its
+//! own twice and as a neighbour's, as a fluid simulation's cells are)
+//! without thrashing: with two, every third operation of such a sweep went
+//! to the index. Entries are only copies of index entries: a miss falls back to
 //! the index, and an entry of a previous thread on this lane is told apart by
 //! its tag, as in the index.
 //!
@@ -19,9 +21,11 @@
 
 use core::cell::Cell;
 
-/// Sets: ids that differ by a multiple of this share a set (4 MiB per
+/// Sets: ids that differ by a multiple of this share a set (8 MiB per
 /// thread, reserved when the thread's index first grows, touched as used).
 pub const LOCK_SETS: usize = 1 << 16;
+
+const WAYS: usize = 4;
 
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -34,13 +38,13 @@ struct Way {
     record: *mut u8,
 }
 
-/// Sets per chunk: 64 chunks of 64 KiB, one bit each in `ByLock::touched`.
+/// Sets per chunk: 64 chunks of 128 KiB, one bit each in `ByLock::touched`.
 const CHUNK_SETS: usize = LOCK_SETS / 64;
 
 #[repr(C, align(64))]
 pub struct LockSet {
     /// Most recently used first.
-    ways: [Way; 2],
+    ways: [Way; WAYS],
 }
 
 /// The cache of one lane: null until reserved.
@@ -118,11 +122,10 @@ impl ByLock {
         if hit(&set.ways[0]) {
             return Some(set.ways[0].record);
         }
-        if hit(&set.ways[1]) {
-            set.ways.swap(0, 1);
-            return Some(set.ways[0].record);
-        }
-        None
+        let at = (1..WAYS).find(|&i| hit(&set.ways[i]))?;
+        // Moved to the front, the others down one.
+        set.ways[..=at].rotate_right(1);
+        Some(set.ways[0].record)
     }
 
     /// Puts an index entry in front; the least recently used way goes.
@@ -134,7 +137,7 @@ impl ByLock {
             None => None,
         };
         if let Some(set) = set {
-            set.ways[1] = set.ways[0];
+            set.ways.copy_within(..WAYS - 1, 1);
             set.ways[0] = Way {
                 ret,
                 context,
@@ -151,24 +154,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn two_lines_per_lock_stay_and_a_third_evicts_the_least_recent() {
+    fn four_lines_per_lock_stay_and_a_fifth_evicts_the_least_recent() {
         let mut cache = ByLock::new();
         assert!(cache.find(7, 1, 0, 5).is_none(), "nothing before reserving");
         assert!(cache.reserve());
-        let (a, b, c) = (0x10 as *mut u8, 0x20 as *mut u8, 0x30 as *mut u8);
-        cache.remember(7, 100, 0, 5, a);
-        cache.remember(7, 200, 0, 5, b);
-        assert_eq!(cache.find(7, 100, 0, 5), Some(a));
-        assert_eq!(cache.find(7, 200, 0, 5), Some(b));
+        let record = |line: u64| (line * 0x10) as *mut u8;
+        for line in 1..=4 {
+            cache.remember(7, line, 0, 5, record(line));
+        }
+        for line in 1..=4 {
+            assert_eq!(cache.find(7, line, 0, 5), Some(record(line)), "line {line}");
+        }
         // Another thread on the lane (another tag) sees nothing.
-        assert_eq!(cache.find(7, 100, 0, 6), None);
-        // A third line evicts the least recently used (line 100).
-        cache.remember(7, 300, 0, 5, c);
-        assert_eq!(cache.find(7, 100, 0, 5), None);
-        assert_eq!(cache.find(7, 200, 0, 5), Some(b));
-        assert_eq!(cache.find(7, 300, 0, 5), Some(c));
+        assert_eq!(cache.find(7, 1, 0, 6), None);
+        // Line 1 used again: line 2 is now the least recently used, and a
+        // fifth line evicts it.
+        assert_eq!(cache.find(7, 1, 0, 5), Some(record(1)));
+        cache.remember(7, 5, 0, 5, record(5));
+        assert_eq!(cache.find(7, 2, 0, 5), None);
+        for line in [1, 3, 4, 5] {
+            assert_eq!(cache.find(7, line, 0, 5), Some(record(line)), "line {line}");
+        }
         // Ids LOCK_SETS apart share a set.
-        assert_eq!(cache.find(7 + LOCK_SETS as u32, 300, 0, 5), None);
+        assert_eq!(cache.find(7 + LOCK_SETS as u32, 5, 0, 5), None);
     }
 
     #[test]
