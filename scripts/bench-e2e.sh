@@ -136,6 +136,22 @@ memcached_row() {
 python=$(command -v /usr/bin/python3 || command -v python3 || echo python3)
 cells=$root/target/bench/cells
 [ -x "$cells" ] || { mkdir -p "$(dirname "$cells")"; ${CC:-cc} -O2 -pthread -o "$cells" "$root/bench/cells.c"; }
+fluid=$root/target/bench/fluid_cells
+${CC:-cc} -O2 -pthread -I"$root/tests/c" -o "$fluid" "$root/tests/c/fluid_cells.c"
+
+# Peak resident memory of one run of CMD… in MODE, in MiB (from wait4's
+# rusage, through GNU time).
+peak_mib() {
+  local mode=$1; shift 2
+  if [ "$mode" = plain ]; then
+    /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null
+  else
+    rm -rf "$work/traces"; mkdir "$work/traces"
+    LD_PRELOAD=$shim LOCKSUIT_DIR=$work/traces /usr/bin/time -f %M -o "$work/rss" "$@" > /dev/null
+    du -sb "$work/traces" | cut -f1 > "$work/trace.bytes"
+  fi
+  awk '{printf "%.1f\n", $1 / 1024}' "$work/rss"
+}
 
 echo "| program | measure | plain | with the shim | ratio (median of runs) | target | trace MiB |"
 echo "|---|---|---|---|---|---|---|"
@@ -147,4 +163,11 @@ e2e "Python: 4 threads, Lock + Queue" "≤ 1.10x" "$python" "$root/bench/py_thre
 e2e "cells kernel (65,536 locks), 2 threads, 20 sweeps" "≤ 2x" "$cells" 2 20
 e2e "cells kernel, 4 threads, short: 2 sweeps" "≤ 1.25x" "$cells" 4 2
 e2e "cells kernel, 4 threads, long: 200 sweeps" "≤ 1.25x" "$cells" 4 200
+e2e "fluid kernel (345,600 locks), 4 threads, short: 2 steps" "≤ 1.25x" "$fluid" 720 480 2 4
+e2e "fluid kernel, 4 threads, long: 40 steps" "≤ 1.25x" "$fluid" 720 480 40 4
+if [ -x /usr/bin/time ]; then
+  compare "fluid kernel, 40 steps: peak memory" "RSS MiB" "≤ 1.5x" '%.1f' peak_mib "$fluid" 720 480 40 4
+else
+  skipped "fluid kernel, 40 steps: peak memory" "GNU time" "≤ 1.5x"
+fi
 memcached_row
