@@ -123,9 +123,13 @@ impl ByLock {
             return Some(set.ways[0].record);
         }
         let at = (1..WAYS).find(|&i| hit(&set.ways[i]))?;
-        // Moved to the front, the others down one.
-        set.ways[..=at].rotate_right(1);
-        Some(set.ways[0].record)
+        // Moved to the front, the ones before it down one.
+        let found = set.ways[at];
+        for i in (1..=at).rev() {
+            set.ways[i] = set.ways[i - 1];
+        }
+        set.ways[0] = found;
+        Some(found.record)
     }
 
     /// Puts an index entry in front; the least recently used way goes.
@@ -137,7 +141,9 @@ impl ByLock {
             None => None,
         };
         if let Some(set) = set {
-            set.ways.copy_within(..WAYS - 1, 1);
+            for i in (1..WAYS).rev() {
+                set.ways[i] = set.ways[i - 1];
+            }
             set.ways[0] = Way {
                 ret,
                 context,
