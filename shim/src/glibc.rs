@@ -27,23 +27,6 @@ pub unsafe fn word(addr: u64, offset: u64) -> u32 {
     unsafe { AtomicU32::from_ptr((addr + offset) as *mut u32) }.load(Ordering::Relaxed)
 }
 
-/// Makes the page of a live object at `addr` writable in this process, as
-/// the program's own call is about to: a word that reads zero (as every
-/// statically initialised object's first word does) is written with zero,
-/// atomically, so nothing changes. Done before the shim first reads an
-/// object it did not see initialised: a read of a page the program has
-/// never touched maps the shared zero page, and the program's write after
-/// it must then flush that mapping from every CPU it runs on.
-///
-/// # Safety
-/// As for [`word`], with `addr` 4-aligned.
-pub unsafe fn touch_for_writing(addr: u64) {
-    // SAFETY: per the contract; an atomic exchange of zero for zero, which
-    // the program's own atomic updates of the word are ordered with.
-    let word = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
-    let _ = word.compare_exchange(0, 0, Ordering::Relaxed, Ordering::Relaxed);
-}
-
 /// The size of glibc's object of `kind` (as `sizeof` in C).
 pub fn object_size(kind: locksuit_format::ObjectKind) -> u64 {
     use locksuit_format::ObjectKind;

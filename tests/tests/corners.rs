@@ -1,5 +1,6 @@
 //! The shim stays invisible in the corners: robust mutexes made not
-//! recoverable, priority-inheritance and priority-protect mutexes, programs that close or never had descriptors 0-1023, a
+//! recoverable, priority-inheritance and priority-protect mutexes, locks
+//! seen only through a read-only mapping, programs that close or never had descriptors 0-1023, a
 //! replaced stderr, any umask, missing trace directories, very long program
 //! names, and a program rebuilt after its run. Each test compares the
 //! program with and without the shim: exit status, output, and the user's
@@ -60,6 +61,26 @@ fn robust_mutex_made_not_recoverable_never_hangs() {
 /// successful acquisition is counted, and only the one that waited behind
 /// another thread is contended. (A PP mutex keeps its ceiling in its lock
 /// word, which once made every acquisition read as contended.)
+/// Locks first seen without an init call, held by another process and
+/// only tried through a read-only mapping: glibc's trylocks just read them
+/// and return EBUSY. The shim makes such a lock's page resident before it
+/// first reads it, and must not write to do so (an atomic exchange of the
+/// value it held killed this program with SIGSEGV).
+#[test]
+fn locks_seen_only_through_a_read_only_mapping_are_never_written() {
+    let bin = build_c("readonly_view");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "readonly_view without the shim");
+    assert_eq!(
+        stdout_str(&plain),
+        "mutex-trylock 16\nrwlock-tryrdlock 16\nrwlock-trywrlock 16\ndone\n"
+    );
+    let dir = fresh_dir("corners_readonly_view");
+    let shim = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_same_output(&plain, &shim);
+    assert!(shim.stderr.is_empty(), "{}", describe(&shim));
+}
+
 #[test]
 fn priority_protocol_mutexes_behave_and_count_exactly() {
     let bin = build_c("protocols");

@@ -82,44 +82,59 @@ fn write_lock_record(
 /// `Found::record` is its new identity record, whose `origin_site` the
 /// caller fills in).
 pub(super) fn object(lane: &mut Lane, addr: u64, kind: ObjectKind) -> Option<objects::Found> {
-    let Some(mut found) = objects::for_use(addr, kind as u32) else {
+    let Some(found) = objects::for_use(addr, kind as u32) else {
         drop_op(Some(lane));
         return None;
     };
     if found.created {
-        touch_before_reading(addr, kind);
-        found.record = timed_slow_work(lane, |lane| {
-            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_FIRST_USE, 0), None)
-        })
-        .unwrap_or(core::ptr::null_mut());
+        return Some(first_use(lane, found, (addr, kind)));
     }
     Some(found)
 }
 
+/// A new identity made by its first use: its pages made resident, its
+/// record written (out of line, so the common lookup stays short).
+#[cold]
+#[inline(never)]
+fn first_use(
+    lane: &mut Lane,
+    mut found: objects::Found,
+    (addr, kind): (u64, ObjectKind),
+) -> objects::Found {
+    make_resident(lane, addr, kind);
+    found.record = timed_slow_work(lane, |lane| {
+        write_lock_record(lane, (found.id, kind, addr), (ORIGIN_FIRST_USE, 0), None)
+    })
+    .unwrap_or(core::ptr::null_mut());
+    found
+}
+
 /// Makes the pages of a lock first seen in use (no init call seen, as with
-/// a static initialiser) writable before the shim reads it (see
-/// [`glibc::touch_for_writing`]). Only for kinds every use of which
-/// writes the object, so it is in writable memory: a semaphore or a
-/// condition variable may be used by calls that only read it.
-fn touch_before_reading(addr: u64, kind: ObjectKind) {
+/// a static initialiser) resident and writable before the shim reads it:
+/// a read of a page the program has never touched maps the shared zero
+/// page, and the program's first write after it must then flush that
+/// mapping from every CPU it runs on (an interrupt to each). Nothing is
+/// written: `MADV_POPULATE_WRITE` faults the pages in as the program's own
+/// write would, and fails without a signal where the lock is mapped
+/// read-only (a process-shared lock only tried through a read-only view).
+/// Only for kinds whose use writes the object; a semaphore or condition
+/// variable may be used by calls that only read it. One call per page for
+/// a sweep over an array of locks: the lane keeps the last page.
+fn make_resident(lane: &mut Lane, addr: u64, kind: ObjectKind) {
     if !matches!(
         kind,
         ObjectKind::Mutex | ObjectKind::Rwlock | ObjectKind::Spin
     ) {
         return;
     }
-    // SAFETY: the program just passed `addr` to an interposed call on an
-    // object of `kind`; every such object is 4-aligned, and its last word
-    // lies inside it.
-    unsafe {
-        glibc::touch_for_writing(addr);
-        // An object across a page boundary: glibc reads a mutex's kind in
-        // the second page before it writes the first.
-        let last = addr + glibc::object_size(kind) - 4;
-        if last >> 12 != addr >> 12 {
-            glibc::touch_for_writing(last);
-        }
+    // The object may lie across a page boundary: glibc reads a mutex's
+    // kind in the second page before it writes the first.
+    let (first, last) = (addr >> 12, (addr + glibc::object_size(kind) - 1) >> 12);
+    if first == last && first == lane.resident_page {
+        return;
     }
+    lane.resident_page = last;
+    super::mapped::populate(addr as *mut u8, glibc::object_size(kind) as usize);
 }
 
 /// Names the site that first used a new identity (see [`object`]).

@@ -132,6 +132,9 @@ pub struct Lane {
     /// The top of this thread's stack (its locals are never data a lock
     /// guards), 0 if unknown.
     pub stack_top: u64,
+    /// The program's page this thread last made resident for a lock it saw
+    /// first in use (see `identity::make_resident`), 0 if none.
+    pub resident_page: u64,
     /// The engagements whose accesses this thread is counting, by depth in
     /// its held stack (`ratios.rs`).
     pub tallies: [Tally; TALLY_DEPTH],
@@ -276,6 +279,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.access_bit = 0;
     lane.accesses = 0;
     lane.stack_top = 0;
+    lane.resident_page = 0;
     lane.tallies = [Tally::default(); TALLY_DEPTH];
     lane.blocks_taken = 0;
     // The previous thread's entries are stale (another generation).

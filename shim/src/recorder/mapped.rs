@@ -32,15 +32,28 @@ pub fn map_anonymous_resident<T>(len: usize) -> Option<*mut T> {
     Some(p)
 }
 
-/// Makes `len` bytes of a private anonymous mapping at `at` resident and
-/// writable, as a write would, without changing what they hold. Best
+/// Makes the pages holding `len` bytes at `at` resident and writable, as a
+/// write would, without writing: a page already so is left as it is, and a
+/// range that is not writable makes the call fail, with no signal. Best
 /// effort: before Linux 5.14, or when memory cannot be had now, the pages
 /// are faulted in later, as before. Leaves errno as it was.
+#[cold]
+#[inline(never)]
 pub fn populate(at: *mut u8, len: usize) {
     let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: sysconf only reads the page size the loader recorded.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let start = at as usize & !(page - 1);
+    let end = (at as usize).saturating_add(len.max(1));
     // SAFETY: populating faults pages in for writing and writes nothing; a
-    // range that is not a writable private mapping only makes it fail.
-    unsafe { libc::madvise(at.cast(), len, libc::MADV_POPULATE_WRITE) };
+    // range that is not a writable mapping only makes it fail.
+    unsafe {
+        libc::madvise(
+            start as *mut libc::c_void,
+            end - start,
+            libc::MADV_POPULATE_WRITE,
+        )
+    };
 }
 
 /// The table published in `cell`, mapped (`len` bytes, zeroed, touched

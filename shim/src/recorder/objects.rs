@@ -96,7 +96,7 @@ fn hash(addr: u64) -> usize {
 
 /// Finds the slot for `addr`, or claims one (not when it is only looked
 /// up: `claim` false).
-#[inline]
+#[inline(always)]
 fn slot_for(addr: u64, claim: bool) -> Option<&'static ObjectSlot> {
     let table = TABLE.load(Ordering::Acquire);
     if table.is_null() || addr == 0 {
@@ -104,14 +104,12 @@ fn slot_for(addr: u64, claim: bool) -> Option<&'static ObjectSlot> {
     }
     let home = hash(addr) & (OBJECT_SLOTS - 1);
     if claim {
-        let page = home / SLOTS_PER_PAGE;
-        if WRITTEN_PAGES[page / 64].load(Ordering::Relaxed) & 1 << (page % 64) == 0 {
-            write_page(table, page);
-        }
+        ensure_written(table, home);
     }
     for i in 0..PROBES {
+        let at = (home + i) & (OBJECT_SLOTS - 1);
         // SAFETY: index masked into the table.
-        let slot = unsafe { &*table.add((home + i) & (OBJECT_SLOTS - 1)) };
+        let slot = unsafe { &*table.add(at) };
         let cur = slot.addr.load(Ordering::Acquire);
         if cur == addr {
             return Some(slot);
@@ -126,16 +124,30 @@ fn slot_for(addr: u64, claim: bool) -> Option<&'static ObjectSlot> {
             {
                 Ok(_) => return Some(slot),
                 Err(now) if now == addr => return Some(slot),
-                Err(_) => continue,
+                Err(_) => {}
             }
+        }
+        let next = (at + 1) & (OBJECT_SLOTS - 1);
+        if claim && next.is_multiple_of(SLOTS_PER_PAGE) {
+            // The probe runs on into the next page of the table.
+            ensure_written(table, next);
         }
     }
     None
 }
 
-/// Makes page `page` of the table resident for writing (see
-/// [`WRITTEN_PAGES`]). Threads that race here both populate; that is
-/// harmless, as populating changes no contents.
+/// Makes the page of the table that holds slot `at` resident for writing,
+/// unless it already is (see [`WRITTEN_PAGES`]).
+#[inline(always)]
+fn ensure_written(table: *mut ObjectSlot, at: usize) {
+    let page = at / SLOTS_PER_PAGE;
+    if WRITTEN_PAGES[page / 64].load(Ordering::Relaxed) & 1 << (page % 64) == 0 {
+        write_page(table, page);
+    }
+}
+
+/// Makes page `page` of the table resident for writing. Threads that race
+/// here both populate; that is harmless, as populating changes no contents.
 #[cold]
 #[inline(never)]
 fn write_page(table: *mut ObjectSlot, page: usize) {
@@ -239,7 +251,7 @@ pub struct Found {
 }
 
 /// The object at `addr` as used now; makes an identity on first use.
-#[inline]
+#[inline(always)]
 pub fn for_use(addr: u64, kind: u32) -> Option<Found> {
     let slot = slot_for(addr, true)?;
     let current = slot.ident.load(Ordering::Acquire);
