@@ -13,8 +13,8 @@
 //! the index, and an entry of a previous thread on this lane is told apart by
 //! its tag, as in the index.
 //!
-//! The sets are made resident a chunk at a time, written before anything in
-//! the chunk is read. A read of an untouched anonymous page maps the shared
+//! The sets are made resident a page at a time, written before anything in
+//! the page is read. A read of an untouched anonymous page maps the shared
 //! zero page, and the first write after it must replace that mapping and
 //! flush it from every CPU the process runs on: an interrupt to each, which
 //! on a VM cost more than all the rest of a sweep's first sight of its locks.
@@ -38,21 +38,25 @@ struct Way {
     record: *mut u8,
 }
 
-/// Sets per chunk: 64 chunks of 128 KiB, one bit each in `ByLock::touched`.
-const CHUNK_SETS: usize = LOCK_SETS / 64;
+/// Sets per 4 KiB page, one bit each page in `ByLock::touched`: a lane
+/// that uses a few sets makes only their pages resident, as when the sets
+/// were simply touched as used (chunks of 128 KiB made 32 threads of 3,000
+/// locks each take 193 MiB instead of 139).
+const PAGE_SETS: usize = 4096 / core::mem::size_of::<LockSet>();
+const PAGES: usize = LOCK_SETS / PAGE_SETS;
 
 #[repr(C, align(64))]
 pub struct LockSet {
-    /// Most recently used first.
+    /// Most recently remembered first.
     ways: [Way; WAYS],
 }
 
 /// The cache of one lane: null until reserved.
 pub struct ByLock {
     sets: *mut LockSet,
-    /// Chunks made resident (bit `set / CHUNK_SETS`); an untouched chunk
-    /// holds no way, so a lookup there reads nothing.
-    touched: Cell<u64>,
+    /// Pages made resident (bit `set / PAGE_SETS`); an untouched page holds
+    /// no way, so a lookup there reads nothing.
+    touched: [Cell<u64>; PAGES / 64],
 }
 
 impl Default for ByLock {
@@ -65,7 +69,7 @@ impl ByLock {
     pub const fn new() -> Self {
         Self {
             sets: core::ptr::null_mut(),
-            touched: Cell::new(0),
+            touched: [const { Cell::new(0) }; PAGES / 64],
         }
     }
 
@@ -90,7 +94,8 @@ impl ByLock {
     fn set(&self, lock_id: u32) -> Option<&mut LockSet> {
         let at = lock_id as usize & (LOCK_SETS - 1);
         // Also false before the sets are reserved (nothing is touched then).
-        if self.touched.get() & 1 << (at / CHUNK_SETS) == 0 {
+        let page = at / PAGE_SETS;
+        if self.touched[page / 64].get() & 1 << (page % 64) == 0 {
             return None;
         }
         // SAFETY: masked into the reserved sets, which this lane's thread
@@ -98,7 +103,7 @@ impl ByLock {
         Some(unsafe { &mut *self.sets.add(at) })
     }
 
-    /// Makes the chunk holding `lock_id`'s set resident, written first (see
+    /// Makes the page holding `lock_id`'s set resident, written first (see
     /// the module's comment). False if the sets are not reserved.
     #[cold]
     #[inline(never)]
@@ -106,11 +111,12 @@ impl ByLock {
         if self.sets.is_null() {
             return false;
         }
-        let chunk = (lock_id as usize & (LOCK_SETS - 1)) / CHUNK_SETS;
-        // SAFETY: the chunk lies inside the reserved sets.
-        let first = unsafe { self.sets.add(chunk * CHUNK_SETS) };
-        super::mapped::populate(first.cast(), CHUNK_SETS * core::mem::size_of::<LockSet>());
-        self.touched.set(self.touched.get() | 1 << chunk);
+        let page = (lock_id as usize & (LOCK_SETS - 1)) / PAGE_SETS;
+        // SAFETY: the page lies inside the reserved sets.
+        let first = unsafe { self.sets.add(page * PAGE_SETS) };
+        super::mapped::populate(first.cast(), PAGE_SETS * core::mem::size_of::<LockSet>());
+        let word = &self.touched[page / 64];
+        word.set(word.get() | 1 << (page % 64));
         true
     }
 
@@ -119,20 +125,12 @@ impl ByLock {
         let set = self.set(lock_id)?;
         let hit =
             |w: &Way| w.lock_id == lock_id && w.ret == ret && w.context == context && w.tag == tag;
-        if hit(&set.ways[0]) {
-            return Some(set.ways[0].record);
-        }
-        let at = (1..WAYS).find(|&i| hit(&set.ways[i]))?;
-        // Moved to the front, the ones before it down one.
-        let found = set.ways[at];
-        for i in (1..=at).rev() {
-            set.ways[i] = set.ways[i - 1];
-        }
-        set.ways[0] = found;
-        Some(found.record)
+        // A hit moves nothing: a lock taken at two lines in turn would move
+        // a way on every call. So the oldest remembered goes first.
+        set.ways.iter().find(|w| hit(w)).map(|w| w.record)
     }
 
-    /// Puts an index entry in front; the least recently used way goes.
+    /// Puts an index entry in front; the oldest remembered way goes.
     #[inline]
     pub fn remember(&self, lock_id: u32, ret: u64, context: u64, tag: u32, record: *mut u8) {
         let set = match self.set(lock_id) {
@@ -160,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn four_lines_per_lock_stay_and_a_fifth_evicts_the_least_recent() {
+    fn four_lines_per_lock_stay_and_a_fifth_evicts_the_oldest() {
         let mut cache = ByLock::new();
         assert!(cache.find(7, 1, 0, 5).is_none(), "nothing before reserving");
         assert!(cache.reserve());
@@ -173,12 +171,10 @@ mod tests {
         }
         // Another thread on the lane (another tag) sees nothing.
         assert_eq!(cache.find(7, 1, 0, 6), None);
-        // Line 1 used again: line 2 is now the least recently used, and a
-        // fifth line evicts it.
-        assert_eq!(cache.find(7, 1, 0, 5), Some(record(1)));
+        // A fifth line evicts the first remembered.
         cache.remember(7, 5, 0, 5, record(5));
-        assert_eq!(cache.find(7, 2, 0, 5), None);
-        for line in [1, 3, 4, 5] {
+        assert_eq!(cache.find(7, 1, 0, 5), None);
+        for line in 2..=5 {
             assert_eq!(cache.find(7, line, 0, 5), Some(record(line)), "line {line}");
         }
         // Ids LOCK_SETS apart share a set.
@@ -186,16 +182,22 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_is_made_resident_by_its_first_write_and_not_by_a_lookup() {
+    fn a_page_is_made_resident_by_its_first_write_and_not_by_a_lookup() {
         let mut cache = ByLock::new();
         assert!(cache.reserve());
-        let id = (5 * CHUNK_SETS + 3) as u32;
+        let touched = |cache: &ByLock| cache.touched.iter().map(Cell::get).collect::<Vec<_>>();
+        let id = (70 * PAGE_SETS + 3) as u32;
         assert_eq!(cache.find(id, 1, 0, 5), None);
-        assert_eq!(cache.touched.get(), 0, "a lookup touches nothing");
+        assert!(
+            touched(&cache).iter().all(|&w| w == 0),
+            "a lookup touches nothing"
+        );
         cache.remember(id, 1, 0, 5, 0x10 as *mut u8);
-        assert_eq!(cache.touched.get(), 1 << 5, "only the chunk written to");
+        let mut expected = vec![0; PAGES / 64];
+        expected[1] = 1 << 6;
+        assert_eq!(touched(&cache), expected, "only the page written to");
         assert_eq!(cache.find(id, 1, 0, 5), Some(0x10 as *mut u8));
-        // The rest of the chunk reads as empty.
+        // The rest of the page reads as empty.
         assert_eq!(cache.find(id + 1, 1, 0, 5), None);
     }
 }
