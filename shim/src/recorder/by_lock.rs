@@ -4,7 +4,7 @@
 //!
 //! Lock ids are handed out in order of first use, so a sweep over an array
 //! of locks asks for consecutive ids; here consecutive ids are consecutive
-//! sets (two cache lines each, the most recent ways in the first), which
+//! sets (two cache lines each, the newest ways in the first), which
 //! the hardware prefetcher follows, where the hashed index misses the cache
 //! on every lookup. Four ways per set keep a lock taken at three lines (its
 //! own twice and as a neighbour's, as a fluid simulation's cells are)
