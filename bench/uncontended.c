@@ -44,6 +44,15 @@ static void sem_pairs(long n) {
             sem_post(&sem);
 }
 
+/* Prints nanoseconds per pair of `run(n)`, after `warm_up` untimed pairs. */
+static void time_pairs(void (*run)(long), long warm_up, long n) {
+    struct timespec a, b;
+    run(warm_up);
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    run(n);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n);
+}
 
 int main(int argc, char **argv) {
     long pairs = argc > 1 ? atol(argv[1]) : 20000000L;
@@ -56,21 +65,13 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&outer);
     struct timespec a, b;
     if (on_sem) {
-        sem_pairs(1000);
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        sem_pairs(pairs);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / pairs);
+        time_pairs(sem_pairs, 1000, pairs);
         return 0;
     }
     if (on_many) {
         for (int i = 0; i < RANDOM_LOCKS; i++)
             pthread_mutex_init(&many[i], NULL);
-        random_pairs(100000);
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        random_pairs(pairs);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        printf("%.2f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / pairs);
+        time_pairs(random_pairs, 100000, pairs);
         return 0;
     }
     /* Warm up: the first engagement records the lock and the call site. */
