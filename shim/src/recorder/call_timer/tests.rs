@@ -106,8 +106,10 @@ fn an_old_reference_needs_a_longer_block() {
         switched(state, 50_000)
     };
     let (from, to) = seen(1_000_000, 100_000).expect("a block after a young reference");
-    // A preemption of the test meanwhile only makes it longer.
-    assert!(to - from >= 100_000 && from < to, "{from}..{to}");
+    // A preemption of the test meanwhile only makes it longer; the two
+    // clocks, read a few instructions apart and at their own granularity,
+    // may make it a little shorter (76 ns short in one CI run).
+    assert!(to - from >= 95_000 && from < to, "{from}..{to}");
     // A preemption of over 200 µs here would make it believed: one of
     // five tries is enough.
     let old: Vec<_> = (0..5).map(|_| seen(20_000_000, 100_000)).collect();
