@@ -157,7 +157,8 @@ pub fn analyze(
     };
     // The lock-order graph needs the counter records (who write-locks an
     // rwlock), which building the locks consumes.
-    let lock_order = crate::lock_order::analyze(&trace);
+    let lock_order =
+        crate::lock_order::analyze(&trace, &|raw| site_index_of_raw.get(&raw).copied());
     let mut built = crate::locks::build(&mut trace, &mut site_of);
     if built.orphans > 0 {
         warnings.push(format!(

@@ -341,7 +341,7 @@ fn finding(
         locks: lock.into_iter().collect(),
         family: None,
         family_size: None,
-        cycle: Vec::new(),
+        ..Finding::default()
     }
 }
 

@@ -3,7 +3,7 @@
 //! lock-order graph (`lock_order.rs`), as the model's blocked threads and
 //! findings.
 
-use crate::lock_order::{Cycle, LockOrder};
+use crate::lock_order::{Cycle, CycleEdge, Inversion, LockOrder};
 use crate::model::*;
 use crate::waits::{Stuck, Wait};
 use locksuit_format::*;
@@ -124,12 +124,10 @@ fn finding(kind: &'static str, steps: Vec<CycleStep>, message: String, wait_ns: 
         lock: locks.first().copied(),
         sites,
         message,
-        engagements: 0,
         wait_ns,
         locks,
-        family: None,
-        family_size: None,
         cycle: steps,
+        ..Finding::default()
     }
 }
 
@@ -234,62 +232,161 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
         .collect()
 }
 
-/// One finding of kind `potential-deadlock` per lock-order cycle.
+/// One finding of kind `potential-deadlock` per set of lock-order cycles
+/// through the same lines (the same code taking locks in two orders, one
+/// thing to fix), and one `family-order-inversion` per family inversion.
 pub fn potential_findings(order: &LockOrder, ids: &Ids) -> Vec<Finding> {
-    order.cycles.iter().map(|c| potential(c, ids)).collect()
+    let mut by_lines: Vec<(Vec<(Option<SiteId>, Option<SiteId>)>, Vec<&Cycle>)> = Vec::new();
+    for cycle in &order.cycles {
+        let mut lines: Vec<(Option<SiteId>, Option<SiteId>)> = cycle
+            .edges
+            .iter()
+            .map(|e| ((ids.site)(e.holds_site), (ids.site)(e.waits_site)))
+            .collect();
+        lines.sort_unstable();
+        match by_lines.iter_mut().find(|(l, _)| *l == lines) {
+            Some((_, cycles)) => cycles.push(cycle),
+            None => by_lines.push((lines, vec![cycle])),
+        }
+    }
+    let mut out: Vec<Finding> = by_lines
+        .into_iter()
+        .map(|(_, cycles)| potential(&cycles, ids))
+        .collect();
+    out.extend(order.inversions.iter().map(|i| inversion(i, ids)));
+    out
 }
 
-fn potential(cycle: &Cycle, ids: &Ids) -> Finding {
-    let lines: Vec<(String, String)> = cycle
+fn edge_step(e: &CycleEdge, ids: &Ids) -> CycleStep {
+    CycleStep {
+        tid: e.tid,
+        thread_name: (ids.thread_name)(e.tid),
+        holds: (ids.lock)(e.holds),
+        holds_site: (ids.site)(e.holds_site),
+        waits_for: (ids.lock)(e.waits_for).map(|l| l.to_string()),
+        waits_site: (ids.site)(e.waits_site),
+        count: Some(e.count),
+    }
+}
+
+/// "thread 12 took L2 at g (a.c:9) while holding L1 (taken at f (a.c:3)), 4 times"
+fn edge_words(e: &CycleEdge, s: &CycleStep, ids: &Ids) -> String {
+    format!(
+        "{} took {} at {} while holding {} (taken at {}){}",
+        thread(s.tid, ids),
+        s.waits_for.as_deref().unwrap_or("a lock"),
+        (ids.line)(e.waits_site),
+        s.holds
+            .map_or_else(|| "a lock".to_string(), |l| l.to_string()),
+        (ids.line)(e.holds_site),
+        match s.count {
+            Some(n) if n > 1 => format!(", {n} times"),
+            _ => String::new(),
+        }
+    )
+}
+
+/// Cycles through the same lines, the first as the example.
+fn potential(cycles: &[&Cycle], ids: &Ids) -> Finding {
+    let example = cycles[0];
+    let steps: Vec<CycleStep> = example.edges.iter().map(|e| edge_step(e, ids)).collect();
+    let order: Vec<String> = steps
+        .iter()
+        .filter_map(|s| s.holds.map(|l| l.to_string()))
+        .collect();
+    let first = &example.edges[0];
+    let same_lines = example
         .edges
         .iter()
-        .map(|e| ((ids.line)(e.waits_site), (ids.line)(e.holds_site)))
-        .collect();
-    let steps: Vec<CycleStep> = cycle
-        .edges
-        .iter()
-        .map(|e| CycleStep {
-            tid: e.tid,
-            thread_name: (ids.thread_name)(e.tid),
-            holds: (ids.lock)(e.holds),
-            holds_site: (ids.site)(e.holds_site),
-            waits_for: (ids.lock)(e.waits_for).map(|l| l.to_string()),
-            waits_site: (ids.site)(e.waits_site),
-            count: Some(e.count),
-        })
-        .collect();
-    let edge = |(s, (waits_at, holds_at)): (&CycleStep, &(String, String))| {
-        format!(
-            "{} took {} at {waits_at} while holding {} (taken at {holds_at}){}",
-            thread(s.tid, ids),
-            s.waits_for.as_deref().unwrap_or("a lock"),
-            s.holds
-                .map_or_else(|| "a lock".to_string(), |l| l.to_string()),
-            match s.count {
-                Some(n) if n > 1 => format!(", {n} times"),
-                _ => String::new(),
-            }
-        )
-    };
-    let message = if cycle.family_inversion {
-        format!(
-            "potential deadlock: locks made at one line were taken in both address orders: {}. Two threads doing both at once can deadlock; always take them in one order (e.g. by address).",
-            steps.iter().zip(&lines).map(edge).collect::<Vec<_>>().join("; ")
-        )
+        .all(|e| (e.holds_site, e.waits_site) == (first.holds_site, first.waits_site));
+    let edges: Vec<String> = if same_lines && example.edges.len() > 2 {
+        // One line pair took every step: say it once.
+        let mut tids: Vec<u32> = example.edges.iter().map(|e| e.tid).collect();
+        tids.sort_unstable();
+        tids.dedup();
+        let who: Vec<String> = tids.iter().map(|&t| thread(t, ids)).collect();
+        vec![format!(
+            "each was taken at {} while holding the one before it (taken at {}), by {}",
+            (ids.line)(first.waits_site),
+            (ids.line)(first.holds_site),
+            who.join(", ")
+        )]
     } else {
-        let order: Vec<String> = steps
+        example
+            .edges
             .iter()
-            .filter_map(|s| s.holds.map(|l| l.to_string()))
-            .collect();
-        format!(
-            "potential deadlock: {} locks are taken in a cycle ({} then back to {}): {}. If these run at the same time they can deadlock; take the locks in one order everywhere.",
-            steps.len(),
-            order.join(" then "),
-            order.first().cloned().unwrap_or_default(),
-            steps.iter().zip(&lines).map(edge).collect::<Vec<_>>().join("; ")
-        )
+            .zip(&steps)
+            .map(|(e, s)| edge_words(e, s, ids))
+            .collect()
     };
+    let lock_cycles: Vec<Vec<LockId>> = cycles
+        .iter()
+        .map(|c| c.edges.iter().filter_map(|e| (ids.lock)(e.holds)).collect())
+        .collect();
+    let more = match cycles.len() {
+        1 => String::new(),
+        n => {
+            let shown: Vec<String> = lock_cycles[1..]
+                .iter()
+                .take(4)
+                .map(|c| {
+                    c.iter()
+                        .map(|l| l.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                })
+                .collect();
+            format!(
+                " The same lines closed {} more cycle{} over other locks ({}{}).",
+                n - 1,
+                if n == 2 { "" } else { "s" },
+                shown.join("; "),
+                if n > 5 { "; …" } else { "" }
+            )
+        }
+    };
+    let message = format!(
+        "potential deadlock: {} locks were taken in a cycle ({} then back to {}): {}. Threads doing these at the same time can deadlock; take the locks in one order everywhere.{more}",
+        steps.len(),
+        order.join(" then "),
+        order.first().cloned().unwrap_or_default(),
+        edges.join("; "),
+    );
     let mut f = finding(FINDING_POTENTIAL_DEADLOCK, steps, message, 0);
-    f.engagements = cycle.edges.iter().map(|e| e.count).sum();
+    let mut locks: Vec<LockId> = lock_cycles.iter().flatten().copied().collect();
+    locks.sort_unstable();
+    locks.dedup();
+    f.lock = locks.first().copied();
+    f.locks = locks;
+    f.cycles = lock_cycles;
+    f.engagements = cycles
+        .iter()
+        .flat_map(|c| c.edges.iter().map(|e| e.count))
+        .sum();
+    f
+}
+
+/// Locks of one family taken two at a time at the same lines in both
+/// address orders, with no cycle: what was seen, and when it would matter.
+fn inversion(i: &Inversion, ids: &Ids) -> Finding {
+    let steps = vec![edge_step(&i.up, ids), edge_step(&i.down, ids)];
+    let words: Vec<String> = [&i.up, &i.down]
+        .iter()
+        .zip(&steps)
+        .map(|(e, s)| edge_words(e, s, ids))
+        .collect();
+    let locks: Vec<LockId> = i.locks.iter().filter_map(|&l| (ids.lock)(l)).collect();
+    let message = format!(
+        "locks made at one line were taken two at a time at the same lines in both address orders ({} pair{} in ascending order, {} in descending, by {}): {}. No two threads took the same two locks in opposite orders, so no cycle was seen. If a call can take one pair in both orders (transfer(a, b) and transfer(b, a)), two threads doing so at once deadlock; if something else orders them (a tree walked from its root), this is safe. Taking each pair in address order rules it out.",
+        i.pairs_up,
+        if i.pairs_up == 1 { "" } else { "s" },
+        i.pairs_down,
+        crate::render::count(i.threads as u64, "thread", "threads"),
+        words.join("; "),
+    );
+    let mut f = finding(FINDING_FAMILY_INVERSION, steps, message, 0);
+    f.lock = locks.first().copied();
+    f.locks = locks;
+    f.engagements = i.up.count + i.down.count;
     f
 }

@@ -173,7 +173,7 @@ impl<'a> Evidence<'a> {
             locks: group,
             family: Some(first.family),
             family_size: self.families.get(first.family.index()).map(|f| f.size),
-            cycle: Vec::new(),
+            ..Finding::default()
         }
     }
 
@@ -476,7 +476,7 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
                 locks: vec![hot.id],
                 family: Some(hot.family),
                 family_size: ev.families.get(hot.family.index()).map(|f| f.size),
-                cycle: Vec::new(),
+                ..Finding::default()
             });
         }
     }
@@ -578,7 +578,7 @@ pub fn build(
             locks: Vec::new(),
             family: None,
             family_size: None,
-            cycle: Vec::new(),
+            ..Finding::default()
         });
     }
     contention_findings(&mut findings, &ev);

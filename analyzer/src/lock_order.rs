@@ -1,7 +1,10 @@
 //! Potential deadlocks: cycles in the lock-order graph the shim records
 //! ("acquired B while holding A", per thread, with sites and counts).
 //!
-//! The rules, so that no cycle is one a careful engineer would reject:
+//! The graph's nodes are concrete locks, never names: a cycle closed
+//! through two different locks that share a name or a family (an array of
+//! structs whose locks are made at one line, a hash table's buckets) is no
+//! cycle. The rules, so that no cycle is one a careful engineer would reject:
 //! - a trylock cannot block: its edges do not close a cycle;
 //! - a read acquisition of an rwlock blocks only if someone write-locks it
 //!   (a holder, or with a writer-preferring rwlock a queued writer between
@@ -9,30 +12,28 @@
 //!   the run is dropped; read-read cycles over locks that are also
 //!   write-locked are reported;
 //! - a cycle whose every edge was taken while holding one common gate lock
-//!   cannot deadlock: it is not reported (the count of such cycles is);
-//! - locks of one family (made at one line, like an array of bucket locks)
-//!   are one node for cycles with other locks, and among themselves are a
-//!   cycle only if members were taken in both address orders.
+//!   cannot deadlock: it is not reported (the count of such cycles is).
+//!
+//! Apart from cycles, one weaker pattern is told ([`Inversion`]): locks of
+//! one family taken two at a time at the same two lines in both address
+//! orders, with no cycle among them (a `transfer(a, b)` that a caller may
+//! call as `transfer(b, a)`). It is what was seen, not a deadlock.
 //!
 //! Strongly connected components are found in time linear in the graph
-//! (Tarjan); within each, simple cycles are listed up to a bound.
+//! (Tarjan); within each, simple cycles are listed, shortest first, up to a
+//! bound and within a bounded amount of work.
 
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Most cycles listed per strongly connected component.
 const CYCLES_PER_COMPONENT: usize = 32;
 /// Longest cycle listed.
-const MAX_CYCLE_LEN: usize = 8;
-
-/// A node of the graph: one lock, or one family of locks made at one line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Node {
-    Lock(u32),
-    /// (kind, origin site): the family's locks.
-    Family(u32, u32),
-}
+const MAX_CYCLE_LEN: usize = 64;
+/// Nodes a component's cycle search may visit in all (a dense component
+/// has more cycles than anyone reads; the search stops, saying so).
+const SEARCH_BUDGET: usize = 4_000_000;
 
 /// One edge of a reported cycle: the first thread that took it, the locks
 /// and the sites, and how often it was taken in all.
@@ -49,26 +50,50 @@ pub struct CycleEdge {
 }
 
 /// A potential deadlock: edges in cycle order (each edge's `waits_for` is
-/// held by the next one).
+/// held by the next one), between concrete locks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cycle {
     pub edges: Vec<CycleEdge>,
-    /// The cycle is among members of one family taken in both address orders.
-    pub family_inversion: bool,
+}
+
+impl Cycle {
+    /// Its locks, ascending (raw ids).
+    pub fn locks(&self) -> Vec<u32> {
+        let mut locks: Vec<u32> = self.edges.iter().map(|e| e.holds).collect();
+        locks.sort_unstable();
+        locks
+    }
+}
+
+/// Locks of one family taken two at a time at the same two lines in both
+/// address orders, with no cycle among them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inversion {
+    /// The first edge seen in ascending address order, and in descending.
+    pub up: CycleEdge,
+    pub down: CycleEdge,
+    /// Every lock of the family in an edge at those lines (raw ids, ascending).
+    pub locks: Vec<u32>,
+    /// Distinct (held, taken) pairs in each order.
+    pub pairs_up: usize,
+    pub pairs_down: usize,
+    /// Distinct threads that took them.
+    pub threads: usize,
 }
 
 /// What the graph gave.
 #[derive(Debug, Default)]
 pub struct LockOrder {
     pub cycles: Vec<Cycle>,
-    /// Cycles not reported because all their edges were taken under one
-    /// common gate lock.
+    pub inversions: Vec<Inversion>,
+    /// Cycles (and inversions) not reported because all their edges were
+    /// taken under one common gate lock.
     pub gated: usize,
     /// Components with more simple cycles than were listed.
     pub truncated: bool,
 }
 
-/// Per (held node, acquired node): every recorded edge between their locks.
+/// Per (held lock, acquired lock): every recorded edge between them.
 #[derive(Default)]
 struct Arc {
     edges: Vec<RawEdge>,
@@ -78,34 +103,13 @@ struct Arc {
 struct RawEdge {
     tid: u32,
     record: EdgeRecord,
-    from_addr: u64,
-    to_addr: u64,
 }
 
-impl RawEdge {
-    fn first_ns(&self) -> u64 {
-        self.record.first_ns
-    }
-}
-
-/// Finds the potential deadlocks of one trace.
-pub fn analyze(trace: &Trace) -> LockOrder {
+/// Finds the potential deadlocks of one trace. `line_of` turns a raw site
+/// into the line it is (several recorded call paths may be one line), for
+/// telling which edges were taken at the same lines.
+pub fn analyze(trace: &Trace, line_of: &dyn Fn(u32) -> Option<usize>) -> LockOrder {
     let locks: HashMap<u32, &LockRecord> = trace.locks.iter().map(|l| (l.id, l)).collect();
-    // Families: locks of one kind made at one line, when there are several.
-    let mut family_size: HashMap<(u32, u32), usize> = HashMap::new();
-    for l in &trace.locks {
-        if l.origin_site != 0 {
-            *family_size.entry((l.kind, l.origin_site)).or_default() += 1;
-        }
-    }
-    let node_of = |id: u32| -> Node {
-        match locks.get(&id) {
-            Some(l) if l.origin_site != 0 && family_size[&(l.kind, l.origin_site)] > 1 => {
-                Node::Family(l.kind, l.origin_site)
-            }
-            _ => Node::Lock(id),
-        }
-    };
     // Rwlocks that someone write-locks (only those make a read wait).
     let written: BTreeSet<u32> = trace
         .counters
@@ -113,7 +117,7 @@ pub fn analyze(trace: &Trace) -> LockOrder {
         .filter(|(_, c)| c.hdr.aux == MODE_EXCLUSIVE && c.engagements + c.try_failures > 0)
         .map(|(_, c)| c.lock_id)
         .collect();
-    let mut arcs: BTreeMap<(Node, Node), Arc> = BTreeMap::new();
+    let mut arcs: BTreeMap<(u32, u32), Arc> = BTreeMap::new();
     for (thread, e) in &trace.edges {
         if e.hdr.aux & EDGE_TRY != 0 {
             continue; // could not have blocked
@@ -121,56 +125,30 @@ pub fn analyze(trace: &Trace) -> LockOrder {
         if e.hdr.aux & EDGE_TO_SHARED != 0 && !written.contains(&e.to_lock) {
             continue; // a read lock nobody write-locks never waits
         }
+        if e.from_lock == e.to_lock {
+            continue; // a recursive re-acquisition waits for nobody
+        }
         let tid = trace.threads.get(*thread).map_or(0, |t| t.record.tid);
-        let addr = |id: u32| locks.get(&id).map_or(0, |l| l.address);
-        arcs.entry((node_of(e.from_lock), node_of(e.to_lock)))
+        arcs.entry((e.from_lock, e.to_lock))
             .or_default()
             .edges
-            .push(RawEdge {
-                tid,
-                record: *e,
-                from_addr: addr(e.from_lock),
-                to_addr: addr(e.to_lock),
-            });
+            .push(RawEdge { tid, record: *e });
     }
     let mut out = LockOrder::default();
-    // A family among itself: a cycle only if both address orders occur.
-    for ((from, to), arc) in &arcs {
-        if from != to {
-            continue;
-        }
-        let up = arc.edges.iter().filter(|e| e.from_addr < e.to_addr);
-        let down = arc.edges.iter().filter(|e| e.from_addr > e.to_addr);
-        let (Some(up), Some(down)) = (
-            up.min_by_key(|e| e.first_ns()),
-            down.min_by_key(|e| e.first_ns()),
-        ) else {
-            continue;
-        };
-        let cycle = Cycle {
-            edges: vec![cycle_edge(&[*up]), cycle_edge(&[*down])],
-            family_inversion: true,
-        };
-        if gate_of(&[up.record.gates, down.record.gates]).is_some() {
-            out.gated += 1;
-        } else {
-            out.cycles.push(cycle);
-        }
-    }
-    // Cycles between distinct nodes.
-    let nodes: Vec<Node> = arcs
+    let nodes: Vec<u32> = arcs
         .keys()
-        .flat_map(|(a, b)| [*a, *b])
+        .flat_map(|&(a, b)| [a, b])
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let index: HashMap<Node, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let index: HashMap<u32, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (from, to) in arcs.keys() {
-        if from != to {
-            succ[index[from]].push(index[to]);
-        }
+    for &(from, to) in arcs.keys() {
+        succ[index[&from]].push(index[&to]);
     }
+    // Arcs that are part of a listed cycle, so an inversion they explain
+    // is not told again.
+    let mut in_cycle: BTreeSet<(u32, u32)> = BTreeSet::new();
     for component in strongly_connected(&succ) {
         if component.len() < 2 {
             continue;
@@ -178,9 +156,10 @@ pub fn analyze(trace: &Trace) -> LockOrder {
         let (cycles, truncated) = simple_cycles(&succ, &component);
         out.truncated |= truncated;
         for cycle in cycles {
-            let arcs_in_order: Vec<&Arc> = (0..cycle.len())
-                .map(|i| &arcs[&(nodes[cycle[i]], nodes[cycle[(i + 1) % cycle.len()]])])
+            let pairs: Vec<(u32, u32)> = (0..cycle.len())
+                .map(|i| (nodes[cycle[i]], nodes[cycle[(i + 1) % cycle.len()]]))
                 .collect();
+            let arcs_in_order: Vec<&Arc> = pairs.iter().map(|p| &arcs[p]).collect();
             let gates: Vec<[u32; EDGE_GATES]> = arcs_in_order
                 .iter()
                 .map(|arc| common_gates(&arc.edges))
@@ -189,15 +168,98 @@ pub fn analyze(trace: &Trace) -> LockOrder {
                 out.gated += 1;
                 continue;
             }
+            in_cycle.extend(pairs.iter().copied());
             out.cycles.push(Cycle {
                 edges: arcs_in_order.iter().map(|a| cycle_edge(&a.edges)).collect(),
-                family_inversion: false,
             });
         }
     }
+    out.inversions = inversions(&arcs, &locks, line_of, &in_cycle, &mut out.gated);
     // Most often taken first.
     out.cycles
         .sort_by_key(|c| std::cmp::Reverse(c.edges.iter().map(|e| e.count).min().unwrap_or(0)));
+    out
+}
+
+/// Family inversions: per (family, line holding, line taking), edges
+/// between two of the family's locks in both address orders.
+fn inversions(
+    arcs: &BTreeMap<(u32, u32), Arc>,
+    locks: &HashMap<u32, &LockRecord>,
+    line_of: &dyn Fn(u32) -> Option<usize>,
+    in_cycle: &BTreeSet<(u32, u32)>,
+    gated: &mut usize,
+) -> Vec<Inversion> {
+    // (kind, origin site, holding line, taking line) → edges, with the
+    // address order of each.
+    type Key = (u32, u32, usize, usize);
+    let mut groups: BTreeMap<Key, Vec<(bool, RawEdge)>> = BTreeMap::new();
+    let mut explained: BTreeSet<Key> = BTreeSet::new();
+    for (&(from, to), arc) in arcs {
+        let (Some(a), Some(b)) = (locks.get(&from), locks.get(&to)) else {
+            continue;
+        };
+        if a.origin_site == 0 || a.origin_site != b.origin_site || a.kind != b.kind {
+            continue;
+        }
+        for e in &arc.edges {
+            let (Some(held_at), Some(taken_at)) =
+                (line_of(e.record.from_site), line_of(e.record.to_site))
+            else {
+                continue;
+            };
+            let key = (a.kind, a.origin_site, held_at, taken_at);
+            if in_cycle.contains(&(from, to)) {
+                explained.insert(key);
+            }
+            groups
+                .entry(key)
+                .or_default()
+                .push((a.address < b.address, *e));
+        }
+    }
+    let mut out = Vec::new();
+    for (key, edges) in groups {
+        if explained.contains(&key) {
+            continue; // a cycle among them is told as a potential deadlock
+        }
+        let first = |up: bool| {
+            edges
+                .iter()
+                .filter(|(u, _)| *u == up)
+                .map(|(_, e)| *e)
+                .min_by_key(|e| e.record.first_ns)
+        };
+        let (Some(up), Some(down)) = (first(true), first(false)) else {
+            continue;
+        };
+        let raw: Vec<RawEdge> = edges.iter().map(|(_, e)| *e).collect();
+        if gate_of(&[common_gates(&raw)]).is_some() {
+            *gated += 1;
+            continue;
+        }
+        let pairs = |want: bool| {
+            edges
+                .iter()
+                .filter(|(u, _)| *u == want)
+                .map(|(_, e)| (e.record.from_lock, e.record.to_lock))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        let locks: BTreeSet<u32> = edges
+            .iter()
+            .flat_map(|(_, e)| [e.record.from_lock, e.record.to_lock])
+            .collect();
+        let threads: BTreeSet<u32> = edges.iter().map(|(_, e)| e.tid).collect();
+        out.push(Inversion {
+            up: cycle_edge(&[up]),
+            down: cycle_edge(&[down]),
+            locks: locks.into_iter().collect(),
+            pairs_up: pairs(true),
+            pairs_down: pairs(false),
+            threads: threads.len(),
+        });
+    }
     out
 }
 
@@ -206,7 +268,7 @@ pub fn analyze(trace: &Trace) -> LockOrder {
 fn cycle_edge(edges: &[RawEdge]) -> CycleEdge {
     let first = edges
         .iter()
-        .min_by_key(|e| e.first_ns())
+        .min_by_key(|e| e.record.first_ns)
         .expect("an arc has edges");
     CycleEdge {
         tid: first.tid,
@@ -296,43 +358,71 @@ fn strongly_connected(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
     components
 }
 
-/// Simple cycles within one component, each starting at its smallest node,
-/// up to [`CYCLES_PER_COMPONENT`] of length up to [`MAX_CYCLE_LEN`];
-/// `true` if there were more.
+/// Simple cycles within one component, each starting at its smallest node:
+/// for every node in turn and every arc out of it, the shortest way back
+/// to it through nodes not smaller than it (breadth first). So each arc
+/// out of a node has its tightest cycle found once, and a dense component
+/// cannot make the search explode. Up to [`CYCLES_PER_COMPONENT`] of length
+/// up to [`MAX_CYCLE_LEN`]; `true` if there were (or may be) more.
 fn simple_cycles(succ: &[Vec<usize>], component: &[usize]) -> (Vec<Vec<usize>>, bool) {
     let members: BTreeSet<usize> = component.iter().copied().collect();
-    let mut cycles = Vec::new();
+    let mut cycles: Vec<Vec<usize>> = Vec::new();
+    let mut budget = SEARCH_BUDGET;
     let mut truncated = false;
+    let mut parent: HashMap<usize, usize> = HashMap::new();
+    let mut queue: VecDeque<(usize, usize)> = VecDeque::new();
     for &start in &members {
-        // Cycles through `start` among members not smaller than it (each
-        // cycle is then found once, from its smallest node).
-        let mut path = vec![start];
-        let mut iters = vec![0usize];
-        while let Some(&v) = path.last() {
-            let at = iters.len() - 1;
-            let Some(&w) = succ[v].get(iters[at]) else {
-                path.pop();
-                iters.pop();
-                continue;
-            };
-            iters[at] += 1;
-            if !members.contains(&w) || w < start {
+        for &first in &succ[start] {
+            if first < start || !members.contains(&first) {
                 continue;
             }
-            if w == start {
-                if cycles.len() == CYCLES_PER_COMPONENT {
-                    truncated = true;
-                    return (cycles, truncated);
+            parent.clear();
+            queue.clear();
+            parent.insert(first, start);
+            queue.push_back((first, 2));
+            let mut closing = None;
+            'search: while let Some((v, len)) = queue.pop_front() {
+                for &w in &succ[v] {
+                    if budget == 0 {
+                        return (cycles, true);
+                    }
+                    budget -= 1;
+                    if w == start {
+                        closing = Some(v);
+                        break 'search;
+                    }
+                    if w < start || !members.contains(&w) || parent.contains_key(&w) {
+                        continue;
+                    }
+                    if len >= MAX_CYCLE_LEN {
+                        truncated = true;
+                        continue;
+                    }
+                    parent.insert(w, v);
+                    queue.push_back((w, len + 1));
                 }
-                cycles.push(path.clone());
-            } else if !path.contains(&w) && path.len() < MAX_CYCLE_LEN {
-                path.push(w);
-                iters.push(0);
-            } else if path.len() >= MAX_CYCLE_LEN {
-                truncated = true;
             }
+            let Some(mut at) = closing else { continue };
+            let mut path = vec![at];
+            while at != first {
+                at = parent[&at];
+                path.push(at);
+            }
+            path.push(start);
+            path.reverse();
+            if cycles.len() == CYCLES_PER_COMPONENT {
+                return (cycles, true);
+            }
+            cycles.push(path);
         }
     }
+    // A component has as many independent cycles as its arcs exceed its
+    // nodes, plus one: listing fewer than that left some out.
+    let arcs: usize = members
+        .iter()
+        .map(|&v| succ[v].iter().filter(|w| members.contains(w)).count())
+        .sum();
+    truncated |= cycles.len() < (arcs + 1).saturating_sub(members.len());
     (cycles, truncated)
 }
 
@@ -358,8 +448,33 @@ mod tests {
         assert!(!truncated);
         // Two cycles sharing a node: 0 <-> 1, 1 <-> 2.
         let succ = vec![vec![1], vec![0, 2], vec![1]];
-        let (cycles, _) = simple_cycles(&succ, &[0, 1, 2]);
+        let (cycles, truncated) = simple_cycles(&succ, &[0, 1, 2]);
         assert_eq!(cycles, vec![vec![0, 1], vec![1, 2]]);
+        assert!(!truncated);
+    }
+
+    #[test]
+    fn a_ring_of_thirty_is_one_cycle() {
+        let n = 30;
+        let succ: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
+        let all: Vec<usize> = (0..n).collect();
+        let (cycles, truncated) = simple_cycles(&succ, &all);
+        assert_eq!(cycles, vec![all]);
+        assert!(!truncated);
+    }
+
+    #[test]
+    fn a_dense_component_stops_and_says_so() {
+        // Every node to every other: far more cycles than are listed.
+        let n = 200;
+        let succ: Vec<Vec<usize>> = (0..n)
+            .map(|i| (0..n).filter(|&j| j != i).collect())
+            .collect();
+        let all: Vec<usize> = (0..n).collect();
+        let (cycles, truncated) = simple_cycles(&succ, &all);
+        assert_eq!(cycles.len(), CYCLES_PER_COMPONENT);
+        assert!(truncated);
+        assert!(cycles.iter().all(|c| c.len() == 2), "shortest first");
     }
 
     #[test]

@@ -655,7 +655,7 @@ pub struct CycleStep {
     pub count: Option<u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Finding {
     pub kind: &'static str,
     /// The lock, or the first of `locks`; null for a finding about a site.
@@ -673,9 +673,14 @@ pub struct Finding {
     pub family: Option<FamilyId>,
     pub family_size: Option<u64>,
     /// `deadlock` and `potential-deadlock`: each thread's (or edge's) part,
-    /// in cycle order.
+    /// in cycle order. For a potential deadlock, the first of `cycles`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cycle: Vec<CycleStep>,
+    /// `potential-deadlock`: every lock-order cycle through the same lines
+    /// (one finding, as it is one thing to fix), each its concrete locks
+    /// in cycle order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cycles: Vec<Vec<LockId>>,
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";
@@ -686,3 +691,4 @@ pub const FINDING_PRIVATE_DATA: &str = "private-data-under-lock";
 pub const FINDING_DISJOINT_DATA: &str = "disjoint-data";
 pub const FINDING_READ_ONLY: &str = "read-only-sharing";
 pub const FINDING_FALSE_SHARING: &str = "false-sharing";
+pub const FINDING_FAMILY_INVERSION: &str = "family-order-inversion";

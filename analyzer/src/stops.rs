@@ -479,9 +479,7 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
                 engagements: g.count,
                 wait_ns: g.waited_ns,
                 locks: lock.into_iter().collect(),
-                family: None,
-                family_size: None,
-                cycle: Vec::new(),
+                ..Finding::default()
             }
         })
         .collect();

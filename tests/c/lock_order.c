@@ -9,8 +9,9 @@
  *   lock_order buckets     8 bucket locks made at one line; a function
  *                          takes pairs in address order -> none.
  *   lock_order buckets-reversed
- *                          the same, and another function takes a pair in
- *                          the opposite order -> one (a family inversion).
+ *                          the same, and another function takes b6 then
+ *                          b2: with b2 -> b3 -> ... -> b6 that closes one
+ *                          cycle of the 5 concrete locks b2..b6 -> one.
  *   lock_order trylock     A then B; B then trylock A -> none.
  *   lock_order read-read   rwlocks R, S: read R then read S; read S then
  *                          read R; nobody writes -> none.
