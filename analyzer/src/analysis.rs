@@ -432,7 +432,7 @@ pub fn analyze(
             &trace.threads,
             (&locks, &families, &sites),
             &contention,
-            limits,
+            (limits, data.as_ref()),
             duration,
         );
         let thread_names: HashMap<u32, String> = trace

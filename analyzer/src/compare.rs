@@ -37,13 +37,23 @@ pub struct Figures {
     pub contended: u64,
     pub wait_ns: u64,
     pub hold_ns: u64,
+    /// A lock: the most threads that asked for it in one process (0 where
+    /// a saved run predates the field). The run history's evidence that a
+    /// lock is shared (see `evidence.rs`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub threads: u64,
     /// A lock: the lines that engaged it (site ids), to say where it is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<String>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Figures {
     fn add(&mut self, other: &Figures) {
+        self.threads = self.threads.max(other.threads);
         self.acquisitions += other.acquisitions;
         self.contended += other.contended;
         self.wait_ns += other.wait_ns;
@@ -93,11 +103,12 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// The summaries of a JSON report (schema `locksuit.report/2`), one per
-/// executable, or what is wrong with it.
+/// The summaries of a JSON report (schema `locksuit.report/3`, or 2,
+/// whose locks, sites and findings read the same), one per executable, or
+/// what is wrong with it.
 pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
     match str_at(report, "schema") {
-        Some(crate::model::SCHEMA) => {}
+        Some(crate::model::SCHEMA | "locksuit.report/2") => {}
         Some(other) => {
             return Err(format!(
                 "a report of schema {other}; this locksuit compares {}",
@@ -140,6 +151,7 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
                 contended: u64_at(lock, "contended"),
                 wait_ns: u64_at(lock, "wait_ns"),
                 hold_ns: u64_at(lock, "hold_ns"),
+                threads: u64_at(lock, "threads").max(u64_at(lock, "askers")),
                 lines,
             };
             s.locks.entry(id.to_string()).or_default().add(&figures);
@@ -158,7 +170,7 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
                 contended: u64_at(site, "contended"),
                 wait_ns: u64_at(site, "wait_ns"),
                 hold_ns: u64_at(site, "hold_ns"),
-                lines: Vec::new(),
+                ..Figures::default()
             };
             s.sites.entry(id.to_string()).or_default().add(&figures);
         }
@@ -218,6 +230,7 @@ pub fn median(runs: &[Summary]) -> Summary {
                         contended: field(|f| f.contended),
                         wait_ns: field(|f| f.wait_ns),
                         hold_ns: field(|f| f.hold_ns),
+                        threads: all.iter().map(|f| f.threads).max().unwrap_or(0),
                         lines: lines.into_iter().collect(),
                     },
                 )
@@ -397,6 +410,7 @@ mod tests {
                 contended,
                 wait_ns: wait_ms * 1_000_000,
                 hold_ns: 0,
+                threads: 2,
                 lines: vec!["contend@knob.c:30".into()],
             },
         );

@@ -35,6 +35,13 @@ pub struct Limits {
     /// `--starvation`: how many acquisitions by other threads one wait may
     /// sit through before the waiting thread counts as starved.
     pub starvation: u32,
+    /// `--min-acquisitions`: a lock (or a line) engaged fewer times costs
+    /// the run too little for `single-thread-lock`, `unnecessary-lock` or
+    /// `unsuitable-site`.
+    pub min_acquisitions: u64,
+    /// `--min-runs`: recorded runs, each with one thread alone taking a
+    /// lock, that make it `unnecessary-lock` (see `evidence.rs`).
+    pub min_runs: u64,
     /// `--classes`: the user's blocking-class signatures.
     pub signatures: std::sync::Arc<crate::classes::Signatures>,
 }
@@ -48,6 +55,8 @@ impl Default for Limits {
             over_sync_per_sec: 100_000.0,
             asymmetry: 10.0,
             starvation: 10,
+            min_acquisitions: 1000,
+            min_runs: 5,
             signatures: Default::default(),
         }
     }
@@ -233,10 +242,10 @@ impl<'a> Evidence<'a> {
 }
 
 /// Every thread that asked for a lock (engaged it, waited or timed out,
-/// failed a trylock, or still waits) needed it: a lock is unnecessary only
-/// if exactly one thread ever asked. A process-shared lock's other users are
-/// in other processes' traces.
-fn is_unnecessary(lock: &Lock) -> bool {
+/// failed a trylock, or still waits) needed it: one thread alone took a
+/// lock only if exactly one ever asked. A process-shared lock's other users
+/// are in other processes' traces.
+fn is_single_thread(lock: &Lock) -> bool {
     lock.acquisitions.saturating_add(lock.posts) > 0
         && lock.askers == 1
         && lock.threads == 1
@@ -260,41 +269,129 @@ fn by_family(locks: &[Lock], applies: impl Fn(&Lock) -> bool) -> Vec<Vec<LockId>
     groups
 }
 
-fn unnecessary(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: Vec<LockId>) -> Finding {
+/// The one thread that took `lock`, by name.
+fn only_thread(lock: &Lock, threads: &HashMap<u32, &ThreadInfo>) -> String {
+    let tid = lock
+        .engagements_by_thread
+        .iter()
+        .find(|t| t.count > 0)
+        .map_or(0, |t| t.tid);
+    threads
+        .get(&tid)
+        .map_or_else(|| format!("thread {tid}"), |t| thread_label(t))
+}
+
+/// What one thread alone taking `group` (locks of one family) looks like,
+/// in words: "mutex L3 at 0x… was taken 10,000 times, all by thread 12, at
+/// f (a.c:3)", or the same for several.
+fn taken_alone(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: &[LockId]) -> String {
     let first = ev.lock(group[0]);
-    let message = if group.len() == 1 {
-        let tid = first
-            .engagements_by_thread
-            .iter()
-            .find(|t| t.count > 0)
-            .map_or(0, |t| t.tid);
-        let who = threads
-            .get(&tid)
-            .map_or_else(|| format!("thread {tid}"), |t| thread_label(t));
+    let acquisitions: u64 = group
+        .iter()
+        .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
+    let rate = match ev.duration_ns.filter(|&ns| ns > 0) {
+        Some(ns) => format!(", {:.0} a second", acquisitions as f64 * 1e9 / ns as f64),
+        None => String::new(),
+    };
+    if group.len() == 1 {
         format!(
-            "{} {} at {:#x} was taken {}, all by {}, at {}: no other thread ever asked for it, so it protects nothing shared in this run; remove it or make the data it guards thread-local.",
+            "{} {} at {:#x} was taken {} by {} alone{rate}, at {}",
             first.kind,
             first.id,
             first.address,
             crate::render::count(first.acquisitions, "time", "times"),
-            who,
+            only_thread(first, threads),
             ev.at(first)
         )
     } else {
-        let acquisitions: u64 = group
-            .iter()
-            .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
         format!(
-            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all, by {}): no other thread ever asked for any of them, so they protect nothing shared in this run; remove them or make the data they guard thread-local.",
+            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all{rate}, by {})",
             group.len(),
             kind_plural(first.kind),
-            lock_list(&group, NAMED_IN_MESSAGE),
+            lock_list(group, NAMED_IN_MESSAGE),
             ev.at(first),
             acquisitions,
-            crate::render::count(ev.threads(&group) as u64, "thread", "threads")
+            crate::render::count(ev.threads(group) as u64, "thread", "threads")
+        )
+    }
+}
+
+/// `single-thread-lock`: what one run saw, worded as an observation.
+fn single_thread(
+    ev: &Evidence,
+    threads: &HashMap<u32, &ThreadInfo>,
+    group: Vec<LockId>,
+) -> Finding {
+    let (it, can) = if group.len() == 1 {
+        (
+            "it",
+            "it can go, or the data it guards can be made thread-local",
+        )
+    } else {
+        (
+            "them",
+            "they can go, or the data they guard can be made thread-local",
         )
     };
-    ev.finding(FINDING_UNNECESSARY, group, message)
+    let observed = taken_alone(ev, threads, &group);
+    let message = format!(
+        "{observed} in this run. If no other code path shares {it} (another run, input or setting may), {can}. One run's thread count is an observation, not proof: report several runs of the program together (or --against-history), or build it with `locksuit cc`, for a verdict."
+    );
+    let mut finding = ev.finding(FINDING_SINGLE_THREAD, group, message);
+    finding.observed = observed;
+    finding.evidence = Some(crate::model::Evidence {
+        basis: "run",
+        runs: 1,
+        shared_runs: 0,
+    });
+    finding
+}
+
+/// `unnecessary-lock` from the data its critical sections touched: every
+/// access under it, in every engagement (not sampled), was to data no other
+/// thread touched. `None` unless that holds for every line that took it.
+fn unnecessary_by_data(
+    ev: &Evidence,
+    threads: &HashMap<u32, &ThreadInfo>,
+    group: &[LockId],
+    data: &crate::data::Facts,
+) -> Option<Finding> {
+    if data.sampled() || !data.complete {
+        return None;
+    }
+    let mut touched: Vec<&str> = Vec::new();
+    for &id in group {
+        for site in &ev.lock(id).sites {
+            let facts = data.sites.get(site)?;
+            if facts.suitable > 0 || facts.unsuitable == 0 {
+                return None;
+            }
+            touched.extend(facts.data.keys().map(String::as_str));
+        }
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    let shown = touched
+        .iter()
+        .take(4)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = match touched.len() {
+        0..=4 => String::new(),
+        n => format!(" and {} more", n - 4),
+    };
+    let message = format!(
+        "{}, and everything its critical sections touched ({shown}{more}) was touched by that thread alone, in every engagement (built with `locksuit cc`, every engagement recorded): it protects nothing shared; remove it or make that data thread-local.",
+        taken_alone(ev, threads, group)
+    );
+    let mut finding = ev.finding(FINDING_UNNECESSARY, group.to_vec(), message);
+    finding.evidence = Some(crate::model::Evidence {
+        basis: "data",
+        runs: 1,
+        shared_runs: 0,
+    });
+    Some(finding)
 }
 
 fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
@@ -509,7 +606,7 @@ pub fn build(
     threads: &[ThreadInfo],
     (locks, families, sites): (&[Lock], &[Family], &[Site]),
     contention: &Contention,
-    limits: &Limits,
+    (limits, data): (&Limits, Option<&crate::data::Facts>),
     duration_ns: Option<u64>,
 ) -> Vec<Finding> {
     let threshold = limits.threshold;
@@ -517,25 +614,52 @@ pub fn build(
         threads.iter().map(|t| (t.record.tid, t)).collect();
     let ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
     let mut findings = Vec::new();
-    for group in by_family(locks, is_unnecessary) {
-        findings.push(unnecessary(&ev, &thread_by_tid, group));
-    }
-    let unnecessary: FxHashSet<LockId> = findings
+    // Locks made at one line are one kind of lock: if threads share some
+    // of them (a hash table's buckets), the ones this run happened to use
+    // from one thread are no evidence of anything.
+    let shared_families: FxHashSet<FamilyId> = locks
         .iter()
-        .filter(|f| f.kind == FINDING_UNNECESSARY)
+        .filter(|l| l.askers > 1 || l.process_shared)
+        .map(|l| l.family)
+        .collect();
+    let alone = |l: &Lock| is_single_thread(l) && !shared_families.contains(&l.family);
+    for group in by_family(locks, alone) {
+        // Locks taken a few times in all cost the run nothing worth a
+        // finding (a family of many, each taken twice, may).
+        let engaged = group.iter().fold(0u64, |n, &id| {
+            let l = ev.lock(id);
+            n.saturating_add(l.acquisitions.saturating_add(l.posts))
+        });
+        if engaged < limits.min_acquisitions {
+            continue;
+        }
+        let by_data = data.and_then(|d| unnecessary_by_data(&ev, &thread_by_tid, &group, d));
+        findings.push(by_data.unwrap_or_else(|| single_thread(&ev, &thread_by_tid, group)));
+    }
+    let alone: FxHashSet<LockId> = findings
+        .iter()
         .flat_map(|f| f.locks.iter().copied())
         .collect();
     for site in sites {
-        // A line judged by its data has its own finding (data.rs).
+        // A line judged by its data has its own finding (data.rs); one
+        // engaged a few times costs nothing worth changing.
         if site.status != STATUS_UNSUITABLE
             || site.ratio >= threshold
-            || site.engagements == 0
+            || site.engagements < limits.min_acquisitions.max(1)
             || site.basis == "data"
         {
             continue;
         }
-        // A line that only takes unnecessary locks is said once, there.
-        if site.locks.iter().all(|l| unnecessary.contains(l)) {
+        // A line that only takes locks one thread took is said once, there.
+        if site.locks.iter().all(|l| alone.contains(l)) {
+            continue;
+        }
+        // Threads are stuck waiting for one of its locks: it is shared.
+        if site
+            .locks
+            .iter()
+            .any(|l| locks.get(l.index()).is_some_and(|l| l.waiting_at_end > 0))
+        {
             continue;
         }
         // A process-shared lock's sharing happens across traces; one

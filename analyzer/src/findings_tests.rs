@@ -45,7 +45,7 @@ fn all_findings(locks: &[Lock], families: &[Family], sites: &[Site]) -> Vec<Find
         &[],
         (locks, families, sites),
         &Contention::default(),
-        &Limits::default(),
+        (&Limits::default(), None),
         None,
     )
 }
@@ -175,14 +175,16 @@ fn one_wait_passed_over_many_times_is_starvation() {
 #[test]
 fn a_lock_another_thread_asked_for_is_not_unnecessary() {
     // Engaged by one thread, but another failed a trylock and timed out on it.
-    let mut l = lock("L1", 10, 0, 0, 1, "S1");
+    let mut l = lock("L1", 2000, 0, 0, 1, "S1");
     l.askers = 2;
     let sites = [site("S1", &["L1"])];
     let mut locks = vec![l.clone()];
     let families = crate::families::build(&mut locks);
     let found = all_findings(&locks, &families, &sites);
     assert!(
-        found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
+        found
+            .iter()
+            .all(|f| f.kind != FINDING_UNNECESSARY && f.kind != FINDING_SINGLE_THREAD),
         "{found:?}"
     );
     // And a thread still waiting for it at the end needed it too.
@@ -192,7 +194,51 @@ fn a_lock_another_thread_asked_for_is_not_unnecessary() {
     let families = crate::families::build(&mut locks);
     let found = all_findings(&locks, &families, &sites);
     assert!(
-        found.iter().all(|f| f.kind != FINDING_UNNECESSARY),
+        found
+            .iter()
+            .all(|f| f.kind != FINDING_UNNECESSARY && f.kind != FINDING_SINGLE_THREAD),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn one_run_of_one_thread_is_an_observation_and_a_few_acquisitions_are_nothing() {
+    let sites = [site("S1", &["L1"])];
+    let found = |acquisitions| {
+        let mut locks = vec![lock("L1", acquisitions, 0, 0, 1, "S1")];
+        let families = crate::families::build(&mut locks);
+        all_findings(&locks, &families, &sites)
+            .into_iter()
+            .map(|f| (f.kind, f.evidence.map(|e| (e.basis, e.runs))))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found(1000),
+        vec![(FINDING_SINGLE_THREAD, Some(("run", 1)))],
+        "one run's one thread is an observation, never unnecessary-lock"
+    );
+    assert!(
+        found(999).is_empty(),
+        "below the cost floor: {:?}",
+        found(999)
+    );
+}
+
+#[test]
+fn a_family_some_threads_share_has_no_single_thread_members() {
+    // L1, L2 made at one line: L1 by one thread, L2 by two. Which members
+    // a run used from one thread alone is chance: no finding.
+    let mut locks = vec![
+        lock("L1", 2000, 0, 0, 1, "S1"),
+        lock("L2", 2000, 0, 0, 2, "S1"),
+    ];
+    for l in &mut locks {
+        l.origin_chain = 7;
+    }
+    let families = crate::families::build(&mut locks);
+    let found = all_findings(&locks, &families, &[site("S1", &["L1", "L2"])]);
+    assert!(
+        found.iter().all(|f| f.kind != FINDING_SINGLE_THREAD),
         "{found:?}"
     );
 }
@@ -235,21 +281,21 @@ fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
     // L1..L3: one family (same kind, same line), each engaged by one
     // thread; L4: the same at another line, a family of its own.
     let mut locks: Vec<Lock> = (1..=3)
-        .map(|i| lock(&format!("L{i}"), 10, 0, 0, 1, "S1"))
+        .map(|i| lock(&format!("L{i}"), 1000, 0, 0, 1, "S1"))
         .collect();
-    locks.push(lock("L4", 10, 0, 0, 1, "S2"));
+    locks.push(lock("L4", 1000, 0, 0, 1, "S2"));
     let families = crate::families::build(&mut locks);
     let sites = [site("S1", &["L1", "L2", "L3"]), site("S2", &["L4"])];
     let found = all_findings(&locks, &families, &sites);
     let unnecessary: Vec<&Finding> = found
         .iter()
-        .filter(|f| f.kind == FINDING_UNNECESSARY)
+        .filter(|f| f.kind == FINDING_SINGLE_THREAD)
         .collect();
     assert_eq!(unnecessary.len(), 2, "{unnecessary:?}");
     let family = unnecessary.iter().find(|f| f.locks.len() == 3).unwrap();
     assert_eq!(family.lock, Some(LockId(0)));
     assert_eq!(family.locks, vec![LockId(0), LockId(1), LockId(2)]);
-    assert_eq!((family.family_size, family.engagements), (Some(3), 30));
+    assert_eq!((family.family_size, family.engagements), (Some(3), 3000));
     assert!(
         family
             .message
@@ -262,15 +308,18 @@ fn a_rule_that_holds_across_a_family_is_one_finding_listing_its_locks() {
     assert!(
         single
             .message
-            .starts_with("mutex L4 at 0x1 was taken 10 times"),
+            .starts_with("mutex L4 at 0x1 was taken 1000 times by thread 100 alone"),
         "{}",
         single.message
     );
 }
 
 #[test]
-fn a_line_taking_only_unnecessary_locks_is_said_once() {
-    let mut locks = vec![lock("L1", 10, 0, 0, 1, "S1"), lock("L2", 10, 0, 0, 2, "S2")];
+fn a_line_taking_only_locks_of_one_thread_is_said_once() {
+    let mut locks = vec![
+        lock("L1", 1000, 0, 0, 1, "S1"),
+        lock("L2", 1000, 0, 0, 2, "S2"),
+    ];
     let families = crate::families::build(&mut locks);
     let mut only_unnecessary = site("S1", &["L1"]);
     let mut shared_too = site("S2", &["L2"]);
@@ -282,12 +331,12 @@ fn a_line_taking_only_unnecessary_locks_is_said_once() {
     let found = all_findings(&locks, &families, &sites);
     let kinds: Vec<(&str, Vec<SiteId>)> = found.iter().map(|f| (f.kind, f.sites.clone())).collect();
     assert!(
-        kinds.contains(&(FINDING_UNNECESSARY, vec![SiteId(0)])),
+        kinds.contains(&(FINDING_SINGLE_THREAD, vec![SiteId(0)])),
         "{kinds:?}"
     );
     assert!(
         !kinds.contains(&(FINDING_UNSUITABLE, vec![SiteId(0)])),
-        "S1 only takes L1, already unnecessary: {kinds:?}"
+        "S1 only takes L1, already said: {kinds:?}"
     );
     assert!(
         kinds.contains(&(FINDING_UNSUITABLE, vec![SiteId(1)])),

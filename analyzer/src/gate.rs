@@ -28,7 +28,7 @@ pub struct HistoryOptions {
 }
 
 impl HistoryOptions {
-    fn path(&self) -> Result<PathBuf, InputError> {
+    pub fn path(&self) -> Result<PathBuf, InputError> {
         self.history.clone().or_else(history::default_path).ok_or_else(|| {
             InputError("no place for the run history: set HOME or XDG_DATA_HOME, or give --history PATH".into())
         })

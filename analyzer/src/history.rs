@@ -157,6 +157,29 @@ impl History {
         Ok(ids)
     }
 
+    /// The last `last` saved runs of every program under `label`, oldest
+    /// first.
+    pub fn last_of_each(&self, label: &str, last: usize) -> Result<Vec<Run>, String> {
+        let mut runs = Vec::new();
+        for exe in self.programs(label)? {
+            runs.extend(self.runs(Some(&exe), Some(label), Some(last))?);
+        }
+        Ok(runs)
+    }
+
+    /// The programs with runs saved under `label`.
+    fn programs(&self, label: &str) -> Result<Vec<String>, String> {
+        let err = |e: rusqlite::Error| failed(&self.path, "cannot read the history", e);
+        let mut query = self
+            .db
+            .prepare("SELECT DISTINCT exe FROM runs WHERE label = ?1 ORDER BY exe")
+            .map_err(err)?;
+        let rows = query
+            .query_map(params![label], |r| r.get::<_, String>(0))
+            .map_err(err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(err)
+    }
+
     /// The saved runs, oldest first, of `exe` (any if `None`) under
     /// `label` (any if `None`); only the last `last` when given.
     pub fn runs(

@@ -1,13 +1,13 @@
 //! The report model: everything a report shows, built once from the traces.
 //! Text and JSON both render from it; the JSON is this model serialised
-//! (schema `locksuit.report/2`, see `docs/report-schema.md`).
+//! (schema `locksuit.report/3`, see `docs/report-schema.md`).
 
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use smallvec::SmallVec;
 use std::fmt;
 
-pub const SCHEMA: &str = "locksuit.report/2";
+pub const SCHEMA: &str = "locksuit.report/3";
 
 // Why threads stopped and why waits ended: their parts of the model.
 mod waiting;
@@ -681,11 +681,36 @@ pub struct Finding {
     /// in cycle order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cycles: Vec<Vec<LockId>>,
+    /// `single-thread-lock` and `unnecessary-lock`: what the verdict rests on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+    /// `single-thread-lock`: what this run saw, in words, for the message
+    /// evidence from other runs rewrites (see `evidence.rs`).
+    #[serde(skip)]
+    pub observed: String,
+}
+
+/// What a finding that a lock protects nothing shared rests on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    /// `run`: one thread took it in this run, nothing more (an observation);
+    /// `runs`: one thread took it in every recorded run of the program;
+    /// `data`: what its critical sections touched never left the thread
+    /// (a program built with `locksuit cc`, every engagement recorded).
+    pub basis: &'static str,
+    /// Runs of the program (processes of the same executable, reported
+    /// together or saved in the history) in which its locks were taken,
+    /// this one included.
+    pub runs: u64,
+    /// Of those, the runs in which more than one thread took one of them
+    /// (0 for a finding: one shared run clears the lock).
+    pub shared_runs: u64,
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";
 pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
 pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
+pub const FINDING_SINGLE_THREAD: &str = "single-thread-lock";
 pub const FINDING_UNSUITABLE: &str = "unsuitable-site";
 pub const FINDING_PRIVATE_DATA: &str = "private-data-under-lock";
 pub const FINDING_DISJOINT_DATA: &str = "disjoint-data";

@@ -342,16 +342,24 @@ pub fn assert_success(out: &Output, what: &str) {
 
 /// `locksuit report <paths…> --format json [--threshold R]`: asserts exit 0 and parses stdout.
 pub fn report_json(paths: &[&Path], threshold: Option<f64>) -> Value {
+    let threshold = threshold.map(|t| t.to_string());
+    let extra: Vec<&str> = match &threshold {
+        Some(t) => vec!["--threshold", t],
+        None => Vec::new(),
+    };
+    report_json_with(paths, &extra)
+}
+
+/// `locksuit report <paths…> --format json <extra…>`: asserts exit 0 and
+/// parses stdout.
+pub fn report_json_with(paths: &[&Path], extra: &[&str]) -> Value {
     let mut args: Vec<std::ffi::OsString> = vec!["report".into()];
     for p in paths {
         args.push(p.as_os_str().to_owned());
     }
     args.push("--format".into());
     args.push("json".into());
-    if let Some(t) = threshold {
-        args.push("--threshold".into());
-        args.push(t.to_string().into());
-    }
+    args.extend(extra.iter().map(|a| a.into()));
     let out = run_locksuit(&args);
     assert!(
         out.status.success(),
@@ -368,7 +376,7 @@ pub fn report_json(paths: &[&Path], threshold: Option<f64>) -> Value {
     });
     assert_eq!(
         v["schema"].as_str(),
-        Some("locksuit.report/2"),
+        Some("locksuit.report/3"),
         "unexpected schema in report: {}",
         v["schema"]
     );
@@ -724,6 +732,19 @@ pub fn findings_of_kind_for_lock<'a>(
     findings_for_lock(process, lock_id)
         .into_iter()
         .filter(|f| f["kind"].as_str() == Some(kind))
+        .collect()
+}
+
+/// Findings that say one thread alone took the lock `lock_id`: the
+/// observation of one run (`single-thread-lock`) or the verdict with more
+/// evidence (`unnecessary-lock`).
+pub fn findings_taken_alone<'a>(process: &'a Value, lock_id: &str) -> Vec<&'a Value> {
+    findings_for_lock(process, lock_id)
+        .into_iter()
+        .filter(|f| {
+            let kind = f["kind"].as_str();
+            kind == Some("single-thread-lock") || kind == Some("unnecessary-lock")
+        })
         .collect()
 }
 

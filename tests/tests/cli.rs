@@ -33,7 +33,7 @@ fn run_keeps_the_program_output_and_status_and_reports_json() {
         "the program's stdout is untouched"
     );
     let json = read_json(&report);
-    assert_eq!(json["schema"], "locksuit.report/2");
+    assert_eq!(json["schema"], "locksuit.report/3");
     let p = only_process(&json);
     assert_eq!(p["complete"], true);
     let total: u64 = locks(p).iter().map(|l| u64_of(l, "acquisitions")).sum();
@@ -75,12 +75,24 @@ fn fail_on_findings_gates_with_status_1() {
     assert_success(&run_under_shim(&bin, &[] as &[&str], &dir), "tiny");
     let trace = only_trace(&dir);
     let trace = trace.to_str().unwrap();
-    // tiny's private locks are unnecessary: the gate trips.
-    let out = run_locksuit(&["report", trace, "--fail-on-findings"]);
+    // tiny's private locks, 400 acquisitions in all, are below the default
+    // cost floor; at a floor of 1 they are a finding, and the gate trips.
+    let out = run_locksuit(&[
+        "report",
+        trace,
+        "--fail-on-findings",
+        "--min-acquisitions",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    assert!(stdout_str(&out).contains("unnecessary-lock"));
+    assert!(stdout_str(&out).contains("single-thread-lock"));
     // Without the gate the same report succeeds.
-    assert_eq!(run_locksuit(&["report", trace]).status.code(), Some(0));
+    assert_eq!(
+        run_locksuit(&["report", trace, "--min-acquisitions", "1"])
+            .status
+            .code(),
+        Some(0)
+    );
 }
 
 #[test]
@@ -184,6 +196,8 @@ fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
         "--top",
         "1",
         "--fail-on-findings",
+        "--min-acquisitions",
+        "1",
         "--dir",
         dir.join("a").to_str().unwrap(),
         "--",
@@ -225,7 +239,7 @@ fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
         "{summary}"
     );
     assert!(summary.contains("Findings by kind"), "{summary}");
-    assert!(summary.contains("unnecessary-lock"), "{summary}");
+    assert!(summary.contains("single-thread-lock"), "{summary}");
     assert!(
         summary.contains("Failed the gate (--fail-on-findings): 1")
             && summary.contains("tiny (pid"),
@@ -238,6 +252,8 @@ fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
     let out = run_script(&[
         "--report",
         report.to_str().unwrap(),
+        "--min-acquisitions",
+        "1",
         "--dir",
         dir.join("b").to_str().unwrap(),
         "--",
@@ -246,9 +262,9 @@ fn suite_script_reports_apart_passes_options_and_ends_with_a_summary() {
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert_eq!(stdout_str(&out), "counter 400\n");
     let text = std::fs::read_to_string(&report).unwrap();
-    assert!(text.contains("[unnecessary-lock]"), "{text}");
+    assert!(text.contains("[single-thread-lock]"), "{text}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("[unnecessary-lock]"), "{stderr}");
+    assert!(!stderr.contains("[single-thread-lock]"), "{stderr}");
     assert!(
         stderr.contains("Processes with findings (these fail --fail-on-findings): 1"),
         "{stderr}"

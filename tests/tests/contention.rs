@@ -101,7 +101,7 @@ fn forced_contention() {
         );
     }
     assert!(
-        findings_of_kind_for_lock(p, "unnecessary-lock", id).is_empty(),
+        findings_taken_alone(p, id).is_empty(),
         "a lock two threads use is not unnecessary"
     );
 }

@@ -192,7 +192,7 @@ fn std_mutex_counts() {
         "engagements_by_thread"
     );
     assert!(
-        findings_of_kind_for_lock(p, "unnecessary-lock", id_of(m)).is_empty(),
+        findings_taken_alone(p, id_of(m)).is_empty(),
         "a mutex of four threads is no unnecessary-lock"
     );
 }

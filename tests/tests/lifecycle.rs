@@ -882,7 +882,7 @@ fn process_shared_locks_across_fork() {
                 short(l)
             );
             assert!(
-                findings_of_kind_for_lock(p, "unnecessary-lock", id_of(l)).is_empty(),
+                findings_taken_alone(p, id_of(l)).is_empty(),
                 "{who}: a process-shared lock is never unnecessary: {}",
                 short(&p["findings"])
             );

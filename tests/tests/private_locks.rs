@@ -64,8 +64,8 @@ fn private_locks() {
             .collect::<Vec<_>>()
     );
     assert!(
-        findings_of_kind_for_lock(p, "unnecessary-lock", shared_id).is_empty(),
-        "a lock engaged by {WORKERS} threads must not be an unnecessary-lock: {:?}",
+        findings_taken_alone(p, shared_id).is_empty(),
+        "a lock engaged by {WORKERS} threads must not be said to be one thread's: {:?}",
         findings_for_lock(p, shared_id)
     );
 
@@ -103,11 +103,17 @@ fn private_locks() {
             "private site never switches tasks"
         );
 
-        let found = findings_of_kind_for_lock(p, "unnecessary-lock", &id);
+        // One run: an observation, never the unnecessary-lock verdict.
+        assert!(
+            findings_of_kind_for_lock(p, "unnecessary-lock", &id).is_empty(),
+            "one run is no verdict: {}",
+            short(&p["findings"])
+        );
+        let found = findings_of_kind_for_lock(p, "single-thread-lock", &id);
         assert_eq!(
             found.len(),
             1,
-            "private lock {i} ({id}) must have exactly one unnecessary-lock finding; findings: {}",
+            "private lock {i} ({id}) must have exactly one single-thread-lock finding; findings: {}",
             short(&p["findings"])
         );
         let fsites = finding_sites(p, found[0]);
@@ -116,7 +122,7 @@ fn private_locks() {
                 && fsites
                     .iter()
                     .all(|s| site_is_at(s, "work_private", SRC, private_line)),
-            "unnecessary-lock finding for private lock {i} must point at work_private \
+            "single-thread-lock finding for private lock {i} must point at work_private \
              {SRC}:{private_line}; it lists {:?}",
             fsites.iter().map(|s| site_where(s)).collect::<Vec<_>>()
         );
@@ -148,7 +154,7 @@ fn private_locks() {
     // suitability verdicts are what this test is about.)
     let suitability: Vec<&Value> = findings_for_lock(p0, id_of(shared0))
         .into_iter()
-        .filter(|f| f["kind"] == "unnecessary-lock" || f["kind"] == "unsuitable-site")
+        .filter(|f| f["kind"] == "single-thread-lock" || f["kind"] == "unsuitable-site")
         .collect();
     assert!(
         suitability.is_empty(),
@@ -159,9 +165,9 @@ fn private_locks() {
         let addr = stdout_value(&stdout, &format!("private{i}"));
         let id = id_of(lock_by_address(p0, &addr));
         assert_eq!(
-            findings_of_kind_for_lock(p0, "unnecessary-lock", id).len(),
+            findings_of_kind_for_lock(p0, "single-thread-lock", id).len(),
             1,
-            "unnecessary-lock does not depend on the threshold (private lock {i})"
+            "single-thread-lock does not depend on the threshold (private lock {i})"
         );
     }
     assert!(

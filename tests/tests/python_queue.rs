@@ -152,7 +152,7 @@ fn python_lock_and_queue() {
         "PyThread_allocate_lock calls sem_init"
     );
     assert!(
-        findings_of_kind_for_lock(p, "unnecessary-lock", id_of(lock)).is_empty(),
+        findings_taken_alone(p, id_of(lock)).is_empty(),
         "a Lock of {WORKERS} threads is no unnecessary-lock"
     );
 
@@ -204,7 +204,7 @@ fn python_lock_and_queue() {
         short(qm)
     );
     assert!(
-        findings_of_kind_for_lock(p, "unnecessary-lock", id_of(qm)).is_empty(),
+        findings_taken_alone(p, id_of(qm)).is_empty(),
         "the queue's mutex is shared"
     );
 

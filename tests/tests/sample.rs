@@ -22,19 +22,27 @@ fn sample_program() {
     let report = report_json(&[&trace], None);
     let p = only_process(&report);
 
-    // The four per-worker locks are the unnecessary ones. They are one
+    // The four per-worker locks are the ones one thread each took: in one
+    // run an observation, not the unnecessary-lock verdict. They are one
     // family (mutexes taken at the same line), so one finding lists them.
     let line = line_in(&src, "check(pthread_mutex_lock(&w->own_lock)");
+    assert!(
+        findings(p).iter().all(|f| f["kind"] != "unnecessary-lock"),
+        "one run is no verdict: {}",
+        short(&p["findings"])
+    );
     let unnecessary: Vec<&Value> = findings(p)
         .iter()
-        .filter(|f| f["kind"] == "unnecessary-lock")
+        .filter(|f| f["kind"] == "single-thread-lock")
         .collect();
     assert_eq!(
         unnecessary.len(),
         1,
-        "one unnecessary-lock finding for the workers' locks: {}",
+        "one single-thread-lock finding for the workers' locks: {}",
         short(&p["findings"])
     );
+    assert_eq!(unnecessary[0]["evidence"]["basis"], "run");
+    assert_eq!(unnecessary[0]["evidence"]["runs"], 1);
     let listed = arr(unnecessary[0], "locks");
     assert_eq!(
         listed.len(),

@@ -179,7 +179,7 @@ struct CompilerArgs {
 enum Format {
     /// Readable tables, as wide as --width.
     Text,
-    /// Schema locksuit.report/2 (docs/report-schema.md).
+    /// Schema locksuit.report/3 (docs/report-schema.md).
     Json,
     /// One screen: processes recorded, findings by kind, processes with findings.
     Summary,
@@ -214,7 +214,7 @@ struct ReportOptions {
     /// Sharing ratio below which a line's locking is reported as unsuitable, in [0, 1].
     #[arg(long, default_value = "0.3", value_parser = parse_threshold, value_name = "R")]
     threshold: f64,
-    /// Output format; json follows schema locksuit.report/2; summary is one screen for
+    /// Output format; json follows schema locksuit.report/3; summary is one screen for
     /// many processes.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -254,6 +254,15 @@ struct ReportOptions {
     /// starvation: one wait that sat through this many acquisitions by other threads.
     #[arg(long, default_value = "10", value_name = "N")]
     starvation: u32,
+    /// single-thread-lock, unnecessary-lock and unsuitable-site: a lock or line engaged
+    /// fewer times than this cost the run too little to be worth a finding.
+    #[arg(long, default_value = "1000", value_name = "N")]
+    min_acquisitions: u64,
+    /// unnecessary-lock across runs: how many recorded runs of a program (reported
+    /// together, or saved in the history with --against-history) must each have had one
+    /// thread alone take a lock before it is called unnecessary.
+    #[arg(long, default_value = "5", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    min_runs: u64,
     /// Blocking classes of your own: a file of `class = glob` lines (e.g.
     /// `database = *sqlite3_step*`) matched against the blocking call and every function
     /// of its stack, most specific first, before the built-in classes (default:
@@ -279,6 +288,12 @@ struct ReportOptions {
     save: bool,
     #[command(flatten)]
     history: crate::gate::HistoryOptions,
+    /// Evidence from the run history: the last N runs saved (--save) of each program
+    /// under --label count as runs reported with this one. A lock two threads took in
+    /// any of them is shared; one a single thread took in each of --min-runs runs is
+    /// unnecessary-lock.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    against_history: Option<u64>,
     /// --format folded: what a stack's value measures.
     #[arg(long, value_enum, default_value = "wait")]
     weight: crate::stacks::Weight,
@@ -463,6 +478,30 @@ impl ReportOptions {
         render::layout::resolve(self.width, to)
     }
 
+    /// The runs `--against-history` asks for as evidence (none without it).
+    fn prior_runs(&self) -> Result<Vec<crate::evidence::PriorRun>, InputError> {
+        let Some(last) = self.against_history else {
+            return Ok(Vec::new());
+        };
+        let path = self.history.path()?;
+        let history = crate::history::History::open(&path, false).map_err(InputError)?;
+        let runs = history
+            .last_of_each(&self.history.label, last as usize)
+            .map_err(InputError)?;
+        Ok(runs
+            .into_iter()
+            .map(|r| crate::evidence::PriorRun {
+                exe: r.summary.exe,
+                locks: r
+                    .summary
+                    .locks
+                    .into_iter()
+                    .map(|(name, figures)| (name, figures.threads))
+                    .collect(),
+            })
+            .collect())
+    }
+
     fn limits(&self) -> Result<Limits, InputError> {
         let signatures = signatures(self.classes.clone())?;
         Ok(Limits {
@@ -472,15 +511,20 @@ impl ReportOptions {
             over_sync_per_sec: self.over_sync_per_sec,
             asymmetry: self.asymmetry,
             starvation: self.starvation,
+            min_acquisitions: self.min_acquisitions,
+            min_runs: self.min_runs,
             signatures: std::sync::Arc::new(signatures),
         })
     }
 }
 
+/// The report of every trace in `paths` (that `selection` takes), with
+/// the evidence of each program's runs joined (see `evidence.rs`): those
+/// in the report, and `prior` ones from the history.
 fn build_report(
     paths: &[PathBuf],
     selection: &Selection,
-    limits: &Limits,
+    (limits, prior): (&Limits, &[crate::evidence::PriorRun]),
     streams: &StreamFilter,
 ) -> Result<Report, InputError> {
     let mut symbolizer = Symbolizer::default();
@@ -509,6 +553,7 @@ fn build_report(
     for skipped in &skipped {
         eprintln!("locksuit: warning: skipped {skipped}");
     }
+    crate::evidence::join(&mut processes, prior, limits);
     Ok(Report {
         schema: SCHEMA,
         threshold: limits.threshold,
@@ -538,11 +583,12 @@ fn run(args: RunArgs) -> i32 {
     let options = &args.options;
     let printed = options
         .limits()
-        .and_then(|limits| {
+        .and_then(|limits| Ok((limits, options.prior_runs()?)))
+        .and_then(|(limits, prior)| {
             build_report(
                 std::slice::from_ref(&recorded.dir),
                 &options.selection(),
-                &limits,
+                (&limits, &prior),
                 &StreamFilter::Off,
             )
         })
@@ -589,7 +635,7 @@ pub fn main() -> i32 {
             build_report(
                 &[path.to_path_buf()],
                 &Selection::default(),
-                &Limits::default(),
+                (&Limits::default(), &[]),
                 &StreamFilter::Off,
             )
         }),

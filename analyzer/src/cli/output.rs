@@ -122,14 +122,17 @@ pub(super) fn write_out(
 
 pub(super) fn report(args: ReportArgs) -> i32 {
     let options = &args.options;
-    let built = options.limits().and_then(|limits| {
-        build_report(
-            &args.paths,
-            &options.selection(),
-            &limits,
-            &StreamFilter::Off,
-        )
-    });
+    let built = options
+        .limits()
+        .and_then(|limits| Ok((limits, options.prior_runs()?)))
+        .and_then(|(limits, prior)| {
+            build_report(
+                &args.paths,
+                &options.selection(),
+                (&limits, &prior),
+                &StreamFilter::Off,
+            )
+        });
     match built.and_then(|report| print(report, options)) {
         Ok(true) => EXIT_GATE,
         Ok(false) => EXIT_OK,
@@ -175,7 +178,14 @@ fn write_from_traces(
             signatures: std::sync::Arc::new(signatures),
             ..Limits::default()
         })
-        .and_then(|limits| build_report(paths, &Selection::default(), &limits, &StreamFilter::Off))
+        .and_then(|limits| {
+            build_report(
+                paths,
+                &Selection::default(),
+                (&limits, &[]),
+                &StreamFilter::Off,
+            )
+        })
         .and_then(|report| write_out(output, |out| render(&report, out)));
     match written {
         Ok(()) => EXIT_OK,
@@ -209,7 +219,7 @@ pub(super) fn events(args: EventsArgs) -> i32 {
         StreamFilter::Only(args.objects.clone())
     };
     let selection = Selection::default();
-    let printed = build_report(&args.paths, &selection, &Limits::default(), &filter).and_then(|mut report| {
+    let printed = build_report(&args.paths, &selection, (&Limits::default(), &[]), &filter).and_then(|mut report| {
         check_objects(&report, &args.objects)?;
         let silent: Vec<&str> = args
             .objects

@@ -1,4 +1,4 @@
-//! JSON: the model serialised as schema `locksuit.report/2`.
+//! JSON: the model serialised as schema `locksuit.report/3`.
 
 use crate::model::Report;
 use std::io::Write;
