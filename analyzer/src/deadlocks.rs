@@ -236,7 +236,9 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
 /// through the same lines (the same code taking locks in two orders, one
 /// thing to fix), and one `family-order-inversion` per family inversion.
 pub fn potential_findings(order: &LockOrder, ids: &Ids) -> Vec<Finding> {
-    let mut by_lines: Vec<(Vec<(Option<SiteId>, Option<SiteId>)>, Vec<&Cycle>)> = Vec::new();
+    // (lines holding, lines taking) of each edge, sorted → the cycles.
+    type Lines = Vec<(Option<SiteId>, Option<SiteId>)>;
+    let mut by_lines: Vec<(Lines, Vec<&Cycle>)> = Vec::new();
     for cycle in &order.cycles {
         let mut lines: Vec<(Option<SiteId>, Option<SiteId>)> = cycle
             .edges
