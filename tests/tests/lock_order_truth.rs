@@ -1,8 +1,9 @@
 //! Lock-order findings against ground truth the program prints itself
-//! (tests/c/order_truth.c): for each scenario, the `potential-deadlock`
-//! and `family-order-inversion` findings of its report, each as its kind
-//! and the set of addresses of its locks, are exactly the program's
-//! `expect` lines, no more and no fewer.
+//! (tests/c/order_truth.c): for each scenario, the cycles of the
+//! `potential-deadlock` findings of its report (one finding lists every
+//! cycle through the same lines) and the `family-order-inversion`
+//! findings, each as its kind and the set of addresses of its locks, are
+//! exactly the program's `expect` lines, no more and no fewer.
 
 use locksuit_tests::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -100,12 +101,25 @@ fn check(scenario: &str) {
             );
             continue;
         }
-        let addrs: BTreeSet<u64> = arr(f, "locks")
-            .iter()
-            .map(|id| lock_address(f, id))
-            .collect();
         messages.push(format!("  {kind}: {message}"));
-        found.push((kind.to_string(), addrs));
+        let addresses = |ids: &Vec<Value>| -> BTreeSet<u64> {
+            ids.iter().map(|id| lock_address(f, id)).collect()
+        };
+        if kind == POTENTIAL {
+            // One finding for the cycles through the same lines: each of
+            // its `cycles` is one cycle of the ground truth, and `locks`
+            // is all of theirs.
+            let cycles = arr(f, "cycles");
+            let mut all = BTreeSet::new();
+            for cycle in cycles {
+                let addrs = addresses(cycle.as_array().expect("a cycle is a list of locks"));
+                all.extend(addrs.iter().copied());
+                found.push((kind.to_string(), addrs));
+            }
+            assert_eq!(all, addresses(arr(f, "locks")), "{scenario}: {}", short(f));
+        } else {
+            found.push((kind.to_string(), addresses(arr(f, "locks"))));
+        }
     }
     found.sort();
     assert!(
@@ -138,11 +152,17 @@ fn check(scenario: &str) {
     }
 }
 
-/// A potential deadlock's `cycle` is one simple cycle over exactly its
-/// `locks`: each edge waits for the lock the next one holds.
+/// A potential deadlock's `cycle` is one simple cycle over exactly the
+/// locks of the first of its `cycles`: each edge waits for the lock the
+/// next one holds.
 fn check_cycle(scenario: &str, f: &Value) {
     let cycle = arr(f, "cycle");
-    let lock_set: BTreeSet<&str> = arr(f, "locks").iter().filter_map(|l| l.as_str()).collect();
+    let lock_set: BTreeSet<&str> = arr(f, "cycles")[0]
+        .as_array()
+        .expect("a cycle is a list of locks")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
     let holds: Vec<&str> = cycle.iter().map(|s| str_of(s, "holds")).collect();
     assert_eq!(
         holds.len(),
