@@ -231,6 +231,12 @@ pub fn analyze(
     // Waits in progress as the trace ends: a thread waiting for a lock asked
     // for it (so it is not unnecessary), and may be part of a deadlock.
     let waits = crate::waits::pending(&trace);
+    let pending_conds: Vec<(u32, u64)> = waits
+        .iter()
+        .filter(|w| w.kind == WAIT_COND)
+        .map(|w| (w.object, w.since_ns))
+        .collect();
+
     for w in waits.iter().filter(|w| w.kind == WAIT_LOCK) {
         if let Some(lock) = lock_of(w.object).and_then(|id| locks.get_mut(id.index())) {
             lock.waiting_at_end += 1;
@@ -303,7 +309,8 @@ pub fn analyze(
     let function_of = |site: SiteId| functions.get(site.index()).cloned().flatten();
     let mut periods = crate::periods::Collector::default();
     let mut reasons = crate::reasons::Collector::default();
-    let contention = if depth == Depth::Records {
+    let mut misuse = crate::misuse::Collector::default();
+    let mut contention = if depth == Depth::Records {
         crate::contention::Contention {
             events: trace.events.stored(),
             ..Default::default()
@@ -323,11 +330,12 @@ pub fn analyze(
                 sites: &mut sites,
                 conds: &mut conds,
             },
-            &mut periods,
-            &mut reasons,
+            (&mut periods, &mut reasons, &mut misuse),
             progress,
         )
     };
+    let misused = misuse.finish(&pending_conds);
+    contention.misused = crate::misuse::locks(&misused, &lock_of);
     let mut thread_reasons = crate::reasons::attribute(
         reasons,
         (&mut locks, &mut sites, &mut conds),
@@ -468,6 +476,19 @@ pub fn analyze(
         }
         findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
         findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
+        findings.extend(crate::misuse::findings(
+            &misused,
+            &crate::misuse::Names {
+                lock: &lock_of,
+                cond: ids.cond,
+                site: &report_site,
+                line: ids.line,
+                thread: &|tid| match thread_names.get(&tid) {
+                    Some(name) => format!("thread {tid} ({name})"),
+                    None => format!("thread {tid}"),
+                },
+            },
+        ));
         // Why threads stopped, and who slept holding a lock others wanted.
         let raw_sites: FxHashMap<u32, usize> = trace
             .sites

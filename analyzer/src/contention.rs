@@ -68,6 +68,9 @@ pub struct Contention {
     pub longest_holds: Vec<LongHold>,
     /// Per lock, its wait that sat through the most other acquisitions.
     pub starved: Vec<Starved>,
+    /// Locks used against their rules (see `misuse.rs`): never called
+    /// unneeded.
+    pub misused: Vec<LockId>,
 }
 
 /// A lock's longest measured hold that made a thread wait.
@@ -357,8 +360,11 @@ pub fn analyze(
     trace: &Trace,
     names: &Names,
     targets: Targets,
-    periods: &mut crate::periods::Collector,
-    reasons: &mut crate::reasons::Collector,
+    (periods, reasons, misuse): (
+        &mut crate::periods::Collector,
+        &mut crate::reasons::Collector,
+        &mut crate::misuse::Collector,
+    ),
     progress: &mut dyn FnMut(),
 ) -> Contention {
     let mut pass = Pass::default();
@@ -371,6 +377,7 @@ pub fn analyze(
         pass.event(e);
         periods.event(e);
         reasons.event(e);
+        misuse.event(e);
     });
     let mut out = Contention {
         events: count,

@@ -111,8 +111,11 @@ fn rows(events: Vec<(usize, EventRecord)>) -> Vec<(u32, u32, u64, u64)> {
             sites: &mut [],
             conds: &mut [],
         },
-        &mut crate::periods::Collector::default(),
-        &mut crate::reasons::Collector::default(),
+        (
+            &mut crate::periods::Collector::default(),
+            &mut crate::reasons::Collector::default(),
+            &mut crate::misuse::Collector::default(),
+        ),
         &mut || {},
     );
     let mut r: Vec<_> = c

@@ -622,7 +622,11 @@ pub fn build(
         .filter(|l| l.askers > 1 || l.process_shared)
         .map(|l| l.family)
         .collect();
-    let alone = |l: &Lock| is_single_thread(l) && !shared_families.contains(&l.family);
+    // A lock used against its rules (misuse.rs) is broken, not unneeded.
+    let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
+    let alone = |l: &Lock| {
+        is_single_thread(l) && !shared_families.contains(&l.family) && !misused.contains(&l.id)
+    };
     for group in by_family(locks, alone) {
         // Locks taken a few times in all cost the run nothing worth a
         // finding (a family of many, each taken twice, may).

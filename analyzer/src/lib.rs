@@ -24,6 +24,7 @@ pub mod merge;
 #[cfg(test)]
 mod merge_tests;
 pub mod merge_trace;
+pub mod misuse;
 pub mod model;
 pub mod names;
 pub mod oom;

@@ -635,6 +635,27 @@ pub const EVENT_ARRIVED: u32 = 15;
 /// arrival's number when the count is unknown.
 pub const EVENT_DEPARTED: u32 = 16;
 
+/// A lock or condition variable used against its rules, at `time`, at
+/// `site_id` (0: the line could not be found); aux bits 8..16: what was
+/// done (`MISUSE_*`). `other`: the thread that held the lock then (0: none,
+/// or not known), or for a condition destroyed with waiters, how many
+/// waited; `seq`: that condition's notify sequence then. Read from the
+/// lock itself (glibc's fields), not from what the shim tracked, so a hold
+/// the shim lost is no misuse.
+pub const EVENT_MISUSE: u32 = 17;
+
+/// An unlock of a lock nobody held.
+pub const MISUSE_UNLOCK_UNLOCKED: u32 = 1;
+/// An unlock by a thread other than the one holding the lock (`other`).
+pub const MISUSE_UNLOCK_NOT_OWNER: u32 = 2;
+/// A destroy of a lock that was held (by `other`, when known).
+pub const MISUSE_DESTROY_HELD: u32 = 3;
+/// A destroy of a condition variable threads were waiting on (`other`).
+pub const MISUSE_DESTROY_WAITED: u32 = 4;
+/// A condition wait with a mutex the thread did not hold (`other`: the
+/// thread that held it, 0 if nobody did).
+pub const MISUSE_WAIT_UNHELD: u32 = 5;
+
 /// Switched out while runnable (preempted).
 pub const SWITCH_PREEMPTED: u32 = 1 << 0;
 /// Switched out just after a major page fault: waiting for it.

@@ -84,3 +84,80 @@ pub unsafe fn mutex_attempt(addr: u64) -> Attempt {
         free: held_bits == 0,
     }
 }
+
+/// Who holds a lock, as the lock's own words say.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Holder {
+    Nobody,
+    /// Held exclusively by this thread id.
+    Thread(u32),
+    /// Held, by whom the words do not say (readers, a spinlock, an owner
+    /// not yet written, a robust mutex whose owner died).
+    Someone,
+}
+
+/// `__data.__owner` of a mutex: the holder's tid, written just after the
+/// lock word by every kind of glibc mutex.
+const MUTEX_OWNER_OFFSET: u64 = 8;
+/// `__cur_writer` of an rwlock; `__readers` is its first word.
+const RWLOCK_WRITER_OFFSET: u64 = 24;
+/// `__readers` bits: a writer holds the lock; readers are counted above
+/// the shift.
+const RWLOCK_WRLOCKED: u32 = 2;
+const RWLOCK_READER_SHIFT: u32 = 3;
+
+/// A tid as glibc writes it (robust mutexes mark a dead owner with values
+/// no thread has).
+fn holder_tid(owner: u32) -> Holder {
+    if owner != 0 && owner < 0x3fff_ffff {
+        Holder::Thread(owner)
+    } else {
+        Holder::Someone
+    }
+}
+
+/// Who holds the lock of `kind` at `addr`.
+///
+/// # Safety
+/// As for [`word`], with `addr` an object of `kind`.
+pub unsafe fn holder(addr: u64, kind: locksuit_format::ObjectKind) -> Holder {
+    use locksuit_format::ObjectKind;
+    match kind {
+        ObjectKind::Mutex => {
+            // SAFETY: forwarded contract; __kind, __lock and __owner lie
+            // inside pthread_mutex_t.
+            let (kind, lock) = unsafe { (mutex_kind(addr), word(addr, 0) as i32) };
+            let held = if kind & MUTEX_PRIO_PROTECT != 0 {
+                lock & !MUTEX_PRIO_CEILING_MASK != 0
+            } else {
+                lock != 0
+            };
+            if !held {
+                return Holder::Nobody;
+            }
+            // SAFETY: as above.
+            holder_tid(unsafe { word(addr, MUTEX_OWNER_OFFSET) })
+        }
+        ObjectKind::Rwlock => {
+            // SAFETY: forwarded contract; both words lie inside pthread_rwlock_t.
+            let readers = unsafe { word(addr, 0) };
+            if readers & RWLOCK_WRLOCKED != 0 {
+                // SAFETY: as above.
+                holder_tid(unsafe { word(addr, RWLOCK_WRITER_OFFSET) })
+            } else if readers >> RWLOCK_READER_SHIFT != 0 {
+                Holder::Someone
+            } else {
+                Holder::Nobody
+            }
+        }
+        ObjectKind::Spin => {
+            // SAFETY: forwarded contract; a spinlock is one word.
+            if unsafe { word(addr, 0) } == 0 {
+                Holder::Nobody
+            } else {
+                Holder::Someone
+            }
+        }
+        _ => Holder::Someone,
+    }
+}

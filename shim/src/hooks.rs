@@ -152,13 +152,18 @@ fn mutexattr_shared(attr: *const pthread_mutexattr_t) -> Option<bool> {
     (rc == 0).then_some(pshared == libc::PTHREAD_PROCESS_SHARED)
 }
 
-/// `*_destroy`: the identity ends once the real call succeeded.
+/// `*_destroy`: the identity ends once the real call succeeded. A lock
+/// (`kind`) is checked first: destroying one that is held, or a condition
+/// threads wait on, is misuse.
 macro_rules! destroy_hook {
-    ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
+    ($name:ident($obj:ident: $oty:ty) => $real:ident $(, kind: $kind:expr)?) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
             let destroy = real_or!($real, libc::EINVAL);
             let guard = HookGuard::enter();
+            $(if let Some(g) = &guard {
+                recorder::destroying(g, $obj as u64, $kind, recorder::MisuseAt::Hook($name as *const () as usize as u64));
+            })?
             // SAFETY: forwarding the caller's argument unchanged.
             let rc = crate::guard::calling_out(|| unsafe { destroy($obj) });
             if let (Some(g), 0) = (&guard, rc) {
@@ -220,14 +225,14 @@ macro_rules! trylock_hook {
 /// another thread may take it and overwrite its holder. The common release
 /// is recorded with no call out of line, so the hook needs no frame for it.
 macro_rules! unlock_hook {
-    ($name:ident($obj:ident: $oty:ty) => $real:ident) => {
+    ($name:ident($obj:ident: $oty:ty) => $real:ident, kind: $kind:expr) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
             let unlock = real_or!($real, 0);
             let quick = HookGuard::enter_quickly()
                 .is_some_and(|g| recorder::released_quickly(&g, $obj as u64));
             if !quick {
-                released($obj as u64);
+                released($obj as u64, ($kind, $name as *const () as usize as u64));
             }
             // SAFETY: forwarding the caller's argument unchanged.
             unsafe { unlock($obj) }
@@ -235,12 +240,16 @@ macro_rules! unlock_hook {
     };
 }
 
-/// Any release but the common one, recorded in full.
+/// Any release but the common one, recorded in full; an unlock of a lock
+/// this thread is not known to hold is checked for misuse (`hook`: the
+/// unlock hook's code, to find the line that called it).
 #[cold]
 #[inline(never)]
-fn released(addr: u64) {
+fn released(addr: u64, (kind, hook): (ObjectKind, u64)) {
     if let Some(g) = &HookGuard::enter() {
-        recorder::released(g, addr, 0);
+        if !recorder::released(g, addr, 0) {
+            recorder::unlock_not_held(g, addr, kind, recorder::MisuseAt::Hook(hook));
+        }
     }
 }
 
@@ -256,7 +265,7 @@ fn mutex_attempt(m: *mut pthread_mutex_t) -> Attempt {
 
 init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_init, kind: ObjectKind::Mutex, shared: mutexattr_shared(attr));
-destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy);
+destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy, kind: ObjectKind::Mutex);
 lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
 trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
@@ -267,13 +276,13 @@ lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) 
 lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: supported_clock(c) && valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
-unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock);
+unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
 
 // ---------------------------------------------------------------- rwlocks
 
 init_hook!(pthread_rwlock_init(l: *mut pthread_rwlock_t, attr: *const pthread_rwlockattr_t) => rwlock_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: rwlock_init, kind: ObjectKind::Rwlock, shared: None);
-destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy);
+destroy_hook!(pthread_rwlock_destroy(l: *mut pthread_rwlock_t) => rwlock_destroy, kind: ObjectKind::Rwlock);
 lock_hook!(pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) => rwlock_rdlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: rwlock_rdlock, try: rwlock_tryrdlock, kind: ObjectKind::Rwlock, mode: MODE_SHARED, hold: Hold::Shared, valid: true, attempt: Attempt::TryFirst);
 lock_hook!(pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) => rwlock_wrlock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
@@ -294,18 +303,18 @@ lock_hook!(pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, c: clockid_t, t:
 lock_hook!(pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec) => rwlock_clockwrlock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: rwlock_clockwrlock, try: rwlock_trywrlock, kind: ObjectKind::Rwlock, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
     valid: supported_clock(c) && valid_deadline(t), attempt: Attempt::TryFirst, deadline: deadline_ns(t));
-unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock);
+unlock_hook!(pthread_rwlock_unlock(l: *mut pthread_rwlock_t) => rwlock_unlock, kind: ObjectKind::Rwlock);
 
 // -------------------------------------------------------------- spinlocks
 
 init_hook!(pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) => spin_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: spin_init, kind: ObjectKind::Spin, shared: Some(pshared == libc::PTHREAD_PROCESS_SHARED));
-destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy);
+destroy_hook!(pthread_spin_destroy(s: *mut pthread_spinlock_t) => spin_destroy, kind: ObjectKind::Spin);
 lock_hook!(pthread_spin_lock(s: *mut pthread_spinlock_t) => spin_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_lock, try: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: Attempt::TryFirst);
 trylock_hook!(pthread_spin_trylock(s: *mut pthread_spinlock_t) => spin_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
     real: spin_trylock, kind: ObjectKind::Spin, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
-unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock);
+unlock_hook!(pthread_spin_unlock(s: *mut pthread_spinlock_t) => spin_unlock, kind: ObjectKind::Spin);
 
 // ------------------------------------------------------------- semaphores
 
@@ -445,7 +454,7 @@ unsafe extern "C-unwind" fn barrier_wait(
 
 init_hook!(pthread_cond_init(c: *mut pthread_cond_t, attr: *const pthread_condattr_t) => cond_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: cond_init, kind: ObjectKind::Cond, shared: None);
-destroy_hook!(pthread_cond_destroy(c: *mut pthread_cond_t) => cond_destroy);
+destroy_hook!(pthread_cond_destroy(c: *mut pthread_cond_t) => cond_destroy, kind: ObjectKind::Cond);
 
 /// Shared body of the three waits: the mutex is handed over for the wait and
 /// re-engaged when it returns.

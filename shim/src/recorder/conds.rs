@@ -156,7 +156,11 @@ impl Drop for CondWaitInFlight<'_> {
 fn cond_wait_begin(g: &InHook, w: &CondWait, deadline: u64) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id(), Ordering::Relaxed);
-        released(g, m.addr(), HELD_HANDOVER);
+        if !released(g, m.addr(), HELD_HANDOVER) {
+            // SAFETY: the record is in this thread's lane; only this thread writes it.
+            let site = unsafe { (*w.record).site_id };
+            super::misuse::wait_unheld(g, m.addr(), site);
+        }
     }
     w.cond.waiters.fetch_add(1, Ordering::Relaxed);
     let since_ns = now_ns();

@@ -151,6 +151,21 @@ pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now:
     write(lane, e);
 }
 
+/// A lock or condition variable used against its rules (`MISUSE_*`).
+pub fn misuse(
+    lane: &mut Lane,
+    (lock_id, site_id): (u32, u32),
+    what: u32,
+    (other, seq): (u32, u32),
+    now: u64,
+) {
+    let mut e = event(EVENT_MISUSE | what << 8, lock_id, site_id);
+    e.other = other;
+    e.seq = seq;
+    e.time = now;
+    write(lane, e);
+}
+
 /// A context switch (`LOCKSUIT_SWITCHES=1`): out at `out`, back in at `back`.
 pub fn switched(lane: &mut Lane, site_id: u32, flags: u32, (out, back): (u64, u64)) {
     let mut e = event(EVENT_SWITCH, 0, site_id);

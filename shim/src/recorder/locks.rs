@@ -237,20 +237,20 @@ pub fn released_quickly(g: &InHook, addr: u64) -> bool {
 
 /// The lock at `addr` is about to be released by this thread (called before
 /// the real unlock, while it is still ours). `extra` adds held flags (a
-/// condition wait hands the lock over).
+/// condition wait hands the lock over). False when this thread's held list
+/// does not have the lock (see `misuse.rs`).
 #[inline(always)]
-pub fn released(g: &InHook, addr: u64, extra: u32) {
+pub fn released(g: &InHook, addr: u64, extra: u32) -> bool {
     let started = g.thread().call_cost().begin();
-    if extra != 0 || !untimed::released(g, addr) {
-        record_released(g, addr, extra);
-    }
+    let held = extra == 0 && untimed::released(g, addr) || record_released(g, addr, extra);
     g.thread().call_cost().end(started);
+    held
 }
 
 #[inline]
-fn record_released(g: &InHook, addr: u64, extra: u32) {
+fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
     let Some(entry) = g.thread().held().take(addr) else {
-        return;
+        return false;
     };
     let mut waiters = 0;
     let mut made_wait = false;
@@ -278,7 +278,7 @@ fn record_released(g: &InHook, addr: u64, extra: u32) {
         }
     }
     if entry.counter.is_null() {
-        return;
+        return true;
     }
     if made_wait {
         // Another thread began waiting for the lock during this engagement:
@@ -300,7 +300,7 @@ fn record_released(g: &InHook, addr: u64, extra: u32) {
     let contended = waiters > 0 || waited || made_wait;
     let trace_all = config::events_all();
     if entry.since_ns == 0 && !contended && !trace_all {
-        return; // the common case: nothing timed, no clock read
+        return true; // the common case: nothing timed, no clock read
     }
     let now = now_ns();
     if entry.since_ns != 0 {
@@ -331,6 +331,7 @@ fn record_released(g: &InHook, addr: u64, extra: u32) {
             );
         }
     }
+    true
 }
 
 /// A semaphore post, prepared with [`MODE_POST`]: counts the post, and a

@@ -8,7 +8,7 @@
 //! only itself and the groups after it:
 //!
 //! - the API: `conds`, `locks` (acquisitions, waits, releases, posts,
-//!   barriers), `threads`, `calls` (blocking calls), `identity`;
+//!   barriers), `threads`, `calls` (blocking calls), `identity`, `misuse`;
 //! - engagements: `untimed` (the common pair, short), `prepared` (the
 //!   lookups before a real call), `lock_order`;
 //! - `thread_lane`: a thread's registration on first use;
@@ -45,6 +45,7 @@ pub mod lanes;
 mod lock_order;
 mod locks;
 pub mod mapped;
+mod misuse;
 pub mod modules;
 pub mod objects;
 pub mod path;
@@ -82,6 +83,7 @@ pub use locks::{
     try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use mapped::map_anonymous;
+pub use misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use objects::{barrier_initialized, barrier_passed_through};
 pub use prepared::{prepare, Hold, How, Prepared};
 pub use sites::library_unloaded;
@@ -110,6 +112,7 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
         ratios::reset_after_fork();
         control::reset_after_fork();
         interest::reset_after_fork();
+        misuse::reset_after_fork();
         objects::reset_after_fork();
         lanes::reset_after_fork();
         sites::reset_after_fork();

@@ -326,6 +326,11 @@ pub fn barrier_passed_through(addr: u64) {
     }
 }
 
+/// The slot of the object at `addr`, if it has one; claims none.
+pub fn find(addr: u64) -> Option<&'static ObjectSlot> {
+    slot_for(addr, false)
+}
+
 /// `*_destroy` at `addr`: ends the identity; returns the id it had.
 pub fn destroy(addr: u64) -> Option<u32> {
     let slot = slot_for(addr, true)?;
