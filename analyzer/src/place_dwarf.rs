@@ -101,7 +101,7 @@ impl<'a, 'd> Dies<'a, 'd> {
     /// Where a reference attribute of a DIE in unit `u` points.
     fn target(&self, u: usize, value: AttributeValue<R<'d>>) -> Option<usize> {
         match value {
-            AttributeValue::UnitRef(offset) => Some(self.starts[u] + offset.0),
+            AttributeValue::UnitRef(offset) => self.starts[u].checked_add(offset.0),
             AttributeValue::DebugInfoRef(offset) => Some(offset.0),
             // Type units (`DW_FORM_ref_sig8`) and supplementary files are
             // not read: such a type is unknown.
