@@ -174,7 +174,7 @@ pub fn analyze(
         object_name(
             symbolizer,
             (&trace.modules, exe),
-            (address, LockKind::Unknown),
+            (address, crate::names::COND_SIZE),
             raw.map(|r| {
                 site_index_of_raw
                     .get(&r)
@@ -253,13 +253,11 @@ pub fn analyze(
     // line that made it (see names.rs).
     let mut bases: Vec<(String, bool)> = Vec::with_capacity(locks.len());
     for lock in &mut locks {
-        match symbolizer.variable(&trace.modules, exe, lock.address) {
-            Some((name, offset, size)) => {
+        let size = crate::names::lock_size(lock.kind);
+        match symbolizer.place(&trace.modules, exe, lock.address, size) {
+            Some(place) => {
                 lock.in_variable = true;
-                bases.push((
-                    crate::names::variable_name(&name, offset, size, lock.kind),
-                    false,
-                ));
+                bases.push((place.name(), false));
             }
             None => {
                 let line = line_names
@@ -809,16 +807,16 @@ fn line_caller(chain: &[Frame]) -> Option<String> {
         .filter(|name| name != "_start")
 }
 
-/// A condition variable's (or any object's) name: its variable, else the
-/// line that made it.
+/// A condition variable's (or any object's, of `size` bytes) name: its
+/// place in a variable, as a lock's (`&q.cond`), else the line that made it.
 fn object_name(
     symbolizer: &mut Symbolizer,
     (modules, exe): (&[locksuit_format::reader::ModuleInfo], &str),
-    (address, kind): (u64, LockKind),
+    (address, size): (u64, u64),
     made_at: Option<&str>,
 ) -> String {
-    match symbolizer.variable(modules, exe, address) {
-        Some((name, offset, size)) => crate::names::variable_name(&name, offset, size, kind),
+    match symbolizer.place(modules, exe, address, size) {
+        Some(place) => place.name(),
         None => made_at.unwrap_or("cond").to_string(),
     }
 }

@@ -29,6 +29,8 @@ pub mod model;
 pub mod names;
 pub mod oom;
 pub mod periods;
+pub mod place;
+mod place_dwarf;
 pub mod policy_lines;
 pub mod progress;
 pub mod reasons;

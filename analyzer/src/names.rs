@@ -3,8 +3,12 @@
 //!
 //! - A site is its first line in the program's own code:
 //!   `function@file:line` (`module+0xoffset` without symbols).
-//! - A lock in a global or static is named by its variable: `&total_lock`,
-//!   `&table[3]` (an array of locks), `&state+0x8` (a lock inside a struct).
+//! - A lock in a global or static is named by its variable and its path in
+//!   it, from the module's DWARF (see place.rs): `&total_lock`, `&table[3]`,
+//!   `&chop[4].m`, `&cfg.locks[2]`, `&bump::counted` (a static inside
+//!   function `bump`). Without DWARF, by the variable's symbol and the
+//!   offset into it, `&state+0x8`: never an index worked out from a lock's
+//!   size, which inside an array of structs names another lock.
 //! - Any other lock (heap, stack) is named by the line that initialised it,
 //!   or first used it when it was statically initialised: its family.
 //!   Locks made at one line are numbered in the order they were made:
@@ -83,9 +87,10 @@ pub fn write_family(id: FamilyId, f: &mut fmt::Formatter<'_>) -> Option<fmt::Res
     })
 }
 
-/// The size of one lock of each kind (glibc, 64-bit), to tell an array of
-/// locks from a lock inside a struct.
-fn lock_size(kind: LockKind) -> u64 {
+/// The size of one lock of each kind (glibc, 64-bit): a variable no
+/// bigger than its lock is the lock, and a path stops at a type the lock
+/// fills (`std::mutex`) rather than name its insides.
+pub fn lock_size(kind: LockKind) -> u64 {
     match kind {
         LockKind::Mutex => 40,
         LockKind::Rwlock => 56,
@@ -95,20 +100,8 @@ fn lock_size(kind: LockKind) -> u64 {
     }
 }
 
-/// `&name`, `&name[3]` or `&name+0x8` for a lock `offset` bytes into the
-/// variable `name` of `size` bytes.
-pub fn variable_name(name: &str, offset: u64, size: u64, kind: LockKind) -> String {
-    let one = lock_size(kind);
-    if offset == 0 && size <= one {
-        format!("&{name}")
-    } else if one != 0 && size.is_multiple_of(one) && offset.is_multiple_of(one) {
-        format!("&{name}[{}]", offset / one)
-    } else if offset == 0 {
-        format!("&{name}")
-    } else {
-        format!("&{name}+{offset:#x}")
-    }
-}
+/// The size of a condition variable (glibc, 64-bit), as [`lock_size`].
+pub const COND_SIZE: u64 = 48;
 
 /// Builds names. `site_names[i]` is site i's name (see the module doc);
 /// `lock_bases[i]` is lock i's base name (its variable, or the name of the
@@ -221,17 +214,6 @@ impl Default for Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn variables_arrays_and_members() {
-        assert_eq!(variable_name("total", 0, 40, LockKind::Mutex), "&total");
-        assert_eq!(
-            variable_name("table", 120, 320, LockKind::Mutex),
-            "&table[3]"
-        );
-        assert_eq!(variable_name("table", 0, 320, LockKind::Mutex), "&table[0]");
-        assert_eq!(variable_name("state", 8, 48, LockKind::Mutex), "&state+0x8");
-    }
 
     #[test]
     fn families_are_numbered_and_reused_names_get_a_suffix() {

@@ -4,6 +4,7 @@
 //! symbol table.
 
 use crate::model::Frame;
+use crate::place::{Layouts, Place};
 use crate::symbols::SymbolTable;
 use addr2line::Loader;
 use locksuit_format::reader::ModuleInfo;
@@ -38,6 +39,8 @@ pub struct Symbolizer {
     loaders: HashMap<String, Option<Loader>>,
     /// Function extents per file, for code without DWARF.
     symbols: HashMap<String, SymbolTable>,
+    /// Global and static variables' types per file, read on first need.
+    layouts: HashMap<String, Layouts>,
     /// Per (path, recorded identity): why the file is not the one that
     /// ran, or `None` if it is.
     changed: HashMap<(String, Vec<u8>, u64, u64), Option<String>>,
@@ -132,6 +135,51 @@ impl Symbolizer {
         Some((demangle(name), offset, size))
     }
 
+    /// Where `address` lies in a global or static variable, for an object
+    /// (lock, condition variable) of `object_size` bytes (0: unknown): its
+    /// path through the variable's type where the module's DWARF describes
+    /// it (`chop[4].m`), else the variable's symbol and the offset into it.
+    /// The module's variables are read once, then each lookup is a binary
+    /// search and a step per member or element.
+    pub fn place(
+        &mut self,
+        modules: &[ModuleInfo],
+        exe: &str,
+        address: u64,
+        object_size: u64,
+    ) -> Option<Place> {
+        let module = module_at(modules, address, u32::MAX)?;
+        let path = if module.path.is_empty() {
+            exe
+        } else {
+            module.path.as_str()
+        };
+        if !self.unchanged(path, module) {
+            return None;
+        }
+        // DW_OP_addr and symbols hold file addresses: the module's bias
+        // (PIE, shared libraries) is taken off.
+        let file_address = address.wrapping_sub(module.bias);
+        if !self.layouts.contains_key(path) {
+            // The same file the frames' Loader reads its DWARF from.
+            let layouts = is_regular(path)
+                .then(|| std::fs::File::open(path).ok())
+                .flatten()
+                .map(|f| crate::place_dwarf::load(&f))
+                .unwrap_or_default();
+            self.layouts.insert(path.to_string(), layouts);
+        }
+        if let Some(place) = self.layouts[path].place(file_address, object_size) {
+            return Some(place);
+        }
+        let table = self
+            .symbols
+            .entry(path.to_string())
+            .or_insert_with(|| SymbolTable::load(path));
+        let (name, offset, size) = table.lookup_data(file_address)?;
+        Some(Place::of_symbol(demangle(name), offset, size, object_size))
+    }
+
     /// Warnings for the module files found changed since the last call.
     pub fn take_changed(&mut self) -> Vec<String> {
         std::mem::take(&mut self.changed_seen).into_iter().collect()
@@ -142,10 +190,7 @@ impl Symbolizer {
             .entry(path.to_string())
             // Module paths come from the trace: open regular files only, so
             // a damaged path naming a FIFO or device cannot hang us.
-            .or_insert_with(|| {
-                let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
-                regular.then(|| Loader::new(path).ok()).flatten()
-            })
+            .or_insert_with(|| is_regular(path).then(|| Loader::new(path).ok()).flatten())
             .as_ref()
     }
 
@@ -248,9 +293,16 @@ impl Symbolizer {
     }
 }
 
+/// Whether `path` is a regular file. Module paths come from the trace: a
+/// damaged path naming a FIFO or device must not be opened (which could
+/// hang), so this is asked first.
+fn is_regular(path: &str) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
 /// A symbol's name as written in the source. Only mangled names are
 /// demangled: a C variable `a` is no Itanium type code ("signed char").
-fn demangle(name: &str) -> String {
+pub(crate) fn demangle(name: &str) -> String {
     if name.starts_with("_Z") || name.starts_with("_R") {
         addr2line::demangle_auto(name.into(), None).into_owned()
     } else {
