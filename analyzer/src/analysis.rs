@@ -188,44 +188,19 @@ pub fn analyze(
     // Only lines that engaged a lock are sites of this report (a line that
     // only signals a condition variable is not); they are numbered S1.. in
     // the order they were first recorded.
-    let site_number = crate::locks::number_sites(&mut built);
+    let site_number = std::cell::RefCell::new(crate::locks::number_sites(&mut built));
     let mut sites: Vec<Site> = Vec::new();
     for (chain, totals) in built.sites.iter_mut().enumerate() {
-        let Some(Some(id)) = site_number.get(chain) else {
+        let Some(Some(id)) = site_number.borrow().get(chain).copied() else {
             continue;
         };
         let call_chain = std::mem::take(&mut chains[chain]);
-        let t = totals.totals;
-        let ratio = if t.engagements == 0 {
-            0.0
-        } else {
-            totals.weighted / t.engagements as f64
-        };
-        let own = call_chain.get(first_own_frame(&call_chain));
-        sites.push(Site {
-            id: *id,
-            name: line_names[chain].clone(),
-            function: own.and_then(|f| f.function.clone()),
-            file: own.and_then(|f| f.file.clone()),
-            line: own.and_then(|f| f.line),
-            path: own.and_then(|f| f.path.clone()),
-            locks: std::mem::take(&mut totals.locks),
-            engagements: t.engagements,
-            contended: t.contended,
-            task_switches: t.task_switches,
-            wait_ns: t.wait_ns,
-            hold_ns: t.hold_ns,
-            wait: None,
-            ratio,
-            status: site_status(t.task_switches, ratio, limits.threshold),
-            basis: "sharing",
-            suitable_accesses: None,
-            unsuitable_accesses: None,
-            engagement_ratios: None,
-            unsuitable_engagements: None,
-            reasons: Vec::new(),
-            call_chain,
-        });
+        sites.push(new_site(
+            id,
+            (line_names[chain].clone(), call_chain),
+            totals,
+            limits.threshold,
+        ));
     }
     let mut locks = built.locks;
     // Waits in progress as the trace ends: a thread waiting for a lock asked
@@ -273,21 +248,6 @@ pub fn analyze(
         }
     }
     let mut families = crate::families::build(&mut locks);
-    let mut names = crate::names::Builder::new();
-    names.sites(sites.iter().map(|s| s.name.clone()));
-    let family_names: Vec<String> = families
-        .iter()
-        .map(|f| {
-            let first = &locks[f.first_lock.index()];
-            match line_names.get(first.origin_chain as usize) {
-                Some(line) if !first.in_variable => line.clone(),
-                _ => bases[f.first_lock.index()].0.clone(),
-            }
-        })
-        .collect();
-    names.locks(bases);
-    names.families(family_names);
-    let names = names.finish();
 
     // The event stream: who blocked whom, and exact wait/hold distributions.
     let cond_ids: Vec<u32> = trace
@@ -300,7 +260,7 @@ pub fn analyze(
     let cond_of = |raw: u32| cond_ids.binary_search(&raw).ok();
     let report_site = |raw: u32| -> Option<SiteId> {
         let chain = site_index_of_raw.get(&raw)?;
-        site_number.get(*chain).copied().flatten()
+        site_number.borrow().get(*chain).copied().flatten()
     };
     // Who-blocks-whom by function names sites while the events fill them in.
     let functions: Vec<Option<String>> = sites.iter().map(|s| s.function.clone()).collect();
@@ -334,6 +294,42 @@ pub fn analyze(
     };
     let misused = misuse.finish(&pending_conds);
     contention.misused = crate::misuse::locks(&misused, &lock_of);
+    // A line that misused a lock but engaged none is a site too, so its
+    // finding points at it.
+    for raw in misused.iter().flat_map(|m| [m.site, m.other_site]) {
+        let Some(&chain) = site_index_of_raw.get(&raw) else {
+            continue;
+        };
+        if raw == 0 || report_site(raw).is_some() {
+            continue;
+        }
+        let id = SiteId(sites.len() as u32);
+        let mut number = site_number.borrow_mut();
+        if number.len() <= chain {
+            number.resize(chain + 1, None);
+        }
+        number[chain] = Some(id);
+        let call_chain = std::mem::take(&mut chains[chain]);
+        let mut none = crate::locks::SiteTotals::default();
+        let mut site = new_site(id, (line_names[chain].clone(), call_chain), &mut none, 0.0);
+        site.status = STATUS_NOT_ENGAGED;
+        sites.push(site);
+    }
+    let mut names = crate::names::Builder::new();
+    names.sites(sites.iter().map(|s| s.name.clone()));
+    let family_names: Vec<String> = families
+        .iter()
+        .map(|f| {
+            let first = &locks[f.first_lock.index()];
+            match line_names.get(first.origin_chain as usize) {
+                Some(line) if !first.in_variable => line.clone(),
+                _ => bases[f.first_lock.index()].0.clone(),
+            }
+        })
+        .collect();
+    names.locks(bases);
+    names.families(family_names);
+    let names = names.finish();
     let mut thread_reasons = crate::reasons::attribute(
         reasons,
         (&mut locks, &mut sites, &mut conds),
@@ -725,6 +721,47 @@ pub fn analyze(
         streams,
         raw_names,
         names,
+    }
+}
+
+/// A site of the report: line `id`, named and with its call chain, and
+/// what was counted there.
+fn new_site(
+    id: SiteId,
+    (name, call_chain): (String, Vec<Frame>),
+    totals: &mut crate::locks::SiteTotals,
+    threshold: f64,
+) -> Site {
+    let t = totals.totals;
+    let ratio = if t.engagements == 0 {
+        0.0
+    } else {
+        totals.weighted / t.engagements as f64
+    };
+    let own = call_chain.get(first_own_frame(&call_chain));
+    Site {
+        id,
+        name,
+        function: own.and_then(|f| f.function.clone()),
+        file: own.and_then(|f| f.file.clone()),
+        line: own.and_then(|f| f.line),
+        path: own.and_then(|f| f.path.clone()),
+        locks: std::mem::take(&mut totals.locks),
+        engagements: t.engagements,
+        contended: t.contended,
+        task_switches: t.task_switches,
+        wait_ns: t.wait_ns,
+        hold_ns: t.hold_ns,
+        wait: None,
+        ratio,
+        status: site_status(t.task_switches, ratio, threshold),
+        basis: "sharing",
+        suitable_accesses: None,
+        unsuitable_accesses: None,
+        engagement_ratios: None,
+        unsuitable_engagements: None,
+        reasons: Vec::new(),
+        call_chain,
     }
 }
 

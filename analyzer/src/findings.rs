@@ -654,8 +654,13 @@ pub fn build(
         {
             continue;
         }
-        // A line that only takes locks one thread took is said once, there.
-        if site.locks.iter().all(|l| alone.contains(l)) {
+        // A line that only takes locks one thread took is said once, there;
+        // one whose locks were misused is broken, not over-locked.
+        if site
+            .locks
+            .iter()
+            .all(|l| alone.contains(l) || misused.contains(l))
+        {
             continue;
         }
         // Threads are stuck waiting for one of its locks: it is shared.

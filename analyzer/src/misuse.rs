@@ -244,8 +244,12 @@ fn finding(s: &Seen, n: &Names) -> Finding {
             (n.thread)(s.other)
         ),
         What::DestroyHeld => format!(
-            "{who} destroyed {object} at {at}{times} while {} held it: destroying a locked lock is undefined (glibc refuses a locked mutex with EBUSY and leaves it as it was). Unlock it, and make sure no thread can still take it, first.",
-            if s.other == 0 { "a thread".to_string() } else { (n.thread)(s.other) }
+            "{who} destroyed {object} at {at}{times} while {}: destroying a held lock is undefined (glibc refuses a locked mutex with EBUSY and leaves it locked; an rwlock or spinlock it destroys regardless). Unlock it, and make sure no thread can still take it, first.",
+            match s.other {
+                0 => "a thread held it".to_string(),
+                t if t == s.tid => "it held it itself".to_string(),
+                t => format!("{} held it", (n.thread)(t)),
+            }
         ),
         What::DestroyWaited => format!(
             "{who} destroyed {object} at {at}{times} while {} blocked on it without a signal since: destroying a condition variable threads wait on is undefined (glibc's destroy then waits for them, which may be forever). Wake them and let them return first.",

@@ -709,6 +709,9 @@ pub struct Evidence {
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";
 pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
+/// A line that engaged no lock, a site only because a finding points at it
+/// (a misuse: an unlock of a lock nobody held, say).
+pub const STATUS_NOT_ENGAGED: &str = "not-engaged";
 pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
 pub const FINDING_SINGLE_THREAD: &str = "single-thread-lock";
 pub const FINDING_UNSUITABLE: &str = "unsuitable-site";
