@@ -70,16 +70,19 @@ struct WaitsWith {
 /// Reads the events once, with the rest of the event pass.
 #[derive(Default)]
 pub struct Collector {
-    seen: FxHashMap<(What, u32, u32), Seen>,
+    seen: FxHashMap<Key, Seen>,
     waits: FxHashMap<u32, SmallVec<[WaitsWith; 2]>>,
     /// Each condition's destroys while threads waited on it: (when, its
     /// notify sequence then, the misuse it is), to tell blocked waiters
     /// from woken ones by the waits that end after it.
-    destroys: FxHashMap<u32, Vec<(u64, u32, (What, u32, u32))>>,
+    destroys: FxHashMap<u32, Vec<(u64, u32, Key)>>,
 }
 
+/// What a misuse is filed under: what was done, to which object, where.
+type Key = (What, u32, u32);
+
 impl Collector {
-    fn note(&mut self, (what, object, site): (What, u32, u32), e: &EventRecord, other: u32) {
+    fn note(&mut self, (what, object, site): Key, e: &EventRecord, other: u32) {
         let entry = self.seen.entry((what, object, site)).or_insert(Seen {
             what,
             object,

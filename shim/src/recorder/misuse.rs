@@ -47,7 +47,7 @@ fn site(lane: &mut super::lanes::Lane, lock_id: u32, what: u32, at: At) -> u32 {
         At::Hook(hook) => hook,
     };
     let key = u64::from(lock_id) << 8 | u64::from(what);
-    let slot = (key as usize ^ (key >> 8) as usize * 31) % MEMO_SLOTS;
+    let slot = (key as usize ^ ((key >> 8) as usize * 31)) % MEMO_SLOTS;
     if MEMO_KEYS[slot].load(Ordering::Relaxed) == key {
         return MEMO_SITES[slot].load(Ordering::Relaxed);
     }
