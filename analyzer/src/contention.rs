@@ -83,6 +83,17 @@ pub struct LongHold {
     pub site: Option<SiteId>,
     /// Not timed itself: a thread waited this long for it, for it alone.
     pub at_least: bool,
+    /// What its holder did during a wait for it, when the waiter sampled
+    /// it: how long the holder ran on a CPU, of how long the wait lasted.
+    pub holder_ran: Option<HolderRan>,
+}
+
+/// How long a lock's holder ran during one wait for it (the rest of the
+/// wait it was off a CPU: preempted, or blocked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HolderRan {
+    pub ran_ns: u64,
+    pub of_ns: u64,
 }
 
 /// One wait for a lock during which other threads took it many times.
@@ -98,8 +109,8 @@ pub struct Starved {
     pub timed_out: bool,
 }
 
-/// (hold, tid, raw site, only a lower bound)
-type HoldAt = (u64, u32, u32, bool);
+/// (hold, tid, raw site, only a lower bound, the release sequence after it)
+type HoldAt = (u64, u32, u32, bool, u32);
 /// (releases passed over, wait, tid, raw site, timed out)
 type StarvedAt = (u32, u64, u32, u32, bool);
 
@@ -112,6 +123,8 @@ struct Blocked {
     wait: u64,
     /// Releases while it waited (1: it waited for one hold only).
     passed: u32,
+    /// The release sequence it got the lock at.
+    seq: u32,
 }
 
 /// A release that may have let a waiter in: (tid, site, shim time in the hold).
@@ -194,6 +207,9 @@ struct Pass {
     cond_latency: ById<Samples>,
     notify_pairs: FxHashMap<(u32, u32, u32), u64>,
     longest_hold: FxHashMap<u32, HoldAt>,
+    /// (raw lock, release sequence) → how long the holder of the hold that
+    /// ended there ran during a wait for it (sampled by the waiter).
+    holder_ran: FxHashMap<(u32, u32), HolderRan>,
     starved: FxHashMap<u32, StarvedAt>,
     /// [EOWNERDEAD, ENOTRECOVERABLE] results per lock.
     outcomes: FxHashMap<u32, [u64; 2]>,
@@ -223,6 +239,7 @@ impl Pass {
                         owner: e.other,
                         wait,
                         passed,
+                        seq: e.seq2,
                     };
                     let key = (e.lock_id, e.seq2);
                     match self.releases.take(&key) {
@@ -244,7 +261,7 @@ impl Pass {
                     // A hold that made a thread wait: threads were waiting
                     // at its release.
                     if e.other > 0 {
-                        self.long_hold(e.lock_id, (hold, e.tid, e.site_id), false);
+                        self.long_hold(e.lock_id, (hold, e.tid, e.site_id), (false, e.seq2));
                     }
                     // `deadline` carries the shim's time inside the hold.
                     self.holds_compensated
@@ -267,6 +284,15 @@ impl Pass {
                 }
             }
             EVENT_COND_WAIT => self.cond_wait(e),
+            EVENT_HOLDER => {
+                self.holder_ran.insert(
+                    (e.lock_id, e.seq2),
+                    HolderRan {
+                        ran_ns: e.deadline,
+                        of_ns: e.time2.saturating_sub(e.time),
+                    },
+                );
+            }
             EVENT_NOTIFY => {
                 let _ = self.notifies.insert((e.lock_id, e.seq2), (e.time, e.tid));
             }
@@ -285,10 +311,15 @@ impl Pass {
     /// A hold of `lock` that made a thread wait: measured, or (`at_least`)
     /// bounded below by a wait that ended at the first release after it
     /// began, which waited for that one hold only.
-    fn long_hold(&mut self, lock: u32, (hold, tid, site): (u64, u32, u32), at_least: bool) {
+    fn long_hold(
+        &mut self,
+        lock: u32,
+        (hold, tid, site): (u64, u32, u32),
+        (at_least, seq): (bool, u32),
+    ) {
         let longest = self.longest_hold.entry(lock).or_default();
         if hold > longest.0 {
-            *longest = (hold, tid, site, at_least);
+            *longest = (hold, tid, site, at_least, seq);
         }
     }
 
@@ -312,7 +343,7 @@ impl Pass {
             (owner, _) => owner,
         };
         if let Some((tid, site, _)) = release.filter(|_| b.passed == 1) {
-            self.long_hold(b.lock, (b.wait, tid, site), true);
+            self.long_hold(b.lock, (b.wait, tid, site), (true, b.seq));
         }
         if blocker == 0 || blocker == b.tid {
             return; // unknown, or a semaphore the thread itself will post
@@ -501,7 +532,7 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
 
-    for (raw, (hold_ns, tid, site, at_least)) in pass.longest_hold {
+    for (raw, (hold_ns, tid, site, at_least, seq)) in pass.longest_hold {
         if let Some(lock) = (names.lock)(raw) {
             out.longest_holds.push(LongHold {
                 lock,
@@ -509,6 +540,7 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
                 tid,
                 site: (names.site)(site),
                 at_least,
+                holder_ran: pass.holder_ran.get(&(raw, seq)).copied(),
             });
         }
     }

@@ -394,46 +394,93 @@ fn unnecessary_by_data(
     Some(finding)
 }
 
+/// What the holder did during a long hold, from the waiter's sample.
+fn holder_state(hold: Option<&LongHold>) -> HolderState {
+    match hold.and_then(|h| h.holder_ran) {
+        Some(r) => HolderState {
+            state: if r.ran_ns.saturating_mul(2) >= r.of_ns {
+                "running"
+            } else {
+                "off-cpu"
+            },
+            ran_ns: Some(r.ran_ns),
+            of_ns: Some(r.of_ns),
+        },
+        None => HolderState {
+            state: "unknown",
+            ran_ns: None,
+            of_ns: None,
+        },
+    }
+}
+
+/// What to do about a long hold, by what its holder did: a holder that ran
+/// had a long critical section; one off the CPU most of the time was
+/// preempted or blocked holding the lock, and a shorter critical section
+/// would not help.
+fn long_hold_advice(state: &HolderState, sections: &str) -> String {
+    match (state.state, state.ran_ns, state.of_ns) {
+        ("running", Some(ran), Some(of)) => format!(
+            "its holder ran on a CPU for {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
+            duration(ran),
+            duration(of)
+        ),
+        ("off-cpu", Some(ran), Some(of)) => format!(
+            "but its holder ran on a CPU for only {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; fewer threads than CPUs, or a lock that hands over in turn, help, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
+            duration(ran),
+            duration(of)
+        ),
+        _ => format!(
+            "whether its holder ran all that time was not sampled (a holder preempted on a busy machine holds as long): if it ran, shorten {sections} or move slow work out of it."
+        ),
+    }
+}
+
 fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
     let first = ev.lock(group[0]);
+    let longest = group
+        .iter()
+        .map(|&id| ev.lock(id))
+        .max_by_key(|l| ev.longest(l))
+        .unwrap_or(first);
+    let hold = ev.long_holds.get(&longest.id);
+    let state = holder_state(hold);
     let message = if group.len() == 1 {
         format!(
-            "{} {} was held for {}{} at a stretch{} while another thread waited: shorten the critical section or move slow work out of it.",
+            "{} {} was held for {}{} at a stretch{} while another thread waited; {}",
             first.kind,
             first.id,
-            if ev.long_holds.get(&first.id).is_some_and(|h| h.at_least) {
+            if hold.is_some_and(|h| h.at_least) {
                 "at least "
             } else {
                 ""
             },
             duration(ev.longest(first)),
-            ev.holder(first)
+            ev.holder(first),
+            long_hold_advice(&state, "the critical section")
         )
     } else {
-        let longest = group
-            .iter()
-            .map(|&id| ev.lock(id))
-            .max_by_key(|l| ev.longest(l))
-            .unwrap_or(first);
         let shortest = group
             .iter()
             .map(|&id| ev.longest(ev.lock(id)))
             .min()
             .unwrap_or(0);
         format!(
-            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}: shorten the critical sections or move slow work out of them.",
+            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}; for that one {}",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
             duration(shortest),
             longest.id,
             duration(ev.longest(longest)),
-            ev.holder(longest)
+            ev.holder(longest),
+            long_hold_advice(&state, "the critical sections")
         )
     };
     let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
+    finding.holder = Some(state);
     // The holder's line, not the lock's first (which may be a waiter's).
-    if let Some(site) = ev.long_holds.get(&first.id).and_then(|h| h.site) {
+    if let Some(site) = hold.and_then(|h| h.site) {
         finding.sites = vec![site];
     }
     finding

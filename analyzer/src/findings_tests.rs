@@ -138,6 +138,7 @@ fn long_hold_is_a_measured_hold_never_a_wait() {
             tid: 7,
             site: Some(SiteId(0)),
             at_least: false,
+            holder_ran: None,
         }],
         ..Contention::default()
     };

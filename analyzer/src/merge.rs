@@ -133,6 +133,7 @@ pub const RULES: &[Rule] = &[
     row(EVENT_CALL, Any, "blocking-call", (Makes, Follows), On::Object),
     row(EVENT_SWITCH, Any, "switch", (Makes, Follows), On::Object),
     row(EVENT_MISUSE, Any, "misuse", (Makes, Follows), On::Object),
+    row(EVENT_HOLDER, Any, "holder-ran", (Makes, Follows), On::Object),
 ];
 
 /// The rule of an event kind on an object of a kind (if known); an

@@ -684,10 +684,26 @@ pub struct Finding {
     /// `single-thread-lock` and `unnecessary-lock`: what the verdict rests on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// `long-hold`: what the holder did during the longest hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<HolderState>,
     /// `single-thread-lock`: what this run saw, in words, for the message
     /// evidence from other runs rewrites (see `evidence.rs`).
     #[serde(skip)]
     pub observed: String,
+}
+
+/// What a lock's holder did during a long hold, as a thread waiting for it
+/// sampled it (the holder's CPU time at both ends of the wait).
+#[derive(Debug, Clone, Serialize)]
+pub struct HolderState {
+    /// `running`: on a CPU for at least half the wait (the critical section
+    /// is long); `off-cpu`: off a CPU for more than half of it (preempted,
+    /// or blocked in a call or a page fault); `unknown`: not sampled.
+    pub state: &'static str,
+    /// How long the holder ran, and how long the wait lasted.
+    pub ran_ns: Option<u64>,
+    pub of_ns: Option<u64>,
 }
 
 /// What a finding that a lock protects nothing shared rests on.

@@ -644,6 +644,14 @@ pub const EVENT_DEPARTED: u32 = 16;
 /// the shim lost is no misuse.
 pub const EVENT_MISUSE: u32 = 17;
 
+/// How much of a contended wait the lock's holder spent on a CPU, sampled
+/// by the waiter (at most one wait a millisecond per thread), written just
+/// after the wait's `EVENT_BLOCKED`: the wait from `time` to `time2`;
+/// `other`: the holder; `deadline`: nanoseconds the holder ran meanwhile
+/// (its thread CPU clock at both ends); `seq`/`seq2`: as the wait's, so
+/// the hold it waited for is the one whose release left `seq2`.
+pub const EVENT_HOLDER: u32 = 18;
+
 /// An unlock of a lock nobody held.
 pub const MISUSE_UNLOCK_UNLOCKED: u32 = 1;
 /// An unlock by a thread other than the one holding the lock (`other`).

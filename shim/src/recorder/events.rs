@@ -22,6 +22,8 @@ pub struct Waiting {
     pub deadline: u64,
     /// Threads waiting for the lock as this one began, itself included.
     pub waiters: u32,
+    /// The holder's CPU time when the wait began, if sampled (0: not).
+    pub holder_cpu_ns: u64,
 }
 
 fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
@@ -148,6 +150,25 @@ pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now:
     let mut e = event(EVENT_OUTCOME, lock_id, site_id);
     e.other = errno;
     e.time = now;
+    write(lane, e);
+}
+
+/// How long the holder of a lock ran during a wait for it (see
+/// [`EVENT_HOLDER`]): it ran `ran_ns` of the wait from `started` to `now`.
+pub fn holder_ran(
+    lane: &mut Lane,
+    (lock_id, site_id): (u32, u32),
+    waited: &Waiting,
+    ran_ns: u64,
+    now: u64,
+) {
+    let mut e = event(EVENT_HOLDER, lock_id, site_id);
+    e.other = waited.owner;
+    e.seq = waited.seq;
+    e.seq2 = waited.ended_seq;
+    e.time = waited.started;
+    e.time2 = now;
+    e.deadline = ran_ns;
     write(lane, e);
 }
 

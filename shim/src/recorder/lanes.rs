@@ -85,6 +85,9 @@ pub struct Lane {
     pub thread: *mut ThreadRecord,
     pub tid: u32,
     pub sample_tick: u32,
+    /// When this thread may next sample a lock holder's CPU time during a
+    /// wait (see `locks::wait_begin`): at most once a millisecond.
+    pub holder_sample_at: u64,
     /// Time this thread spent in the shim's slow paths (site capture, trace
     /// growth), for overhead compensation; carried by every event.
     pub shim_ns: u64,
@@ -285,6 +288,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;
     lane.sample_tick = 0;
+    lane.holder_sample_at = 0;
     lane.shim_ns = 0;
     lane.active.store(true, Ordering::Release);
     Some(lane)

@@ -158,13 +158,16 @@ pub fn wait_begin(g: &InHook, p: &Prepared, deadline: u64) -> Waiting {
     // waits for those between this and the acquisition, on a read-write
     // lock or a semaphore).
     let asked = p.slot.seq.load(Ordering::Relaxed);
+    let owner = p.slot.holder.load(Ordering::Relaxed);
+    let started = now_ns();
     let waiting = Waiting {
         seq: asked,
         ended_seq: asked,
-        owner: p.slot.holder.load(Ordering::Relaxed),
-        started: now_ns(),
+        owner,
+        started,
         deadline,
         waiters: p.slot.waiting(),
+        holder_cpu_ns: holder_cpu_at_start(p.lane(), owner, started),
     };
     let pending = PendingWait {
         kind: WAIT_LOCK,
@@ -184,6 +187,18 @@ pub fn wait_begin(g: &InHook, p: &Prepared, deadline: u64) -> Waiting {
     };
     snapshot::on_wait_begin(p.lane(), &cause);
     waiting
+}
+
+/// The holder's CPU time as a wait for its lock begins, so the wait's end
+/// can tell whether it ran or was off a CPU meanwhile (a long hold by a
+/// preempted holder is no long critical section). A system call, so
+/// sampled: at most one wait a millisecond per thread; 0 when not.
+fn holder_cpu_at_start(lane: &mut Lane, owner: u32, now: u64) -> u64 {
+    if owner == 0 || owner == lane.tid || now < lane.holder_sample_at {
+        return 0;
+    }
+    lane.holder_sample_at = now + 1_000_000;
+    crate::sys::thread_cpu_ns(owner).unwrap_or(0)
 }
 
 /// A wait a cancellation unwound out of: it no longer waits.
@@ -218,6 +233,12 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
         seq,
         now,
     );
+    if waited.holder_cpu_ns != 0 {
+        if let Some(cpu) = crate::sys::thread_cpu_ns(waited.owner) {
+            let ran = cpu.saturating_sub(waited.holder_cpu_ns);
+            events::holder_ran(p.lane(), (p.lock_id(), site), waited, ran, now);
+        }
+    }
     // A slow path already: read the context switches the wait caused.
     switches::drain(p.lane(), false);
 }

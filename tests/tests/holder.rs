@@ -1,0 +1,70 @@
+//! Long holds told apart from preempted holders (issue 32, item 5):
+//! tests/c/holder.c holds a lock while it runs, or while it is starved of
+//! its CPU by busier threads, and measures its own hold (wall clock and
+//! thread CPU clock). The report's `long-hold` says which it was, from the
+//! waiter's sample of the holder's CPU time, and only a holder that ran
+//! gets "shorten the critical section".
+
+use locksuit_tests::*;
+
+fn long_hold(mode: &str) {
+    let bin = build_c("holder");
+    let dir = fresh_dir(&format!("holder_{mode}"));
+    let out = run_under_shim(&bin, &[mode], &dir);
+    assert_success(&out, mode);
+    let stdout = stdout_str(&out);
+    let wall: u64 = stdout_value(&stdout, "hold-wall-ns").parse().unwrap();
+    let cpu: u64 = stdout_value(&stdout, "hold-cpu-ns").parse().unwrap();
+    // What the holder itself saw: it ran for at least half its hold, or not.
+    let truth = if cpu * 2 >= wall {
+        "running"
+    } else {
+        "off-cpu"
+    };
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let found: Vec<&Value> = findings(p)
+        .iter()
+        .filter(|f| f["kind"] == "long-hold")
+        .collect();
+    assert_eq!(found.len(), 1, "{mode}: {}", short(&p["findings"]));
+    let f = found[0];
+    let holder = &f["holder"];
+    assert_eq!(
+        holder["state"],
+        truth,
+        "{mode}: the holder ran {cpu} ns of its {wall} ns hold: {}",
+        short(f)
+    );
+    // The waiter's sample covers its wait, which lies inside the hold.
+    let ran = u64_of(holder, "ran_ns");
+    let of = u64_of(holder, "of_ns");
+    assert!(
+        of <= wall && of * 2 >= wall,
+        "{mode}: waited {of} of {wall}: {}",
+        short(f)
+    );
+    assert!(
+        ran <= cpu + 2_000_000,
+        "{mode}: the holder ran {ran} ns of the wait, {cpu} ns of the whole hold"
+    );
+    let message = str_of(f, "message");
+    assert_eq!(
+        message.contains("shorten the critical section"),
+        truth == "running",
+        "{mode}: {message}"
+    );
+    if truth == "off-cpu" {
+        assert!(message.contains("preempted"), "{message}");
+    }
+}
+
+#[test]
+fn a_holder_that_runs_has_a_long_critical_section() {
+    long_hold("running");
+}
+
+#[test]
+fn a_preempted_holder_is_no_long_critical_section() {
+    long_hold("preempted");
+}
