@@ -108,6 +108,22 @@ pub fn analyze(
     progress: &mut dyn FnMut(),
 ) -> Process {
     let header = trace.header.clone();
+    // Threads named where the shim could not see it: the kernel's names,
+    // read now if the process is alive, or earlier by whoever stopped it.
+    if !header.complete() {
+        let live = if still_running(&header) {
+            live_thread_names(header.pid)
+        } else {
+            Default::default()
+        };
+        for t in trace.threads.iter_mut().filter(|t| t.name.is_none()) {
+            let tid = t.record.tid;
+            t.name = live
+                .get(&tid)
+                .or_else(|| limits.thread_names.get(&(header.pid, tid)))
+                .cloned();
+        }
+    }
 
     // Sites: the shim records one per (return address, caller's return
     // address); a site of the report is a line of the program's own code, so
@@ -796,6 +812,30 @@ pub fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
         e.trim_end_matches(" (deleted)") == recorded
     });
     same_start && same_program
+}
+
+/// The names of the live process `pid`'s threads that were named: those
+/// whose kernel name differs from the main thread's (a new thread starts
+/// with its creator's name; the main thread's is the program's).
+pub fn live_thread_names(pid: u32) -> std::collections::BTreeMap<u32, String> {
+    let comm = |tid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+            .ok()
+            .map(|c| c.trim_end_matches('\n').to_string())
+    };
+    let Some(program) = comm(pid) else {
+        return Default::default();
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Default::default();
+    };
+    tasks
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&tid| tid != pid)
+        .filter_map(|tid| Some((tid, comm(tid)?)))
+        .filter(|(_, name)| *name != program)
+        .collect()
 }
 
 /// Whether the live process `pid` has threads its trace does not record.

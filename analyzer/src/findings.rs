@@ -44,6 +44,11 @@ pub struct Limits {
     pub min_runs: u64,
     /// `--classes`: the user's blocking-class signatures.
     pub signatures: std::sync::Arc<crate::classes::Signatures>,
+    /// Thread names known from elsewhere, by (pid, tid): the kernel's, read
+    /// while the process was alive (`run --deadlock-timeout` reads them
+    /// before it stops a hung process), for threads named where the shim
+    /// could not see it (`prctl(PR_SET_NAME)`).
+    pub thread_names: std::sync::Arc<std::collections::BTreeMap<(u32, u32), String>>,
 }
 
 impl Default for Limits {
@@ -58,6 +63,7 @@ impl Default for Limits {
             min_acquisitions: 1000,
             min_runs: 5,
             signatures: Default::default(),
+            thread_names: Default::default(),
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct Detected {
     pub pid: u32,
     /// The deadlock findings, as the text report words them.
     pub explanation: Vec<String>,
+    /// The names its threads had (those that were named), read before it
+    /// is acted on: a thread named with `prctl` is named in no trace.
+    pub thread_names: std::collections::BTreeMap<u32, String>,
 }
 
 /// Watches the traces in one directory.
@@ -96,6 +99,7 @@ impl Watcher {
             }
             let pid = trace.header.pid;
             return Some(Detected {
+                thread_names: crate::analysis::live_thread_names(pid),
                 explanation: explain(&path, trace),
                 trace: path,
                 pid,

@@ -385,17 +385,31 @@ pub fn read_trace_indexed(
     }
     let lane_blocks = blocks.record_blocks();
     let mut current_lane = None;
-    let mut current_thread: Option<usize> = None;
+    let mut reading = Reading::default();
     for &(lane, _seq, index) in &lane_blocks {
         tick();
         if current_lane != Some(lane) {
             current_lane = Some(lane);
-            current_thread = None;
+            reading.thread = None;
         }
         let Some(payload) = block_payload(bytes, index, &mut trace.warnings) else {
             continue;
         };
-        read_records(&mut trace, payload, index, &mut current_thread);
+        read_records(&mut trace, payload, index, &mut reading);
+    }
+    // Names given to threads before the shim knew them (another thread
+    // named one it had just created): their record may come before the
+    // named thread's, in another lane. The latest thread of that pthread_t
+    // with no name yet takes it.
+    for r in reading.names_for_later {
+        if let Some(t) = trace
+            .threads
+            .iter_mut()
+            .rev()
+            .find(|t| t.record.pthread == r.pthread && t.name.is_none())
+        {
+            t.name = Some(c_string(&r.name));
+        }
     }
     // Event blocks: each lane's chain in order (after a flight-recorder
     // wrap only the most recent remain). Only where they are is kept here.
@@ -459,12 +473,16 @@ fn block_payload<'a>(
     Some(&block[BLOCK_HEADER_SIZE..BLOCK_HEADER_SIZE + used])
 }
 
-fn read_records(
-    trace: &mut Trace,
-    payload: &[u8],
-    block: usize,
-    current_thread: &mut Option<usize>,
-) {
+/// What reading the records carries from one record to the next.
+#[derive(Default)]
+struct Reading {
+    /// The thread whose lane is being read (its index in `threads`).
+    thread: Option<usize>,
+    /// Thread names whose thread was not read yet.
+    names_for_later: Vec<ThreadNameRecord>,
+}
+
+fn read_records(trace: &mut Trace, payload: &[u8], block: usize, reading: &mut Reading) {
     let mut off = 0usize;
     while off + size_of::<RecordHeader>() <= payload.len() {
         let rest = &payload[off..];
@@ -482,7 +500,7 @@ fn read_records(
             return;
         }
         let rec = &rest[..size];
-        let ok = decode_record(trace, rh, rec, current_thread);
+        let ok = decode_record(trace, rh, rec, reading);
         if !ok {
             trace.warnings.push(format!(
                 "block {block} offset {off}: malformed record of kind {}; skipped",
@@ -494,12 +512,8 @@ fn read_records(
 }
 
 /// Returns false if the record is malformed.
-fn decode_record(
-    trace: &mut Trace,
-    rh: RecordHeader,
-    rec: &[u8],
-    current_thread: &mut Option<usize>,
-) -> bool {
+fn decode_record(trace: &mut Trace, rh: RecordHeader, rec: &[u8], reading: &mut Reading) -> bool {
+    let current_thread = &mut reading.thread;
     let Some(kind) = RecordKind::from_u16(rh.kind) else {
         // A newer minor writer may add kinds; skip them.
         return true;
@@ -671,8 +685,10 @@ fn decode_record(
                 (r.tid != 0 && t.record.tid == r.tid)
                     || (r.tid == 0 && t.record.pthread == r.pthread)
             });
-            if let Some(t) = target {
-                t.name = Some(name);
+            match target {
+                Some(t) => t.name = Some(name),
+                None if r.tid == 0 => reading.names_for_later.push(r),
+                None => {}
             }
         }
     }

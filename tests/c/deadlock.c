@@ -10,11 +10,16 @@
  *                         main joins it.
  *   deadlock join-lock    main locks A, starts a thread that locks A, and
  *                         joins it: a cycle through a join and a lock.
+ *   deadlock named        abba, with its threads named: the first by main
+ *                         with pthread_setname_np right after creating it
+ *                         ("taker-ab"), the second by itself with prctl
+ *                         ("taker-ba"), which no hook sees.
  *
  * Output: "pid <pid>" and "ready", flushed, once the program is about to
  * hang. */
 #include "common.h"
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +43,12 @@ static void *take_ba(void *arg)
     pthread_barrier_wait(&both_hold_one);
     CHECK(pthread_mutex_lock(&a)); /* @ba-second */
     return NULL;
+}
+
+static void *take_ba_named(void *arg)
+{
+    prctl(PR_SET_NAME, "taker-ba");
+    return take_ba(arg);
 }
 
 static void *exit_holding(void *arg)
@@ -77,6 +88,13 @@ int main(int argc, char **argv)
         CHECK(pthread_barrier_init(&both_hold_one, NULL, 2));
         CHECK(pthread_create(&t1, NULL, take_ab, NULL));
         CHECK(pthread_create(&t2, NULL, take_ba, NULL));
+        ready();
+        CHECK(pthread_join(t1, NULL));
+    } else if (strcmp(mode, "named") == 0) {
+        CHECK(pthread_barrier_init(&both_hold_one, NULL, 2));
+        CHECK(pthread_create(&t1, NULL, take_ab, NULL));
+        CHECK(pthread_setname_np(t1, "taker-ab"));
+        CHECK(pthread_create(&t2, NULL, take_ba_named, NULL));
         ready();
         CHECK(pthread_join(t1, NULL));
     } else if (strcmp(mode, "self") == 0) {

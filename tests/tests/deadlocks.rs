@@ -390,6 +390,7 @@ fn run_with_a_deadlock_timeout_stops_a_hung_program() {
         ("self", "abort"),
         ("abandoned", "kill"),
         ("lost-wakeup", "kill"),
+        ("named", "kill"),
     ] {
         let root = fresh_dir(&format!("deadlock_run_{mode}"));
         let json = root.join("report.json");
@@ -416,6 +417,21 @@ fn run_with_a_deadlock_timeout_stops_a_hung_program() {
             !std::path::Path::new(&format!("/proc/{pid}")).exists(),
             "{mode}: process {pid} is not left running"
         );
+        if mode == "named" {
+            // Named by another thread before the shim knew it, and by
+            // itself where no hook sees it (issue 32, 7): both named.
+            let mut names: Vec<&str> = arr(the_deadlock(p).unwrap(), "cycle")
+                .iter()
+                .map(|step| step["thread_name"].as_str().unwrap_or("(none)"))
+                .collect();
+            names.sort_unstable();
+            assert_eq!(names, ["taker-ab", "taker-ba"], "{}", short(p));
+            let message = str_of(the_deadlock(p).unwrap(), "message");
+            assert!(
+                message.contains("(taker-ab)") && message.contains("(taker-ba)"),
+                "{message}"
+            );
+        }
         if mode == "abba" {
             let message = str_of(the_deadlock(p).unwrap(), "message");
             for marker in ["@ab-second", "@ba-second"] {

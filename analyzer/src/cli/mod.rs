@@ -514,6 +514,7 @@ impl ReportOptions {
             min_acquisitions: self.min_acquisitions,
             min_runs: self.min_runs,
             signatures: std::sync::Arc::new(signatures),
+            thread_names: Default::default(),
         })
     }
 }
@@ -581,8 +582,22 @@ fn run(args: RunArgs) -> i32 {
         }
     };
     let options = &args.options;
+    // A process it stopped for a deadlock: the names its threads had.
+    let thread_names: std::collections::BTreeMap<(u32, u32), String> = recorded
+        .deadlock
+        .iter()
+        .flat_map(|d| {
+            d.thread_names
+                .iter()
+                .map(|(&tid, n)| ((d.pid, tid), n.clone()))
+        })
+        .collect();
     let printed = options
         .limits()
+        .map(|limits| Limits {
+            thread_names: std::sync::Arc::new(thread_names),
+            ..limits
+        })
         .and_then(|limits| Ok((limits, options.prior_runs()?)))
         .and_then(|(limits, prior)| {
             build_report(
