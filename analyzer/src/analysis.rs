@@ -531,6 +531,30 @@ pub fn analyze(
             },
         );
         findings.append(&mut stops.findings);
+        // A holder off the CPU in calls it made holding the lock blocked:
+        // say so, rather than suspect preemption.
+        let blocked_under: Vec<LockId> = findings
+            .iter()
+            .filter(|f| f.kind == crate::stops::FINDING_BLOCKING_UNDER_LOCK)
+            .flat_map(|f| f.locks.iter().copied())
+            .collect();
+        for f in findings.iter_mut().filter(|f| {
+            f.kind == crate::findings::FINDING_LONG_HOLD
+                && f.locks.iter().any(|l| blocked_under.contains(l))
+        }) {
+            if let Some(state) = &f.holder {
+                let sections = if f.locks.len() == 1 {
+                    "the critical section"
+                } else {
+                    "the critical sections"
+                };
+                f.message = format!(
+                    "{}; {}",
+                    f.observed,
+                    crate::findings::long_hold_advice(state, sections, true)
+                );
+            }
+        }
         if let Some(data) = &data {
             let (found, unjudged) = crate::data::findings(data, &sites, &locks);
             findings.extend(found);

@@ -210,6 +210,8 @@ struct Pass {
     /// (raw lock, release sequence) → how long the holder of the hold that
     /// ended there ran during a wait for it (sampled by the waiter).
     holder_ran: FxHashMap<(u32, u32), HolderRan>,
+    /// Each ended thread's CPU time at its end, by tid (from its record).
+    cpu_at_end: FxHashMap<u32, u64>,
     starved: FxHashMap<u32, StarvedAt>,
     /// [EOWNERDEAD, ENOTRECOVERABLE] results per lock.
     outcomes: FxHashMap<u32, [u64; 2]>,
@@ -285,13 +287,18 @@ impl Pass {
             }
             EVENT_COND_WAIT => self.cond_wait(e),
             EVENT_HOLDER => {
-                self.holder_ran.insert(
-                    (e.lock_id, e.seq2),
-                    HolderRan {
-                        ran_ns: e.deadline,
-                        of_ns: e.time2.saturating_sub(e.time),
-                    },
-                );
+                let of_ns = e.time2.saturating_sub(e.time);
+                let ran_ns = if e.hdr.aux & HOLDER_ENDED != 0 {
+                    // The holder's CPU time at its end, less that at the start.
+                    match self.cpu_at_end.get(&e.other) {
+                        Some(&end) => end.saturating_sub(e.deadline).min(of_ns),
+                        None => return,
+                    }
+                } else {
+                    e.deadline
+                };
+                self.holder_ran
+                    .insert((e.lock_id, e.seq2), HolderRan { ran_ns, of_ns });
             }
             EVENT_NOTIFY => {
                 let _ = self.notifies.insert((e.lock_id, e.seq2), (e.time, e.tid));
@@ -398,7 +405,15 @@ pub fn analyze(
     ),
     progress: &mut dyn FnMut(),
 ) -> Contention {
-    let mut pass = Pass::default();
+    let mut pass = Pass {
+        cpu_at_end: trace
+            .threads
+            .iter()
+            .filter(|t| t.record.flags & THREAD_USAGE != 0)
+            .map(|t| (t.record.tid, t.record.cpu_ns))
+            .collect(),
+        ..Pass::default()
+    };
     let mut count = 0u64;
     let damaged_blocks = trace.events.for_each_merged(|e| {
         count += 1;

@@ -423,9 +423,15 @@ fn holder_state(hold: Option<&LongHold>) -> HolderState {
 /// What to do about a long hold, by what its holder did: a holder that ran
 /// had a long critical section; one off the CPU most of the time was
 /// preempted or blocked holding the lock, and a shorter critical section
-/// would not help.
-fn long_hold_advice(state: &HolderState, sections: &str) -> String {
+/// would not help. `blocked`: the holder made blocking calls holding it
+/// (a `blocking-under-lock` finding), which explain its time off the CPU.
+pub fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool) -> String {
     match (state.state, state.ran_ns, state.of_ns) {
+        ("off-cpu", Some(ran), Some(of)) if blocked => format!(
+            "but its holder ran on a CPU for only {} of the {} a thread waited: it blocked holding the lock, in calls blocking-under-lock names; move them out of {sections}.",
+            duration(ran),
+            duration(of)
+        ),
         ("running", Some(ran), Some(of)) => format!(
             "its holder ran on a CPU for {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
             duration(ran),
@@ -451,9 +457,9 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
         .unwrap_or(first);
     let hold = ev.long_holds.get(&longest.id);
     let state = holder_state(hold);
-    let message = if group.len() == 1 {
+    let observed = if group.len() == 1 {
         format!(
-            "{} {} was held for {}{} at a stretch{} while another thread waited; {}",
+            "{} {} was held for {}{} at a stretch{} while another thread waited",
             first.kind,
             first.id,
             if hold.is_some_and(|h| h.at_least) {
@@ -463,7 +469,6 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             },
             duration(ev.longest(first)),
             ev.holder(first),
-            long_hold_advice(&state, "the critical section")
         )
     } else {
         let shortest = group
@@ -472,7 +477,7 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             .min()
             .unwrap_or(0);
         format!(
-            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}; for that one {}",
+            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}; for that one",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
@@ -480,11 +485,17 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             longest.id,
             duration(ev.longest(longest)),
             ev.holder(longest),
-            long_hold_advice(&state, "the critical sections")
         )
     };
+    let sections = if group.len() == 1 {
+        "the critical section"
+    } else {
+        "the critical sections"
+    };
+    let message = format!("{observed}; {}", long_hold_advice(&state, sections, false));
     let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
     finding.holder = Some(state);
+    finding.observed = observed;
     // The holder's line, not the lock's first (which may be a waiter's).
     if let Some(site) = hold.and_then(|h| h.site) {
         finding.sites = vec![site];

@@ -687,8 +687,9 @@ pub struct Finding {
     /// `long-hold`: what the holder did during the longest hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<HolderState>,
-    /// `single-thread-lock`: what this run saw, in words, for the message
-    /// evidence from other runs rewrites (see `evidence.rs`).
+    /// `single-thread-lock` and `long-hold`: what this run saw, in words,
+    /// for the message more evidence rewrites (other runs: `evidence.rs`;
+    /// the holder's blocking calls: `analysis.rs`).
     #[serde(skip)]
     pub observed: String,
 }

@@ -241,6 +241,11 @@ fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
                 .flatten(),
             released_by: p.released_by.0,
             released_at,
+            held_by: if p.blocker == Blocker::Lock {
+                p.other
+            } else {
+                0
+            },
             timed_out: p.timed_out,
         });
     }

@@ -649,8 +649,14 @@ pub const EVENT_MISUSE: u32 = 17;
 /// after the wait's `EVENT_BLOCKED`: the wait from `time` to `time2`;
 /// `other`: the holder; `deadline`: nanoseconds the holder ran meanwhile
 /// (its thread CPU clock at both ends); `seq`/`seq2`: as the wait's, so
-/// the hold it waited for is the one whose release left `seq2`.
+/// the hold it waited for is the one whose release left `seq2`. With
+/// [`HOLDER_ENDED`] in aux bits 8..16 the holder had ended by the wait's
+/// end, and `deadline` is its CPU time when the wait began (its thread
+/// record has its CPU time at its end).
 pub const EVENT_HOLDER: u32 = 18;
+/// aux flag of an [`EVENT_HOLDER`]: the holder ended before the waiter
+/// could read its CPU clock again.
+pub const HOLDER_ENDED: u32 = 1 << 8;
 
 /// An unlock of a lock nobody held.
 pub const MISUSE_UNLOCK_UNLOCKED: u32 = 1;

@@ -139,6 +139,14 @@ fn one_blocking_row_from_the_holder_to_the_late_asker() {
         "one long-hold finding: {:?}",
         findings_for_lock(p, id)
     );
+    // A slept holding it: off the CPU, and blocked, not a long critical
+    // section (issue 32, item 5).
+    assert_eq!(long[0]["holder"]["state"], "off-cpu", "{}", short(long[0]));
+    let message = str_of(long[0], "message");
+    assert!(
+        message.contains("it blocked holding the lock") && !message.contains("shorten"),
+        "{message}"
+    );
     // At a 500 ms limit there is none.
     let relaxed = run_locksuit(&[
         "report",

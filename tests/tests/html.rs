@@ -204,6 +204,40 @@ fn the_page_draws_every_thread_with_classes_tooltips_and_handoffs() {
     let tip = attr(wait, "data-tip").unwrap();
     assert!(tip.contains("held by thread"), "{tip}");
     assert!(tip.contains(&line("marker: holder takes shared")), "{tip}");
+    // Every lock wait's tooltip names as its holder the blocker "who
+    // blocks whom" names for that wait (the holder when it began waiting,
+    // not the last thread to release it).
+    let blocked_by: Vec<(u64, u64)> = arr(p, "blocking")
+        .iter()
+        .map(|r| (u64_of(r, "blocked_tid"), u64_of(r, "blocker_tid")))
+        .collect();
+    for t in periods.iter().filter(|t| {
+        attr(t, "data-tip").is_some_and(|tip| tip.contains(": pthread_mutex_lock for "))
+    }) {
+        let tip = attr(t, "data-tip").unwrap();
+        let Some(held) = tip.split("held by thread ").nth(1) else {
+            continue;
+        };
+        let held: u64 = held
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let waiter: u64 = tip
+            .split("thread ")
+            .nth(1)
+            .unwrap()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            blocked_by.contains(&(waiter, held)),
+            "the tooltip's holder is who blocks whom's blocker: {tip}\n{blocked_by:?}"
+        );
+    }
 
     // The collated table: a row per blocking stack, and the finding.
     let rows = tags(&dom, "tr", "stack\"");

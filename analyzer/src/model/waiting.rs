@@ -209,6 +209,9 @@ pub struct TimelinePeriod {
     /// [`Timeline::lines`]).
     pub released_by: u32,
     pub released_at: Option<u32>,
+    /// Lock waits: the thread that held the lock when the wait began (0:
+    /// unknown), whom "who blocks whom" names as the blocker.
+    pub held_by: u32,
     /// A timed lock wait that gave up.
     pub timed_out: bool,
 }

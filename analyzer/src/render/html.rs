@@ -302,7 +302,8 @@ struct TimelineData<'a> {
     count: usize,
     /// Per period, varints: lane, start (from the previous period's start
     /// in the same lane, else from 0), duration, class, stack, releasing
-    /// lane + 1, release line + 1, lock + 1, timed out. Gzipped, base64.
+    /// lane + 1, release line + 1, lock + 1, timed out, lane of the holder
+    /// when the wait began + 1. Gzipped, base64.
     periods: String,
 }
 
@@ -363,10 +364,13 @@ fn timeline_json(p: &Process) -> String {
                 locks.len() - 1
             })
         });
-        let releaser = (period.released_by != 0)
-            .then(|| lane_of.get(&period.released_by).map(|&i| i + 1))
-            .flatten()
-            .unwrap_or(0);
+        let lane_number = |tid: u32| {
+            (tid != 0)
+                .then(|| lane_of.get(&tid).map(|&i| i + 1))
+                .flatten()
+                .unwrap_or(0)
+        };
+        let releaser = lane_number(period.released_by);
         for v in [
             lane as u64,
             period.start_ns.saturating_sub(base),
@@ -377,6 +381,7 @@ fn timeline_json(p: &Process) -> String {
             period.released_at.map_or(0, |l| u64::from(l) + 1),
             lock as u64,
             u64::from(period.timed_out),
+            lane_number(period.held_by) as u64,
         ] {
             varint(&mut packed, v);
         }

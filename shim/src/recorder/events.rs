@@ -154,15 +154,20 @@ pub fn outcome(lane: &mut Lane, (lock_id, site_id): (u32, u32), errno: u32, now:
 }
 
 /// How long the holder of a lock ran during a wait for it (see
-/// [`EVENT_HOLDER`]): it ran `ran_ns` of the wait from `started` to `now`.
+/// [`EVENT_HOLDER`]): it ran `ran` nanoseconds of the wait from `started`
+/// to `now` (`Err(cpu at the start)`: it ended first).
 pub fn holder_ran(
     lane: &mut Lane,
     (lock_id, site_id): (u32, u32),
     waited: &Waiting,
-    ran_ns: u64,
+    ran: Result<u64, u64>,
     now: u64,
 ) {
-    let mut e = event(EVENT_HOLDER, lock_id, site_id);
+    let (flags, ran_ns) = match ran {
+        Ok(ns) => (0, ns),
+        Err(at_start) => (HOLDER_ENDED, at_start),
+    };
+    let mut e = event(EVENT_HOLDER | flags, lock_id, site_id);
     e.other = waited.owner;
     e.seq = waited.seq;
     e.seq2 = waited.ended_seq;

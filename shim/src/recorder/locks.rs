@@ -234,10 +234,12 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
         now,
     );
     if waited.holder_cpu_ns != 0 {
-        if let Some(cpu) = crate::sys::thread_cpu_ns(waited.owner) {
-            let ran = cpu.saturating_sub(waited.holder_cpu_ns);
-            events::holder_ran(p.lane(), (p.lock_id(), site), waited, ran, now);
-        }
+        // A holder that ended as soon as it let go (a thread's last unlock)
+        // has no clock left; its record has its CPU time at its end.
+        let ran = crate::sys::thread_cpu_ns(waited.owner)
+            .map(|cpu| cpu.saturating_sub(waited.holder_cpu_ns))
+            .ok_or(waited.holder_cpu_ns);
+        events::holder_ran(p.lane(), (p.lock_id(), site), waited, ran, now);
     }
     // A slow path already: read the context switches the wait caused.
     switches::drain(p.lane(), false);

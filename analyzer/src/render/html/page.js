@@ -23,7 +23,7 @@
 
   // The packed periods into per-lane columns (see html.rs: TimelineData).
   function decode(bytes, count, lanes) {
-    const cols = lanes.map(() => ({ start: [], end: [], cls: [], stack: [], rel: [], relAt: [], lock: [], timedOut: [] }));
+    const cols = lanes.map(() => ({ start: [], end: [], cls: [], stack: [], rel: [], relAt: [], lock: [], timedOut: [], held: [] }));
     let i = 0;
     const next = () => {
       let v = 0, mul = 1, b;
@@ -39,7 +39,7 @@
       c.start.push(start);
       c.end.push(start + next());
       c.cls.push(next()); c.stack.push(next()); c.rel.push(next());
-      c.relAt.push(next()); c.lock.push(next()); c.timedOut.push(next());
+      c.relAt.push(next()); c.lock.push(next()); c.timedOut.push(next()); c.held.push(next());
     }
     return cols;
   }
@@ -82,9 +82,18 @@
         `thread ${d.lanes[lane].name}, from ${fmt(c.start[j])} to ${fmt(c.end[j])}`,
       ];
       if (c.lock[j]) lines.push(`waited for lock ${d.locks[c.lock[j] - 1]}`);
+      // The blocker is the thread that held the lock when the wait began,
+      // as in the report's "who blocks whom"; the last releaser may differ.
+      const held = c.held[j] || c.rel[j];
+      if (held) {
+        const at = c.relAt[j] && held === c.rel[j] ? ` (taken at ${d.lines[c.relAt[j] - 1]})` : "";
+        lines.push(`held by thread ${d.lanes[held - 1].name}${at} when this one began waiting`);
+      }
       if (c.rel[j]) {
         const at = c.relAt[j] ? ` (taken at ${d.lines[c.relAt[j] - 1]})` : "";
-        lines.push(`held by thread ${d.lanes[c.rel[j] - 1].name}${at}, which released it to this one`);
+        lines.push(c.rel[j] === held
+          ? `which released it to this one`
+          : `released to this one by thread ${d.lanes[c.rel[j] - 1].name}${at}, which took it meanwhile`);
       }
       lines.push(`at ${s.line}`);
       for (const f of s.frames) lines.push(`  ${f}`);
