@@ -127,8 +127,9 @@ struct Blocked {
     seq: u32,
 }
 
-/// A release that may have let a waiter in: (tid, site, shim time in the hold).
-type Release = (u32, u32, u64);
+/// A release that may have let a waiter in: (tid, site, shim time in the
+/// hold, whether the hold was timed).
+type Release = (u32, u32, u64, bool);
 
 /// A map of at most `JOIN_WINDOW` recent entries; the oldest is handed back
 /// when a new one pushes it out.
@@ -210,6 +211,9 @@ struct Pass {
     /// (raw lock, release sequence) → how long the holder of the hold that
     /// ended there ran during a wait for it (sampled by the waiter).
     holder_ran: FxHashMap<(u32, u32), HolderRan>,
+    /// Per raw lock: holds not timed that a thread waited for, for each
+    /// alone, and those waits (each hold lasted at least its wait).
+    hold_bounds: FxHashMap<u32, (u64, u64)>,
     /// Each ended thread's CPU time at its end, by tid (from its record).
     cpu_at_end: FxHashMap<u32, u64>,
     starved: FxHashMap<u32, StarvedAt>,
@@ -274,7 +278,7 @@ impl Pass {
                 // writes every release; only these can be matched).
                 if e.other > 0 {
                     let key = (e.lock_id, e.seq2);
-                    let release = (e.tid, e.site_id, e.deadline);
+                    let release = (e.tid, e.site_id, e.deadline, e.time2 != 0);
                     match self.waiting.take(&key) {
                         Some(list) => self.settle_all(list, Some(release)),
                         None => {
@@ -341,16 +345,23 @@ impl Pass {
     fn settle(&mut self, b: &Blocked, release: Option<Release>) {
         // The wait lasted as long as the hold that caused it; the shim's
         // own time inside that hold came out of the wait too.
-        let shim = release.map_or(0, |(_, _, shim)| shim);
+        let shim = release.map_or(0, |(_, _, shim, _)| shim);
         self.waits_compensated
             .entry(b.lock)
             .push(b.wait.saturating_sub(shim));
         let blocker = match (b.owner, release) {
-            (0, Some((tid, _, _))) => tid,
+            (0, Some((tid, _, _, _))) => tid,
             (owner, _) => owner,
         };
-        if let Some((tid, site, _)) = release.filter(|_| b.passed == 1) {
+        if let Some((tid, site, _, timed)) = release.filter(|_| b.passed == 1) {
             self.long_hold(b.lock, (b.wait, tid, site), (true, b.seq));
+            // An untimed hold a thread waited for, for it alone, lasted at
+            // least that wait.
+            if !timed {
+                let bound = self.hold_bounds.entry(b.lock).or_default();
+                bound.0 += 1;
+                bound.1 = bound.1.saturating_add(b.wait);
+            }
         }
         if blocker == 0 || blocker == b.tid {
             return; // unknown, or a semaphore the thread itself will post
@@ -358,7 +369,7 @@ impl Pass {
         let row = self.rows.entry((b.lock, blocker, b.tid)).or_default();
         row.0 += 1;
         row.1 = row.1.saturating_add(b.wait);
-        if let Some((_, site, _)) = release.filter(|&(tid, _, _)| tid == blocker) {
+        if let Some((_, site, _, _)) = release.filter(|&(tid, _, _, _)| tid == blocker) {
             let pair = self.site_pairs.entry((site, b.site)).or_default();
             pair.0 += 1;
             pair.1 = pair.1.saturating_add(b.wait);
@@ -573,12 +584,29 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
         }
     }
     out.starved.sort_by_key(|s| s.lock);
+    for (raw, (count, ns)) in pass.hold_bounds {
+        if let Some(id) = (names.lock)(raw) {
+            if let Some(lock) = targets.locks.get_mut(id.index()) {
+                let add = |w: &mut WaitedHolds| {
+                    w.count = w.count.saturating_add(count);
+                    w.wait_ns = w.wait_ns.saturating_add(ns);
+                };
+                add(lock
+                    .rare_mut()
+                    .waited_holds
+                    .get_or_insert_with(Default::default));
+                if let Some(f) = targets.families.get_mut(lock.family.index()) {
+                    add(f.waited_holds.get_or_insert_with(Default::default));
+                }
+            }
+        }
+    }
     for (raw, [owner_died, not_recoverable]) in pass.outcomes {
         if let Some(lock) = (names.lock)(raw).and_then(|id| targets.locks.get_mut(id.index())) {
-            lock.outcomes = Some(Box::new(Outcomes {
+            lock.rare_mut().outcomes = Some(Outcomes {
                 owner_died,
                 not_recoverable,
-            }));
+            });
         }
     }
 

@@ -57,6 +57,7 @@ pub fn build(locks: &mut [Lock]) -> Vec<Family> {
                 wait_ns: 0,
                 hold_ns: 0,
                 hold_samples: 0,
+                waited_holds: None,
                 threads: 0,
                 sharing_ratio: 0.0,
                 process_shared: false,

@@ -139,7 +139,7 @@ pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) 
         read: None,
         write: None,
         posts: 0,
-        outcomes: None,
+        rare: None,
         reasons: None,
         family: FamilyId(0),
         origin_chain: u32::MAX,

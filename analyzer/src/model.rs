@@ -448,10 +448,11 @@ pub struct Lock {
     /// Semaphores only: `sem_post` calls (not acquisitions, but engagements
     /// of the posting thread for the sharing ratio).
     pub posts: u64,
-    /// Robust mutexes: acquisitions that returned EOWNERDEAD (taken, the
-    /// previous owner died holding it) and ENOTRECOVERABLE (refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub outcomes: Option<Box<Outcomes>>,
+    /// What few locks have, boxed (a million locks must stay small):
+    /// robust outcomes, holds that were waited for but not timed. Written
+    /// as fields of the lock.
+    #[serde(flatten)]
+    pub rare: Option<Box<RareFigures>>,
     /// Why waits for it ended, most first; `try-failed` counts the
     /// trylocks that found it taken (exact, from the counters). Boxed, as
     /// most locks have none: written as `[]` then.
@@ -488,6 +489,7 @@ pub struct Family {
     pub wait_ns: u64,
     pub hold_ns: u64,
     pub hold_samples: u64,
+    pub waited_holds: Option<WaitedHolds>,
     /// Distinct threads that engaged any of its locks.
     pub threads: u32,
     /// Engagement-weighted sharing ratio of its locks.
@@ -499,6 +501,40 @@ pub struct Family {
     pub hold: Option<DurationStats>,
     pub wait_compensated: Option<DurationStats>,
     pub hold_compensated: Option<DurationStats>,
+}
+
+/// What few locks have (see [`Lock::rare`]).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RareFigures {
+    /// Robust mutexes: acquisitions that returned EOWNERDEAD (taken, the
+    /// previous owner died holding it) and ENOTRECOVERABLE (refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Outcomes>,
+    /// Holds that were not timed (they began uncontended) but that a thread
+    /// waited for, for each alone: each lasted at least that wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_holds: Option<WaitedHolds>,
+}
+
+impl Lock {
+    /// Its rare figures, made on first need.
+    pub fn rare_mut(&mut self) -> &mut RareFigures {
+        self.rare.get_or_insert_with(Default::default)
+    }
+
+    /// Its holds that were waited for but not timed, if any.
+    pub fn waited_holds(&self) -> Option<WaitedHolds> {
+        self.rare.as_ref().and_then(|r| r.waited_holds)
+    }
+}
+
+/// Holds not timed that threads waited for (see [`RareFigures`]).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct WaitedHolds {
+    /// How many.
+    pub count: u64,
+    /// The waits they caused: their holds lasted at least this long in all.
+    pub wait_ns: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

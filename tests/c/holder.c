@@ -7,6 +7,11 @@
  *                      threads at the normal priority: it holds the lock
  *                      far longer than it runs.
  *
+ *   holder rounds      ten times, the holder takes the lock and sleeps
+ *                      20 ms under it while main waits for it: holds that
+ *                      began uncontended (not timed) but made main wait.
+ *                      Prints "held-ns N", their total.
+ *
  * The holder measures its own hold (wall clock and its thread CPU clock)
  * and prints "hold-wall-ns N" and "hold-cpu-ns N": the ground truth the
  * report's verdict is checked against, whatever else the machine does.
@@ -68,8 +73,45 @@ static void *hold(void *arg)
     return NULL;
 }
 
+static atomic_int round_held, round_done;
+static long long held_total;
+
+static void *hold_rounds(void *arg)
+{
+    (void)arg;
+    for (int i = 1; i <= 10; i++) {
+        CHECK(pthread_mutex_lock(&held_lock));
+        long long t0 = now_ns();
+        atomic_store(&round_held, i);
+        sleep_ms(20);
+        held_total += now_ns() - t0;
+        CHECK(pthread_mutex_unlock(&held_lock)); /* @round-release */
+        while (atomic_load(&round_done) < i)
+            sleep_ms(1);
+    }
+    return NULL;
+}
+
+static int rounds(void)
+{
+    pthread_t holder;
+    CHECK(pthread_create(&holder, NULL, hold_rounds, NULL));
+    for (int i = 1; i <= 10; i++) {
+        while (atomic_load(&round_held) < i)
+            sleep_ms(1);
+        CHECK(pthread_mutex_lock(&held_lock)); /* @round-wait */
+        CHECK(pthread_mutex_unlock(&held_lock));
+        atomic_store(&round_done, i);
+    }
+    CHECK(pthread_join(holder, NULL));
+    printf("held-ns %lld\n", held_total);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "rounds"))
+        return rounds();
     int preempted = argc > 1 && !strcmp(argv[1], "preempted");
     cpu_work_ns = preempted ? 2000000LL : 30000000LL;
     pinned = sysconf(_SC_NPROCESSORS_ONLN) >= 2 && pin(1);

@@ -68,3 +68,35 @@ fn a_holder_that_runs_has_a_long_critical_section() {
 fn a_preempted_holder_is_no_long_critical_section() {
     long_hold("preempted");
 }
+
+/// Ten holds of 20 ms that began uncontended (so were not timed) and made
+/// a thread wait: the lock's hold says at least the waits they caused,
+/// not only the waiter's own short timed holds (issue 32, item 7).
+#[test]
+fn holds_a_thread_waited_for_count_at_least_the_wait() {
+    let bin = build_c("holder");
+    let dir = fresh_dir("holder_rounds");
+    let out = run_under_shim(&bin, &["rounds"], &dir);
+    assert_success(&out, "rounds");
+    let held: u64 = stdout_value(&stdout_str(&out), "held-ns").parse().unwrap();
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let lock = lock_by_id(p, "&held_lock");
+    let waited = &lock["waited_holds"];
+    assert_eq!(u64_of(waited, "count"), 10, "{}", short(lock));
+    // Each wait began after its hold did and ended after it: a lower bound.
+    let bound = u64_of(waited, "wait_ns");
+    assert!(
+        bound <= held && bound * 4 >= held,
+        "{bound} of {held}: {}",
+        short(lock)
+    );
+    // The text's hold column says so, as a lower bound.
+    let text = stdout_str(&run_locksuit(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--width",
+        "200",
+    ]));
+    assert!(text.contains("10 waited for)"), "{text}");
+}

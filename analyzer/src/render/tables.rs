@@ -187,7 +187,7 @@ fn locks_table(out: &mut String, p: &Process, o: &TextOptions) {
         figure("threads", 3),
         figure("sharing", 4),
         figure("wait", 0),
-        whole("hold (timed)", 8),
+        whole("hold", 8),
         words("sites", 6),
     ]);
     for f in order.iter().take(TABLE_ROWS) {
@@ -206,17 +206,33 @@ fn locks_table(out: &mut String, p: &Process, o: &TextOptions) {
             f.threads.to_string().into(),
             format!("{:.2}", f.sharing_ratio).into(),
             duration(f.wait_ns).into(),
-            format!("{} ({})", duration(f.hold_ns), f.hold_samples).into(),
+            hold_cell(f).into(),
             site_ids(&f.sites),
         ]);
     }
     let title = format!(
         "Locks, largest {:?} first (a family, locks of one kind taken at the same lines, is one \
-         row: its first lock's name ×<locks>, figures summed, address of its first lock)",
+         row: its first lock's name ×<locks>, figures summed, address of its first lock; hold: \
+         the holds that were timed, and ≥ with the waits that untimed holds made a thread sit \
+         through, which they lasted at least)",
         o.sort
     );
     let hidden = order.len().saturating_sub(TABLE_ROWS);
     section(out, &title, &grid, hidden, "rows", o.width);
+}
+
+/// A lock's holds as far as they were measured: the timed ones, and the
+/// untimed ones another thread waited for, each at least that wait long.
+fn hold_cell(f: &Family) -> String {
+    match f.waited_holds {
+        Some(w) if w.count > 0 => format!(
+            "≥{} ({} timed, {} waited for)",
+            duration(f.hold_ns.saturating_add(w.wait_ns)),
+            f.hold_samples,
+            w.count
+        ),
+        _ => format!("{} ({} timed)", duration(f.hold_ns), f.hold_samples),
+    }
 }
 
 fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
