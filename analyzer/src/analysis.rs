@@ -5,9 +5,9 @@
 //! - sharing ratio of a lock = share of its engagements made by threads
 //!   other than the thread that engaged it most;
 //! - site ratio = engagement-weighted sharing ratio of the locks it engaged;
-//! - a site is definitely-suitable once it had a task-switching engagement
-//!   and its ratio is at or above the threshold, apparently-unsuitable otherwise;
-//! - findings: `unnecessary-lock` for a lock only one thread engaged,
+//! - a site's status is the seed's three line states (see [`site_status`]);
+//! - findings: `single-thread-lock` for a lock only one thread engaged
+//!   (`unnecessary-lock` with more evidence, see `evidence.rs`),
 //!   `unsuitable-site` for an apparently-unsuitable site whose ratio is
 //!   below the threshold. Both are ranked by wait time, then engagements.
 
@@ -74,13 +74,37 @@ pub fn sharing_ratio(per_thread: impl IntoIterator<Item = u64>) -> f64 {
     (others / most).min(1.0)
 }
 
-/// Verdict for a site.
-pub fn site_status(task_switches: u64, ratio: f64, threshold: f64) -> &'static str {
-    if task_switches > 0 && ratio >= threshold {
-        STATUS_SUITABLE
-    } else {
+/// A line's state, as the lock-suitability seed defines the three: each
+/// engagement that caused a task switch with a ratio at or above the
+/// threshold *qualifies*; any other marks the line apparently unsuitable;
+/// a qualifying engagement of a line so marked makes it definitely
+/// suitable. Judged over the whole run, not in the order the engagements
+/// came:
+/// - `apparently-unsuitable`: no engagement qualified;
+/// - `definitely-suitable`: some did, and some did not;
+/// - `apparently-suitable`: every engagement qualified (nothing marked it
+///   apparently unsuitable, nor showed more).
+pub fn line_state(engagements: u64, qualifying: u64) -> &'static str {
+    if qualifying == 0 {
         STATUS_UNSUITABLE
+    } else if qualifying >= engagements {
+        STATUS_APPARENTLY_SUITABLE
+    } else {
+        STATUS_SUITABLE
     }
+}
+
+/// A line's state by its sharing ratio (one figure for all its
+/// engagements): those that caused a task switch qualify when the ratio
+/// is at or above the threshold.
+pub fn site_status(
+    engagements: u64,
+    task_switches: u64,
+    ratio: f64,
+    threshold: f64,
+) -> &'static str {
+    let qualifying = if ratio >= threshold { task_switches } else { 0 };
+    line_state(engagements, qualifying)
 }
 
 /// How much of a trace [`analyze`] reads.
@@ -794,7 +818,8 @@ fn new_site(
         hold_ns: t.hold_ns,
         wait: None,
         ratio,
-        status: site_status(t.task_switches, ratio, threshold),
+        status: site_status(t.engagements, t.task_switches, ratio, threshold),
+        sharing_ratio: ratio,
         basis: "sharing",
         suitable_accesses: None,
         unsuitable_accesses: None,
@@ -1018,9 +1043,14 @@ mod tests {
     }
 
     #[test]
-    fn status_needs_a_task_switch_and_the_threshold() {
-        assert_eq!(site_status(0, 0.9, 0.3), STATUS_UNSUITABLE);
-        assert_eq!(site_status(1, 0.2, 0.3), STATUS_UNSUITABLE);
-        assert_eq!(site_status(1, 0.3, 0.3), STATUS_SUITABLE);
+    fn the_three_line_states_of_the_seed() {
+        // No engagement switched, or the ratio is below the threshold.
+        assert_eq!(site_status(10, 0, 0.9, 0.3), STATUS_UNSUITABLE);
+        assert_eq!(site_status(10, 10, 0.2, 0.3), STATUS_UNSUITABLE);
+        // Some engagements qualified, some marked it apparently unsuitable.
+        assert_eq!(site_status(10, 1, 0.3, 0.3), STATUS_SUITABLE);
+        // Every engagement qualified: apparently suitable, no more.
+        assert_eq!(site_status(10, 10, 0.3, 0.3), STATUS_APPARENTLY_SUITABLE);
+        assert_eq!(line_state(0, 0), STATUS_UNSUITABLE);
     }
 }

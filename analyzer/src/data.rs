@@ -285,7 +285,30 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
                 not_waited_for: not_waited.to_vec(),
             });
         }
-        site.status = data_status(*suitable, *unsuitable, site.task_switches, threshold);
+        let all = suitable + unsuitable;
+        // What the verdict uses: the share of suitable accesses.
+        site.ratio = if all == 0 {
+            1.0
+        } else {
+            *suitable as f64 / all as f64
+        };
+        site.status = match ratios {
+            // Each engagement by its own share: the seed's line states.
+            Some([not_waited, waited]) => {
+                let engagements: u64 = not_waited.iter().chain(waited).sum();
+                let qualifying: u64 = (0..RATIO_BUCKETS)
+                    .filter(|&i| i as f64 / 10.0 >= threshold - 1e-9)
+                    .map(|i| waited[i])
+                    .sum();
+                crate::analysis::line_state(engagements, qualifying)
+            }
+            None => data_status(
+                *suitable,
+                *unsuitable,
+                (site.engagements, site.task_switches),
+                threshold,
+            ),
+        };
     }
 }
 
@@ -293,7 +316,12 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
 /// critical sections touched is shared (the seed's "definitely suitable":
 /// another thread needs it); otherwise the sharing rule on the data ratio
 /// (suitable / all accesses).
-fn data_status(suitable: u64, unsuitable: u64, task_switches: u64, threshold: f64) -> &'static str {
+fn data_status(
+    suitable: u64,
+    unsuitable: u64,
+    (engagements, task_switches): (u64, u64),
+    threshold: f64,
+) -> &'static str {
     if suitable > 0 && unsuitable == 0 {
         return STATUS_SUITABLE;
     }
@@ -303,7 +331,7 @@ fn data_status(suitable: u64, unsuitable: u64, task_switches: u64, threshold: f6
     } else {
         suitable as f64 / all as f64
     };
-    crate::analysis::site_status(task_switches, ratio, threshold)
+    crate::analysis::site_status(engagements, task_switches, ratio, threshold)
 }
 
 fn names(data: &BTreeMap<String, bool>, shared: Option<bool>) -> String {

@@ -66,6 +66,7 @@ fn site(id: &str, locks: &[&str]) -> Site {
         hold_ns: 0,
         wait: None,
         ratio: 0.5,
+        sharing_ratio: 0.5,
         status: STATUS_SUITABLE,
         basis: "sharing",
         suitable_accesses: None,

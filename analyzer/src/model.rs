@@ -585,8 +585,13 @@ pub struct Site {
     pub hold_ns: u64,
     /// Contended waits at this line.
     pub wait: Option<DurationStats>,
-    /// Engagement-weighted sharing ratio of the locks it engaged.
+    /// The figure its status rests on: with basis `sharing`, the
+    /// engagement-weighted sharing ratio of the locks it engaged; with basis
+    /// `data`, the share of its accesses that were suitable.
     pub ratio: f64,
+    /// The engagement-weighted sharing ratio of the locks it engaged, on
+    /// either basis.
+    pub sharing_ratio: f64,
     pub status: &'static str,
     /// What `status` rests on: `data` (what its critical sections touched,
     /// in a program built with `locksuit cc`) or `sharing` (`ratio`).
@@ -761,6 +766,7 @@ pub struct Evidence {
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";
+pub const STATUS_APPARENTLY_SUITABLE: &str = "apparently-suitable";
 pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
 /// A line that engaged no lock, a site only because a finding points at it
 /// (a misuse: an unlock of a lock nobody held, say).

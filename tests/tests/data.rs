@@ -191,6 +191,14 @@ fn disjoint_data_and_read_only_sharing_are_found() {
         .find(|s| s["suitable_accesses"] == 0 && s["unsuitable_accesses"] == 6000)
         .unwrap_or_else(|| panic!("{}", p["sites"]));
     assert_eq!(str_of(tally_line, "status"), "apparently-unsuitable");
+    // Its ratio is the figure the verdict used: none of its accesses were
+    // suitable, whatever the lock's sharing ratio (issue 32, item 7).
+    assert_eq!(f64_of(tally_line, "ratio"), 0.0, "{}", short(tally_line));
+    assert!(
+        f64_of(tally_line, "sharing_ratio") > 0.0,
+        "{}",
+        short(tally_line)
+    );
 }
 
 /// tests/c/data_reuse.c: a heap block freed by one thread and allocated

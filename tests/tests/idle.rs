@@ -42,3 +42,33 @@ fn threads_running_freely_leave_none_idle_beyond_what_they_cannot_fill() {
     assert!((avg - (cpus - 2.0).max(0.0)).abs() < 0.15, "{idle}");
     assert!(arr(&idle, "by_lock").is_empty(), "{idle}");
 }
+
+/// The text says which figure is wall-clock time and which adds waits up
+/// over threads: the process's time with a waiter counts waits at the same
+/// time once, so it can be less than one lock's added-up waits, and must
+/// not read as a total just before a larger one (issue 32, item 7).
+#[test]
+fn the_idle_lines_say_what_each_time_measures() {
+    let bin = build_c("idle");
+    let dir = fresh_dir("idle-text");
+    assert_success(&run_under_shim(&bin, &["serial"], &dir), "idle");
+    let text = stdout_str(&run_locksuit(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--width",
+        "300",
+    ]));
+    let first = text
+        .lines()
+        .find(|l| l.contains("processors stood idle"))
+        .expect(&text);
+    assert!(
+        first.contains("of wall-clock time") && !first.contains("in all"),
+        "{first}"
+    );
+    let per_lock = text
+        .lines()
+        .find(|l| l.contains("while threads waited on"))
+        .expect(&text);
+    assert!(per_lock.contains("added up over the threads"), "{per_lock}");
+}

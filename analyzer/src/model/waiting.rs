@@ -166,6 +166,8 @@ pub struct IdleWhileWaiting {
 #[derive(Debug, Serialize)]
 pub struct LockIdle {
     pub lock: LockId,
+    /// Its waits added up over the threads (unlike the process's
+    /// `wait_ns`, wall-clock time: several may wait at once).
     pub wait_ns: u64,
     pub idle_processors: f64,
 }

@@ -23,7 +23,7 @@ fn idle_lines(out: &mut String, p: &Process, width: usize) {
         return;
     };
     let text = format!(
-        "While threads waited on synchronisation ({} in all), on average {:.2} of {} processors stood idle (from the timeline: a thread not in a recorded wait counts as running; other processes are not seen).",
+        "While at least one thread waited on synchronisation ({} of wall-clock time: waits at the same time count once), on average {:.2} of {} processors stood idle (from the timeline: a thread not in a recorded wait counts as running; other processes are not seen).",
         duration(idle.wait_ns),
         idle.idle_processors,
         idle.cpus
@@ -31,7 +31,7 @@ fn idle_lines(out: &mut String, p: &Process, width: usize) {
     out.push_str(&wrap(&text, width, "", ""));
     for l in idle.by_lock.iter().take(5) {
         let line = format!(
-            "while threads waited on {} ({}): {:.2} idle",
+            "while threads waited on {} ({} of waits, added up over the threads): {:.2} idle",
             l.lock,
             duration(l.wait_ns),
             l.idle_processors
