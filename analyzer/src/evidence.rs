@@ -53,6 +53,46 @@ fn keys_of(p: &Process) -> BTreeMap<String, bool> {
     keys
 }
 
+/// Which run each process belongs to (an index): a fork child reported
+/// with its parent is part of the parent's run (one invocation of the
+/// program, however many processes it forks), and a trace read twice (a
+/// copy) is one process.
+fn run_of_each(processes: &[Process]) -> Vec<usize> {
+    let mut first: BTreeMap<(u32, u64, &str), usize> = BTreeMap::new();
+    let mut by_pid: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut runs: Vec<usize> = Vec::with_capacity(processes.len());
+    for (i, p) in processes.iter().enumerate() {
+        let same = *first
+            .entry((p.pid, p.start_unix_ns, p.exe.as_str()))
+            .or_insert(i);
+        runs.push(same);
+        by_pid.entry(p.pid).or_insert(same);
+    }
+    // A fork child takes its parent's run, up the tree (pids may repeat
+    // across runs, so only a parent of the same program that started
+    // before it counts).
+    for i in 0..processes.len() {
+        let mut at = i;
+        for _ in 0..64 {
+            let p = &processes[at];
+            if !p.fork_child {
+                break;
+            }
+            match by_pid.get(&p.ppid).copied() {
+                Some(parent)
+                    if processes[parent].exe == p.exe
+                        && processes[parent].start_unix_ns <= p.start_unix_ns =>
+                {
+                    at = parent;
+                }
+                _ => break,
+            }
+        }
+        runs[i] = runs[at];
+    }
+    runs
+}
+
 /// Joins the runs of each program in `processes` (and `prior`): turns
 /// `single-thread-lock` into `unnecessary-lock` where every run had one
 /// thread alone take the locks, drops it (and a data-level
@@ -60,32 +100,45 @@ fn keys_of(p: &Process) -> BTreeMap<String, bool> {
 /// stand behind each.
 pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
     let keys: Vec<BTreeMap<String, bool>> = processes.iter().map(keys_of).collect();
-    // (executable, key) → runs; prior runs are matched by file name.
-    let mut seen: BTreeMap<(&str, &str), Seen> = BTreeMap::new();
-    for (p, keys) in processes.iter().zip(&keys) {
+    let runs = run_of_each(processes);
+    // (executable, key) → per run in this report, whether any of its
+    // processes shared the lock.
+    let mut by_run: BTreeMap<(&str, &str), BTreeMap<usize, bool>> = BTreeMap::new();
+    for ((p, keys), &run) in processes.iter().zip(&keys).zip(&runs) {
         for (key, &shared) in keys {
-            let s = seen.entry((p.exe.as_str(), key.as_str())).or_default();
-            s.runs += 1;
-            s.shared_runs += u64::from(shared);
+            *by_run
+                .entry((p.exe.as_str(), key.as_str()))
+                .or_default()
+                .entry(run)
+                .or_default() |= shared;
         }
     }
-    let mut seen: BTreeMap<(String, String), Seen> = seen
+    let mut seen: BTreeMap<(String, String), Seen> = by_run
         .into_iter()
-        .map(|((exe, key), s)| ((exe.to_string(), key.to_string()), s))
+        .map(|((exe, key), runs)| {
+            let s = Seen {
+                runs: runs.len() as u64,
+                shared_runs: runs.values().filter(|&&shared| shared).count() as u64,
+            };
+            ((exe.to_string(), key.to_string()), s)
+        })
         .collect();
+    // Saved runs, matched by file name: each one run, its locks by key.
     let exes: BTreeSet<String> = processes.iter().map(|p| p.exe.clone()).collect();
     for exe in &exes {
         let name = crate::symbolize::basename(exe);
         for run in prior.iter().filter(|r| r.exe == name) {
-            for (key, &threads) in &run.locks {
+            let mut keys: BTreeMap<&str, bool> = BTreeMap::new();
+            for (lock, &threads) in &run.locks {
                 if threads == 0 {
                     continue; // saved before thread counts were: no evidence
                 }
-                let s = seen
-                    .entry((exe.clone(), join_key(key).to_string()))
-                    .or_default();
+                *keys.entry(join_key(lock)).or_default() |= threads > 1;
+            }
+            for (key, shared) in keys {
+                let s = seen.entry((exe.clone(), key.to_string())).or_default();
                 s.runs += 1;
-                s.shared_runs += u64::from(threads > 1);
+                s.shared_runs += u64::from(shared);
             }
         }
     }
@@ -142,10 +195,10 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
 /// A `single-thread-lock` that one thread alone took in each of `runs`
 /// runs: a verdict once they are `min_runs`, else said how far along.
 fn reword(f: &mut Finding, runs: u64, exe: &str, limits: &Limits) {
-    let (it, they) = if f.locks.len() == 1 {
-        ("it", "it protects")
+    let (it, they, guard) = if f.locks.len() == 1 {
+        ("it", "it protects", "it guards")
     } else {
-        ("them", "they protect")
+        ("them", "they protect", "they guard")
     };
     let program = crate::symbolize::basename(exe);
     if runs >= limits.min_runs {
@@ -154,9 +207,8 @@ fn reword(f: &mut Finding, runs: u64, exe: &str, limits: &Limits) {
             e.basis = "runs";
         }
         f.message = format!(
-            "{} in this run, and one thread alone took {it} in each of the {runs} recorded runs of {program}: {they} nothing shared in any of them; remove {it} or make the data {it} guard{} thread-local, unless a code path none of these runs took shares {it}.",
+            "{} in this run, and one thread alone took {it} in each of the {runs} recorded runs of {program}: {they} nothing shared in any of them; remove {it} or make the data {guard} thread-local, unless a code path none of these runs took shares {it} (the runs must cover what the program does: a command, a setting or an input they left out may).",
             f.observed,
-            if f.locks.len() == 1 { "s" } else { "" },
         );
     } else {
         f.message = format!(

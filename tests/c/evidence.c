@@ -1,7 +1,8 @@
 /* Evidence for "one thread alone took this lock", as real programs give it.
  *
- * Four workers each count work under their own stats lock (made at one
- * line, like memcached's per-worker stats mutexes), and under a lock that
+ * Four workers, in one heap block, each count work under their own stats
+ * lock (made at one line, like memcached's per-worker stats mutexes: one
+ * family, named by that line), and under a lock that
  * guards only their own counter (`tally`, a per-worker lock no mode
  * shares). A lock shared by all (`total_lock`) guards the sum.
  *
@@ -12,6 +13,9 @@
  *                      same locks, taken by two threads.
  *   evidence fork      quiet, then a fork child takes total_lock (which
  *                      four threads shared in the parent) 2000 times alone.
+ *   evidence forks     main takes a lock of its own (`own_lock`) 2000
+ *                      times, then three fork children each take their
+ *                      copy 2000 times: four processes, one run.
  *
  * Output: "mode <mode>", "total <n>". */
 #include "common.h"
@@ -28,8 +32,19 @@ struct worker {
     long tally;
 };
 
-static struct worker workers[WORKERS];
+static struct worker *workers;
 static pthread_mutex_t total_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static long own;
+
+static void take_own(void)
+{
+    for (int i = 0; i < 2000; i++) {
+        CHECK(pthread_mutex_lock(&own_lock)); /* @own */
+        own++;
+        CHECK(pthread_mutex_unlock(&own_lock));
+    }
+}
 static long total;
 static volatile int running;
 
@@ -66,6 +81,26 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quiet";
     printf("mode %s\n", mode);
+    workers = calloc(WORKERS, sizeof *workers);
+    if (!workers)
+        return 3;
+    if (strcmp(mode, "forks") == 0) {
+        take_own();
+        fflush(stdout);
+        for (int i = 0; i < 3; i++) {
+            pid_t child = fork();
+            if (child < 0)
+                return 3;
+            if (child == 0) {
+                take_own();
+                _exit(0);
+            }
+            int status;
+            if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+                return 3;
+        }
+        return own == 2000 ? 0 : 1;
+    }
     for (int i = 0; i < WORKERS; i++) {
         CHECK(pthread_mutex_init(&workers[i].stats_lock, NULL)); /* @stats-init */
         CHECK(pthread_mutex_init(&workers[i].tally_lock, NULL)); /* @tally-init */

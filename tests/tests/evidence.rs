@@ -295,3 +295,37 @@ fn the_data_its_critical_sections_touched_makes_a_verdict_of_one_run() {
         "{sampled:?}"
     );
 }
+
+/// What counts as a run: one invocation, however many processes it forks
+/// (a `multiprocessing` pool's children are no runs of their own), and a
+/// trace read twice (a copy) is one process.
+#[test]
+fn a_run_is_one_invocation_not_each_process_or_copy() {
+    let dir = runs_dir("evidence-forks", &["forks"]);
+    assert_eq!(traces_in(&dir).len(), 4, "main and three children");
+    let report = report_json_with(&[&dir], &["--min-runs", "2"]);
+    for p in processes(&report) {
+        let own = findings_taken_alone(p, "&own_lock");
+        assert_eq!(own.len(), 1, "{}", short(&p["findings"]));
+        assert_eq!(
+            own[0]["kind"],
+            "single-thread-lock",
+            "one run: {}",
+            short(own[0])
+        );
+        assert_eq!(own[0]["evidence"]["runs"], 1);
+    }
+    // Two copies of one quiet trace are one run, not two.
+    let quiet = runs_dir("evidence-copy", &["quiet"]);
+    let trace = only_trace(&quiet);
+    let copy = fresh_dir("evidence-copy-2").join(trace.file_name().unwrap());
+    std::fs::copy(&trace, &copy).unwrap();
+    let report = report_json_with(&[trace.as_path(), copy.as_path()], &["--min-runs", "2"]);
+    for p in processes(&report) {
+        assert!(
+            findings(p).iter().all(|f| f["kind"] != "unnecessary-lock"),
+            "{}",
+            short(&p["findings"])
+        );
+    }
+}
