@@ -159,6 +159,7 @@ pub fn analyze(
     let mut site_index_of_raw: FxHashMap<u32, usize> = FxHashMap::default();
     let mut chains: Vec<Vec<Frame>> = Vec::new();
     let mut caller_of_raw: FxHashMap<u32, String> = FxHashMap::default();
+    let mut caller_line_of_raw: FxHashMap<u32, String> = FxHashMap::default();
     for s in &trace.sites {
         if s.frames.is_empty() {
             continue;
@@ -172,6 +173,9 @@ pub fn analyze(
         // is kept apart, for messages about a helper's callers.
         if let Some(caller) = line_caller(&chain) {
             caller_of_raw.insert(s.id, caller);
+        }
+        if let Some(line) = caller_line(&chain) {
+            caller_line_of_raw.insert(s.id, line);
         }
         let key = site_key(&chain);
         let index = *site_by_line.entry(key).or_insert_with(|| {
@@ -195,11 +199,21 @@ pub fn analyze(
             chains.len() - 1
         })
     };
+    // Locks made by a helper that several lines call (yarn's new_lock in
+    // pigz) are not one kind of lock: each caller's are a family of their
+    // own, named by the caller's line.
+    let helper_made = made_by_helpers(&trace.locks, &site_index_of_raw, &caller_line_of_raw);
+    let origin_of = |raw: u32| -> u32 {
+        match helper_made.get(&raw) {
+            Some(&caller) => MADE_BY_HELPER + caller,
+            None => site_index_of_raw.get(&raw).map_or(u32::MAX, |&c| c as u32),
+        }
+    };
     // The lock-order graph needs the counter records (who write-locks an
     // rwlock), which building the locks consumes.
     let lock_order =
         crate::lock_order::analyze(&trace, &|raw| site_index_of_raw.get(&raw).copied());
-    let mut built = crate::locks::build(&mut trace, &mut site_of);
+    let mut built = crate::locks::build(&mut trace, &mut site_of, &origin_of);
     if built.orphans > 0 {
         warnings.push(format!(
             "{} engagements refer to locks whose creation record is missing; left out",
@@ -210,6 +224,14 @@ pub fn analyze(
     let lock_of = |raw: u32| raw_ids.binary_search(&raw).ok().map(|i| LockId(i as u32));
     // Every line's name (engaged or not: lines that only made locks too).
     let line_names: Vec<String> = chains.iter().map(|c| line_name(c)).collect();
+    // A lock's family's line: where it was made, or a helper's caller.
+    let made_at = |origin: u32| -> Option<&String> {
+        if origin >= MADE_BY_HELPER && origin != u32::MAX {
+            helper_made.callers.get((origin - MADE_BY_HELPER) as usize)
+        } else {
+            line_names.get(origin as usize)
+        }
+    };
     let mut conds = build_conds(&trace, &lock_of, &mut |raw, address| {
         object_name(
             symbolizer,
@@ -275,8 +297,7 @@ pub fn analyze(
                 bases.push((place.name(), false));
             }
             None => {
-                let line = line_names
-                    .get(lock.origin_chain as usize)
+                let line = made_at(lock.origin_chain)
                     .or_else(|| {
                         let first = lock.sites.first()?;
                         sites.get(first.index()).map(|s| &s.name)
@@ -361,7 +382,7 @@ pub fn analyze(
         .iter()
         .map(|f| {
             let first = &locks[f.first_lock.index()];
-            match line_names.get(first.origin_chain as usize) {
+            match made_at(first.origin_chain) {
                 Some(line) if !first.in_variable => line.clone(),
                 _ => bases[f.first_lock.index()].0.clone(),
             }
@@ -910,6 +931,81 @@ fn line_name(chain: &[Frame]) -> String {
         (Some(f), _, _) => f.clone(),
         _ => own.offset.clone().unwrap_or_else(|| own.address.clone()),
     }
+}
+
+/// Origins (chain indexes) from here up name the caller of a helper that
+/// made the lock (see [`made_by_helpers`]).
+const MADE_BY_HELPER: u32 = 1 << 30;
+
+/// The raw origin sites of locks made inside a helper that several lines
+/// call, each mapped to its caller's line (an index into `callers`).
+#[derive(Default)]
+struct HelperMade {
+    by_raw: FxHashMap<u32, u32>,
+    callers: Vec<String>,
+}
+
+impl HelperMade {
+    fn get(&self, raw: &u32) -> Option<&u32> {
+        self.by_raw.get(raw)
+    }
+}
+
+fn made_by_helpers(
+    locks: &[locksuit_format::LockRecord],
+    line_of_raw: &FxHashMap<u32, usize>,
+    caller_line_of_raw: &FxHashMap<u32, String>,
+) -> HelperMade {
+    // Per line that made locks, the lines that called it.
+    let mut callers: FxHashMap<usize, BTreeSet<&str>> = FxHashMap::default();
+    for l in locks.iter().filter(|l| l.origin_site != 0) {
+        if let (Some(&line), Some(caller)) = (
+            line_of_raw.get(&l.origin_site),
+            caller_line_of_raw.get(&l.origin_site),
+        ) {
+            callers.entry(line).or_default().insert(caller);
+        }
+    }
+    let mut out = HelperMade::default();
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    for l in locks.iter().filter(|l| l.origin_site != 0) {
+        let Some(line) = line_of_raw.get(&l.origin_site) else {
+            continue;
+        };
+        if callers.get(line).is_none_or(|c| c.len() < 2) {
+            continue; // one caller (or none known): the line itself names them
+        }
+        let Some(caller) = caller_line_of_raw.get(&l.origin_site) else {
+            continue;
+        };
+        let next = out.callers.len() as u32;
+        let i = *index.entry(caller.as_str()).or_insert(next);
+        if i == next {
+            out.callers.push(caller.clone());
+        }
+        out.by_raw.insert(l.origin_site, i);
+    }
+    out
+}
+
+/// The line that called a line's function, in the program's own code
+/// (`function@file:line`), if known.
+fn caller_line(chain: &[Frame]) -> Option<String> {
+    let first = first_own_frame(chain);
+    chain
+        .get(first + 1..)?
+        .iter()
+        .filter(|f| {
+            f.module
+                .as_deref()
+                .is_some_and(|m| !crate::symbolize::is_system_module(m))
+        })
+        .find(|f| f.function.is_some() || f.offset.is_some())
+        .map(|f| match (&f.function, &f.file, f.line) {
+            (Some(func), Some(file), Some(line)) => format!("{func}@{file}:{line}"),
+            (Some(func), _, _) => func.clone(),
+            _ => f.offset.clone().unwrap_or_else(|| f.address.clone()),
+        })
 }
 
 /// The function that called a line's function, when that is the

@@ -117,6 +117,11 @@ fn locks_phrase(locks: &[LockId]) -> String {
 
 /// What the findings are drawn from.
 struct Evidence<'a> {
+    /// The threads' time waiting for a CPU (runnable, not running) and
+    /// their time on one, summed, where the kernel said: waits behind
+    /// others may be scheduling when the first is a large share of the
+    /// second.
+    cpu_queue: Option<(u64, u64)>,
     locks: &'a [Lock],
     families: &'a [Family],
     sites: &'a [Site],
@@ -135,6 +140,7 @@ impl<'a> Evidence<'a> {
         duration_ns: Option<u64>,
     ) -> Self {
         Evidence {
+            cpu_queue: None,
             locks,
             families,
             sites,
@@ -232,17 +238,30 @@ impl<'a> Evidence<'a> {
         self.longest(lock) >= self.limits.long_hold_ns
     }
 
+    /// Waits worth acting on: at least 1 ms in all, and at least 1% of the
+    /// run's wall-clock time (a lock that cost the run less is not worth
+    /// splitting).
+    fn waits_matter(&self, wait_ns: u64) -> bool {
+        wait_ns >= HIGH_CONTENTION_MIN_WAIT_NS
+            && self
+                .duration_ns
+                .is_none_or(|run| wait_ns.saturating_mul(100) >= run)
+    }
+
     fn is_high_contention(&self, lock: &Lock) -> bool {
         lock.acquisitions >= MIN_ACQUISITIONS
             && share(lock) >= self.limits.contention_share
-            && lock.wait_ns >= HIGH_CONTENTION_MIN_WAIT_NS
+            && self.waits_matter(lock.wait_ns)
     }
 
+    /// Taken very often, almost never contended, and its waits cost the
+    /// run little (one long wait is no over-synchronization).
     fn is_over_sync(&self, lock: &Lock) -> bool {
         self.per_sec(lock).is_some_and(|rate| {
             lock.threads >= 2
                 && share(lock) < RARELY_CONTENDED
                 && rate >= self.limits.over_sync_per_sec
+                && !self.waits_matter(lock.wait_ns)
         })
     }
 }
@@ -257,6 +276,24 @@ fn is_single_thread(lock: &Lock) -> bool {
         && lock.threads == 1
         && lock.waiting_at_end == 0
         && !lock.process_shared
+}
+
+/// Installed libraries' directories: code there is not the program's own
+/// (an application's libraries live elsewhere, or are the executable).
+const LIBRARY_DIRS: [&str; 4] = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"];
+
+/// Whether every line that took `lock` is inside an installed library
+/// (libgnutls's own locks, say): advice to drop it is not the program's.
+fn only_in_libraries(lock: &Lock, sites: &[Site]) -> bool {
+    !lock.sites.is_empty()
+        && lock.sites.iter().all(|s| {
+            sites.get(s.index()).is_some_and(|site| {
+                site.call_chain
+                    .get(first_own_frame(&site.call_chain))
+                    .and_then(|f| f.module.as_deref())
+                    .is_some_and(|m| LIBRARY_DIRS.iter().any(|d| m.starts_with(d)))
+            })
+        })
 }
 
 /// The locks `applies` holds for, grouped by family; each group ascending,
@@ -503,6 +540,22 @@ fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
     finding
 }
 
+/// The threads' runnable and running time, summed over those the kernel
+/// gave both for.
+fn cpu_queue(threads: &[ThreadInfo]) -> Option<(u64, u64)> {
+    use locksuit_format::{THREAD_RUNNABLE_KNOWN, THREAD_USAGE};
+    let known = threads.iter().filter(|t| {
+        t.record.flags & THREAD_USAGE != 0 && t.record.flags & THREAD_RUNNABLE_KNOWN != 0
+    });
+    let (queued, ran) = known.fold((0u64, 0u64), |(q, r), t| {
+        (
+            q.saturating_add(t.record.runnable_ns),
+            r.saturating_add(t.record.cpu_ns),
+        )
+    });
+    (ran > 0).then_some((queued, ran))
+}
+
 /// One wait that sat through many acquisitions by other threads.
 fn starvation(ev: &Evidence, s: &Starved) -> Finding {
     let lock = ev.lock(s.lock);
@@ -510,8 +563,19 @@ fn starvation(ev: &Evidence, s: &Starved) -> Finding {
         .site
         .and_then(|site| ev.sites.get(site.index()))
         .map_or_else(|| "an unknown line".to_string(), where_of);
+    // With threads queuing for CPUs, a woken waiter may have stood in the
+    // queue while running threads took the lock: that is scheduling, and a
+    // lock that hands over in turn would make it worse.
+    let advice = match ev.cpu_queue {
+        Some((queued, ran)) if queued.saturating_mul(2) >= ran => format!(
+            "; but the threads stood waiting for a CPU for {} in all against {} on one: a woken waiter may have waited for a CPU while running threads took the lock, which is scheduling, not an unfair lock. With fewer runnable threads than processors, if it still happens, shorten the others' critical sections (a lock that hands over in turn would only make waiting for CPUs worse).",
+            duration(queued),
+            duration(ran)
+        ),
+        _ => ": the lock is unfair to it; shorten the others' critical sections or hand the lock over in turn (a queue or ticket lock).".to_string(),
+    };
     let message = format!(
-        "thread {} waited {} for {} {} at {} while other threads took it {} times{}: the lock is unfair to it; shorten the others' critical sections or hand the lock over in turn (a queue or ticket lock).",
+        "thread {} waited {} for {} {} at {} while other threads took it {} times{}{advice}",
         s.tid,
         duration(s.wait_ns),
         lock.kind,
@@ -595,52 +659,67 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
             findings.push(starvation(ev, s));
         }
     }
-    // asymmetric-contention: locks engaged at one line with very different
-    // contention: a hot stripe, a skewed hash.
+    // asymmetric-contention: locks of one family engaged at one line with
+    // very different contention: a hot stripe, a skewed hash. (Unrelated
+    // locks a locking helper takes are not compared.)
     for site in ev.sites {
-        let at_line: Vec<&Lock> = site
+        let mut families: Vec<(FamilyId, Vec<&Lock>)> = Vec::new();
+        for l in site
             .locks
             .iter()
             .filter_map(|id| ev.locks.get(id.index()))
             .filter(|l| l.acquisitions >= MIN_ACQUISITIONS)
-            .collect();
-        if at_line.len() < 2 {
-            continue;
-        }
-        let (hot, cold) = at_line
-            .iter()
-            .fold((at_line[0], at_line[0]), |(hi, lo), &l| {
-                (
-                    if share(l) > share(hi) { l } else { hi },
-                    if share(l) < share(lo) { l } else { lo },
-                )
-            });
-        let hot_share = share(hot);
-        if hot_share >= ev.limits.contention_share / 2.0
-            && hot_share >= ev.limits.asymmetry * share(cold)
         {
-            findings.push(Finding {
-                kind: FINDING_ASYMMETRIC,
-                lock: Some(hot.id),
-                sites: vec![site.id],
-                message: format!(
-                    "the {} locks taken at {} contend unevenly: {} waited on {:.1}% of its acquisitions, {} on {:.1}%: rebalance what maps to which lock.",
-                    at_line.len(),
-                    where_of(site),
-                    hot.id,
-                    hot_share * 100.0,
-                    cold.id,
-                    share(cold) * 100.0
-                ),
-                engagements: hot.acquisitions,
-                wait_ns: hot.wait_ns,
-                locks: vec![hot.id],
-                family: Some(hot.family),
-                family_size: ev.families.get(hot.family.index()).map(|f| f.size),
-                ..Finding::default()
-            });
+            match families.iter_mut().find(|(f, _)| *f == l.family) {
+                Some((_, ls)) => ls.push(l),
+                None => families.push((l.family, vec![l])),
+            }
+        }
+        for (_, at_line) in families {
+            asymmetric(findings, ev, site, &at_line);
         }
     }
+}
+
+/// `asymmetric-contention` among `at_line`, locks of one family taken at
+/// `site`, if their contention differs by the limit.
+fn asymmetric(findings: &mut Vec<Finding>, ev: &Evidence, site: &Site, at_line: &[&Lock]) {
+    if at_line.len() < 2 {
+        return;
+    }
+    let (hot, cold) = at_line
+        .iter()
+        .fold((at_line[0], at_line[0]), |(hi, lo), &l| {
+            (
+                if share(l) > share(hi) { l } else { hi },
+                if share(l) < share(lo) { l } else { lo },
+            )
+        });
+    let hot_share = share(hot);
+    if hot_share < ev.limits.contention_share / 2.0 || hot_share < ev.limits.asymmetry * share(cold)
+    {
+        return;
+    }
+    findings.push(Finding {
+        kind: FINDING_ASYMMETRIC,
+        lock: Some(hot.id),
+        sites: vec![site.id],
+        message: format!(
+            "the {} locks of one family taken at {} contend unevenly: {} waited on {:.1}% of its acquisitions, {} on {:.1}%: rebalance what maps to which lock.",
+            at_line.len(),
+            where_of(site),
+            hot.id,
+            hot_share * 100.0,
+            cold.id,
+            share(cold) * 100.0
+        ),
+        engagements: hot.acquisitions,
+        wait_ns: hot.wait_ns,
+        locks: vec![hot.id],
+        family: Some(hot.family),
+        family_size: ev.families.get(hot.family.index()).map(|f| f.size),
+        ..Finding::default()
+    });
 }
 
 fn thread_label(t: &ThreadInfo) -> String {
@@ -676,7 +755,8 @@ pub fn build(
     let threshold = limits.threshold;
     let thread_by_tid: HashMap<u32, &ThreadInfo> =
         threads.iter().map(|t| (t.record.tid, t)).collect();
-    let ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
+    let mut ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
+    ev.cpu_queue = cpu_queue(threads);
     let mut findings = Vec::new();
     // Locks made at one line are one kind of lock: if threads share some
     // of them (a hash table's buckets), the ones this run happened to use
@@ -686,10 +766,14 @@ pub fn build(
         .filter(|l| l.askers > 1 || l.process_shared)
         .map(|l| l.family)
         .collect();
-    // A lock used against its rules (misuse.rs) is broken, not unneeded.
+    // A lock used against its rules (misuse.rs) is broken, not unneeded;
+    // one taken only inside a system library is not the program's to drop.
     let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
     let alone = |l: &Lock| {
-        is_single_thread(l) && !shared_families.contains(&l.family) && !misused.contains(&l.id)
+        is_single_thread(l)
+            && !shared_families.contains(&l.family)
+            && !misused.contains(&l.id)
+            && !only_in_libraries(l, sites)
     };
     for group in by_family(locks, alone) {
         // Locks taken a few times in all cost the run nothing worth a
@@ -748,9 +832,11 @@ pub fn build(
             kind: FINDING_UNSUITABLE,
             lock: None,
             sites: vec![site.id],
+            // The ratio is the locks' (each taken mostly by one thread, over
+            // all its lines), not how this line's own engagements spread.
             message: if site.task_switches == 0 {
                 format!(
-                    "{} engaged {} {} with a sharing ratio of {:.2} (below the threshold {:.2}) and no task switch: the lock rarely guards anything another thread touches here; consider a finer-grained or thread-local design.",
+                    "{} took {} {} in this run and never made a thread wait, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): here the lock rarely guards anything another thread uses at the same time. If that sharing is rare by design (a lock per thread that another reads now and then), it costs only its uncontended acquisitions; otherwise a finer-grained or thread-local design avoids it.",
                     where_of(site),
                     locks_phrase(&site.locks),
                     crate::render::count(site.engagements, "time", "times"),
@@ -761,13 +847,13 @@ pub fn build(
                 // It made threads wait or waited: it does guard something
                 // shared, just mostly used by one thread.
                 format!(
-                    "{} engaged {} {}, mostly from one thread (sharing ratio {:.2}, below the threshold {:.2}), and {} of those engagements switched threads: the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
+                    "{} took {} {} in this run, {} of them switching threads, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
                     where_of(site),
                     locks_phrase(&site.locks),
                     crate::render::count(site.engagements, "time", "times"),
+                    site.task_switches,
                     site.ratio,
-                    threshold,
-                    site.task_switches
+                    threshold
                 )
             },
             engagements: site.engagements,

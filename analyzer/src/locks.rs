@@ -151,7 +151,13 @@ pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) 
 /// and takes the destroy and counter records out of `trace` (the caller lets
 /// go of the lock records once the condition variables have their addresses).
 /// `site_of` maps a raw site id to its chain index.
-pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built {
+/// `origin_of` turns a lock's raw origin site into what makes it one of a
+/// family (a chain index, or a helper's caller; `u32::MAX`: unknown).
+pub fn build(
+    trace: &mut Trace,
+    site_of: &mut dyn FnMut(u32) -> usize,
+    origin_of: &dyn Fn(u32) -> u32,
+) -> Built {
     // Locks (not conds), numbered in creation order.
     let mut raw_ids: Vec<u32> = trace
         .locks
@@ -192,7 +198,7 @@ pub fn build(trace: &mut Trace, site_of: &mut dyn FnMut(u32) -> usize) -> Built 
         let rec = trace.locks.get(record_of[index] as usize);
         let mut lock = new_lock(index, rec, destroyed[index]);
         if let Some(origin) = rec.map(|r| r.origin_site).filter(|&s| s != 0) {
-            lock.origin_chain = site_of(origin) as u32;
+            lock.origin_chain = origin_of(origin);
         }
         let mut totals = Totals::default();
         // [shared, exclusive] for rwlocks.

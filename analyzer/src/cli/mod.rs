@@ -33,8 +33,17 @@ Recording:
 Reading the report:
   deadlock           threads that can never run again (a wait-for cycle, a thread relocking
                      a mutex it holds, a lock whose holder exited, nobody left to wake anyone)
-  potential-deadlock locks taken in orders that form a cycle (A then B here, B then A there)
-  unnecessary-lock   a lock only one thread ever asked for: it protects nothing shared
+  potential-deadlock concrete locks taken in orders that form a cycle (A then B here, B then
+                     A there); one finding lists every cycle through the same lines
+  family-order-inversion  locks made at one line taken two at a time, at the same lines,
+                     in both address orders, with no cycle seen (transfer(a, b) / (b, a))
+  misuse             a lock used against its rules: unlocked while not held or by another
+                     thread, destroyed held or waited on, a condition with two mutexes
+  single-thread-lock one thread alone took it in this run: an observation (evidence: run),
+                     left out below --min-acquisitions in all
+  unnecessary-lock   the verdict: one thread alone took it in each of --min-runs runs
+                     reported together or saved (--against-history), or the data it
+                     guards never left the thread (locksuit cc, LOCKSUIT_DATA_SAMPLE=all)
   unsuitable-site    a line whose locks are rarely shared between threads (sharing ratio
                      below --threshold)
   private-data-under-lock  a line whose critical sections touch only data no other
@@ -43,10 +52,13 @@ Reading the report:
   disjoint-data      threads wait for a lock whose users each touch only their own data
   read-only-sharing  the data under a lock is only read under it (an rwlock would do)
   false-sharing      data that different threads each use alone shares a cache line
-  long-hold          one hold of --long-hold-ms or more that made a thread wait
+  long-hold          one hold of --long-hold-ms or more that made a thread wait, and
+                     whether its holder ran meanwhile or was off the CPU (preempted, blocked)
   starvation         one wait during which others took the lock --starvation times
-  high-contention    at least --contention-share of a lock's acquisitions waited (1 ms+ in all)
-  asymmetric-contention  locks taken at one line whose contention differs by --asymmetry x
+  high-contention    at least --contention-share of a lock's acquisitions waited (1 ms and
+                     1% of the run or more)
+  asymmetric-contention  locks of one family taken at one line whose contention differs
+                     by --asymmetry x
   over-synchronization   a lock taken --over-sync-per-sec times a second that never contends
   blocking-under-lock    a thread slept, polled or did I/O holding a lock another thread wanted
   blocking classes   why threads stopped: sync, sleep, io-file, io-net, poll, other, or

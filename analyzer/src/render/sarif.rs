@@ -9,10 +9,13 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// (kind, name, what it means, level)
-const RULES: [(&str, &str, &str, &str); 14] = [
+const RULES: [(&str, &str, &str, &str); 17] = [
     ("deadlock", "ThreadsDeadlocked", "Threads that can never run again: a wait-for cycle, a thread relocking a mutex it holds, a lock whose holder exited, or nobody left to wake anyone.", "error"),
-    ("potential-deadlock", "PotentialDeadlock", "Locks taken in orders that form a cycle: they deadlock if the threads run at the same time.", "error"),
-    ("unnecessary-lock", "UnnecessaryLock", "A lock only one thread ever asked for: it protects nothing shared.", "warning"),
+    ("potential-deadlock", "PotentialDeadlock", "Concrete locks taken in orders that form a cycle: they deadlock if the threads run at the same time.", "error"),
+    ("misuse", "LockMisuse", "A lock used against its rules: unlocked while not held or by another thread, destroyed while held or waited on, a condition waited on with two mutexes or with one not held.", "error"),
+    ("family-order-inversion", "FamilyOrderInversion", "Locks made at one line taken two at a time in both address orders at the same lines, with no cycle seen: a deadlock if a call ever takes one pair both ways.", "note"),
+    ("unnecessary-lock", "UnnecessaryLock", "A lock one thread alone took in every recorded run of the program, or whose guarded data never left its thread: it protects nothing shared there.", "warning"),
+    ("single-thread-lock", "SingleThreadLock", "A lock one thread alone took in this run: an observation, not a verdict; other runs may share it.", "note"),
     ("unsuitable-site", "UnsuitableSite", "A line whose locks are rarely shared between threads.", "note"),
     ("private-data-under-lock", "PrivateDataUnderLock", "A line whose critical sections touch only data no other thread touches, under a lock another line needs for shared data: split the lock.", "warning"),
     ("disjoint-data", "DisjointData", "Threads wait for a lock though their critical sections touch nothing in common: each guards its own data.", "warning"),
