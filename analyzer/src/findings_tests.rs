@@ -345,3 +345,58 @@ fn a_line_taking_only_locks_of_one_thread_is_said_once() {
         "{kinds:?}"
     );
 }
+
+#[test]
+fn contention_that_cost_the_run_under_one_percent_is_not_worth_splitting() {
+    let busy = lock("L1", 1000, 200, 5_000_000, 4, "S1");
+    // 5 ms of waits over a 1 s run: under 1%.
+    assert!(kinds(std::slice::from_ref(&busy), &[], Some(1_000_000_000)).is_empty());
+    // Over a 100 ms run: 5%.
+    assert_eq!(
+        kinds(&[busy], &[], Some(100_000_000)),
+        vec![(FINDING_HIGH_CONTENTION, Some("L1".into()))]
+    );
+    // A lock taken 1,000,000 times a second, 1 in 10,000 contended, whose
+    // waits took a tenth of the run: not "almost never contended".
+    let waited = lock("L1", 1_000_000, 100, 100_000_000, 4, "S1");
+    assert!(kinds(&[waited], &[], Some(1_000_000_000)).is_empty());
+}
+
+#[test]
+fn a_starved_waiter_on_an_oversubscribed_machine_is_not_called_an_unfair_lock() {
+    let l = lock("L1", 100, 1, 5_000_000, 2, "S1");
+    let contention = Contention {
+        starved: vec![crate::contention::Starved {
+            lock: LockId(0),
+            passed_over: 50,
+            wait_ns: 5_000_000,
+            tid: 9,
+            site: Some(SiteId(0)),
+            timed_out: false,
+        }],
+        ..Contention::default()
+    };
+    let mut locks = vec![l];
+    let families = crate::families::build(&mut locks);
+    let limits = Limits::default();
+    let message = |queue: Option<(u64, u64)>| {
+        let mut ev = Evidence::new((&locks, &families, &[]), &contention, &limits, None);
+        ev.cpu_queue = queue;
+        let mut f = Vec::new();
+        contention_findings(&mut f, &ev);
+        f.into_iter()
+            .find(|f| f.kind == FINDING_STARVATION)
+            .unwrap()
+            .message
+    };
+    let fair = message(Some((1_000_000, 100_000_000)));
+    assert!(
+        fair.contains("unfair") && fair.contains("ticket lock"),
+        "{fair}"
+    );
+    let queued = message(Some((80_000_000, 100_000_000)));
+    assert!(
+        queued.contains("scheduling") && !queued.contains("unfair to it"),
+        "{queued}"
+    );
+}
