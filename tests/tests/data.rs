@@ -42,24 +42,23 @@ fn a_line_guarding_private_data_under_a_shared_lock_is_found() {
     assert_eq!(u64_of(shared, "suitable_accesses"), ACCESSES_PER_LINE);
     assert_eq!(u64_of(shared, "unsuitable_accesses"), 0);
     // The seed's line states, from its engagements by their own share of
-    // suitable accesses: every access here was suitable, so an engagement
-    // qualifies when another thread waited for the lock meanwhile (a task
-    // switch); how many did is up to the scheduler.
+    // suitable accesses (an engagement before another thread touched the
+    // data scores 0): one qualifies when its share is at or above the
+    // threshold (0.3: buckets 3 to 10) and another thread waited for the
+    // lock meanwhile (a task switch); how many did is up to the scheduler.
     let ratios = &shared["engagement_ratios"];
     let count =
         |field: &str| -> u64 { arr(ratios, field).iter().map(|n| n.as_u64().unwrap()).sum() };
-    let qualifying = arr(ratios, "waited_for")[10].as_u64().unwrap();
+    let qualifying: u64 = arr(ratios, "waited_for")[3..]
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
     let all = count("waited_for") + count("not_waited_for");
     let expected = match qualifying {
         0 => "apparently-unsuitable",
         q if q == all => "apparently-suitable",
         _ => "definitely-suitable",
     };
-    assert_eq!(
-        qualifying,
-        count("waited_for"),
-        "every access suitable: {ratios}"
-    );
     assert_eq!(str_of(shared, "status"), expected, "{}", short(shared));
     let own = site_in(p, "bump_own");
     assert_eq!(str_of(own, "basis"), "data");
