@@ -118,21 +118,35 @@ impl Symbolizer {
         exe: &str,
         address: u64,
     ) -> Option<(String, u64, u64)> {
+        let (path, file_address) = self.data_module(modules, exe, address)?;
+        let (name, offset, size) = self.symbol_table(path).lookup_data(file_address)?;
+        Some((demangle(name), offset, size))
+    }
+
+    /// The file of the module `address` (a variable's) lies in, as it ran,
+    /// and the address in that file (the module's bias taken off: DW_OP_addr
+    /// and symbols hold file addresses); `None` if no recorded module holds
+    /// it, or its file changed since.
+    fn data_module<'m>(
+        &mut self,
+        modules: &'m [ModuleInfo],
+        exe: &'m str,
+        address: u64,
+    ) -> Option<(&'m str, u64)> {
         let module = module_at(modules, address, u32::MAX)?;
         let path = if module.path.is_empty() {
             exe
         } else {
             module.path.as_str()
         };
-        if !self.unchanged(path, module) {
-            return None;
-        }
-        let table = self
-            .symbols
+        self.unchanged(path, module)
+            .then(|| (path, address.wrapping_sub(module.bias)))
+    }
+
+    fn symbol_table(&mut self, path: &str) -> &SymbolTable {
+        self.symbols
             .entry(path.to_string())
-            .or_insert_with(|| SymbolTable::load(path));
-        let (name, offset, size) = table.lookup_data(address.wrapping_sub(module.bias))?;
-        Some((demangle(name), offset, size))
+            .or_insert_with(|| SymbolTable::load(path))
     }
 
     /// Where `address` lies in a global or static variable, for an object
@@ -148,18 +162,7 @@ impl Symbolizer {
         address: u64,
         object_size: u64,
     ) -> Option<Place> {
-        let module = module_at(modules, address, u32::MAX)?;
-        let path = if module.path.is_empty() {
-            exe
-        } else {
-            module.path.as_str()
-        };
-        if !self.unchanged(path, module) {
-            return None;
-        }
-        // DW_OP_addr and symbols hold file addresses: the module's bias
-        // (PIE, shared libraries) is taken off.
-        let file_address = address.wrapping_sub(module.bias);
+        let (path, file_address) = self.data_module(modules, exe, address)?;
         if !self.layouts.contains_key(path) {
             // The same file the frames' Loader reads its DWARF from.
             let layouts = is_regular(path)
@@ -172,11 +175,7 @@ impl Symbolizer {
         if let Some(place) = self.layouts[path].place(file_address, object_size) {
             return Some(place);
         }
-        let table = self
-            .symbols
-            .entry(path.to_string())
-            .or_insert_with(|| SymbolTable::load(path));
-        let (name, offset, size) = table.lookup_data(file_address)?;
+        let (name, offset, size) = self.symbol_table(path).lookup_data(file_address)?;
         Some(Place::of_symbol(demangle(name), offset, size, object_size))
     }
 
