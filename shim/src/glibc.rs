@@ -99,8 +99,13 @@ pub enum Holder {
 /// `__data.__owner` of a mutex: the holder's tid, written just after the
 /// lock word by every kind of glibc mutex.
 const MUTEX_OWNER_OFFSET: u64 = 8;
-/// `__cur_writer` of an rwlock; `__readers` is its first word.
+/// `__cur_writer` of an rwlock; `__readers` is its first word. x86_64's
+/// layout has it right after the six counters; the generic one (aarch64)
+/// puts `__flags` and `__shared` (four bytes) there first.
+#[cfg(target_arch = "x86_64")]
 const RWLOCK_WRITER_OFFSET: u64 = 24;
+#[cfg(not(target_arch = "x86_64"))]
+const RWLOCK_WRITER_OFFSET: u64 = 28;
 /// `__readers` bits: a writer holds the lock; readers are counted above
 /// the shift.
 const RWLOCK_WRLOCKED: u32 = 2;
@@ -116,34 +121,27 @@ fn holder_tid(owner: u32) -> Holder {
     }
 }
 
-/// Who holds the lock of `kind` at `addr`.
-///
-/// # Safety
-/// As for [`word`], with `addr` an object of `kind`.
-pub unsafe fn holder(addr: u64, kind: locksuit_format::ObjectKind) -> Holder {
+/// Who holds the lock of `kind` whose 32-bit words `word(offset)` reads.
+fn holder_by(kind: locksuit_format::ObjectKind, word: impl Fn(u64) -> u32) -> Holder {
     use locksuit_format::ObjectKind;
     match kind {
         ObjectKind::Mutex => {
-            // SAFETY: forwarded contract; __kind, __lock and __owner lie
-            // inside pthread_mutex_t.
-            let (kind, lock) = unsafe { (mutex_kind(addr), word(addr, 0) as i32) };
-            let held = if kind & MUTEX_PRIO_PROTECT != 0 {
+            let (flags, lock) = (word(MUTEX_KIND_OFFSET), word(0) as i32);
+            let held = if flags & MUTEX_PRIO_PROTECT != 0 {
                 lock & !MUTEX_PRIO_CEILING_MASK != 0
             } else {
                 lock != 0
             };
-            if !held {
-                return Holder::Nobody;
+            if held {
+                holder_tid(word(MUTEX_OWNER_OFFSET))
+            } else {
+                Holder::Nobody
             }
-            // SAFETY: as above.
-            holder_tid(unsafe { word(addr, MUTEX_OWNER_OFFSET) })
         }
         ObjectKind::Rwlock => {
-            // SAFETY: forwarded contract; both words lie inside pthread_rwlock_t.
-            let readers = unsafe { word(addr, 0) };
+            let readers = word(0);
             if readers & RWLOCK_WRLOCKED != 0 {
-                // SAFETY: as above.
-                holder_tid(unsafe { word(addr, RWLOCK_WRITER_OFFSET) })
+                holder_tid(word(RWLOCK_WRITER_OFFSET))
             } else if readers >> RWLOCK_READER_SHIFT != 0 {
                 Holder::Someone
             } else {
@@ -151,8 +149,7 @@ pub unsafe fn holder(addr: u64, kind: locksuit_format::ObjectKind) -> Holder {
             }
         }
         ObjectKind::Spin => {
-            // SAFETY: forwarded contract; a spinlock is one word.
-            if unsafe { word(addr, 0) } == 0 {
+            if word(0) == 0 {
                 Holder::Nobody
             } else {
                 Holder::Someone
@@ -160,4 +157,38 @@ pub unsafe fn holder(addr: u64, kind: locksuit_format::ObjectKind) -> Holder {
         }
         _ => Holder::Someone,
     }
+}
+
+/// Who holds the lock of `kind` at `addr`.
+///
+/// # Safety
+/// As for [`word`], with `addr` an object of `kind` that the call at hand
+/// reads itself (an unlock does; `pthread_rwlock_destroy` and
+/// `pthread_spin_destroy` do not: use [`holder_copied`] there).
+pub unsafe fn holder(addr: u64, kind: locksuit_format::ObjectKind) -> Holder {
+    // SAFETY: forwarded contract; every offset read lies inside the object.
+    holder_by(kind, |offset| unsafe { word(addr, offset) })
+}
+
+/// Who holds the lock of `kind` at `addr`, read through the kernel (a
+/// system call): memory the program unmapped fails to read (`None`)
+/// instead of faulting. For calls that do not read the object themselves.
+pub fn holder_copied(addr: u64, kind: locksuit_format::ObjectKind) -> Option<Holder> {
+    use locksuit_format::ObjectKind;
+    // The words `holder_by` reads, and no further (a spinlock at the end of
+    // a mapping has nothing after it).
+    let len = match kind {
+        ObjectKind::Mutex => MUTEX_KIND_OFFSET as usize + 4,
+        ObjectKind::Rwlock => RWLOCK_WRITER_OFFSET as usize + 4,
+        _ => 4,
+    };
+    let mut bytes = [0u8; 32];
+    if !crate::sys::read_own_memory(addr, &mut bytes[..len]) {
+        return None;
+    }
+    let word = |offset: u64| {
+        let at = offset as usize;
+        u32::from_ne_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+    };
+    Some(holder_by(kind, word))
 }

@@ -20,10 +20,27 @@
  *                            allowed.
  *   misuse relock            an error-checking mutex locked twice by its
  *                            holder (@relock): EDEADLK.
+ *   misuse two-lines         two unlocks of an unlocked mutex, at two lines
+ *                            (@twice-a, @twice-b): two findings.
+ *   misuse never-locked      an unlock of a static mutex never locked
+ *                            (@never-locked).
+ *   misuse unmapped          an rwlock in a mapping the program unmaps, then
+ *                            destroys (glibc's destroy reads nothing): the
+ *                            program must run as without the shim.
  *   misuse none              the same objects, used by the rules.
+ *   misuse deep              40 mutexes held nested (deeper than the shim
+ *                            tracks), released in order: no misuse.
+ *   misuse recursive         a recursive mutex locked three times, unlocked
+ *                            three times: no misuse.
+ *   misuse atfork            pthread_atfork handlers lock in prepare and
+ *                            unlock in parent and child: no misuse.
+ *   misuse fork-unlock       main locks m, forks; the child unlocks its copy
+ *                            (a thread of the child owns it): no misuse.
  *
  * Output: "mode <mode>", then what each call returned. */
 #include "common.h"
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t m1 = PTHREAD_MUTEX_INITIALIZER;
@@ -90,6 +107,29 @@ static void wake(pthread_mutex_t *mutex)
     CHECK(pthread_cond_broadcast(&c));
     CHECK(pthread_mutex_unlock(mutex));
 }
+
+static pthread_mutex_t never = PTHREAD_MUTEX_INITIALIZER;
+
+static void prepare(void) { CHECK(pthread_mutex_lock(&m)); }
+static void parent_side(void) { CHECK(pthread_mutex_unlock(&m)); }
+static void child_side(void) { CHECK(pthread_mutex_unlock(&m)); }
+
+static int fork_and_wait(void (*in_child)(void))
+{
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0)
+        return 3;
+    if (child == 0) {
+        if (in_child)
+            in_child();
+        _exit(0);
+    }
+    int status;
+    return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+static void unlock_m(void) { CHECK(pthread_mutex_unlock(&m)); }
 
 static void *timed_waiter(void *arg)
 {
@@ -176,6 +216,53 @@ int main(int argc, char **argv)
         printf("relock %s\n", pthread_mutex_lock(&ec) == EDEADLK ? "EDEADLK" : "other"); /* @relock */
         CHECK(pthread_mutex_unlock(&ec));
         CHECK(pthread_mutex_destroy(&ec));
+    } else if (!strcmp(mode, "two-lines")) {
+        printf("twice-a %d\n", pthread_mutex_unlock(&m)); /* @twice-a */
+        printf("twice-b %d\n", pthread_mutex_unlock(&m)); /* @twice-b */
+    } else if (!strcmp(mode, "never-locked")) {
+        printf("never-locked %d\n", pthread_mutex_unlock(&never)); /* @never-locked */
+    } else if (!strcmp(mode, "unmapped")) {
+        pthread_rwlock_t *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (l == MAP_FAILED)
+            return 3;
+        CHECK(pthread_rwlock_init(l, NULL));
+        CHECK(pthread_rwlock_rdlock(l));
+        CHECK(pthread_rwlock_unlock(l));
+        CHECK(munmap(l, 4096));
+        printf("destroy-unmapped %d\n", pthread_rwlock_destroy(l));
+    } else if (!strcmp(mode, "deep")) {
+        static pthread_mutex_t nest[40];
+        for (int i = 0; i < 40; i++)
+            CHECK(pthread_mutex_init(&nest[i], NULL));
+        for (int i = 0; i < 40; i++)
+            CHECK(pthread_mutex_lock(&nest[i]));
+        for (int i = 0; i < 40; i++)
+            CHECK(pthread_mutex_unlock(&nest[i]));
+        for (int i = 39; i >= 0; i--) {
+            CHECK(pthread_mutex_lock(&nest[i]));
+            CHECK(pthread_mutex_unlock(&nest[i]));
+        }
+    } else if (!strcmp(mode, "recursive")) {
+        pthread_mutexattr_t attr;
+        pthread_mutex_t r;
+        CHECK(pthread_mutexattr_init(&attr));
+        CHECK(pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE));
+        CHECK(pthread_mutex_init(&r, &attr));
+        for (int i = 0; i < 3; i++)
+            CHECK(pthread_mutex_lock(&r));
+        for (int i = 0; i < 3; i++)
+            CHECK(pthread_mutex_unlock(&r));
+        CHECK(pthread_mutex_destroy(&r));
+    } else if (!strcmp(mode, "atfork")) {
+        CHECK(pthread_atfork(prepare, parent_side, child_side));
+        for (int i = 0; i < 3; i++)
+            if (fork_and_wait(NULL) != 0)
+                return 3;
+    } else if (!strcmp(mode, "fork-unlock")) {
+        CHECK(pthread_mutex_lock(&m));
+        if (fork_and_wait(unlock_m) != 0)
+            return 3;
+        CHECK(pthread_mutex_unlock(&m));
     } else if (!strcmp(mode, "none")) {
         for (int i = 0; i < 2000; i++) {
             CHECK(pthread_mutex_lock(&m));

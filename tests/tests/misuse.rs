@@ -152,6 +152,43 @@ fn an_error_checking_mutex_relocked_is_misuse() {
 
 #[test]
 fn locks_used_by_the_rules_are_no_misuse() {
-    let p = run("none");
+    // Nested past the depth the shim tracks, recursive, unlocked by
+    // pthread_atfork handlers in parent and child, or by a fork child that
+    // owns its copy: holds the shim may not know of, none misused.
+    for mode in ["none", "deep", "recursive", "atfork", "fork-unlock"] {
+        let bin = build_c("misuse");
+        let dir = fresh_dir(&format!("misuse_{mode}"));
+        let plain = run_plain(&bin, &[mode]);
+        let out = run_under_shim(&bin, &[mode], &dir);
+        assert_success(&out, mode);
+        assert_same_output(&plain, &out);
+        let report = report_json(&[&dir], None);
+        for p in processes(&report) {
+            assert!(misuses(p).is_empty(), "{mode}: {}", short(&p["findings"]));
+        }
+    }
+}
+
+#[test]
+fn each_line_that_misuses_a_lock_is_named() {
+    let p = run("two-lines");
+    let mut lines: Vec<Vec<u64>> = misuses(&p).into_iter().map(|(_, l, _)| l).collect();
+    lines.sort();
+    assert_eq!(lines, vec![vec![line("twice-a")], vec![line("twice-b")]]);
+}
+
+#[test]
+fn an_unlock_of_a_mutex_never_locked_is_misuse() {
+    let (message, lines, locks, _) = one("never-locked");
+    assert_eq!(lines, vec![line("never-locked")]);
+    assert_eq!(locks, vec!["&never"]);
+    assert!(message.contains("which no thread held"), "{message}");
+}
+
+/// glibc's rwlock destroy reads nothing, so a program may destroy one it
+/// already unmapped; the shim must not read it either (it would fault).
+#[test]
+fn destroying_an_unmapped_rwlock_runs_as_without_the_shim() {
+    let p = run("unmapped");
     assert!(misuses(&p).is_empty(), "{}", short(&p["findings"]));
 }

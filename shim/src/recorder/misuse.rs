@@ -5,14 +5,15 @@
 //!
 //! Only slow paths come here: an unlock whose lock this thread's held list
 //! does not have, a destroy, a condition wait's release of its mutex. The
-//! verdict is read from the lock's own words (see `glibc::holder`), never
-//! from what the shim tracked: a hold the shim lost (nested past its
+//! verdict on a lock is read from its own words (see `glibc::holder`),
+//! never from what the shim tracked: a hold the shim lost (nested past its
 //! depth, taken before it loaded, passed through in a signal handler) is
-//! no misuse. The line is found by unwinding once per lock and kind of
-//! misuse, so a program that does the same wrong thing in a loop pays for
-//! the unwinding once.
+//! no misuse. A condition's waiters are the shim's count (glibc's are not
+//! public). The line is found by unwinding, a few times per lock and kind
+//! of misuse (see [`MEMO`]).
 
 use super::clock::now_ns;
+use super::identity;
 use super::thread_lane::current_lane;
 use super::thread_state::InHook;
 use super::{events, objects, sites};
@@ -28,16 +29,22 @@ pub enum At {
     Site(u32),
 }
 
-/// Lines already found, by (lock, misuse): a direct-mapped cache whose
-/// races only cost an unwinding more.
+/// Lines found by unwinding, by (lock, misuse), packed in one word each so
+/// a reader never pairs one key with another's line: lock id (32 bits),
+/// misuse (3), site (29). Each key is unwound afresh its first
+/// [`UNWOUND_FIRST`] times, so the lines a few misuses come from are told
+/// apart; after that a misuse in a loop pays for no more unwinding.
 const MEMO_SLOTS: usize = 64;
-static MEMO_KEYS: [AtomicU64; MEMO_SLOTS] = [const { AtomicU64::new(0) }; MEMO_SLOTS];
-static MEMO_SITES: [AtomicU32; MEMO_SLOTS] = [const { AtomicU32::new(0) }; MEMO_SLOTS];
+const UNWOUND_FIRST: u32 = 16;
+const SITE_BITS: u32 = 29;
+static MEMO: [AtomicU64; MEMO_SLOTS] = [const { AtomicU64::new(0) }; MEMO_SLOTS];
+static MEMO_UNWOUND: [AtomicU32; MEMO_SLOTS] = [const { AtomicU32::new(0) }; MEMO_SLOTS];
 
 /// Forgets the lines (a fork child's sites are its own).
 pub fn reset_after_fork() {
-    for key in &MEMO_KEYS {
-        key.store(0, Ordering::Relaxed);
+    for (memo, count) in MEMO.iter().zip(&MEMO_UNWOUND) {
+        memo.store(0, Ordering::Relaxed);
+        count.store(0, Ordering::Relaxed);
     }
 }
 
@@ -46,27 +53,43 @@ fn site(lane: &mut super::lanes::Lane, lock_id: u32, what: u32, at: At) -> u32 {
         At::Site(site) => return site,
         At::Hook(hook) => hook,
     };
-    let key = u64::from(lock_id) << 8 | u64::from(what);
-    let slot = (key as usize ^ ((key >> 8) as usize * 31)) % MEMO_SLOTS;
-    if MEMO_KEYS[slot].load(Ordering::Relaxed) == key {
-        return MEMO_SITES[slot].load(Ordering::Relaxed);
+    let key = u64::from(lock_id) << 32 | u64::from(what & 7) << SITE_BITS;
+    let slot = ((lock_id as usize).wrapping_mul(31) ^ what as usize) % MEMO_SLOTS;
+    let seen = MEMO[slot].load(Ordering::Relaxed);
+    if seen & !((1 << SITE_BITS) - 1) == key
+        && MEMO_UNWOUND[slot].load(Ordering::Relaxed) >= UNWOUND_FIRST
+    {
+        return (seen & ((1 << SITE_BITS) - 1)) as u32;
     }
     let site = sites::caller_of_hook(hook)
         .map_or(0, |(caller, context)| sites::site_id(lane, caller, context));
-    MEMO_SITES[slot].store(site, Ordering::Relaxed);
-    MEMO_KEYS[slot].store(key, Ordering::Relaxed);
+    if site < 1 << SITE_BITS {
+        if seen & !((1 << SITE_BITS) - 1) != key {
+            MEMO_UNWOUND[slot].store(0, Ordering::Relaxed);
+        }
+        MEMO_UNWOUND[slot].fetch_add(1, Ordering::Relaxed);
+        MEMO[slot].store(key | u64::from(site), Ordering::Relaxed);
+    }
     site
 }
 
-fn record(g: &InHook, addr: u64, what: u32, (other, seq): (u32, u32), at: At) {
-    let Some(slot) = objects::find(addr) else {
-        return; // never seen: nothing to name it by
-    };
-    let lock_id = slot.id();
-    if lock_id == 0 {
-        return;
-    }
+/// Writes the misuse of the object of `kind` at `addr` (an identity is
+/// made for one never used before: a static mutex unlocked first).
+fn record(
+    g: &InHook,
+    (addr, kind): (u64, ObjectKind),
+    what: u32,
+    (other, seq): (u32, u32),
+    at: At,
+) {
     let Some(lane) = current_lane(g) else { return };
+    let lock_id = match objects::find(addr).map(|slot| slot.id()) {
+        Some(id) if id != 0 => id,
+        _ => match identity::object(lane, addr, kind) {
+            Some(found) => found.id,
+            None => return,
+        },
+    };
     let site = site(lane, lock_id, what, at);
     events::misuse(lane, (lock_id, site), what, (other, seq), now_ns());
 }
@@ -79,10 +102,12 @@ pub fn unlock_not_held(g: &InHook, addr: u64, kind: ObjectKind, at: At) {
         return;
     };
     // SAFETY: the program passed `addr` to an unlock of this kind, which
-    // reads the same words first.
+    // reads (a spinlock's: writes) the same words.
     match unsafe { glibc::holder(addr, kind) } {
-        Holder::Nobody => record(g, addr, MISUSE_UNLOCK_UNLOCKED, (0, 0), at),
-        Holder::Thread(t) if t != me => record(g, addr, MISUSE_UNLOCK_NOT_OWNER, (t, 0), at),
+        Holder::Nobody => record(g, (addr, kind), MISUSE_UNLOCK_UNLOCKED, (0, 0), at),
+        Holder::Thread(t) if t != me => {
+            record(g, (addr, kind), MISUSE_UNLOCK_NOT_OWNER, (t, 0), at)
+        }
         _ => {}
     }
 }
@@ -100,31 +125,47 @@ pub fn wait_unheld(g: &InHook, mutex: u64, site: u32) {
         Holder::Thread(t) if t != me => t,
         _ => return,
     };
-    record(g, mutex, MISUSE_WAIT_UNHELD, (other, 0), At::Site(site));
+    let what = MISUSE_WAIT_UNHELD;
+    record(
+        g,
+        (mutex, ObjectKind::Mutex),
+        what,
+        (other, 0),
+        At::Site(site),
+    );
 }
 
 /// The object of `kind` at `addr` is about to be destroyed: misuse if a
-/// lock is held, or threads wait on a condition variable.
+/// lock is held, or threads wait on a condition variable. Only objects the
+/// shim has seen in use are looked at.
 pub fn destroying(g: &InHook, addr: u64, kind: ObjectKind, at: At) {
+    let Some(slot) = objects::find(addr).filter(|s| s.id() != 0) else {
+        return;
+    };
     if kind == ObjectKind::Cond {
-        let Some(slot) = objects::find(addr) else {
-            return;
-        };
         let waiters = slot.waiters.load(Ordering::Relaxed);
         if waiters > 0 {
             // Woken waiters may still be on their way out, which is
             // allowed; the analyzer tells them apart by the notifies
             // before this moment (the notify sequence now).
             let seq = slot.seq.load(Ordering::Relaxed);
-            record(g, addr, MISUSE_DESTROY_WAITED, (waiters, seq), at);
+            record(g, (addr, kind), MISUSE_DESTROY_WAITED, (waiters, seq), at);
         }
         return;
     }
-    // SAFETY: the program passed `addr` to a destroy of this kind, which
-    // reads the same words first.
-    match unsafe { glibc::holder(addr, kind) } {
+    let holder = match kind {
+        // SAFETY: glibc's mutex destroy reads the same words first.
+        ObjectKind::Mutex => unsafe { glibc::holder(addr, kind) },
+        // An rwlock's or spinlock's destroy reads nothing: the program may
+        // have unmapped it; read through the kernel.
+        _ => match glibc::holder_copied(addr, kind) {
+            Some(holder) => holder,
+            None => return,
+        },
+    };
+    match holder {
         Holder::Nobody => {}
-        Holder::Thread(t) => record(g, addr, MISUSE_DESTROY_HELD, (t, 0), at),
-        Holder::Someone => record(g, addr, MISUSE_DESTROY_HELD, (0, 0), at),
+        Holder::Thread(t) => record(g, (addr, kind), MISUSE_DESTROY_HELD, (t, 0), at),
+        Holder::Someone => record(g, (addr, kind), MISUSE_DESTROY_HELD, (0, 0), at),
     }
 }
