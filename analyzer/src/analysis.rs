@@ -638,11 +638,17 @@ pub fn analyze(
             lock_order.gated
         ));
     }
+    if lock_order.readers_pass > 0 {
+        warnings.push(format!(
+            "{} lock-order cycles were left out: each closes only if a read of an rwlock waits while another thread holds it for reading, which glibc's rwlocks allow unless made to prefer writers (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)",
+            lock_order.readers_pass
+        ));
+    }
     if lock_order.truncated {
-        warnings.push(
-            "the lock-order graph has more cycles than are listed (at most 32 per group of locks, of at most 8 locks each)"
-                .into(),
-        );
+        warnings.push(format!(
+            "the lock-order graph may have more cycles than are listed (at most 32 per group of locks, of at most {} locks each, within a bounded search)",
+            crate::lock_order::MAX_CYCLE_LEN
+        ));
     }
 
     let threads: Vec<Thread> = trace

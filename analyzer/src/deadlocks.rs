@@ -378,14 +378,24 @@ fn inversion(i: &Inversion, ids: &Ids) -> Finding {
         .map(|(e, s)| edge_words(e, s, ids))
         .collect();
     let locks: Vec<LockId> = i.locks.iter().filter_map(|&l| (ids.lock)(l)).collect();
-    let message = format!(
-        "locks made at one line were taken two at a time at the same lines in both address orders ({} pair{} in ascending order, {} in descending, by {}): {}. No two threads took the same two locks in opposite orders, so no cycle was seen. If a call can take one pair in both orders (transfer(a, b) and transfer(b, a)), two threads doing so at once deadlock; if something else orders them (a tree walked from its root), this is safe. Taking each pair in address order rules it out.",
-        i.pairs_up,
-        if i.pairs_up == 1 { "" } else { "s" },
-        i.pairs_down,
-        crate::render::count(i.threads as u64, "thread", "threads"),
-        words.join("; "),
-    );
+    let message = match i.through.and_then(|x| (ids.lock)(x)) {
+        Some(x) => format!(
+            "locks made at one line were taken both before {x} and after it ({} pair{} before, {} after, by {}): {}. No lock of them was taken both ways, so no cycle was seen. If one object's lock can be taken on both paths (an object reachable both ways), two threads doing so at once deadlock; taking {x} first everywhere, or never holding such a lock when taking {x}, rules it out.",
+            i.pairs_up,
+            if i.pairs_up == 1 { "" } else { "s" },
+            i.pairs_down,
+            crate::render::count(i.threads as u64, "thread", "threads"),
+            words.join("; "),
+        ),
+        None => format!(
+            "locks made at one line were taken two at a time at the same lines in both address orders ({} pair{} in ascending order, {} in descending, by {}): {}. No two threads took the same two locks in opposite orders, so no cycle was seen. If a call can take one pair in both orders (transfer(a, b) and transfer(b, a)), two threads doing so at once deadlock; if something else orders them (a tree walked from its root), this is safe. Taking each pair in address order rules it out.",
+            i.pairs_up,
+            if i.pairs_up == 1 { "" } else { "s" },
+            i.pairs_down,
+            crate::render::count(i.threads as u64, "thread", "threads"),
+            words.join("; "),
+        ),
+    };
     let mut f = finding(FINDING_FAMILY_INVERSION, steps, message, 0);
     f.lock = locks.first().copied();
     f.locks = locks;

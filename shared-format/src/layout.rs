@@ -373,6 +373,9 @@ pub const ATTR_ROBUST: u32 = 1 << 1;
 pub const ATTR_PRIO_INHERIT: u32 = 1 << 2;
 /// A priority-protection (ceiling) mutex.
 pub const ATTR_PRIO_PROTECT: u32 = 1 << 3;
+/// An rwlock that prefers writers (`PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`):
+/// a queued writer holds back new readers, so a read can wait behind a read.
+pub const ATTR_PREFER_WRITER: u32 = 1 << 4;
 
 /// A synchronisation object came into being: a new identity, even when the
 /// address was used before. `hdr.aux` holds `ATTR_*` bits.

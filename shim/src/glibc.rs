@@ -96,6 +96,29 @@ pub enum Holder {
     Someone,
 }
 
+/// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` in an rwlock's
+/// `__flags` (the only kind whose queued writers hold readers back).
+const RWLOCK_PREFER_WRITER_NONRECURSIVE: u32 = 2;
+
+/// An rwlock's (process-shared, prefers writers) from its words: x86_64
+/// keeps `__shared` and `__flags` as ints at 28 and 48; the generic layout
+/// (aarch64) as the bytes at 25 and 24.
+///
+/// # Safety
+/// As for [`word`], with `addr` an rwlock the call at hand reads.
+pub unsafe fn rwlock_attributes(addr: u64) -> (bool, bool) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: forwarded contract; both words lie inside pthread_rwlock_t.
+    let (shared, flags) = unsafe { (word(addr, 28), word(addr, 48)) };
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: as above; the word at 24 holds __flags, __shared and padding.
+    let (shared, flags) = {
+        let w = unsafe { word(addr, 24) }.to_le_bytes();
+        (u32::from(w[1]), u32::from(w[0]))
+    };
+    (shared != 0, flags == RWLOCK_PREFER_WRITER_NONRECURSIVE)
+}
+
 /// `__data.__owner` of a mutex: the holder's tid, written just after the
 /// lock word by every kind of glibc mutex.
 const MUTEX_OWNER_OFFSET: u64 = 8;

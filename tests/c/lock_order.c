@@ -17,7 +17,8 @@
  *                          read R; nobody writes -> none.
  *   lock_order read-read-written
  *                          the same, and a thread write-locks R and S
- *                          alone -> one (a queued writer can block a read).
+ *                          alone -> none: glibc's default rwlocks let a
+ *                          reader in past a queued writer.
  *   lock_order recursive   recursive mutex M, then A, then M again: the
  *                          re-acquisition is no edge -> none.
  *   lock_order gate-dropped

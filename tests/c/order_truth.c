@@ -67,8 +67,25 @@
  *       then read R1 -> nothing.
  *   order_truth rwlocks-written
  *       the same, and a thread write-locks R1 and R2 (alone, not nested):
- *       a writer queued between two readers can block the second read
- *       -> potential-deadlock {R1, R2}.
+ *       glibc's rwlocks (reader-preferring by default) let a reader in
+ *       past a queued writer, so a read never waits for a read hold
+ *       -> nothing.
+ *   order_truth rwlocks-prefer-writer
+ *       the same with rwlocks made to prefer writers
+ *       (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP): a queued writer
+ *       holds the second read back -> potential-deadlock {R1, R2}.
+ *   order_truth rwlocks-read-write
+ *       read R1 then write-lock R2; read R2 then write-lock R1: a writer
+ *       waits for readers -> potential-deadlock {R1, R2}.
+ *   order_truth gated-and-not
+ *       A then B and B then A, each under G; also B then C and C then A
+ *       with no gate: the cycle A, B, C can deadlock
+ *       -> potential-deadlock {A, B, C}.
+ *   order_truth object-global
+ *       three objects' mutexes made at one line, and a global G: one
+ *       thread takes object 0 then G, another G then object 1. No cycle
+ *       over the same locks, but an object reachable both ways would make
+ *       one -> family-order-inversion {object 0, object 1}.
  *   order_truth gated
  *       A then B, and B then A, each while holding G -> nothing (G -> A,
  *       G -> B are fine).
@@ -471,6 +488,17 @@ static void *read_both(void *arg)
     return NULL;
 }
 
+/* Read-locks `first`, then write-locks `second`. */
+static void *read_then_write(void *arg)
+{
+    struct rw_pair *p = arg;
+    CHECK(pthread_rwlock_rdlock(p->first));
+    CHECK(pthread_rwlock_wrlock(p->second));
+    CHECK(pthread_rwlock_unlock(p->second));
+    CHECK(pthread_rwlock_unlock(p->first));
+    return NULL;
+}
+
 static void *write_each(void *arg)
 {
     (void)arg;
@@ -481,21 +509,102 @@ static void *write_each(void *arg)
     return NULL;
 }
 
-static void rwlocks(int written)
+/* 0: nobody writes; 1: writers, default rwlocks; 2: writers, rwlocks
+ * that prefer writers; 3: each reader goes on to write-lock the other. */
+static void rwlocks(int how)
 {
-    CHECK(pthread_rwlock_init(&r1, NULL));
-    CHECK(pthread_rwlock_init(&r2, NULL));
+    pthread_rwlockattr_t attr;
+    CHECK(pthread_rwlockattr_init(&attr));
+    if (how == 2)
+        CHECK(pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP));
+    CHECK(pthread_rwlock_init(&r1, &attr));
+    CHECK(pthread_rwlock_init(&r2, &attr));
     name_lock("R1", &r1);
     name_lock("R2", &r2);
     struct rw_pair one_two = { &r1, &r2 }, two_one = { &r2, &r1 };
-    run(read_both, &one_two);
-    run(read_both, &two_one);
-    if (!written)
+    body_fn each = how == 3 ? read_then_write : read_both;
+    run(each, &one_two);
+    run(each, &two_one);
+    if (how == 1 || how == 2)
+        run(write_each, NULL);
+    if (how < 2)
         return;
-    run(write_each, NULL);
     expect_begin("potential-deadlock");
     expect_lock(&r1);
     expect_lock(&r2);
+    expect_end();
+}
+
+/* ---- gated-and-not ---- */
+
+static void gated_and_not(void)
+{
+    init_singles();
+    struct pair ab = { &ma, &mb }, ba = { &mb, &ma };
+    run(gated_pair, &ab);
+    run(gated_pair, &ba);
+    run_nest(&mb, &mc);
+    run_nest(&mc, &ma);
+    expect_begin("potential-deadlock");
+    expect_lock(&ma);
+    expect_lock(&mb);
+    expect_lock(&mc);
+    expect_end();
+}
+
+/* ---- object-global ---- */
+
+struct object {
+    pthread_mutex_t m;
+    int value;
+};
+
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct object *new_object(void)
+{
+    struct object *o = calloc(1, sizeof *o);
+    if (!o)
+        exit(3);
+    CHECK(pthread_mutex_init(&o->m, NULL)); /* @object-init */
+    return o;
+}
+
+static void *object_then_global(void *arg)
+{
+    struct object *o = arg;
+    CHECK(pthread_mutex_lock(&o->m));
+    CHECK(pthread_mutex_lock(&global_lock));
+    o->value++;
+    CHECK(pthread_mutex_unlock(&global_lock));
+    CHECK(pthread_mutex_unlock(&o->m));
+    return NULL;
+}
+
+static void *global_then_object(void *arg)
+{
+    struct object *o = arg;
+    CHECK(pthread_mutex_lock(&global_lock));
+    CHECK(pthread_mutex_lock(&o->m));
+    o->value++;
+    CHECK(pthread_mutex_unlock(&o->m));
+    CHECK(pthread_mutex_unlock(&global_lock));
+    return NULL;
+}
+
+static void object_global(void)
+{
+    struct object *o[3];
+    for (int i = 0; i < 3; i++)
+        o[i] = new_object();
+    name_lock("object0", &o[0]->m);
+    name_lock("object1", &o[1]->m);
+    name_lock("G", &global_lock);
+    run(object_then_global, o[0]);
+    run(global_then_object, o[1]);
+    expect_begin("family-order-inversion");
+    expect_lock(&o[0]->m);
+    expect_lock(&o[1]->m);
     expect_end();
 }
 
@@ -616,6 +725,14 @@ int main(int argc, char **argv)
         rwlocks(0);
     else if (strcmp(s, "rwlocks-written") == 0)
         rwlocks(1);
+    else if (strcmp(s, "rwlocks-prefer-writer") == 0)
+        rwlocks(2);
+    else if (strcmp(s, "rwlocks-read-write") == 0)
+        rwlocks(3);
+    else if (strcmp(s, "gated-and-not") == 0)
+        gated_and_not();
+    else if (strcmp(s, "object-global") == 0)
+        object_global();
     else if (strcmp(s, "gated") == 0)
         gated();
     else if (strcmp(s, "tree") == 0)

@@ -38,7 +38,10 @@ fn lock_order_inversions_are_potential_deadlocks_and_nothing_else_is() {
         ("buckets-reversed", 1, 5),
         ("trylock", 0, 0),
         ("read-read", 0, 0),
-        ("read-read-written", 1, 2),
+        // glibc's default rwlocks let a reader in past a queued writer: a
+        // read never waits for a read hold (order_truth.c has the kinds
+        // that can).
+        ("read-read-written", 0, 0),
         ("recursive", 0, 0),
         ("gate-dropped", 1, 2),
     ];

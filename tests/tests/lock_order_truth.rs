@@ -261,6 +261,26 @@ fn rwlocks_written() {
 }
 
 #[test]
+fn rwlocks_prefer_writer() {
+    check("rwlocks-prefer-writer");
+}
+
+#[test]
+fn rwlocks_read_write() {
+    check("rwlocks-read-write");
+}
+
+#[test]
+fn gated_and_not() {
+    check("gated-and-not");
+}
+
+#[test]
+fn object_global() {
+    check("object-global");
+}
+
+#[test]
 fn gated() {
     check("gated");
 }

@@ -31,8 +31,14 @@ fn object_attributes(kind: ObjectKind, addr: u64, shared: Option<bool>) -> (u32,
                 | flag(k & glibc::MUTEX_PRIO_PROTECT != 0, ATTR_PRIO_PROTECT);
             (attrs, k & glibc::MUTEX_TYPE_MASK)
         }
-        // __data.__shared
-        ObjectKind::Rwlock => (flag(word(28) != 0, ATTR_PROCESS_SHARED), u32::MAX),
+        ObjectKind::Rwlock => {
+            // SAFETY: as above, for an rwlock.
+            let (shared, prefers_writers) = unsafe { glibc::rwlock_attributes(addr) };
+            (
+                flag(shared, ATTR_PROCESS_SHARED) | flag(prefers_writers, ATTR_PREFER_WRITER),
+                u32::MAX,
+            )
+        }
         // new_sem.private / pthread_barrier.shared: non-zero when shared.
         ObjectKind::Sem => (flag(word(8) != 0, ATTR_PROCESS_SHARED), u32::MAX),
         ObjectKind::Barrier => (flag(word(12) != 0, ATTR_PROCESS_SHARED), u32::MAX),

@@ -9,19 +9,25 @@
 //! - a read acquisition of an rwlock blocks only if someone write-locks it
 //!   (a holder, or with a writer-preferring rwlock a queued writer between
 //!   two readers): a read edge into an rwlock that is never write-locked in
-//!   the run is dropped; read-read cycles over locks that are also
-//!   write-locked are reported;
+//!   the run is dropped, and a cycle that needs a read to wait for a read
+//!   hold of an rwlock that does not prefer writers (glibc's default lets
+//!   readers in past a queued writer) cannot close;
 //! - a cycle whose every edge was taken while holding one common gate lock
-//!   cannot deadlock: it is not reported (the count of such cycles is).
+//!   cannot deadlock.
 //!
-//! Apart from cycles, one weaker pattern is told ([`Inversion`]): locks of
-//! one family taken two at a time at the same two lines in both address
-//! orders, with no cycle among them (a `transfer(a, b)` that a caller may
-//! call as `transfer(b, a)`). It is what was seen, not a deadlock.
+//! A cycle so excused is counted, and the search goes on for another
+//! through the same locks that is not.
+//!
+//! Apart from cycles, weaker patterns are told (`patterns.rs`): locks of
+//! one family taken two at a time at the same lines in both address
+//! orders, and locks of one family taken both before and after another
+//! lock, with no cycle among them. They are what was seen, not deadlocks.
 //!
 //! Strongly connected components are found in time linear in the graph
 //! (Tarjan); within each, simple cycles are listed, shortest first, up to a
-//! bound and within a bounded amount of work.
+//! bound and within a bounded amount of work per trace.
+
+mod patterns;
 
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
@@ -30,10 +36,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 /// Most cycles listed per strongly connected component.
 const CYCLES_PER_COMPONENT: usize = 32;
 /// Longest cycle listed.
-const MAX_CYCLE_LEN: usize = 64;
-/// Nodes a component's cycle search may visit in all (a dense component
-/// has more cycles than anyone reads; the search stops, saying so).
-const SEARCH_BUDGET: usize = 4_000_000;
+pub const MAX_CYCLE_LEN: usize = 64;
+/// Arcs the cycle search of one trace may follow in all (a dense graph has
+/// more cycles than anyone reads; the search stops, saying so).
+const SEARCH_BUDGET: usize = 8_000_000;
+/// Times the search through one arc looks again after finding a cycle
+/// that cannot deadlock.
+const RETRIES: usize = 8;
 
 /// One edge of a reported cycle: the first thread that took it, the locks
 /// and the sites, and how often it was taken in all.
@@ -65,30 +74,19 @@ impl Cycle {
     }
 }
 
-/// Locks of one family taken two at a time at the same two lines in both
-/// address orders, with no cycle among them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Inversion {
-    /// The first edge seen in ascending address order, and in descending.
-    pub up: CycleEdge,
-    pub down: CycleEdge,
-    /// Every lock of the family in an edge at those lines (raw ids, ascending).
-    pub locks: Vec<u32>,
-    /// Distinct (held, taken) pairs in each order.
-    pub pairs_up: usize,
-    pub pairs_down: usize,
-    /// Distinct threads that took them.
-    pub threads: usize,
-}
+pub use patterns::Inversion;
 
 /// What the graph gave.
 #[derive(Debug, Default)]
 pub struct LockOrder {
     pub cycles: Vec<Cycle>,
     pub inversions: Vec<Inversion>,
-    /// Cycles (and inversions) not reported because all their edges were
+    /// Cycles (and patterns) not reported because all their edges were
     /// taken under one common gate lock.
     pub gated: usize,
+    /// Cycles not reported because they would close only by a read
+    /// waiting for a read hold of an rwlock that lets readers in.
+    pub readers_pass: usize,
     /// Components with more simple cycles than were listed.
     pub truncated: bool,
 }
@@ -99,10 +97,25 @@ struct Arc {
     edges: Vec<RawEdge>,
 }
 
+impl Arc {
+    /// Every one of its edges acquired the lock for reading (or, `from`,
+    /// held the first lock for reading).
+    fn all(&self, flag: u32) -> bool {
+        self.edges.iter().all(|e| e.record.hdr.aux & flag != 0)
+    }
+}
+
 #[derive(Clone, Copy)]
 struct RawEdge {
     tid: u32,
     record: EdgeRecord,
+}
+
+/// Why a cycle found cannot deadlock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Excuse {
+    Gated,
+    ReadersPass,
 }
 
 /// Finds the potential deadlocks of one trace. `line_of` turns a raw site
@@ -134,6 +147,11 @@ pub fn analyze(trace: &Trace, line_of: &dyn Fn(u32) -> Option<usize>) -> LockOrd
             .edges
             .push(RawEdge { tid, record: *e });
     }
+    let prefers_writers = |id: u32| {
+        locks
+            .get(&id)
+            .is_some_and(|l| l.hdr.aux & ATTR_PREFER_WRITER != 0)
+    };
     let mut out = LockOrder::default();
     let nodes: Vec<u32> = arcs
         .keys()
@@ -146,120 +164,58 @@ pub fn analyze(trace: &Trace, line_of: &dyn Fn(u32) -> Option<usize>) -> LockOrd
     for &(from, to) in arcs.keys() {
         succ[index[&from]].push(index[&to]);
     }
-    // Arcs that are part of a listed cycle, so an inversion they explain
-    // is not told again.
-    let mut in_cycle: BTreeSet<(u32, u32)> = BTreeSet::new();
-    for component in strongly_connected(&succ) {
-        if component.len() < 2 {
-            continue;
+    // Why a cycle (node indexes, in order) cannot deadlock, if it cannot.
+    let excuse = |cycle: &[usize]| -> Option<Excuse> {
+        let pairs: Vec<(u32, u32)> = (0..cycle.len())
+            .map(|i| (nodes[cycle[i]], nodes[cycle[(i + 1) % cycle.len()]]))
+            .collect();
+        let gates: Vec<[u32; EDGE_GATES]> =
+            pairs.iter().map(|p| common_gates(&arcs[p].edges)).collect();
+        if gate_of(&gates).is_some() {
+            return Some(Excuse::Gated);
         }
-        let (cycles, truncated) = simple_cycles(&succ, &component);
-        out.truncated |= truncated;
-        for cycle in cycles {
+        // At each rwlock of the cycle: if every wait for it is a read and
+        // every hold of it while going on is a read, a reader gets in.
+        let readers_pass = (0..pairs.len()).any(|i| {
+            let (into, out_of) = (&arcs[&pairs[i]], &arcs[&pairs[(i + 1) % pairs.len()]]);
+            into.all(EDGE_TO_SHARED) && out_of.all(EDGE_FROM_SHARED) && !prefers_writers(pairs[i].1)
+        });
+        readers_pass.then_some(Excuse::ReadersPass)
+    };
+    let components = strongly_connected(&succ);
+    let mut component_of = vec![usize::MAX; nodes.len()];
+    for (c, members) in components.iter().enumerate() {
+        for &n in members {
+            component_of[n] = c;
+        }
+    }
+    let mut budget = SEARCH_BUDGET;
+    for component in components.iter().filter(|c| c.len() >= 2) {
+        let found = simple_cycles(&succ, component, &mut budget, &mut |cycle| {
+            match excuse(cycle) {
+                Some(Excuse::Gated) => out.gated += 1,
+                Some(Excuse::ReadersPass) => out.readers_pass += 1,
+                None => return true,
+            }
+            false
+        });
+        out.truncated |= found.1;
+        for cycle in found.0 {
             let pairs: Vec<(u32, u32)> = (0..cycle.len())
                 .map(|i| (nodes[cycle[i]], nodes[cycle[(i + 1) % cycle.len()]]))
                 .collect();
-            let arcs_in_order: Vec<&Arc> = pairs.iter().map(|p| &arcs[p]).collect();
-            let gates: Vec<[u32; EDGE_GATES]> = arcs_in_order
-                .iter()
-                .map(|arc| common_gates(&arc.edges))
-                .collect();
-            if gate_of(&gates).is_some() {
-                out.gated += 1;
-                continue;
-            }
-            in_cycle.extend(pairs.iter().copied());
             out.cycles.push(Cycle {
-                edges: arcs_in_order.iter().map(|a| cycle_edge(&a.edges)).collect(),
+                edges: pairs.iter().map(|p| cycle_edge(&arcs[p].edges)).collect(),
             });
         }
     }
-    out.inversions = inversions(&arcs, &locks, line_of, &in_cycle, &mut out.gated);
+    // An arc lies on some cycle exactly when both its ends are in one
+    // component: a pattern it is part of is a cycle's, not told again.
+    let on_a_cycle = |from: u32, to: u32| component_of[index[&from]] == component_of[index[&to]];
+    out.inversions = patterns::find(&arcs, &locks, line_of, &on_a_cycle, &mut out.gated);
     // Most often taken first.
     out.cycles
         .sort_by_key(|c| std::cmp::Reverse(c.edges.iter().map(|e| e.count).min().unwrap_or(0)));
-    out
-}
-
-/// Family inversions: per (family, line holding, line taking), edges
-/// between two of the family's locks in both address orders.
-fn inversions(
-    arcs: &BTreeMap<(u32, u32), Arc>,
-    locks: &HashMap<u32, &LockRecord>,
-    line_of: &dyn Fn(u32) -> Option<usize>,
-    in_cycle: &BTreeSet<(u32, u32)>,
-    gated: &mut usize,
-) -> Vec<Inversion> {
-    // (kind, origin site, holding line, taking line) → edges, with the
-    // address order of each.
-    type Key = (u32, u32, usize, usize);
-    let mut groups: BTreeMap<Key, Vec<(bool, RawEdge)>> = BTreeMap::new();
-    let mut explained: BTreeSet<Key> = BTreeSet::new();
-    for (&(from, to), arc) in arcs {
-        let (Some(a), Some(b)) = (locks.get(&from), locks.get(&to)) else {
-            continue;
-        };
-        if a.origin_site == 0 || a.origin_site != b.origin_site || a.kind != b.kind {
-            continue;
-        }
-        for e in &arc.edges {
-            let (Some(held_at), Some(taken_at)) =
-                (line_of(e.record.from_site), line_of(e.record.to_site))
-            else {
-                continue;
-            };
-            let key = (a.kind, a.origin_site, held_at, taken_at);
-            if in_cycle.contains(&(from, to)) {
-                explained.insert(key);
-            }
-            groups
-                .entry(key)
-                .or_default()
-                .push((a.address < b.address, *e));
-        }
-    }
-    let mut out = Vec::new();
-    for (key, edges) in groups {
-        if explained.contains(&key) {
-            continue; // a cycle among them is told as a potential deadlock
-        }
-        let first = |up: bool| {
-            edges
-                .iter()
-                .filter(|(u, _)| *u == up)
-                .map(|(_, e)| *e)
-                .min_by_key(|e| e.record.first_ns)
-        };
-        let (Some(up), Some(down)) = (first(true), first(false)) else {
-            continue;
-        };
-        let raw: Vec<RawEdge> = edges.iter().map(|(_, e)| *e).collect();
-        if gate_of(&[common_gates(&raw)]).is_some() {
-            *gated += 1;
-            continue;
-        }
-        let pairs = |want: bool| {
-            edges
-                .iter()
-                .filter(|(u, _)| *u == want)
-                .map(|(_, e)| (e.record.from_lock, e.record.to_lock))
-                .collect::<BTreeSet<_>>()
-                .len()
-        };
-        let locks: BTreeSet<u32> = edges
-            .iter()
-            .flat_map(|(_, e)| [e.record.from_lock, e.record.to_lock])
-            .collect();
-        let threads: BTreeSet<u32> = edges.iter().map(|(_, e)| e.tid).collect();
-        out.push(Inversion {
-            up: cycle_edge(&[up]),
-            down: cycle_edge(&[down]),
-            locks: locks.into_iter().collect(),
-            pairs_up: pairs(true),
-            pairs_down: pairs(false),
-            threads: threads.len(),
-        });
-    }
     out
 }
 
@@ -362,12 +318,20 @@ fn strongly_connected(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
 /// for every node in turn and every arc out of it, the shortest way back
 /// to it through nodes not smaller than it (breadth first). So each arc
 /// out of a node has its tightest cycle found once, and a dense component
-/// cannot make the search explode. Up to [`CYCLES_PER_COMPONENT`] of length
-/// up to [`MAX_CYCLE_LEN`]; `true` if there were (or may be) more.
-fn simple_cycles(succ: &[Vec<usize>], component: &[usize]) -> (Vec<Vec<usize>>, bool) {
+/// cannot make the search explode. A cycle `keep` rejects (one that cannot
+/// deadlock) is searched past: the arc that closed it is left out and the
+/// search through that first arc tried again, a few times. Up to
+/// [`CYCLES_PER_COMPONENT`] cycles kept, of length up to
+/// [`MAX_CYCLE_LEN`], within `budget` arcs followed; `true` if there were
+/// (or may be) more.
+fn simple_cycles(
+    succ: &[Vec<usize>],
+    component: &[usize],
+    budget: &mut usize,
+    keep: &mut dyn FnMut(&[usize]) -> bool,
+) -> (Vec<Vec<usize>>, bool) {
     let members: BTreeSet<usize> = component.iter().copied().collect();
     let mut cycles: Vec<Vec<usize>> = Vec::new();
-    let mut budget = SEARCH_BUDGET;
     let mut truncated = false;
     let mut parent: HashMap<usize, usize> = HashMap::new();
     let mut queue: VecDeque<(usize, usize)> = VecDeque::new();
@@ -376,59 +340,70 @@ fn simple_cycles(succ: &[Vec<usize>], component: &[usize]) -> (Vec<Vec<usize>>, 
             if first < start || !members.contains(&first) {
                 continue;
             }
-            parent.clear();
-            queue.clear();
-            parent.insert(first, start);
-            queue.push_back((first, 2));
-            let mut closing = None;
-            'search: while let Some((v, len)) = queue.pop_front() {
-                for &w in &succ[v] {
-                    if budget == 0 {
+            // Arcs into `start` left out after closing a cycle kept out.
+            let mut closed: Vec<usize> = Vec::new();
+            for _ in 0..RETRIES {
+                parent.clear();
+                queue.clear();
+                parent.insert(first, start);
+                queue.push_back((first, 2));
+                let mut closing = None;
+                'search: while let Some((v, len)) = queue.pop_front() {
+                    for &w in &succ[v] {
+                        if *budget == 0 {
+                            return (cycles, true);
+                        }
+                        *budget -= 1;
+                        if w == start {
+                            if !closed.contains(&v) {
+                                closing = Some(v);
+                                break 'search;
+                            }
+                            continue;
+                        }
+                        if w < start || !members.contains(&w) || parent.contains_key(&w) {
+                            continue;
+                        }
+                        if len >= MAX_CYCLE_LEN {
+                            truncated = true;
+                            continue;
+                        }
+                        parent.insert(w, v);
+                        queue.push_back((w, len + 1));
+                    }
+                }
+                let Some(last) = closing else { break };
+                let mut at = last;
+                let mut path = vec![at];
+                while at != first {
+                    at = parent[&at];
+                    path.push(at);
+                }
+                path.push(start);
+                path.reverse();
+                if keep(&path) {
+                    if cycles.len() == CYCLES_PER_COMPONENT {
                         return (cycles, true);
                     }
-                    budget -= 1;
-                    if w == start {
-                        closing = Some(v);
-                        break 'search;
-                    }
-                    if w < start || !members.contains(&w) || parent.contains_key(&w) {
-                        continue;
-                    }
-                    if len >= MAX_CYCLE_LEN {
-                        truncated = true;
-                        continue;
-                    }
-                    parent.insert(w, v);
-                    queue.push_back((w, len + 1));
+                    cycles.push(path);
+                    break;
                 }
+                closed.push(last);
             }
-            let Some(mut at) = closing else { continue };
-            let mut path = vec![at];
-            while at != first {
-                at = parent[&at];
-                path.push(at);
-            }
-            path.push(start);
-            path.reverse();
-            if cycles.len() == CYCLES_PER_COMPONENT {
-                return (cycles, true);
-            }
-            cycles.push(path);
         }
     }
-    // A component has as many independent cycles as its arcs exceed its
-    // nodes, plus one: listing fewer than that left some out.
-    let arcs: usize = members
-        .iter()
-        .map(|&v| succ[v].iter().filter(|w| members.contains(w)).count())
-        .sum();
-    truncated |= cycles.len() < (arcs + 1).saturating_sub(members.len());
     (cycles, truncated)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every simple cycle kept, with a big budget.
+    fn cycles_of(succ: &[Vec<usize>], component: &[usize]) -> (Vec<Vec<usize>>, bool) {
+        let mut budget = SEARCH_BUDGET;
+        simple_cycles(succ, component, &mut budget, &mut |_| true)
+    }
 
     #[test]
     fn components_and_cycles_of_a_small_graph() {
@@ -443,12 +418,12 @@ mod tests {
             .collect();
         comps.sort();
         assert_eq!(comps, vec![vec![0, 1, 2], vec![3, 4], vec![5]]);
-        let (cycles, truncated) = simple_cycles(&succ, &[0, 1, 2]);
+        let (cycles, truncated) = cycles_of(&succ, &[0, 1, 2]);
         assert_eq!(cycles, vec![vec![0, 1, 2]]);
         assert!(!truncated);
         // Two cycles sharing a node: 0 <-> 1, 1 <-> 2.
         let succ = vec![vec![1], vec![0, 2], vec![1]];
-        let (cycles, truncated) = simple_cycles(&succ, &[0, 1, 2]);
+        let (cycles, truncated) = cycles_of(&succ, &[0, 1, 2]);
         assert_eq!(cycles, vec![vec![0, 1], vec![1, 2]]);
         assert!(!truncated);
     }
@@ -458,7 +433,7 @@ mod tests {
         let n = 30;
         let succ: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
         let all: Vec<usize> = (0..n).collect();
-        let (cycles, truncated) = simple_cycles(&succ, &all);
+        let (cycles, truncated) = cycles_of(&succ, &all);
         assert_eq!(cycles, vec![all]);
         assert!(!truncated);
     }
@@ -471,10 +446,32 @@ mod tests {
             .map(|i| (0..n).filter(|&j| j != i).collect())
             .collect();
         let all: Vec<usize> = (0..n).collect();
-        let (cycles, truncated) = simple_cycles(&succ, &all);
+        let (cycles, truncated) = cycles_of(&succ, &all);
         assert_eq!(cycles.len(), CYCLES_PER_COMPONENT);
         assert!(truncated);
         assert!(cycles.iter().all(|c| c.len() == 2), "shortest first");
+    }
+
+    #[test]
+    fn a_cycle_kept_out_does_not_hide_a_longer_one_through_the_same_arc() {
+        // 0 <-> 1 (say, gated), and 1 -> 2 -> 0 (not).
+        let succ = vec![vec![1], vec![0, 2], vec![0]];
+        let mut budget = SEARCH_BUDGET;
+        let (cycles, _) = simple_cycles(&succ, &[0, 1, 2], &mut budget, &mut |c| c.len() != 2);
+        assert_eq!(cycles, vec![vec![0, 1, 2]]);
+    }
+
+    #[test]
+    fn the_budget_is_shared_and_stops_the_search() {
+        let n = 50;
+        let succ: Vec<Vec<usize>> = (0..n)
+            .map(|i| (0..n).filter(|&j| j != i).collect())
+            .collect();
+        let all: Vec<usize> = (0..n).collect();
+        let mut budget = 10;
+        let (_, truncated) = simple_cycles(&succ, &all, &mut budget, &mut |_| false);
+        assert!(truncated);
+        assert_eq!(budget, 0);
     }
 
     #[test]
