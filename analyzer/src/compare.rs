@@ -93,6 +93,10 @@ pub struct Summary {
     pub sites: BTreeMap<String, Figures>,
     /// `kind subject` of every finding (its lock, else its first site).
     pub findings: BTreeSet<String>,
+    /// Which processes it summed: (pid, start on the wall clock in ns), so
+    /// one run saved twice, or reported again, is known as one run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identities: Vec<(u64, u64)>,
 }
 
 fn u64_at(v: &Value, key: &str) -> u64 {
@@ -130,6 +134,8 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
             ..Summary::default()
         });
         s.processes += 1;
+        s.identities
+            .push((u64_at(p, "pid"), u64_at(p, "start_unix_ns")));
         for lock in p
             .get("locks")
             .and_then(Value::as_array)
@@ -253,6 +259,7 @@ pub fn median(runs: &[Summary]) -> Summary {
             .filter(|&(_, c)| c * 2 > n)
             .map(|(f, _)| f.clone())
             .collect(),
+        identities: Vec::new(),
     }
 }
 

@@ -15,11 +15,14 @@ use crate::findings::Limits;
 use crate::model::*;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One run saved in the history: its program's file name and, per lock,
-/// the most threads that asked for it (0: not known).
+/// One run saved in the history: its program's file name, the processes
+/// it summed (pid, start on the wall clock; empty if saved before they
+/// were kept) and, per lock, the most threads that asked for it (0: not
+/// known).
 #[derive(Debug, Clone)]
 pub struct PriorRun {
     pub exe: String,
+    pub identities: Vec<(u64, u64)>,
     pub locks: BTreeMap<String, u64>,
 }
 
@@ -123,11 +126,23 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
             ((exe.to_string(), key.to_string()), s)
         })
         .collect();
-    // Saved runs, matched by file name: each one run, its locks by key.
+    // Saved runs, matched by file name: each one run, its locks by key. A
+    // run saved twice, or one reported here too, is counted once.
+    let here: BTreeSet<(u64, u64)> = processes
+        .iter()
+        .map(|p| (u64::from(p.pid), p.start_unix_ns))
+        .collect();
+    let mut counted: BTreeSet<&[(u64, u64)]> = BTreeSet::new();
     let exes: BTreeSet<String> = processes.iter().map(|p| p.exe.clone()).collect();
     for exe in &exes {
         let name = crate::symbolize::basename(exe);
         for run in prior.iter().filter(|r| r.exe == name) {
+            if !run.identities.is_empty()
+                && (run.identities.iter().any(|id| here.contains(id))
+                    || !counted.insert(&run.identities))
+            {
+                continue;
+            }
             let mut keys: BTreeMap<&str, bool> = BTreeMap::new();
             for (lock, &threads) in &run.locks {
                 if threads == 0 {

@@ -329,3 +329,45 @@ fn a_run_is_one_invocation_not_each_process_or_copy() {
         );
     }
 }
+
+/// One run saved again and again, and then reported with its history, is
+/// still one run: saving is no evidence (found in review: five saves of
+/// one trace made it "unnecessary-lock … each of the 6 recorded runs").
+#[test]
+fn a_run_saved_many_times_is_one_run() {
+    let history = fresh_dir("evidence-resaved").join("history.db");
+    let history = history.to_str().unwrap();
+    let run = runs_dir("evidence-resaved-run", &["quiet"]);
+    for _ in 0..5 {
+        let out = run_locksuit(&[
+            "report",
+            run.to_str().unwrap(),
+            "--save",
+            "--history",
+            history,
+            "--label",
+            "t",
+        ]);
+        assert_success(&out, "report --save");
+    }
+    let report = report_json_with(
+        &[&run],
+        &[
+            "--against-history",
+            "10",
+            "--history",
+            history,
+            "--label",
+            "t",
+        ],
+    );
+    let p = only_process(&report);
+    assert!(
+        of_kind(p, "unnecessary-lock").is_empty(),
+        "{}",
+        short(&p["findings"])
+    );
+    for f in of_kind(p, "single-thread-lock") {
+        assert_eq!(f["evidence"]["runs"], 1, "{}", short(f));
+    }
+}

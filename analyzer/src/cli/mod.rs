@@ -504,6 +504,7 @@ impl ReportOptions {
             .into_iter()
             .map(|r| crate::evidence::PriorRun {
                 exe: r.summary.exe,
+                identities: r.summary.identities,
                 locks: r
                     .summary
                     .locks
