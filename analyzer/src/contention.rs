@@ -88,12 +88,46 @@ pub struct LongHold {
     pub holder_ran: Option<HolderRan>,
 }
 
-/// How long a lock's holder ran during one wait for it (the rest of the
-/// wait it was off a CPU: preempted, or blocked).
+/// How long a lock's holder ran during one hold, as a thread waiting for
+/// it sampled (the rest of it was off a CPU: preempted, or blocked): from
+/// when the wait began to the release. The waiter read the holder's clock
+/// again only once it had the lock, so the holder may have run after the
+/// release too: it ran at least `ran_ns` and at most `ran_max_ns` of the
+/// `of_ns` the hold lasted while the waiter waited.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HolderRan {
     pub ran_ns: u64,
+    pub ran_max_ns: u64,
     pub of_ns: u64,
+}
+
+/// A waiter's sample of the holder's CPU time, as recorded (see
+/// `EVENT_HOLDER`).
+#[derive(Clone, Copy)]
+struct Sample {
+    ran_ns: u64,
+    /// The wait: it began at `start` and got the lock at `end`.
+    start: u64,
+    end: u64,
+    holder: u32,
+    /// The wait sat through one hold only (one release): the one sampled.
+    one_hold: bool,
+}
+
+impl Sample {
+    /// What the sample says of the hold `tid` released at `released`.
+    fn of_hold(&self, tid: u32, released: u64) -> Option<HolderRan> {
+        if !self.one_hold || self.holder != tid || released <= self.start {
+            return None;
+        }
+        let of_ns = released - self.start;
+        let after = self.end.saturating_sub(released);
+        Some(HolderRan {
+            ran_ns: self.ran_ns.saturating_sub(after).min(of_ns),
+            ran_max_ns: self.ran_ns.min(of_ns),
+            of_ns,
+        })
+    }
 }
 
 /// One wait for a lock during which other threads took it many times.
@@ -109,8 +143,9 @@ pub struct Starved {
     pub timed_out: bool,
 }
 
-/// (hold, tid, raw site, only a lower bound, the release sequence after it)
-type HoldAt = (u64, u32, u32, bool, u32);
+/// (hold, tid, raw site, only a lower bound, the release sequence after
+/// it, when it was released)
+type HoldAt = (u64, u32, u32, bool, u32, u64);
 /// (releases passed over, wait, tid, raw site, timed out)
 type StarvedAt = (u32, u64, u32, u32, bool);
 
@@ -127,9 +162,17 @@ struct Blocked {
     seq: u32,
 }
 
-/// A release that may have let a waiter in: (tid, site, shim time in the
-/// hold, whether the hold was timed).
-type Release = (u32, u32, u64, bool);
+/// A release that may have let a waiter in.
+#[derive(Clone, Copy)]
+struct Release {
+    tid: u32,
+    site: u32,
+    /// The shim's time inside the hold.
+    shim_ns: u64,
+    /// The hold was timed.
+    timed: bool,
+    at: u64,
+}
 
 /// A map of at most `JOIN_WINDOW` recent entries; the oldest is handed back
 /// when a new one pushes it out.
@@ -210,7 +253,7 @@ struct Pass {
     longest_hold: FxHashMap<u32, HoldAt>,
     /// (raw lock, release sequence) → how long the holder of the hold that
     /// ended there ran during a wait for it (sampled by the waiter).
-    holder_ran: FxHashMap<(u32, u32), HolderRan>,
+    holder_ran: FxHashMap<(u32, u32), Sample>,
     /// Per raw lock: holds not timed that a thread waited for, for each
     /// alone, and those waits (each hold lasted at least its wait).
     hold_bounds: FxHashMap<u32, (u64, u64)>,
@@ -267,7 +310,8 @@ impl Pass {
                     // A hold that made a thread wait: threads were waiting
                     // at its release.
                     if e.other > 0 {
-                        self.long_hold(e.lock_id, (hold, e.tid, e.site_id), (false, e.seq2));
+                        let how = (false, e.seq2, e.time);
+                        self.long_hold(e.lock_id, (hold, e.tid, e.site_id), how);
                     }
                     // `deadline` carries the shim's time inside the hold.
                     self.holds_compensated
@@ -278,7 +322,13 @@ impl Pass {
                 // writes every release; only these can be matched).
                 if e.other > 0 {
                     let key = (e.lock_id, e.seq2);
-                    let release = (e.tid, e.site_id, e.deadline, e.time2 != 0);
+                    let release = Release {
+                        tid: e.tid,
+                        site: e.site_id,
+                        shim_ns: e.deadline,
+                        timed: e.time2 != 0,
+                        at: e.time,
+                    };
                     match self.waiting.take(&key) {
                         Some(list) => self.settle_all(list, Some(release)),
                         None => {
@@ -291,18 +341,23 @@ impl Pass {
             }
             EVENT_COND_WAIT => self.cond_wait(e),
             EVENT_HOLDER => {
-                let of_ns = e.time2.saturating_sub(e.time);
                 let ran_ns = if e.hdr.aux & HOLDER_ENDED != 0 {
                     // The holder's CPU time at its end, less that at the start.
                     match self.cpu_at_end.get(&e.other) {
-                        Some(&end) => end.saturating_sub(e.deadline).min(of_ns),
+                        Some(&end) => end.saturating_sub(e.deadline),
                         None => return,
                     }
                 } else {
                     e.deadline
                 };
-                self.holder_ran
-                    .insert((e.lock_id, e.seq2), HolderRan { ran_ns, of_ns });
+                let sample = Sample {
+                    ran_ns,
+                    start: e.time,
+                    end: e.time2,
+                    holder: e.other,
+                    one_hold: e.seq2.wrapping_sub(e.seq) == 1,
+                };
+                self.holder_ran.insert((e.lock_id, e.seq2), sample);
             }
             EVENT_NOTIFY => {
                 let _ = self.notifies.insert((e.lock_id, e.seq2), (e.time, e.tid));
@@ -326,11 +381,11 @@ impl Pass {
         &mut self,
         lock: u32,
         (hold, tid, site): (u64, u32, u32),
-        (at_least, seq): (bool, u32),
+        (at_least, seq, released): (bool, u32, u64),
     ) {
         let longest = self.longest_hold.entry(lock).or_default();
         if hold > longest.0 {
-            *longest = (hold, tid, site, at_least, seq);
+            *longest = (hold, tid, site, at_least, seq, released);
         }
     }
 
@@ -345,19 +400,19 @@ impl Pass {
     fn settle(&mut self, b: &Blocked, release: Option<Release>) {
         // The wait lasted as long as the hold that caused it; the shim's
         // own time inside that hold came out of the wait too.
-        let shim = release.map_or(0, |(_, _, shim, _)| shim);
+        let shim = release.map_or(0, |r| r.shim_ns);
         self.waits_compensated
             .entry(b.lock)
             .push(b.wait.saturating_sub(shim));
         let blocker = match (b.owner, release) {
-            (0, Some((tid, _, _, _))) => tid,
+            (0, Some(r)) => r.tid,
             (owner, _) => owner,
         };
-        if let Some((tid, site, _, timed)) = release.filter(|_| b.passed == 1) {
-            self.long_hold(b.lock, (b.wait, tid, site), (true, b.seq));
+        if let Some(r) = release.filter(|_| b.passed == 1) {
+            self.long_hold(b.lock, (b.wait, r.tid, r.site), (true, b.seq, r.at));
             // An untimed hold a thread waited for, for it alone, lasted at
             // least that wait.
-            if !timed {
+            if !r.timed {
                 let bound = self.hold_bounds.entry(b.lock).or_default();
                 bound.0 += 1;
                 bound.1 = bound.1.saturating_add(b.wait);
@@ -369,8 +424,8 @@ impl Pass {
         let row = self.rows.entry((b.lock, blocker, b.tid)).or_default();
         row.0 += 1;
         row.1 = row.1.saturating_add(b.wait);
-        if let Some((_, site, _, _)) = release.filter(|&(tid, _, _, _)| tid == blocker) {
-            let pair = self.site_pairs.entry((site, b.site)).or_default();
+        if let Some(r) = release.filter(|r| r.tid == blocker) {
+            let pair = self.site_pairs.entry((r.site, b.site)).or_default();
             pair.0 += 1;
             pair.1 = pair.1.saturating_add(b.wait);
         }
@@ -558,7 +613,7 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
     out.blocking_functions
         .sort_by_key(|f| std::cmp::Reverse(f.wait_ns));
 
-    for (raw, (hold_ns, tid, site, at_least, seq)) in pass.longest_hold {
+    for (raw, (hold_ns, tid, site, at_least, seq, released)) in pass.longest_hold {
         if let Some(lock) = (names.lock)(raw) {
             out.longest_holds.push(LongHold {
                 lock,
@@ -566,7 +621,10 @@ fn finish(pass: Pass, names: &Names, mut targets: Targets, out: &mut Contention)
                 tid,
                 site: (names.site)(site),
                 at_least,
-                holder_ran: pass.holder_ran.get(&(raw, seq)).copied(),
+                holder_ran: pass
+                    .holder_ran
+                    .get(&(raw, seq))
+                    .and_then(|s| s.of_hold(tid, released)),
             });
         }
     }

@@ -437,21 +437,27 @@ fn unnecessary_by_data(
     Some(finding)
 }
 
-/// What the holder did during a long hold, from the waiter's sample.
+/// What the holder did during a long hold, from the waiter's sample: it
+/// ran for at least half of it, or surely for less (see `HolderRan`), or
+/// the sample cannot tell (or there was none).
 fn holder_state(hold: Option<&LongHold>) -> HolderState {
     match hold.and_then(|h| h.holder_ran) {
         Some(r) => HolderState {
             state: if r.ran_ns.saturating_mul(2) >= r.of_ns {
                 "running"
-            } else {
+            } else if r.ran_max_ns.saturating_mul(2) < r.of_ns {
                 "off-cpu"
+            } else {
+                "unknown"
             },
             ran_ns: Some(r.ran_ns),
+            ran_max_ns: Some(r.ran_max_ns),
             of_ns: Some(r.of_ns),
         },
         None => HolderState {
             state: "unknown",
             ran_ns: None,
+            ran_max_ns: None,
             of_ns: None,
         },
     }
@@ -463,20 +469,27 @@ fn holder_state(hold: Option<&LongHold>) -> HolderState {
 /// would not help. `blocked`: the holder made blocking calls holding it
 /// (a `blocking-under-lock` finding), which explain its time off the CPU.
 pub fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool) -> String {
+    let most = state.ran_max_ns.unwrap_or(0);
     match (state.state, state.ran_ns, state.of_ns) {
-        ("off-cpu", Some(ran), Some(of)) if blocked => format!(
-            "but its holder ran on a CPU for only {} of the {} a thread waited: it blocked holding the lock, in calls blocking-under-lock names; move them out of {sections}.",
-            duration(ran),
+        ("off-cpu", Some(_), Some(of)) if blocked => format!(
+            "but its holder ran on a CPU for at most {} of the {} a thread waited: it blocked holding the lock, in calls blocking-under-lock names; move them out of {sections}.",
+            duration(most),
             duration(of)
         ),
         ("running", Some(ran), Some(of)) => format!(
-            "its holder ran on a CPU for {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
+            "its holder ran on a CPU for at least {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
             duration(ran),
             duration(of)
         ),
-        ("off-cpu", Some(ran), Some(of)) => format!(
-            "but its holder ran on a CPU for only {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; fewer threads than CPUs, or a lock that hands over in turn, help, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
+        ("off-cpu", Some(_), Some(of)) => format!(
+            "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; fewer threads than CPUs, or a lock that hands over in turn, help, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
+            duration(most),
+            duration(of)
+        ),
+        ("unknown", Some(ran), Some(of)) => format!(
+            "its holder ran on a CPU for between {} and {} of the {} a thread waited (it may have run on after letting go before the waiter looked), so whether the critical section itself is long cannot be told: if the holder was preempted, shortening {sections} would not help.",
             duration(ran),
+            duration(most),
             duration(of)
         ),
         _ => format!(

@@ -743,8 +743,11 @@ pub struct HolderState {
     /// is long); `off-cpu`: off a CPU for more than half of it (preempted,
     /// or blocked in a call or a page fault); `unknown`: not sampled.
     pub state: &'static str,
-    /// How long the holder ran, and how long the wait lasted.
+    /// How long the holder ran, at least and at most (it may have run on
+    /// after letting go before the waiter looked again), of how long the
+    /// hold lasted while the waiter waited.
     pub ran_ns: Option<u64>,
+    pub ran_max_ns: Option<u64>,
     pub of_ns: Option<u64>,
 }
 
