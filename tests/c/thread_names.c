@@ -8,12 +8,21 @@
  *                         and is still alive (sleeping) when main returns.
  *   thread_names ended    thread D names itself "prctl-ended" with prctl and
  *                         ends; main joins it and returns.
+ *   thread_names reuse    main names thread E "early-named" before E has
+ *                         called anything the shim hooks (E and F are made
+ *                         by libc's own pthread_create, which the shim does
+ *                         not see); E locks and ends. Thread F (reusing E's
+ *                         pthread_t and stack) locks and waits; the process
+ *                         kills itself, so nothing reads F's name at exit:
+ *                         F must not be given E's name.
  *
  * Every thread locks `lock` once. Output: "main-tid <tid>", "a-tid <tid>",
  * "b-tid <tid>", "c-tid <tid>" (or "d-tid <tid>"), and each thread's name as
  * read back with pthread_getname_np: "<x>-name <name>". */
 #include "common.h"
 
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -21,7 +30,8 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_long a_tid, b_tid, c_tid, d_tid;
-static atomic_int a_named, c_named;
+static atomic_int a_named, c_named, e_named, f_locked;
+static atomic_long e_tid, f_tid;
 static char a_name[16], b_name[16], c_name[16], d_name[16];
 
 static long my_tid(void)
@@ -85,6 +95,27 @@ static void *thread_d(void *arg)
     return NULL;
 }
 
+static void *thread_e(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&e_named)) /* no hooked call until named */
+        ;
+    use_lock();
+    atomic_store(&e_tid, my_tid());
+    return NULL;
+}
+
+static void *thread_f(void *arg)
+{
+    (void)arg;
+    use_lock();
+    atomic_store(&f_tid, my_tid());
+    atomic_store(&f_locked, 1);
+    for (;;)
+        sleep_ms(1000);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     char main_name[16];
@@ -97,6 +128,26 @@ int main(int argc, char **argv)
         printf("d-tid %ld\n", atomic_load(&d_tid));
         printf("d-name %s\n", d_name);
         return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "reuse") == 0) {
+        pthread_t e, f;
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+            libc ? (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(libc, "pthread_create") : NULL;
+        if (!create)
+            return 3;
+        CHECK(create(&e, NULL, thread_e, NULL));
+        CHECK(pthread_setname_np(e, "early-named"));
+        atomic_store(&e_named, 1);
+        CHECK(pthread_join(e, NULL));
+        CHECK(create(&f, NULL, thread_f, NULL));
+        while (!atomic_load(&f_locked))
+            sleep_ms(1);
+        printf("e-tid %ld\n", atomic_load(&e_tid));
+        printf("f-tid %ld\n", atomic_load(&f_tid));
+        printf("same-pthread %d\n", pthread_equal(e, f) ? 1 : 0);
+        fflush(stdout);
+        kill(getpid(), SIGKILL);
     }
     if (argc != 1) {
         fprintf(stderr, "usage: %s [ended]\n", argv[0]);

@@ -110,3 +110,30 @@ fn prctl_name_of_thread_that_ended() {
         short(d)
     );
 }
+
+#[test]
+fn a_name_given_before_the_shim_knew_the_thread_stays_with_it() {
+    // E is named by main before it calls anything hooked; F, created after
+    // E ended, reuses its pthread_t; the process kills itself, so only what
+    // was recorded while E lived names anyone.
+    let bin = build_c("thread_names");
+    let dir = fresh_dir("thread_names_reuse");
+    let out = run_under_shim(&bin, &["reuse"], &dir);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "it kills itself: {out:?}");
+    let stdout = stdout_str(&out);
+    let e_tid: u64 = stdout_value(&stdout, "e-tid").parse().unwrap();
+    let f_tid: u64 = stdout_value(&stdout, "f-tid").parse().unwrap();
+    let trace = only_trace(&dir);
+    let report = report_json(&[&trace], None);
+    let p = only_process(&report);
+    assert_eq!(name_of(p, e_tid), "early-named", "{}", short(&p["threads"]));
+    let f = thread_by_tid(p, f_tid);
+    assert_ne!(
+        f["name"].as_str(),
+        Some("early-named"),
+        "F (same pthread_t: {}) took E's name: {}",
+        stdout_value(&stdout, "same-pthread"),
+        short(f)
+    );
+}

@@ -77,6 +77,7 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         ..Default::default()
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
+    super::threads::take_name_given_early(lane.thread);
     lane.held_stack = s.held();
     super::control::poll();
     lane.access_bit = super::access::thread_bit();

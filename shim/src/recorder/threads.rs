@@ -28,6 +28,27 @@ pub fn thread_created(g: &InHook, serial: u32, asked_ns: u64) {
     }
 }
 
+/// Names given to threads the shim did not know yet (see `thread_named`):
+/// while any was, a registering thread reads its own name from the kernel.
+static NAMED_UNKNOWN: AtomicU32 = AtomicU32::new(0);
+
+/// A thread just registered with record `t`: if another thread may have
+/// named it before (its pthread_t matched no record), take the kernel's
+/// name now, so the name goes to this thread and not to a later one that
+/// reuses its pthread_t.
+pub fn take_name_given_early(t: *mut ThreadRecord) {
+    // Pairs with the fence in `thread_named`: either the namer saw this
+    // record, or this thread sees the namer's count.
+    core::sync::atomic::fence(Ordering::SeqCst);
+    if t.is_null() || NAMED_UNKNOWN.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut name = [0u8; THREAD_NAME_MAX];
+    read_own_name(&mut name);
+    // SAFETY: this thread's own new record in the live mapping.
+    unsafe { (*t).name = name };
+}
+
 fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
     // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
     unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
@@ -57,9 +78,8 @@ pub fn thread_ended(g: &InHook) {
                 let t = &mut *lane.thread;
                 t.end_ns = now_ns();
                 t.shim_call_ps = s.call_cost().mean_ps() as u32;
-                if t.name[0] == 0 {
-                    read_own_name(&mut t.name);
-                }
+                // The kernel's name is the last one given, by any means.
+                read_own_name(&mut t.name);
                 // A wait a cancellation unwound out of is over too.
                 AtomicU32::from_ptr(addr_of_mut!(t.wait_kind)).store(0, Ordering::Release);
                 t.flags |= THREAD_ENDED;
@@ -124,12 +144,16 @@ pub fn wait_ended(lane: &Lane) {
 }
 
 /// `pthread_setname_np(target, name)` succeeded.
-pub fn thread_named(g: &InHook, target: u64, name: &[u8]) {
+pub fn thread_named(_in_hook: &InHook, target: u64, name: &[u8]) {
     crate::policy::names_changed();
+    // SAFETY: pthread_self is always safe.
+    if target != unsafe { libc::pthread_self() } as u64 {
+        NAMED_UNKNOWN.fetch_add(1, Ordering::Relaxed);
+        core::sync::atomic::fence(Ordering::SeqCst);
+    }
     let mut fixed = [0u8; THREAD_NAME_MAX];
     let n = name.len().min(THREAD_NAME_MAX - 1);
     fixed[..n].copy_from_slice(&name[..n]);
-    let mut tid = 0;
     lanes::for_each_active(|lane| {
         if lane.thread.is_null() {
             return;
@@ -139,27 +163,12 @@ pub fn thread_named(g: &InHook, target: u64, name: &[u8]) {
         unsafe {
             if (*lane.thread).pthread == target {
                 (*lane.thread).name = fixed;
-                tid = lane.tid;
             }
         }
     });
-    if tid == 0 {
-        // Not (yet) known: leave a record for the analyzer to match.
-        if let Some(lane) = current_lane(g) {
-            let record = ThreadNameRecord {
-                hdr: RecordHeader {
-                    kind: RecordKind::ThreadName as u16,
-                    size: core::mem::size_of::<ThreadNameRecord>() as u16,
-                    aux: 0,
-                },
-                tid: 0,
-                _pad: 0,
-                pthread: target,
-                name: fixed,
-            };
-            lane.append(&record, &[]);
-        }
-    }
+    // A thread not known yet takes its name when it registers (see
+    // `take_name_given_early`): a record here could not tell it from a
+    // later thread that reuses its pthread_t.
 }
 
 /// About to join the thread `target` from `caller` (until `deadline`, 0
@@ -241,9 +250,7 @@ fn capture_live_threads() {
         super::usage::record_task(lane.thread);
         // SAFETY: live thread record in the mapping.
         let t = unsafe { &mut *lane.thread };
-        if t.name[0] != 0 {
-            return;
-        }
+        // The kernel's name is the last one given, by any means.
         let mut path = super::path::PathBuf::new();
         path.push(b"/proc/self/task/")
             .push_u32(t.tid)
@@ -255,8 +262,10 @@ fn capture_live_threads() {
         let n = sys::read(fd, &mut buf[..THREAD_NAME_MAX - 1]).unwrap_or(0);
         sys::close(fd);
         if n > 0 {
-            let n = if buf[n - 1] == b'\n' { n - 1 } else { n };
-            t.name[..n].copy_from_slice(&buf[..n]);
+            if buf[n - 1] == b'\n' {
+                buf[n - 1] = 0;
+            }
+            t.name = buf;
         }
     });
 }
