@@ -10,8 +10,14 @@
 //!   (`unnecessary-lock` with more evidence, see `evidence.rs`),
 //!   `unsuitable-site` for an apparently-unsuitable site whose ratio is
 //!   below the threshold. Both are ranked by wait time, then engagements.
+//!
+//! Past 600 lines: `analyze` is one pass whose stages share the trace's
+//! tables (raw ids to report ids, line names, the symbolizer); until those
+//! tables are one context object the stages read (issue 35), its parts
+//! stay together here.
 
 use crate::findings::Limits;
+use crate::line_names::{caller_line, line_caller, line_name, made_by_helpers, MADE_BY_HELPER};
 use crate::model::*;
 use crate::stream::StreamFilter;
 use crate::symbolize::{first_own_frame, Symbolizer};
@@ -531,19 +537,9 @@ pub fn analyze(
         }
         findings.extend(crate::deadlocks::deadlock_findings(&stuck, &ids, end_ns));
         findings.extend(crate::deadlocks::potential_findings(&lock_order, &ids));
-        findings.extend(crate::misuse::findings(
-            &misused,
-            &crate::misuse::Names {
-                lock: &lock_of,
-                cond: ids.cond,
-                site: &report_site,
-                line: ids.line,
-                thread: &|tid| match thread_names.get(&tid) {
-                    Some(name) => format!("thread {tid} ({name})"),
-                    None => format!("thread {tid}"),
-                },
-            },
-        ));
+        findings.extend(crate::misuse::findings(&misused, &ids, &|id| {
+            locks.get(id.index()).map(|l| l.kind)
+        }));
         // Why threads stopped, and who slept holding a lock others wanted.
         let raw_sites: FxHashMap<u32, usize> = trace
             .sites
@@ -588,16 +584,8 @@ pub fn analyze(
                 && f.locks.iter().any(|l| blocked_under.contains(l))
         }) {
             if let Some(state) = &f.holder {
-                let sections = if f.locks.len() == 1 {
-                    "the critical section"
-                } else {
-                    "the critical sections"
-                };
-                f.message = format!(
-                    "{}; {}",
-                    f.observed,
-                    crate::findings::long_hold_advice(state, sections, true)
-                );
+                f.message =
+                    crate::findings::long_hold_message(&f.observed, state, f.locks.len(), true);
             }
         }
         if let Some(data) = &data {
@@ -924,115 +912,6 @@ fn unrecorded_threads(trace: &Trace, pid: u32) -> bool {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .any(|tid| !recorded.contains(&tid))
-}
-
-/// A line's name: `function@file:line`, or `module+0xoffset` without
-/// symbols (see names.rs).
-fn line_name(chain: &[Frame]) -> String {
-    let Some(own) = chain.get(first_own_frame(chain)) else {
-        return "unknown".to_string();
-    };
-    match (&own.function, &own.file, own.line) {
-        (Some(f), Some(file), Some(line)) => format!("{f}@{file}:{line}"),
-        (Some(f), _, _) => f.clone(),
-        _ => own.offset.clone().unwrap_or_else(|| own.address.clone()),
-    }
-}
-
-/// Origins (chain indexes) from here up name the caller of a helper that
-/// made the lock (see [`made_by_helpers`]).
-const MADE_BY_HELPER: u32 = 1 << 30;
-
-/// The raw origin sites of locks made inside a helper that several lines
-/// call, each mapped to its caller's line (an index into `callers`).
-#[derive(Default)]
-struct HelperMade {
-    by_raw: FxHashMap<u32, u32>,
-    callers: Vec<String>,
-}
-
-impl HelperMade {
-    fn get(&self, raw: &u32) -> Option<&u32> {
-        self.by_raw.get(raw)
-    }
-}
-
-fn made_by_helpers(
-    locks: &[locksuit_format::LockRecord],
-    line_of_raw: &FxHashMap<u32, usize>,
-    caller_line_of_raw: &FxHashMap<u32, String>,
-) -> HelperMade {
-    // Per line that made locks, the lines that called it.
-    let mut callers: FxHashMap<usize, BTreeSet<&str>> = FxHashMap::default();
-    for l in locks.iter().filter(|l| l.origin_site != 0) {
-        if let (Some(&line), Some(caller)) = (
-            line_of_raw.get(&l.origin_site),
-            caller_line_of_raw.get(&l.origin_site),
-        ) {
-            callers.entry(line).or_default().insert(caller);
-        }
-    }
-    let mut out = HelperMade::default();
-    let mut index: HashMap<&str, u32> = HashMap::new();
-    for l in locks.iter().filter(|l| l.origin_site != 0) {
-        let Some(line) = line_of_raw.get(&l.origin_site) else {
-            continue;
-        };
-        if callers.get(line).is_none_or(|c| c.len() < 2) {
-            continue; // one caller (or none known): the line itself names them
-        }
-        let Some(caller) = caller_line_of_raw.get(&l.origin_site) else {
-            continue;
-        };
-        let next = out.callers.len() as u32;
-        let i = *index.entry(caller.as_str()).or_insert(next);
-        if i == next {
-            out.callers.push(caller.clone());
-        }
-        out.by_raw.insert(l.origin_site, i);
-    }
-    out
-}
-
-/// The line that called a line's function, in the program's own code
-/// (`function@file:line`), if known.
-fn caller_line(chain: &[Frame]) -> Option<String> {
-    let first = first_own_frame(chain);
-    chain
-        .get(first + 1..)?
-        .iter()
-        .filter(|f| {
-            f.module
-                .as_deref()
-                .is_some_and(|m| !crate::symbolize::is_system_module(m))
-        })
-        .find(|f| f.function.is_some() || f.offset.is_some())
-        .map(|f| match (&f.function, &f.file, f.line) {
-            (Some(func), Some(file), Some(line)) => format!("{func}@{file}:{line}"),
-            (Some(func), _, _) => func.clone(),
-            _ => f.offset.clone().unwrap_or_else(|| f.address.clone()),
-        })
-}
-
-/// The function that called a line's function, when that is the
-/// program's own code too (a helper's caller).
-fn line_caller(chain: &[Frame]) -> Option<String> {
-    let first = first_own_frame(chain);
-    let own = chain.get(first)?;
-    chain[first + 1..]
-        .iter()
-        .filter(|f| {
-            f.module
-                .as_deref()
-                .is_some_and(|m| !crate::symbolize::is_system_module(m))
-        })
-        .find_map(|f| {
-            f.function
-                .clone()
-                .filter(|name| Some(name) != own.function.as_ref())
-        })
-        // The program's entry point calls main: saying so tells nothing.
-        .filter(|name| name != "_start")
 }
 
 /// A condition variable's (or any object's, of `size` bytes) name: its

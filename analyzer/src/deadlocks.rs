@@ -23,6 +23,13 @@ pub struct Ids<'a> {
     pub thread_name: &'a dyn Fn(u32) -> Option<String>,
 }
 
+impl Ids<'_> {
+    /// A thread in words: "thread 12 (worker)".
+    pub fn thread(&self, tid: u32) -> String {
+        crate::model::thread_words(tid, (self.thread_name)(tid).as_deref())
+    }
+}
+
 pub fn kind_name(kind: u32) -> &'static str {
     match kind {
         WAIT_COND => "cond",
@@ -67,19 +74,12 @@ pub fn blocked(waits: &[Wait], ids: &Ids, start_ns: u64, end_ns: u64) -> Vec<Blo
         .collect()
 }
 
-fn thread(tid: u32, ids: &Ids) -> String {
-    match (ids.thread_name)(tid) {
-        Some(name) => format!("thread {tid} ({name})"),
-        None => format!("thread {tid}"),
-    }
-}
-
 /// What a waiting thread waits for, in words.
 fn waits_for(w: &Wait, ids: &Ids) -> String {
     match w.kind {
         WAIT_JOIN => w
             .joins
-            .map_or_else(|| "a thread".to_string(), |t| thread(t, ids)),
+            .map_or_else(|| "a thread".to_string(), |t| ids.thread(t)),
         WAIT_COND => format!(
             "a signal on {}",
             (ids.cond)(w.object).unwrap_or_else(|| "a condition variable".into())
@@ -165,7 +165,7 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
                         };
                         format!(
                             "{} {holds}waits for {} at {}",
-                            thread(w.tid, ids),
+                            ids.thread(w.tid),
                             waits_for(w, ids),
                             (ids.line)(w.site)
                         )
@@ -192,7 +192,7 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
                 vec![step(w, Some(w.object), ids)],
                 format!(
                     "deadlock: {} waits at {} for {}, which it holds itself (taken at {}): a non-recursive mutex locked twice by one thread never returns.",
-                    thread(w.tid, ids),
+                    ids.thread(w.tid),
                     (ids.line)(w.site),
                     waits_for(w, ids),
                     (ids.line)(w.site_holding(w.object).unwrap_or(0))
@@ -204,7 +204,7 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
                 vec![step(wait, None, ids)],
                 format!(
                     "deadlock: {} waits at {} for {}, held by thread {holder}, which has exited without unlocking it (an abandoned lock).",
-                    thread(wait.tid, ids),
+                    ids.thread(wait.tid),
                     (ids.line)(wait.site),
                     waits_for(wait, ids)
                 ),
@@ -219,7 +219,7 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
                         .iter()
                         .map(|w| format!(
                             "{} waits for {} at {}",
-                            thread(w.tid, ids),
+                            ids.thread(w.tid),
                             waits_for(w, ids),
                             (ids.line)(w.site)
                         ))
@@ -275,7 +275,7 @@ fn edge_step(e: &CycleEdge, ids: &Ids) -> CycleStep {
 fn edge_words(e: &CycleEdge, s: &CycleStep, ids: &Ids) -> String {
     format!(
         "{} took {} at {} while holding {} (taken at {}){}",
-        thread(s.tid, ids),
+        ids.thread(s.tid),
         s.waits_for.as_deref().unwrap_or("a lock"),
         (ids.line)(e.waits_site),
         s.holds
@@ -306,7 +306,7 @@ fn potential(cycles: &[&Cycle], ids: &Ids) -> Finding {
         let mut tids: Vec<u32> = example.edges.iter().map(|e| e.tid).collect();
         tids.sort_unstable();
         tids.dedup();
-        let who: Vec<String> = tids.iter().map(|&t| thread(t, ids)).collect();
+        let who: Vec<String> = tids.iter().map(|&t| ids.thread(t)).collect();
         vec![format!(
             "each was taken at {} while holding the one before it (taken at {}), by {}",
             (ids.line)(first.waits_site),

@@ -16,6 +16,7 @@ pub mod follow;
 pub mod gate;
 pub mod history;
 pub mod idle;
+pub mod line_names;
 pub mod load;
 pub mod lock_order;
 pub mod locks;

@@ -11,6 +11,7 @@
 //! relocked by its holder (`EDEADLK`). A normal mutex relocked by its
 //! holder never returns: that is a `deadlock`.
 
+use crate::deadlocks::Ids;
 use crate::model::*;
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
@@ -192,17 +193,6 @@ impl Collector {
     }
 }
 
-/// How the report names things, from the rest of the analysis.
-pub struct Names<'a> {
-    pub lock: &'a dyn Fn(u32) -> Option<LockId>,
-    /// A condition variable's report id.
-    pub cond: &'a dyn Fn(u32) -> Option<String>,
-    pub site: &'a dyn Fn(u32) -> Option<SiteId>,
-    /// A raw site's line in words.
-    pub line: &'a dyn Fn(u32) -> String,
-    pub thread: &'a dyn Fn(u32) -> String,
-}
-
 /// The locks misused, for the findings that must not call them unneeded.
 pub fn locks(seen: &[Seen], lock: &dyn Fn(u32) -> Option<LockId>) -> Vec<LockId> {
     let mut out: Vec<LockId> = seen
@@ -219,12 +209,13 @@ pub fn locks(seen: &[Seen], lock: &dyn Fn(u32) -> Option<LockId>) -> Vec<LockId>
     out
 }
 
-/// One finding per kind of misuse, object and line.
-pub fn findings(seen: &[Seen], n: &Names) -> Vec<Finding> {
-    seen.iter().map(|s| finding(s, n)).collect()
+/// One finding per kind of misuse, object and line; `kind` says what
+/// kind of lock a report id is.
+pub fn findings(seen: &[Seen], n: &Ids, kind: &dyn Fn(LockId) -> Option<LockKind>) -> Vec<Finding> {
+    seen.iter().map(|s| finding(s, n, kind)).collect()
 }
 
-fn finding(s: &Seen, n: &Names) -> Finding {
+fn finding(s: &Seen, n: &Ids, kind: &dyn Fn(LockId) -> Option<LockKind>) -> Finding {
     let lock = (n.lock)(s.object);
     let object = match s.what {
         What::DestroyWaited | What::TwoMutexes => {
@@ -232,7 +223,7 @@ fn finding(s: &Seen, n: &Names) -> Finding {
         }
         _ => lock.map_or_else(|| "a lock".to_string(), |l| l.to_string()),
     };
-    let who = (n.thread)(s.tid);
+    let who = n.thread(s.tid);
     let at = (n.line)(s.site);
     let times = match s.count {
         1 => String::new(),
@@ -244,14 +235,14 @@ fn finding(s: &Seen, n: &Names) -> Finding {
         ),
         What::UnlockNotOwner => format!(
             "{who} unlocked {object} at {at}{times} while {} held it: only the thread that locked a mutex may unlock it (for an error-checking or recursive one the unlock fails with EPERM; for a normal one the result is undefined). To hand work between threads, use a semaphore or a condition variable.",
-            (n.thread)(s.other)
+            n.thread(s.other)
         ),
         What::DestroyHeld => format!(
             "{who} destroyed {object} at {at}{times} while {}: destroying a held lock is undefined (glibc refuses a locked mutex with EBUSY and leaves it locked; an rwlock or spinlock it destroys regardless). Unlock it, and make sure no thread can still take it, first.",
             match s.other {
                 0 => "a thread held it".to_string(),
                 t if t == s.tid => "it held it itself".to_string(),
-                t => format!("{} held it", (n.thread)(t)),
+                t => format!("{} held it", n.thread(t)),
             }
         ),
         What::DestroyWaited => format!(
@@ -263,7 +254,7 @@ fn finding(s: &Seen, n: &Names) -> Finding {
             if s.other == 0 {
                 "no thread held".to_string()
             } else {
-                format!("{} held", (n.thread)(s.other))
+                format!("{} held", n.thread(s.other))
             }
         ),
         What::TwoMutexes => {
@@ -274,9 +265,17 @@ fn finding(s: &Seen, n: &Names) -> Finding {
                 (n.line)(s.other_site),
             )
         }
-        What::Relocked => format!(
-            "{who} locked the error-checking mutex {object} at {at}{times} while holding it: the call failed with EDEADLK (a normal mutex would have hung the thread for good). Take it once, or make it recursive if nesting is meant."
-        ),
+        What::Relocked => match lock.and_then(kind) {
+            Some(LockKind::Rwlock) => format!(
+                "{who} locked the rwlock {object} at {at}{times} while holding it for writing: the call failed with EDEADLK (glibc refuses a writer's relock; where it cannot tell, the thread hangs for good). Take it once: an rwlock does not nest."
+            ),
+            Some(LockKind::Mutex) => format!(
+                "{who} locked the error-checking mutex {object} at {at}{times} while holding it: the call failed with EDEADLK (a normal mutex would have hung the thread for good). Take it once, or make it recursive if nesting is meant."
+            ),
+            _ => format!(
+                "{who} locked {object} at {at}{times} while holding it: the call failed with EDEADLK. Take it once."
+            ),
+        },
     };
     let mut sites: Vec<SiteId> = [s.site, s.other_site]
         .iter()

@@ -1,6 +1,9 @@
 //! The report model: everything a report shows, built once from the traces.
 //! Text and JSON both render from it; the JSON is this model serialised
 //! (schema `locksuit.report/3`, see `docs/report-schema.md`).
+//!
+//! Past 600 lines: it is the schema, in the schema document's order, and
+//! reads as one.
 
 use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
@@ -763,9 +766,6 @@ pub struct Evidence {
     /// together or saved in the history) in which its locks were taken,
     /// this one included.
     pub runs: u64,
-    /// Of those, the runs in which more than one thread took one of them
-    /// (0 for a finding: one shared run clears the lock).
-    pub shared_runs: u64,
 }
 
 pub const STATUS_SUITABLE: &str = "definitely-suitable";
@@ -782,3 +782,11 @@ pub const FINDING_DISJOINT_DATA: &str = "disjoint-data";
 pub const FINDING_READ_ONLY: &str = "read-only-sharing";
 pub const FINDING_FALSE_SHARING: &str = "false-sharing";
 pub const FINDING_FAMILY_INVERSION: &str = "family-order-inversion";
+
+/// A thread in words, as every finding names one: "thread 12 (worker)".
+pub fn thread_words(tid: u32, name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("thread {tid} ({name})"),
+        None => format!("thread {tid}"),
+    }
+}

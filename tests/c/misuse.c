@@ -20,6 +20,8 @@
  *                            allowed.
  *   misuse relock            an error-checking mutex locked twice by its
  *                            holder (@relock): EDEADLK.
+ *   misuse relock-rw         an rwlock held for writing, read-locked again by
+ *                            its holder (@relock-rw): EDEADLK.
  *   misuse two-lines         two unlocks of an unlocked mutex, at two lines
  *                            (@twice-a, @twice-b): two findings.
  *   misuse never-locked      an unlock of a static mutex never locked
@@ -216,6 +218,13 @@ int main(int argc, char **argv)
         printf("relock %s\n", pthread_mutex_lock(&ec) == EDEADLK ? "EDEADLK" : "other"); /* @relock */
         CHECK(pthread_mutex_unlock(&ec));
         CHECK(pthread_mutex_destroy(&ec));
+    } else if (!strcmp(mode, "relock-rw")) {
+        pthread_rwlock_t rw;
+        CHECK(pthread_rwlock_init(&rw, NULL));
+        CHECK(pthread_rwlock_wrlock(&rw));
+        printf("relock-rw %s\n", pthread_rwlock_rdlock(&rw) == EDEADLK ? "EDEADLK" : "other"); /* @relock-rw */
+        CHECK(pthread_rwlock_unlock(&rw));
+        CHECK(pthread_rwlock_destroy(&rw));
     } else if (!strcmp(mode, "two-lines")) {
         printf("twice-a %d\n", pthread_mutex_unlock(&m)); /* @twice-a */
         printf("twice-b %d\n", pthread_mutex_unlock(&m)); /* @twice-b */

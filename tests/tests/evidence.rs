@@ -108,7 +108,6 @@ fn one_run_is_an_observation_and_every_run_of_five_a_verdict() {
         for f in found {
             assert_eq!(f["evidence"]["basis"], "runs");
             assert_eq!(f["evidence"]["runs"], 5);
-            assert_eq!(f["evidence"]["shared_runs"], 0);
             assert!(
                 str_of(f, "message").contains("each of the 5 recorded runs of evidence"),
                 "{}",

@@ -148,6 +148,20 @@ fn an_error_checking_mutex_relocked_is_misuse() {
     assert_eq!(lines, vec![line("relock")]);
     assert_eq!(locks.len(), 1);
     assert!(message.contains("EDEADLK"), "{message}");
+    assert!(message.contains("error-checking mutex"), "{message}");
+    // An rwlock's relock is told as one: no "error-checking mutex", no
+    // advice to make it recursive.
+    let (message, lines, locks, _) = one("relock-rw");
+    assert_eq!(lines, vec![line("relock-rw")]);
+    assert_eq!(locks.len(), 1);
+    assert!(
+        message.contains("the rwlock") && message.contains("EDEADLK"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("mutex") && !message.contains("recursive"),
+        "{message}"
+    );
 }
 
 #[test]

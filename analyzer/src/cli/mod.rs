@@ -1,6 +1,9 @@
 //! The command line: the subcommands, their options and help, and the dispatch
 //! to what each does (`output.rs`: what the report-reading commands write;
 //! `gate.rs`: `diff` and `history`).
+//!
+//! Past 600 lines: most of it is the option definitions and their help
+//! text, which read best in one place, in the order `--help` shows them.
 
 use crate::findings::Limits;
 use crate::load::{self, InputError, Selection};
@@ -38,7 +41,8 @@ Reading the report:
   family-order-inversion  locks made at one line taken two at a time, at the same lines,
                      in both address orders, with no cycle seen (transfer(a, b) / (b, a))
   misuse             a lock used against its rules: unlocked while not held or by another
-                     thread, destroyed held or waited on, a condition with two mutexes
+                     thread, destroyed held or waited on, a condition waited on without
+                     its mutex held or with two mutexes, a lock relocked by its holder
   single-thread-lock one thread alone took it in this run: an observation (evidence: run),
                      left out below --min-acquisitions in all
   unnecessary-lock   the verdict: one thread alone took it in each of --min-runs runs
@@ -59,15 +63,17 @@ Reading the report:
                      1% of the run or more)
   asymmetric-contention  locks of one family taken at one line whose contention differs
                      by --asymmetry x
-  over-synchronization   a lock taken --over-sync-per-sec times a second that never contends
+  over-synchronization   a lock taken --over-sync-per-sec times a second that almost never
+                     contends (under 0.1% of acquisitions)
   blocking-under-lock    a thread slept, polled or did I/O holding a lock another thread wanted
   blocking classes   why threads stopped: sync, sleep, io-file, io-net, poll, other, or
                      your own (--classes FILE: `class = glob` lines matched against the
                      blocking call and its stack's functions, most specific first)
   sharing ratio      how evenly a lock's threads engage it: 0 = one thread, 1 = evenly
                      (the others' share over the most it can be, 1 - 1/threads)
-  names              &variable for a lock in a variable, else the line that made it
-                     (function@file:line, #N within the family made there)
+  names              &variable and its path for a lock in a variable (&table[3],
+                     &chop[4].m), else the line that made it (function@file:line, #N
+                     within the family made there)
 
 Environment:
   LOCKSUIT_DIR          where traces are written (and where `report` looks by default)

@@ -7,6 +7,13 @@
 //! that lists them, not one finding per lock: a grid of 300,000 cell locks
 //! each taken by one thread is one thing to fix.
 
+mod alone;
+mod holds;
+
+use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_data};
+use holds::long_hold;
+pub use holds::long_hold_message;
+
 use crate::contention::{Contention, LongHold, Starved};
 use crate::families::lock_list;
 use crate::model::*;
@@ -266,36 +273,6 @@ impl<'a> Evidence<'a> {
     }
 }
 
-/// Every thread that asked for a lock (engaged it, waited or timed out,
-/// failed a trylock, or still waits) needed it: one thread alone took a
-/// lock only if exactly one ever asked. A process-shared lock's other users
-/// are in other processes' traces.
-fn is_single_thread(lock: &Lock) -> bool {
-    lock.acquisitions.saturating_add(lock.posts) > 0
-        && lock.askers == 1
-        && lock.threads == 1
-        && lock.waiting_at_end == 0
-        && !lock.process_shared
-}
-
-/// Installed libraries' directories: code there is not the program's own
-/// (an application's libraries live elsewhere, or are the executable).
-const LIBRARY_DIRS: [&str; 4] = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"];
-
-/// Whether every line that took `lock` is inside an installed library
-/// (libgnutls's own locks, say): advice to drop it is not the program's.
-fn only_in_libraries(lock: &Lock, sites: &[Site]) -> bool {
-    !lock.sites.is_empty()
-        && lock.sites.iter().all(|s| {
-            sites.get(s.index()).is_some_and(|site| {
-                site.call_chain
-                    .get(first_own_frame(&site.call_chain))
-                    .and_then(|f| f.module.as_deref())
-                    .is_some_and(|m| LIBRARY_DIRS.iter().any(|d| m.starts_with(d)))
-            })
-        })
-}
-
 /// The locks `applies` holds for, grouped by family; each group ascending,
 /// the groups in the order of their first lock.
 fn by_family(locks: &[Lock], applies: impl Fn(&Lock) -> bool) -> Vec<Vec<LockId>> {
@@ -310,247 +287,6 @@ fn by_family(locks: &[Lock], applies: impl Fn(&Lock) -> bool) -> Vec<Vec<LockId>
         groups[g].push(lock.id);
     }
     groups
-}
-
-/// The one thread that took `lock`, by name.
-fn only_thread(lock: &Lock, threads: &HashMap<u32, &ThreadInfo>) -> String {
-    let tid = lock
-        .engagements_by_thread
-        .iter()
-        .find(|t| t.count > 0)
-        .map_or(0, |t| t.tid);
-    threads
-        .get(&tid)
-        .map_or_else(|| format!("thread {tid}"), |t| thread_label(t))
-}
-
-/// What one thread alone taking `group` (locks of one family) looks like,
-/// in words: "mutex L3 at 0x… was taken 10,000 times, all by thread 12, at
-/// f (a.c:3)", or the same for several.
-fn taken_alone(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: &[LockId]) -> String {
-    let first = ev.lock(group[0]);
-    let acquisitions: u64 = group
-        .iter()
-        .fold(0u64, |a, &id| a.saturating_add(ev.lock(id).acquisitions));
-    let rate = match ev.duration_ns.filter(|&ns| ns > 0) {
-        Some(ns) => format!(", {:.0} a second", acquisitions as f64 * 1e9 / ns as f64),
-        None => String::new(),
-    };
-    if group.len() == 1 {
-        format!(
-            "{} {} at {:#x} was taken {} by {} alone{rate}, at {}",
-            first.kind,
-            first.id,
-            first.address,
-            crate::render::count(first.acquisitions, "time", "times"),
-            only_thread(first, threads),
-            ev.at(first)
-        )
-    } else {
-        format!(
-            "{} {} of one family, {}, taken at {}, were each taken by one thread only ({} acquisitions in all{rate}, by {})",
-            group.len(),
-            kind_plural(first.kind),
-            lock_list(group, NAMED_IN_MESSAGE),
-            ev.at(first),
-            acquisitions,
-            crate::render::count(ev.threads(group) as u64, "thread", "threads")
-        )
-    }
-}
-
-/// `single-thread-lock`: what one run saw, worded as an observation.
-fn single_thread(
-    ev: &Evidence,
-    threads: &HashMap<u32, &ThreadInfo>,
-    group: Vec<LockId>,
-) -> Finding {
-    let (it, can) = if group.len() == 1 {
-        (
-            "it",
-            "it can go, or the data it guards can be made thread-local",
-        )
-    } else {
-        (
-            "them",
-            "they can go, or the data they guard can be made thread-local",
-        )
-    };
-    let observed = taken_alone(ev, threads, &group);
-    let message = format!(
-        "{observed} in this run. If no other code path shares {it} (another run, input or setting may), {can}. One run's thread count is an observation, not proof: report several runs of the program together (or --against-history), or build it with `locksuit cc`, for a verdict."
-    );
-    let mut finding = ev.finding(FINDING_SINGLE_THREAD, group, message);
-    finding.observed = observed;
-    finding.evidence = Some(crate::model::Evidence {
-        basis: "run",
-        runs: 1,
-        shared_runs: 0,
-    });
-    finding
-}
-
-/// `unnecessary-lock` from the data its critical sections touched: every
-/// access under it, in every engagement (not sampled), was to data no other
-/// thread touched. `None` unless that holds for every line that took it.
-fn unnecessary_by_data(
-    ev: &Evidence,
-    threads: &HashMap<u32, &ThreadInfo>,
-    group: &[LockId],
-    data: &crate::data::Facts,
-) -> Option<Finding> {
-    if data.sampled() || !data.complete {
-        return None;
-    }
-    let mut touched: Vec<&str> = Vec::new();
-    for &id in group {
-        for site in &ev.lock(id).sites {
-            let facts = data.sites.get(site)?;
-            if facts.suitable > 0 || facts.unsuitable == 0 {
-                return None;
-            }
-            touched.extend(facts.data.keys().map(String::as_str));
-        }
-    }
-    touched.sort_unstable();
-    touched.dedup();
-    let shown = touched
-        .iter()
-        .take(4)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    let more = match touched.len() {
-        0..=4 => String::new(),
-        n => format!(" and {} more", n - 4),
-    };
-    let message = format!(
-        "{}, and everything its critical sections touched ({shown}{more}) was touched by that thread alone, in every engagement (built with `locksuit cc`, every engagement recorded): it protects nothing shared; remove it or make that data thread-local.",
-        taken_alone(ev, threads, group)
-    );
-    let mut finding = ev.finding(FINDING_UNNECESSARY, group.to_vec(), message);
-    finding.evidence = Some(crate::model::Evidence {
-        basis: "data",
-        runs: 1,
-        shared_runs: 0,
-    });
-    Some(finding)
-}
-
-/// What the holder did during a long hold, from the waiter's sample: it
-/// ran for at least half of it, or surely for less (see `HolderRan`), or
-/// the sample cannot tell (or there was none).
-fn holder_state(hold: Option<&LongHold>) -> HolderState {
-    match hold.and_then(|h| h.holder_ran) {
-        Some(r) => HolderState {
-            state: if r.ran_ns.saturating_mul(2) >= r.of_ns {
-                "running"
-            } else if r.ran_max_ns.saturating_mul(2) < r.of_ns {
-                "off-cpu"
-            } else {
-                "unknown"
-            },
-            ran_ns: Some(r.ran_ns),
-            ran_max_ns: Some(r.ran_max_ns),
-            of_ns: Some(r.of_ns),
-        },
-        None => HolderState {
-            state: "unknown",
-            ran_ns: None,
-            ran_max_ns: None,
-            of_ns: None,
-        },
-    }
-}
-
-/// What to do about a long hold, by what its holder did: a holder that ran
-/// had a long critical section; one off the CPU most of the time was
-/// preempted or blocked holding the lock, and a shorter critical section
-/// would not help. `blocked`: the holder made blocking calls holding it
-/// (a `blocking-under-lock` finding), which explain its time off the CPU.
-pub fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool) -> String {
-    let most = state.ran_max_ns.unwrap_or(0);
-    match (state.state, state.ran_ns, state.of_ns) {
-        ("off-cpu", Some(_), Some(of)) if blocked => format!(
-            "but its holder ran on a CPU for at most {} of the {} a thread waited: it blocked holding the lock, in calls blocking-under-lock names; move them out of {sections}.",
-            duration(most),
-            duration(of)
-        ),
-        ("running", Some(ran), Some(of)) => format!(
-            "its holder ran on a CPU for at least {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
-            duration(ran),
-            duration(of)
-        ),
-        ("off-cpu", Some(_), Some(of)) => format!(
-            "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; fewer threads than CPUs, or a lock that hands over in turn, help, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
-            duration(most),
-            duration(of)
-        ),
-        ("unknown", Some(ran), Some(of)) => format!(
-            "its holder ran on a CPU for between {} and {} of the {} a thread waited (it may have run on after letting go before the waiter looked), so whether the critical section itself is long cannot be told: if the holder was preempted, shortening {sections} would not help.",
-            duration(ran),
-            duration(most),
-            duration(of)
-        ),
-        _ => format!(
-            "whether its holder ran all that time was not sampled (a holder preempted on a busy machine holds as long): if it ran, shorten {sections} or move slow work out of it."
-        ),
-    }
-}
-
-fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
-    let first = ev.lock(group[0]);
-    let longest = group
-        .iter()
-        .map(|&id| ev.lock(id))
-        .max_by_key(|l| ev.longest(l))
-        .unwrap_or(first);
-    let hold = ev.long_holds.get(&longest.id);
-    let state = holder_state(hold);
-    let observed = if group.len() == 1 {
-        format!(
-            "{} {} was held for {}{} at a stretch{} while another thread waited",
-            first.kind,
-            first.id,
-            if hold.is_some_and(|h| h.at_least) {
-                "at least "
-            } else {
-                ""
-            },
-            duration(ev.longest(first)),
-            ev.holder(first),
-        )
-    } else {
-        let shortest = group
-            .iter()
-            .map(|&id| ev.longest(ev.lock(id)))
-            .min()
-            .unwrap_or(0);
-        format!(
-            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}; for that one",
-            group.len(),
-            kind_plural(first.kind),
-            lock_list(&group, NAMED_IN_MESSAGE),
-            duration(shortest),
-            longest.id,
-            duration(ev.longest(longest)),
-            ev.holder(longest),
-        )
-    };
-    let sections = if group.len() == 1 {
-        "the critical section"
-    } else {
-        "the critical sections"
-    };
-    let message = format!("{observed}; {}", long_hold_advice(&state, sections, false));
-    let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
-    finding.holder = Some(state);
-    finding.observed = observed;
-    // The holder's line, not the lock's first (which may be a waiter's).
-    if let Some(site) = hold.and_then(|h| h.site) {
-        finding.sites = vec![site];
-    }
-    finding
 }
 
 /// The threads' runnable and running time, summed over those the kernel
@@ -736,10 +472,7 @@ fn asymmetric(findings: &mut Vec<Finding>, ev: &Evidence, site: &Site, at_line: 
 }
 
 fn thread_label(t: &ThreadInfo) -> String {
-    match &t.name {
-        Some(name) => format!("thread {} ({name})", t.record.tid),
-        None => format!("thread {}", t.record.tid),
-    }
+    thread_words(t.record.tid, t.name.as_deref())
 }
 
 fn where_of(site: &Site) -> String {
@@ -888,5 +621,4 @@ pub fn build(
 }
 
 #[cfg(test)]
-#[path = "findings_tests.rs"]
 mod tests;

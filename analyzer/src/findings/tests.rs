@@ -1,4 +1,4 @@
-//! Unit tests of `findings.rs`.
+//! Unit tests of the findings (`findings/`).
 
 use super::*;
 
