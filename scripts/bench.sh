@@ -9,7 +9,8 @@
 #
 # Then runs scripts/bench-e2e.sh (real programs, with and without the shim)
 # and scripts/bench-analyzer.sh (analyzer speed and memory). bench/cells.c
-# is the fluidanimate-like kernel (many fine-grained cell locks).
+# is the fluidanimate-like kernel (many fine-grained cell locks); bench/fork.c
+# a fork loop (scripts/bench-fork.sh runs it alone).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-7}
@@ -17,7 +18,7 @@ shim=$root/target/release/libsyncshim.so
 [ -e "$shim" ] || { echo "bench.sh: build first: cargo build --release" >&2; exit 2; }
 out=$root/target/bench
 mkdir -p "$out"
-for b in uncontended contended pingpong create_join cells io; do
+for b in uncontended contended pingpong create_join cells io fork; do
   ${CC:-cc} -O2 -pthread -o "$out/$b" "$root/bench/$b.c"
 done
 traces=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-bench.XXXXXX")
@@ -59,6 +60,7 @@ bench() {
 }
 
 pairs=1000000; ops=1000000; rounds=50000; creates=10000; sweeps=20; iocalls=1000000
+forks=2000; locking_forks=500
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "machine: $(nproc) cores, $cpu; $runs interleaved runs, medians; ratios are to the plain run"
 echo
@@ -73,10 +75,14 @@ bench "thread create+join" "ns/thread" "$creates" "$out/create_join" "$creates"
 bench "fine-grained cells (65,536 locks), 2 threads" "ns/op" "$((2 * 65536 * sweeps))" "$out/cells" 2 "$sweeps"
 bench "4 KiB write+read through a pipe (never blocks)" "ns/call" "$iocalls" "$out/io" pipe "$iocalls"
 bench "4 KiB pwrite+pread of a file (page cache)" "ns/call" "$iocalls" "$out/io" file "$iocalls" "$traces"
+bench "fork + waitpid, the child exits at once" "µs CPU/fork" "$forks" "$out/fork" "$forks"
+bench "fork + waitpid, the child takes a lock first" "µs CPU/fork" "$locking_forks" "$out/fork" "$locking_forks" lock
 echo
 echo "Trace bytes include the fixed part (header, tables, per-thread blocks),"
-echo "so short runs show more bytes per operation than long ones. Full tracing"
-echo "of the cells kernel outgrows the default 256 MiB cap; the rest is dropped."
+echo "so short runs show more bytes per operation than long ones; for the fork"
+echo "rows an operation is a fork, and a child that takes a lock writes a trace"
+echo "of its own. Full tracing of the cells kernel outgrows the default 256 MiB"
+echo "cap; the rest is dropped."
 echo
 echo "End to end (default mode; each program $runs times, interleaved):"
 echo

@@ -765,9 +765,11 @@ pub unsafe extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
 /// Marks the trace as ended by exec for the duration of the call; a failed
 /// exec clears the mark again. The real errno is kept. The guard is left
 /// before the real call: a successful exec never returns to drop it, and in
-/// a vfork child the thread state it would leave set is the parent's.
+/// a vfork child the thread state it would leave set is the parent's. A
+/// fork child that recorded nothing yet has no trace to mark, and an exec
+/// does not make one (see `lifecycle::recording`).
 fn exec_recorded(exec: impl FnOnce() -> c_int) -> c_int {
-    let marked = HookGuard::enter().is_some_and(|_guard| recorder::exec_starting());
+    let marked = HookGuard::enter_quickly().is_some_and(|_guard| recorder::exec_starting());
     let rc = exec();
     if marked {
         recorder::exec_failed();
@@ -904,9 +906,10 @@ const ARG_REGISTERS: usize = 6;
 #[cfg(target_arch = "aarch64")]
 const ARG_REGISTERS: usize = 8;
 
-/// Most arguments passed on the stack frame of `exec_list`; longer lists
-/// get a buffer of their own.
-const ARGV_ON_STACK: usize = 256;
+/// Most arguments passed on the stack frame of `exec_list` (within the
+/// hooks' stack budget, `recorder::HOOK_STACK_BUDGET`); longer lists get a
+/// buffer of their own.
+const ARGV_ON_STACK: usize = 32;
 
 /// `execl(path, arg0, ..., NULL)`, `execle(path, arg0, ..., NULL, envp)`,
 /// `execlp(file, arg0, ..., NULL)`, with argument `i` in `registers[i]` or

@@ -3,11 +3,21 @@
 //! ```text
 //! Uninitialized --first hook or constructor--> Initializing --> Enabled
 //!                                                           \-> Disabled (secure exec, no trace file)
-//! Enabled --fork (in the child)--> Forked --> Enabled (new trace) | Disabled
+//! Enabled --fork (in the child)--> Forked --first hook--> Initializing --> Enabled (new trace) | Disabled
 //! Enabled --exit/_exit/destructor--> Exiting (still records, trace marked complete)
 //! ```
 //!
 //! Only `Enabled` and `Exiting` record. Every other state passes through.
+//! A fork child's trace is made when it first records something, not in
+//! the at-fork handler: a child that only execs or exits pays nothing, and
+//! the handler stays shallow (it runs on the forking thread's stack, which
+//! may be small).
+//!
+//! Stack: every hook and handler here uses at most
+//! [`HOOK_STACK_BUDGET`](crate::recorder::HOOK_STACK_BUDGET) bytes of the
+//! program's stack for its own frames; starting the recording, and the
+//! recorder's other deep work, run on stacks of the shim's own (see
+//! `recorder/own_stack.rs`).
 
 use crate::recorder::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
@@ -54,13 +64,18 @@ pub fn recording_started() -> bool {
     raw == State::Enabled as u8 || raw == State::Exiting as u8
 }
 
-/// True if hooks should record now; initialises the shim on first call.
+/// True if hooks should record now; initialises the shim on first call,
+/// and a fork child's trace on its first recorded operation.
 #[inline]
 pub fn recording() -> bool {
     if recording_started() {
         return true;
     }
-    STATE.load(Ordering::Acquire) == State::Uninitialized as u8 && initialize()
+    match STATE.load(Ordering::Acquire) {
+        raw if raw == State::Uninitialized as u8 => initialize(),
+        raw if raw == State::Forked as u8 => start_fork_child(),
+        _ => false,
+    }
 }
 
 #[cold]
@@ -77,6 +92,12 @@ fn initialize() -> bool {
         // Someone else is initialising; pass through until they are done.
         return matches!(state(), State::Enabled | State::Exiting);
     }
+    // Deep work (paths, the program's name, the trace's header): on the
+    // process's own stack, whatever stack the first hook was called on.
+    recorder::on_process_stack(start_recording)
+}
+
+fn start_recording() -> bool {
     let _errno = crate::diag::ErrnoGuard::save();
     let _ = real::real();
     crate::diag::note_stderr();
@@ -101,6 +122,34 @@ fn initialize() -> bool {
     register_process_handlers();
     STATE.store(State::Enabled as u8, Ordering::Release);
     true
+}
+
+/// A fork child's first recorded operation: its trace is made now.
+#[cold]
+#[inline(never)]
+fn start_fork_child() -> bool {
+    if STATE
+        .compare_exchange(
+            State::Forked as u8,
+            State::Initializing as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        return matches!(state(), State::Enabled | State::Exiting);
+    }
+    let _errno = crate::diag::ErrnoGuard::save();
+    // Lanes registered before the fork belong to the parent's trace.
+    thread_state::next_generation();
+    let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD, arm_thread_exit).is_ok()
+    {
+        State::Enabled
+    } else {
+        State::Disabled
+    };
+    STATE.store(next as u8, Ordering::Release);
+    next == State::Enabled
 }
 
 fn register_process_handlers() {
@@ -151,40 +200,46 @@ extern "C" fn thread_key_destructor(_marker: *mut libc::c_void) {
 /// is still the parent's).
 extern "C" fn fork_prepare() {
     ThreadState::with(|s| s.set_forking(true));
+    // A fork child that has not recorded yet keeps the time of its own
+    // fork (its trace's start, should it make one), which its own children
+    // then share: a double fork before anything is recorded starts the
+    // grandchild's trace at the first fork.
+    if matches!(state(), State::Enabled | State::Exiting) {
+        recorder::fork_starting();
+    }
 }
 
 extern "C" fn fork_parent() {
     ThreadState::with(|s| s.set_forking(false));
 }
 
+/// Shallow (a few hundred bytes of stack: the forking thread's may be
+/// small) and cheap: no system call, no clock, and as few pages written as
+/// can be, since each page of code or data a fork child first touches is
+/// a page fault, and each it writes a copy. The child's trace is made at
+/// its first recorded operation (see [`recording`]); until then the state
+/// (`Forked`) keeps every hook from recording, so nothing is written into
+/// the parent's trace.
 extern "C" fn fork_child() {
     real::reset_after_fork();
+    // A child of a child that had not recorded anything yet is one too.
+    let recorded = matches!(state(), State::Enabled | State::Exiting | State::Forked);
     // The child's one thread was not created in the child: its creation
-    // (and so its start) are the parent's, not in the child's trace.
+    // (and so its start) are the parent's, not in the child's trace. It
+    // keeps its held locks (they are still held) but forgets the parent's
+    // counters, which live in the parent's trace.
     ThreadState::with(|s| {
         s.set_forking(false);
         s.set_create_serial(0);
         s.forget_call_timing();
+        if recorded {
+            s.held().forget_records();
+            s.set_lane(core::ptr::null_mut(), 0);
+        }
     });
-    if !matches!(state(), State::Enabled | State::Exiting) {
-        return;
+    if recorded {
+        STATE.store(State::Forked as u8, Ordering::Release);
     }
-    let _errno = crate::diag::ErrnoGuard::save();
-    STATE.store(State::Forked as u8, Ordering::Release);
-    thread_state::next_generation();
-    // The one thread of the child keeps its held locks (they are still held)
-    // but forgets the parent's counters, which live in the parent's trace.
-    ThreadState::with(|s| {
-        s.held().forget_records();
-        s.set_lane(core::ptr::null_mut(), 0);
-    });
-    let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD, arm_thread_exit).is_ok()
-    {
-        State::Enabled
-    } else {
-        State::Disabled
-    };
-    STATE.store(next as u8, Ordering::Release);
 }
 
 /// A hook was called from a signal handler while this thread was in the
@@ -204,16 +259,19 @@ pub fn nested_call_passed_through() {
 
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
+    // The state first: a fork child that recorded nothing has no trace,
+    // and exits without a system call of ours.
+    if !matches!(state(), State::Enabled | State::Exiting) {
+        return;
+    }
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
     // SAFETY: getpid is always safe.
     if unsafe { libc::getpid() } as u32 != recorder::file::pid() {
         return;
     }
-    if matches!(state(), State::Enabled | State::Exiting) {
-        STATE.store(State::Exiting as u8, Ordering::Release);
-        recorder::process_exit(Some(code));
-    }
+    STATE.store(State::Exiting as u8, Ordering::Release);
+    recorder::process_exit(Some(code));
 }
 
 /// Library constructor: resolve and initialise now, unless a hook already did.

@@ -555,10 +555,16 @@ fn resolve_all() -> RealFns {
 /// In a fork child: a resolution another thread had under way is gone with
 /// that thread; start it again rather than wait for it forever.
 pub fn reset_after_fork() {
-    let _ =
-        TABLE
-            .state
-            .compare_exchange(RESOLVING, UNRESOLVED, Ordering::AcqRel, Ordering::Acquire);
+    // Read first: even a failed compare-exchange writes, which in a fork
+    // child copies the page.
+    if TABLE.state.load(Ordering::Acquire) == RESOLVING {
+        let _ = TABLE.state.compare_exchange(
+            RESOLVING,
+            UNRESOLVED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
 }
 
 /// The real functions, resolving all of them on the first call.

@@ -105,14 +105,18 @@ pub fn pwrite(fd: c_int, buf: &[u8], offset: u64) -> Result<usize, c_int> {
     .map(|n| n as usize)
 }
 
+/// Most times [`pwrite_repeated`] writes its buffer in one call (its
+/// vector is on the caller's stack, which may be small).
+pub const MOST_REPEATS: usize = 8;
+
 /// Writes `buf` `times` times in a row at `offset`, in one system call
-/// (at most 64 times).
+/// (at most [`MOST_REPEATS`] times).
 pub fn pwrite_repeated(fd: c_int, buf: &[u8], times: usize, offset: u64) -> Result<usize, c_int> {
     let one = libc::iovec {
         iov_base: buf.as_ptr() as *mut libc::c_void,
         iov_len: buf.len(),
     };
-    let iov = [one; 64];
+    let iov = [one; MOST_REPEATS];
     let times = times.min(iov.len());
     // SAFETY: the kernel reads at most `times` iovecs, each `buf.len()`
     // bytes of `buf`; the offset's high word is 0 (a 64-bit offset fits the

@@ -26,8 +26,9 @@ static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
 /// One block of zeros, written as many times as blocks are backed.
 static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
-/// Most blocks [`alloc_blocks`] reserves and backs at once.
-pub const BATCH_BLOCKS: u32 = 8;
+/// Most blocks [`alloc_blocks`] reserves and backs at once (one
+/// `pwritev`, see [`sys::MOST_REPEATS`]).
+pub const BATCH_BLOCKS: u32 = sys::MOST_REPEATS as u32;
 
 /// Why this process cannot be recorded (already reported on stderr).
 #[derive(Debug)]
@@ -482,8 +483,10 @@ pub fn create(
     Ok(())
 }
 
-/// In a fork child: drop the parent's mapping and descriptor so nothing is
-/// ever written into the parent's trace.
+/// In a fork child, as it makes its own trace: drop the parent's mapping
+/// and descriptor. Until then the lifecycle's state kept every hook from
+/// recording (see `lifecycle::fork_child`), so nothing was written into
+/// the parent's trace.
 fn forget_inherited() {
     let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !old.is_null() {

@@ -165,16 +165,16 @@ pub fn object_initialized(
         drop_op(None);
         return;
     };
-    let site = timed_slow_work(lane, |lane| {
+    timed_slow_work(lane, |lane| {
         let context = context_of(lane, caller);
-        sites::site_id(lane, caller, context)
-    });
-    match objects::for_init(addr, kind as u32) {
-        Some(found) => {
-            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_INIT, site), shared);
+        let site = sites::site_id(lane, caller, context);
+        match objects::for_init(addr, kind as u32) {
+            Some(found) => {
+                write_lock_record(lane, (found.id, kind, addr), (ORIGIN_INIT, site), shared);
+            }
+            None => drop_op(Some(lane)),
         }
-        None => drop_op(Some(lane)),
-    }
+    });
 }
 
 /// `sem_open` returned the object at `addr`: opening the same name twice
@@ -186,7 +186,9 @@ pub fn object_opened(g: &InHook, addr: u64, kind: ObjectKind) {
     };
     match objects::for_use(addr, kind as u32) {
         Some(found) if found.created => {
-            write_lock_record(lane, (found.id, kind, addr), (ORIGIN_OPEN, 0), None);
+            timed_slow_work(lane, |lane| {
+                write_lock_record(lane, (found.id, kind, addr), (ORIGIN_OPEN, 0), None)
+            });
         }
         Some(_) => {}
         None => drop_op(Some(lane)),

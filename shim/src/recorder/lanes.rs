@@ -8,6 +8,7 @@ use super::caller::{Caller, Offsets, Seen};
 use super::file;
 use super::hot_cache::{HotCache, HotTarget};
 use super::objects::ObjectSlot;
+use super::own_stack::OwnStack;
 use crate::config;
 use crate::diag::{warn_once, Warning};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -176,13 +177,18 @@ static LANES_USED: AtomicU32 = AtomicU32::new(0);
 /// Treiber stack of free lanes: `tag << 32 | (index + 1)`; 0 = empty.
 static FREE_HEAD: AtomicU64 = AtomicU64::new(0);
 static FREE_NEXT: [AtomicU32; MAX_LANES] = [const { AtomicU32::new(0) }; MAX_LANES];
+/// Each lane's stack for deep work (see `own_stack.rs`), kept from one
+/// thread of the lane to the next.
+static LANE_STACKS: [OwnStack; MAX_LANES] = [const { OwnStack::new() }; MAX_LANES];
 
 /// Reserves address space for all lanes once; pages are touched lazily.
 pub fn init() -> bool {
     if !LANES.load(Ordering::Acquire).is_null() {
         return true;
     }
-    let Some(p) = super::mapped::map_anonymous(MAX_LANES * core::mem::size_of::<Lane>()) else {
+    let Some(p) =
+        super::mapped::map_anonymous_zeroed_in_child(MAX_LANES * core::mem::size_of::<Lane>())
+    else {
         return false;
     };
     LANES.store(p, Ordering::Release);
@@ -458,35 +464,41 @@ impl Lane {
     fn take_block(&mut self, seq: u32, kind: u32) -> Option<*mut u8> {
         let index = match take_spare(&self.spare) {
             Some(index) => index,
-            None => {
-                let wanted = (self.blocks_taken / 2).max(1);
-                let spread = LANES_USED.load(Ordering::Relaxed);
-                match file::alloc_blocks(wanted, spread) {
-                    Ok(got) => {
-                        if got.count > 1 {
-                            // Empty until now, and no other lane takes
-                            // from an empty spare: a plain store.
-                            self.spare
-                                .store(spare_word(got.first + 1, got.count - 1), Ordering::Release);
-                        }
-                        got.first
-                    }
-                    // Blocks other lanes reserved ahead are backed: usable
-                    // whether the cap stopped this one or the disk did.
-                    Err(why) => match steal_spare() {
-                        Some(index) => index,
-                        None => {
-                            if why == file::NoBlock::Cap {
-                                file::cap_reached();
-                            }
-                            return None;
-                        }
-                    },
-                }
-            }
+            // System calls, and maybe a warning: deep work.
+            None => on_stack_of(self.id, || self.reserve_blocks())?,
         };
         self.blocks_taken = self.blocks_taken.saturating_add(1);
         file::init_block(index, self.id, seq, kind)
+    }
+
+    /// A batch of new blocks for this lane: the first to use now, the rest
+    /// kept as its spares.
+    #[inline(never)]
+    fn reserve_blocks(&mut self) -> Option<u32> {
+        let wanted = (self.blocks_taken / 2).max(1);
+        let spread = LANES_USED.load(Ordering::Relaxed);
+        match file::alloc_blocks(wanted, spread) {
+            Ok(got) => {
+                if got.count > 1 {
+                    // Empty until now, and no other lane takes from an
+                    // empty spare: a plain store.
+                    self.spare
+                        .store(spare_word(got.first + 1, got.count - 1), Ordering::Release);
+                }
+                Some(got.first)
+            }
+            // Blocks other lanes reserved ahead are backed: usable whether
+            // the cap stopped this one or the disk did.
+            Err(why) => match steal_spare() {
+                Some(index) => Some(index),
+                None => {
+                    if why == file::NoBlock::Cap {
+                        file::cap_reached();
+                    }
+                    None
+                }
+            },
+        }
     }
 
     pub fn count_dropped(&mut self) {
@@ -737,11 +749,26 @@ pub fn drop_op(lane: Option<&mut Lane>) {
     );
 }
 
-/// Runs first-sight work (unwinding, new records) and adds its time to the
-/// thread's slow-path total, which events carry for compensation.
+/// Runs first-sight work (unwinding, new records) on the lane's own stack
+/// and adds its time to the thread's slow-path total, which events carry
+/// for compensation.
 pub fn timed_slow_work<R>(lane: &mut Lane, work: impl FnOnce(&mut Lane) -> R) -> R {
     let started = super::clock::now_ns();
-    let result = work(lane);
+    let result = on_own_stack(lane, work);
     lane.shim_ns += super::clock::now_ns().saturating_sub(started).max(1);
     result
+}
+
+/// Runs `work`, deep work of the lane's thread, on the lane's own stack
+/// (see `own_stack.rs`): the program's stack may be small.
+#[inline]
+pub fn on_own_stack<R>(lane: &mut Lane, work: impl FnOnce(&mut Lane) -> R) -> R {
+    on_stack_of(lane.id, || work(lane))
+}
+
+/// Runs `work` on the own stack of lane `id`, which must be the calling
+/// thread's (for callers that hold their lane by a raw pointer).
+#[inline]
+pub fn on_stack_of<R>(id: u32, work: impl FnOnce() -> R) -> R {
+    LANE_STACKS[id as usize % MAX_LANES].run(work)
 }

@@ -22,6 +22,20 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
     (p != libc::MAP_FAILED).then_some(p.cast())
 }
 
+/// [`map_anonymous`] for state a fork child starts afresh anyway (the
+/// lanes, the lock table, the shim's stacks): a child gets it zero-filled
+/// (`MADV_WIPEONFORK`, Linux 4.14; before, it gets a copy, which its reset
+/// handles). Not shared with the child, its pages cost a fork nothing: no
+/// page table entries copied, and no copy-on-write fault when the parent
+/// writes them next.
+pub fn map_anonymous_zeroed_in_child<T>(len: usize) -> Option<*mut T> {
+    let p: *mut T = map_anonymous(len)?;
+    let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: advice on our own fresh private anonymous mapping.
+    unsafe { libc::madvise(p.cast(), len, libc::MADV_WIPEONFORK) };
+    Some(p)
+}
+
 /// [`map_anonymous`], made resident now: for a hashed table that will be
 /// touched all over (a read of an untouched page maps the shared zero page,
 /// and the write after it must flush that mapping from every CPU the
@@ -76,6 +90,45 @@ pub fn mapped_once<T>(cell: &AtomicPtr<T>, len: usize) -> Option<*mut T> {
             // SAFETY: our own mapping of `len` bytes, never published.
             unsafe { libc::munmap(fresh.cast(), len) };
             Some(theirs)
+        }
+    }
+}
+
+/// Zeroes the shim's own table of `len` bytes at `at` (a static in `.bss`,
+/// or a mapping) without writing its whole pages: those are given back
+/// and read as zeros again (`MADV_DONTNEED`; no page of a file is ever
+/// whole inside a `.bss` table). Only the partial pages at either end are
+/// written. A fork child resetting megabytes of tables otherwise writes
+/// (and so copies or faults in) every page of them.
+///
+/// # Safety
+/// Nothing else may use the table meanwhile (in a fork child, before it
+/// records: it is the only thread).
+pub unsafe fn zero(at: *mut u8, len: usize) {
+    let _errno = crate::diag::ErrnoGuard::save();
+    // SAFETY: sysconf only reads the page size the loader recorded.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let start = at as usize;
+    let end = start + len;
+    let first_whole = start.next_multiple_of(page);
+    let last_whole = end / page * page;
+    // SAFETY: every range written lies inside the caller's table, which
+    // nothing else uses now (see the contract); the advice is on whole
+    // pages inside it.
+    unsafe {
+        if first_whole >= last_whole {
+            core::ptr::write_bytes(at, 0, len);
+            return;
+        }
+        core::ptr::write_bytes(at, 0, first_whole - start);
+        core::ptr::write_bytes(last_whole as *mut u8, 0, end - last_whole);
+        let advised = libc::madvise(
+            first_whole as *mut libc::c_void,
+            last_whole - first_whole,
+            libc::MADV_DONTNEED,
+        );
+        if advised != 0 {
+            core::ptr::write_bytes(first_whole as *mut u8, 0, last_whole - first_whole);
         }
     }
 }

@@ -19,7 +19,7 @@
 //! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
 //!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;
 //! - the file and the clock: `file`, `control`, `call_timer`, `clock`,
-//!   `mapped`, `path`, `procfs`, `image`, `usage`.
+//!   `mapped`, `own_stack`, `path`, `procfs`, `image`, `usage`.
 //!
 //! A test (`shim/tests/layering.rs`) keeps the shim's modules free of
 //! import circles.
@@ -48,6 +48,7 @@ pub mod mapped;
 mod misuse;
 pub mod modules;
 pub mod objects;
+mod own_stack;
 pub mod path;
 mod prepared;
 mod procfs;
@@ -85,6 +86,7 @@ pub use locks::{
 pub use mapped::map_anonymous;
 pub use misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use objects::{barrier_initialized, barrier_passed_through};
+pub use own_stack::HOOK_STACK_BUDGET;
 pub use prepared::{prepare, Hold, How, Prepared};
 pub use sites::library_unloaded;
 pub use threads::{
@@ -95,8 +97,31 @@ pub use threads::{
 /// Creates this process's trace and the shared tables. `extra_flags` is
 /// `FLAG_FORK_CHILD` in a fork child, which also discards inherited state.
 /// `arm_thread_exit` is called on each thread as it is first recorded, so
-/// that its end is noticed.
+/// that its end is noticed. Runs on the process's own stack (see
+/// `own_stack.rs`).
 pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file::NotRecording> {
+    if extra_flags & FLAG_FORK_CHILD != 0 {
+        // A thread of the parent that was on it is not in the child.
+        own_stack::PROCESS.forget_claim();
+    }
+    on_process_stack(|| start_process_here(extra_flags, arm_thread_exit))
+}
+
+/// Runs `work` on the process's own stack (see `own_stack.rs`), for the
+/// deep work of starting the recording.
+pub fn on_process_stack<R>(work: impl FnOnce() -> R) -> R {
+    own_stack::PROCESS.run_claimed(work)
+}
+
+/// About to fork (the parent's at-fork handler): the child's trace, if it
+/// makes one, starts now. Read here, in the parent, so the child reads no
+/// clock (its first touch of each page of code or data is a page fault).
+pub fn fork_starting() {
+    let at = (now_ns(), clock_ns(libc::CLOCK_REALTIME));
+    thread_state::ThreadState::with(|s| s.set_forked_at(at));
+}
+
+fn start_process_here(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file::NotRecording> {
     thread_lane::set_thread_exit(arm_thread_exit);
     if !objects::init() || !lanes::init() {
         warn_once(
@@ -105,7 +130,8 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
         );
         return Err(file::NotRecording);
     }
-    if extra_flags & FLAG_FORK_CHILD != 0 {
+    let fork_child = extra_flags & FLAG_FORK_CHILD != 0;
+    if fork_child {
         filter::reset_after_fork();
         snapshot::reset_after_fork();
         access::reset_after_fork();
@@ -126,7 +152,12 @@ pub fn start_process(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), file
     // Modules are recorded when the first site needs them.
     // Both clocks at one moment: absolute times (deadlines on either clock)
     // are shown relative to the start.
-    let start = (now_ns(), clock_ns(libc::CLOCK_REALTIME));
+    let start = if fork_child {
+        // The child's one thread is the one that forked.
+        thread_state::ThreadState::with(|s| s.forked_at())
+    } else {
+        (now_ns(), clock_ns(libc::CLOCK_REALTIME))
+    };
     let by_switches = if config::calls_timed() && call_timer::switches_seen() {
         FLAG_CALLS_BY_SWITCHES
     } else {

@@ -52,8 +52,9 @@ pub fn init() -> bool {
     if !TABLE.load(Ordering::Acquire).is_null() {
         return true;
     }
-    let Some(p) = super::mapped::map_anonymous(OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>())
-    else {
+    let Some(p) = super::mapped::map_anonymous_zeroed_in_child(
+        OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>(),
+    ) else {
         return false;
     };
     TABLE.store(p, Ordering::Release);

@@ -82,8 +82,14 @@ pub fn library_unloaded() {
 }
 
 /// In a fork child: sites are recorded again in the child's own trace.
+/// The tables are 3 MiB: given back, not written (see `mapped::zero`).
 pub fn reset_after_fork() {
-    forget_all();
+    // SAFETY: tables of atomics, whose all-zero bits are their empty
+    // state; in a fork child before it records, nothing else uses them.
+    unsafe {
+        super::mapped::zero(SITES.as_ptr() as *mut u8, core::mem::size_of_val(&SITES));
+        super::mapped::zero(OFFSETS.as_ptr() as *mut u8, core::mem::size_of_val(&OFFSETS));
+    }
     NEXT_SITE.store(1, Ordering::Relaxed);
 }
 
@@ -179,7 +185,7 @@ fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u
             if id == 0 {
                 // Being created by another thread right now: record our own
                 // copy rather than wait; the analyzer merges them.
-                return create(lane, caller, context, None, given);
+                return create_on_own_stack(lane, caller, context, None, given);
             }
             continue; // a key collision: keep probing
         }
@@ -188,13 +194,28 @@ fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u
                 .key
                 .compare_exchange(0, k, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return create(lane, caller, context, Some(slot), given),
-                Err(now) if now == k => return create(lane, caller, context, None, given),
+                Ok(_) => return create_on_own_stack(lane, caller, context, Some(slot), given),
+                Err(now) if now == k => {
+                    return create_on_own_stack(lane, caller, context, None, given)
+                }
                 Err(_) => continue,
             }
         }
     }
     0
+}
+
+/// [`create`], on the lane's own stack: unwinding, the chain's modules and
+/// symbols are deep work (see `own_stack.rs`).
+#[inline(never)]
+fn create_on_own_stack(
+    lane: &mut Lane,
+    caller: Caller,
+    context: u64,
+    slot: Option<&SiteSlot>,
+    given: Option<&[u64]>,
+) -> u32 {
+    super::lanes::on_own_stack(lane, |lane| create(lane, caller, context, slot, given))
 }
 
 /// Records a new site: its chain as `given`, else unwound from here.

@@ -118,8 +118,14 @@ pub fn on_wait_begin(lane: *mut Lane, cause: &Cause) {
     if let Some((trigger, idle)) = trigger(&t, cause, waiters_due) {
         let number = TAKEN.fetch_add(1, Ordering::Relaxed) + 1;
         LAST_NS.store(cause.now, Ordering::Relaxed);
-        let idle = if idle == u32::MAX { idle_cpus() } else { idle };
-        take(lane, cause, (number, trigger, idle));
+        // Deep work (every thread's state, stacks copied): on the lane's
+        // own stack.
+        // SAFETY: the calling thread's own lane.
+        let id = unsafe { (*lane).id };
+        lanes::on_stack_of(id, || {
+            let idle = if idle == u32::MAX { idle_cpus() } else { idle };
+            take(lane, cause, (number, trigger, idle));
+        });
         filter::count_snapshot(true);
     }
     BUSY.store(false, Ordering::Release);

@@ -159,6 +159,12 @@ impl Ring {
         out_ns: 0,
         out_preempted: false,
     };
+
+    /// Whether the rings are open (switches are on for this thread).
+    #[inline]
+    pub fn is_open(&self) -> bool {
+        !self.switches.base.is_null()
+    }
 }
 
 /// Opens `attr` on thread `tid` (0: the calling thread).

@@ -38,6 +38,14 @@ pub fn open(lane: &mut Lane) {
 /// event per switch-out that lasted long enough; then closes the rings if
 /// `closing` (the thread, or the process, is ending).
 pub fn drain(lane: &mut Lane, closing: bool) {
+    if lane.switches.is_open() {
+        // Its buffers and the sites of faults' chains are deep work.
+        super::lanes::on_own_stack(lane, |lane| drain_open(lane, closing));
+    }
+}
+
+#[inline(never)]
+fn drain_open(lane: &mut Lane, closing: bool) {
     // Out of the lane while it is read, so each switch can be written to it.
     let mut ring = core::mem::replace(&mut lane.switches, Ring::EMPTY);
     ring.drain(closing, |switch| {

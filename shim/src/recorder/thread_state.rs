@@ -70,6 +70,11 @@ pub struct ThreadState {
     skip_stores_at: Cell<u64>,
     /// How this thread times its blocking calls.
     call_timer: TimerState,
+    /// When this thread last began a fork (monotonic, realtime): the start
+    /// of the child's trace, should the child make one. Here, in a page the
+    /// parent writes at every fork anyway, so that reading the clocks in
+    /// the parent costs no page fault more, and the child none at all.
+    forked_at: Cell<(u64, u64)>,
 }
 
 impl ThreadState {
@@ -90,6 +95,7 @@ impl ThreadState {
             skip_loads_at: Cell::new(0),
             skip_stores_at: Cell::new(0),
             call_timer: TimerState::initial(),
+            forked_at: Cell::new((0, 0)),
         }
     }
 
@@ -109,6 +115,7 @@ impl ThreadState {
             && self.skip_loads_at.get() == other.skip_loads_at.get()
             && self.skip_stores_at.get() == other.skip_stores_at.get()
             && self.call_timer.same_as(&other.call_timer)
+            && self.forked_at.get() == other.forked_at.get()
     }
 }
 
@@ -184,6 +191,15 @@ impl ThreadState {
 
     pub fn set_forking(&self, v: bool) {
         self.set_flag(FORKING, v);
+    }
+
+    /// See `forked_at`: set by the parent as it forks, read by the child.
+    pub fn set_forked_at(&self, at: (u64, u64)) {
+        self.forked_at.set(at);
+    }
+
+    pub fn forked_at(&self) -> (u64, u64) {
+        self.forked_at.get()
     }
 
     /// Counts one more run of the thread-exit destructor; returns the count.

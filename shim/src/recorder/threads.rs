@@ -8,7 +8,6 @@ use super::held::HeldEntry;
 use super::lanes::{self, Lane};
 use super::thread_lane::current_lane;
 use super::thread_state::InHook;
-use crate::sys;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, Ordering};
 use locksuit_format::*;
@@ -242,6 +241,11 @@ pub fn join_finished(g: &InHook, started: JoinStarted, rc: i32) {
 /// other means than `pthread_setname_np` (e.g. `prctl`), and their run
 /// statistics as of now.
 fn capture_live_threads() {
+    // Deep work (a `/proc` file per thread), for the whole process.
+    super::own_stack::PROCESS.run_claimed(capture_live_threads_here);
+}
+
+fn capture_live_threads_here() {
     let _errno = crate::diag::ErrnoGuard::save();
     lanes::for_each_active(|lane| {
         if lane.thread.is_null() {
@@ -251,16 +255,9 @@ fn capture_live_threads() {
         // SAFETY: live thread record in the mapping.
         let t = unsafe { &mut *lane.thread };
         // The kernel's name is the last one given, by any means.
-        let mut path = super::path::PathBuf::new();
-        path.push(b"/proc/self/task/")
-            .push_u32(t.tid)
-            .push(b"/comm");
-        let Ok(fd) = sys::open(path.c_str(), libc::O_RDONLY | libc::O_CLOEXEC, 0) else {
-            return;
-        };
         let mut buf = [0u8; THREAD_NAME_MAX];
-        let n = sys::read(fd, &mut buf[..THREAD_NAME_MAX - 1]).unwrap_or(0);
-        sys::close(fd);
+        let n = super::procfs::read_task_file(t.tid, b"comm", &mut buf[..THREAD_NAME_MAX - 1])
+            .map_or(0, <[u8]>::len);
         if n > 0 {
             if buf[n - 1] == b'\n' {
                 buf[n - 1] = 0;

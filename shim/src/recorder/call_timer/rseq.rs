@@ -100,6 +100,10 @@ static AREA_LOOKED_FOR: AtomicBool = AtomicBool::new(false);
 /// tests the kernel (once: a fork child keeps its parent's verdict), so
 /// that every call of the process is judged the same way from the start.
 pub fn init() {
+    // A fork child has its parent's answers: no `dlsym` again.
+    if AREA_LOOKED_FOR.load(Ordering::Acquire) {
+        return;
+    }
     find_area();
     AREA_LOOKED_FOR.store(true, Ordering::Release);
     kernel_usable();
@@ -205,7 +209,11 @@ pub(super) fn kernel_usable() -> bool {
 /// In a fork child: a test another thread of the parent had under way is
 /// gone with that thread; a later call tests again.
 pub(super) fn forget_test_in_child() {
-    let _ = KERNEL.compare_exchange(TESTING, UNTESTED, Ordering::AcqRel, Ordering::Relaxed);
+    // Read first: even a failed compare-exchange writes, which in a fork
+    // child copies the page.
+    if KERNEL.load(Ordering::Relaxed) == TESTING {
+        let _ = KERNEL.compare_exchange(TESTING, UNTESTED, Ordering::AcqRel, Ordering::Relaxed);
+    }
 }
 
 #[cold]
