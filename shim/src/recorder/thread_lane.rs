@@ -5,7 +5,7 @@ use super::clock::now_ns;
 use super::file;
 use super::lanes::{self, Lane};
 use super::thread_state::{InHook, ThreadState};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use locksuit_format::*;
 
 /// Arms the thread-exit notice (the lifecycle's key destructor) for the
@@ -77,7 +77,7 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         ..Default::default()
     };
     lane.thread = lane.append(&record, &[]).unwrap_or(core::ptr::null_mut());
-    super::threads::take_name_given_early(lane.thread);
+    take_name_given_early(lane.thread);
     lane.held_stack = s.held();
     super::control::poll();
     lane.access_bit = super::access::thread_bit();
@@ -96,4 +96,30 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
 pub fn gettid() -> u32 {
     // gettid takes no arguments and cannot fail.
     crate::sys::sys!(libc::SYS_gettid) as u32
+}
+
+/// Names given to threads the shim did not know yet (see `thread_named`):
+/// while any was, a registering thread reads its own name from the kernel.
+pub static NAMED_UNKNOWN: AtomicU32 = AtomicU32::new(0);
+
+/// A thread just registered with record `t`: if another thread may have
+/// named it before (its pthread_t matched no record), take the kernel's
+/// name now, so the name goes to this thread and not to a later one that
+/// reuses its pthread_t.
+pub fn take_name_given_early(t: *mut ThreadRecord) {
+    // Pairs with the fence in `thread_named`: either the namer saw this
+    // record, or this thread sees the namer's count.
+    core::sync::atomic::fence(Ordering::SeqCst);
+    if t.is_null() || NAMED_UNKNOWN.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let mut name = [0u8; THREAD_NAME_MAX];
+    read_own_name(&mut name);
+    // SAFETY: this thread's own new record in the live mapping.
+    unsafe { (*t).name = name };
+}
+
+pub fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
 }
