@@ -146,12 +146,21 @@ pub fn analyze(
         } else {
             Default::default()
         };
-        for t in trace.threads.iter_mut().filter(|t| t.name.is_none()) {
+        // A thread still alive then has the kernel's name, the last one
+        // given by any means (the one recorded may be older); one that
+        // ended took its name then, and its tid may be another's now.
+        for t in trace
+            .threads
+            .iter_mut()
+            .filter(|t| t.record.flags & THREAD_ENDED == 0)
+        {
             let tid = t.record.tid;
-            t.name = live
+            if let Some(name) = live
                 .get(&tid)
                 .or_else(|| limits.thread_names.get(&(header.pid, tid)))
-                .cloned();
+            {
+                t.name = Some(name.clone());
+            }
         }
     }
 
