@@ -63,6 +63,8 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             control: 0,
             data_sample_every: 1,
             data_sample_first: 0,
+            confined_mono_ns: 0,
+            own_calls_refused: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

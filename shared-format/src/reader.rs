@@ -63,6 +63,11 @@ pub struct HeaderInfo {
     pub data_sample_every: u32,
     pub data_sample_first: u32,
     pub exe: String,
+    /// When the program confined itself (`FLAG_CONFINED`) or lost its TSC
+    /// (`FLAG_CLOCK_COARSE`), monotonic; 0 if never.
+    pub confined_mono_ns: u64,
+    /// The shim's own system calls not made because it was confined.
+    pub own_calls_refused: u64,
 }
 
 impl HeaderInfo {
@@ -321,6 +326,8 @@ pub fn read_trace_indexed(
         data_sample_every: header.data_sample_every.max(1),
         data_sample_first: header.data_sample_first,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
+        confined_mono_ns: header.confined_mono_ns,
+        own_calls_refused: header.own_calls_refused,
     };
     let mut trace = Trace {
         header: info,

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! Uninitialized --first hook or constructor--> Initializing --> Enabled
-//!                                                           \-> Disabled (secure exec, no trace file)
+//!                                                           \-> Disabled (secure exec, no trace file,
+//!                                                                      a sandbox's inherited filter)
 //! Enabled --fork (in the child)--> Forked --> Enabled (new trace) | Disabled
 //! Enabled --exit/_exit/destructor--> Exiting (still records, trace marked complete)
 //! ```
@@ -78,6 +79,15 @@ fn initialize() -> bool {
         return matches!(state(), State::Enabled | State::Exiting);
     }
     let _errno = crate::diag::ErrnoGuard::save();
+    if crate::sys::confined::inherited_at_start() {
+        // A sandbox's filter, inherited across exec: any call of ours the
+        // program does not make itself may kill it, creating a trace
+        // included. Nothing is recorded; the trace before the exec says
+        // the process went on confined.
+        crate::sys::confined::inherited();
+        STATE.store(State::Disabled as u8, Ordering::Release);
+        return false;
+    }
     let _ = real::real();
     crate::diag::note_stderr();
     if config::secure_execution() {
@@ -159,6 +169,7 @@ extern "C" fn fork_parent() {
 
 extern "C" fn fork_child() {
     real::reset_after_fork();
+    crate::sys::confined::forget_calls_in_child();
     // The child's one thread was not created in the child: its creation
     // (and so its start) are the parent's, not in the child's trace.
     ThreadState::with(|s| {
@@ -206,8 +217,9 @@ pub fn nested_call_passed_through() {
 pub fn process_exiting(code: i32) {
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
-    // SAFETY: getpid is always safe.
-    if unsafe { libc::getpid() } as u32 != recorder::file::pid() {
+    // Confined, the pid cannot be asked: then it is taken to be ours (see
+    // `recorder::exec_starting`).
+    if crate::sys::getpid().is_some_and(|pid| pid != recorder::file::pid()) {
         return;
     }
     if matches!(state(), State::Enabled | State::Exiting) {

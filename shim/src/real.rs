@@ -140,13 +140,13 @@ hot_entries! {
     SEM_TRYWAIT: SemFn = sem_trywait by first_sem_trywait(s: *mut sem_t) -> c_int, "C-unwind" or -1;
     SEM_POST: SemFn = sem_post by first_sem_post(s: *mut sem_t) -> c_int, "C-unwind" or -1;
     READ: ReadFn = read by first_read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_read, fd, buf, n));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_read, fd, buf, n));
     WRITE: WriteFn = write by first_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_write, fd, buf, n));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_write, fd, buf, n));
     PREAD: PreadFn = pread by first_pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pread64, fd, buf, n, offset));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_pread64, fd, buf, n, offset));
     PWRITE: PwriteFn = pwrite by first_pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pwrite64, fd, buf, n, offset));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_pwrite64, fd, buf, n, offset));
 }
 
 /// Blocking calls beyond the lock API: all cancellation points, so a
@@ -385,6 +385,8 @@ pub struct RealFns {
     /// Variadic in C; called with the six words after the number, which
     /// is what the caller's registers (and stack slot) held.
     pub syscall: Option<unsafe extern "C-unwind" fn(c_long, ...) -> c_long>,
+    /// Variadic in C; called with the four words after the option.
+    pub prctl: Option<unsafe extern "C" fn(c_int, ...) -> c_int>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -548,6 +550,7 @@ fn resolve_all() -> RealFns {
             accept4: next(c"accept4"),
             connect: next(c"connect"),
             syscall: next(c"syscall"),
+            prctl: next(c"prctl"),
         }
     }
 }

@@ -22,7 +22,7 @@
 use crate::guard::{self, HookGuard, ThreadState};
 use crate::real::{real, syscall_result};
 use crate::recorder::{self, CallFrom, CallTimer, Caller};
-use crate::sys::sys;
+use crate::sys::forward;
 use crate::{config, lifecycle};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use libc::{clockid_t, epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t};
@@ -174,37 +174,37 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 // `unresolved` says, while this thread resolves the table.
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_read, fd, buf, n)));
+    unresolved: syscall_result(forward!(libc::SYS_read, fd, buf, n)));
 // `_FORTIFY_SOURCE` turns reads into a known buffer into these (Debian
 // builds its packages so); the checks are the real functions' own.
 call_hook!(__read_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t) -> ssize_t => read_chk_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: read_chk, call: Read, fd: Some(fd),
-    unresolved: if n <= size { syscall_result(sys!(libc::SYS_read, fd, buf, n)) } else { enosys() });
+    unresolved: if n <= size { syscall_result(forward!(libc::SYS_read, fd, buf, n)) } else { enosys() });
 unwound_call_hook!(__pread_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 unwound_call_hook!(__pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 call_hook!(write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t => write_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: write, call: Write, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_write, fd, buf, n)));
+    unresolved: syscall_result(forward!(libc::SYS_write, fd, buf, n)));
 call_hook!(pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pread64(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(pwrite64(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => readv_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: readv, call: Readv, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_readv, fd, iov, n)));
+    unresolved: syscall_result(forward!(libc::SYS_readv, fd, iov, n)));
 call_hook!(writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => writev_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: writev, call: Writev, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_writev, fd, iov, n)));
+    unresolved: syscall_result(forward!(libc::SYS_writev, fd, iov, n)));
 call_hook!(fsync(fd: c_int) -> c_int => fsync_handler,
     x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: fsync, call: Fsync, fd: Some(fd),
     unresolved: enosys());
@@ -215,16 +215,16 @@ call_hook!(fdatasync(fd: c_int) -> c_int => fdatasync_handler,
 // or O_TMPFILE; otherwise it is whatever the register held, passed on unread.
 call_hook!(open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open64_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(openat(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, dir, path, flags, mode)));
 call_hook!(openat64(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, dir, path, flags, mode)));
 
 // ------------------------------------------------------------------ sockets
 
@@ -296,6 +296,21 @@ pub unsafe extern "C-unwind" fn syscall(
         syscall,
         syscall_result(unsafe { crate::sys::raw_syscall(n, words) })
     );
+    if let Some(what) = recorder::Confining::of_syscall(n, a1 as u64, a2 as u64) {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return super::confining(what, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
+    }
+    if n == libc::SYS_rseq {
+        recorder::rseq_taken_over();
+    }
+    if n == libc::SYS_prctl {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        let rc = unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+        if rc == 0 {
+            crate::sys::confined::prctl_done(a1 as i32, a2 as u64);
+        }
+        return rc;
+    }
     if n != libc::SYS_futex || !futex_waits(a2) {
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { f(n, a1, a2, a3, a4, a5, a6) };

@@ -165,6 +165,18 @@ pub fn set_end_time(ns: u64) {
     if let Some(f) = header_u64(offset_of!(FileHeader, end_mono_ns)) {
         f.store(ns, Ordering::Relaxed);
     }
+    if let Some(f) = header_u64(offset_of!(FileHeader, own_calls_refused)) {
+        f.store(sys::confined::refused(), Ordering::Relaxed);
+    }
+}
+
+/// The program confined itself at `ns` (`flags`: `FLAG_CONFINED`,
+/// `FLAG_CLOCK_COARSE`); the first time is kept.
+pub fn note_confined(ns: u64, flags: u32) {
+    if let Some(f) = header_u64(offset_of!(FileHeader, confined_mono_ns)) {
+        let _ = f.compare_exchange(0, ns.max(1), Ordering::Relaxed, Ordering::Relaxed);
+    }
+    set_flags(flags);
 }
 
 pub fn count_dropped_record() {
@@ -241,6 +253,9 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     if base.is_null() {
         return Err(NoBlock::Refused);
     }
+    if !sys::confined::own_calls_allowed() {
+        return from_pool(wanted);
+    }
     let header_word = |field| header_u32(field).ok_or(NoBlock::Refused);
     let reserved = header_word(offset_of!(FileHeader, blocks_reserved))?;
     let max = header_word(offset_of!(FileHeader, max_blocks))?.load(Ordering::Relaxed);
@@ -306,6 +321,107 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
         first: index,
         count: backed,
     })
+}
+
+/// Blocks reserved and backed before the program confined itself, handed
+/// out afterwards with no system call: `POOL_NEXT` up to `POOL_END`.
+static POOL_NEXT: AtomicU32 = AtomicU32::new(0);
+static POOL_END: AtomicU32 = AtomicU32::new(0);
+
+/// Most blocks set aside for a confined program (8 MiB): a pool far larger
+/// than the activity after a sandbox goes up usually needs, small enough to
+/// write at once.
+const POOL_BLOCKS: u32 = 512;
+
+/// Before the program confines itself: reserves and backs up to
+/// [`POOL_BLOCKS`] blocks for afterwards (fewer near the cap or the
+/// file-size limit). Returns how many the pool holds.
+pub fn fill_pool() -> u32 {
+    let Some(reserved) = header_u32(offset_of!(FileHeader, blocks_reserved)) else {
+        return 0;
+    };
+    let left = POOL_END.load(Ordering::Relaxed) - POOL_NEXT.load(Ordering::Relaxed);
+    if left >= POOL_BLOCKS / 2 {
+        return left; // an earlier confinement's pool is still deep
+    }
+    let max =
+        header_u32(offset_of!(FileHeader, max_blocks)).map_or(0, |m| m.load(Ordering::Relaxed));
+    let mut index = reserved.load(Ordering::Relaxed);
+    let count = loop {
+        let count = POOL_BLOCKS.min(max.saturating_sub(index));
+        if count == 0 {
+            return left;
+        }
+        match reserved.compare_exchange_weak(
+            index,
+            index + count,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break count,
+            Err(now) => index = now,
+        }
+    };
+    let offset = index as usize * BLOCK_SIZE;
+    let allowed = blocks_within_file_size_limit(offset, count);
+    let mut backed = 0;
+    if let Some(fd) = TRACE_FILE.checked_fd() {
+        while backed < allowed {
+            let at = offset + backed as usize * BLOCK_SIZE;
+            let times = (allowed - backed) as usize;
+            match sys::pwrite_repeated(fd, &ZEROS, times, at as u64) {
+                Ok(n) if n >= BLOCK_SIZE => backed += (n / BLOCK_SIZE) as u32,
+                _ => break,
+            }
+        }
+    }
+    // What could not be backed goes back, unless another lane reserved after.
+    let _ = reserved.compare_exchange(
+        index + count,
+        index + backed,
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+    if backed == 0 {
+        return left;
+    }
+    if let Some(b) = header_u32(offset_of!(FileHeader, blocks_backed)) {
+        b.fetch_max(index + backed, Ordering::AcqRel);
+    }
+    // The old pool's last blocks stay unused: a fresh, larger pool replaces it.
+    POOL_END.store(0, Ordering::Release);
+    POOL_NEXT.store(index, Ordering::Release);
+    POOL_END.store(index + backed, Ordering::Release);
+    backed
+}
+
+/// Blocks from the pool (at most [`BATCH_BLOCKS`]), for a confined
+/// program. An empty pool refuses: the records are dropped and counted.
+fn from_pool(wanted: u32) -> Result<Reserved, NoBlock> {
+    let mut next = POOL_NEXT.load(Ordering::Acquire);
+    loop {
+        let end = POOL_END.load(Ordering::Acquire);
+        if next >= end {
+            set_flags(FLAG_CONFINED_FULL);
+            return Err(NoBlock::Refused);
+        }
+        let count = wanted.clamp(1, BATCH_BLOCKS).min(end - next);
+        match POOL_NEXT.compare_exchange_weak(
+            next,
+            next + count,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return Ok(Reserved { first: next, count }),
+            Err(now) => next = now,
+        }
+    }
+}
+
+/// In a fork child: the pool was the parent's trace's.
+fn forget_pool() {
+    POOL_END.store(0, Ordering::Relaxed);
+    POOL_NEXT.store(0, Ordering::Relaxed);
 }
 
 /// No lane had a block to spare either: the trace is full.
@@ -396,23 +512,19 @@ pub fn create(
     } else {
         None
     };
-    // SAFETY: mapping our own fd; the length is a multiple of the page size.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-            fd,
-            0,
-        )
-    };
-    let Some(identity) =
-        identity.filter(|_| written == Some(BLOCK_SIZE) && base != libc::MAP_FAILED)
-    else {
-        if base != libc::MAP_FAILED {
+    // Mapping our own fd; the length is a multiple of the page size.
+    let base = sys::mmap(
+        core::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED | libc::MAP_NORESERVE,
+        fd,
+        0,
+    );
+    let Some((identity, base)) = identity.filter(|_| written == Some(BLOCK_SIZE)).zip(base) else {
+        if let Some(base) = base {
             // SAFETY: unmapping what was just mapped, used by nobody.
-            unsafe { libc::munmap(base, len) };
+            unsafe { sys::munmap(base, len) };
         }
         sys::close(fd);
         // Leave no empty file behind for the analyzer to trip over.
@@ -434,8 +546,8 @@ pub fn create(
         (*h).max_blocks = max_blocks as u32;
         (*h).blocks_reserved = 1;
         (*h).blocks_backed = 1;
-        (*h).pid = libc::getpid() as u32;
-        (*h).ppid = libc::getppid() as u32;
+        (*h).pid = sys::getpid().unwrap_or(0);
+        (*h).ppid = sys::getppid() as u32;
         (*h).flags = extra_flags
             | if config::events_all() {
                 FLAG_EVENTS_ALL
@@ -485,11 +597,12 @@ pub fn create(
 /// In a fork child: drop the parent's mapping and descriptor so nothing is
 /// ever written into the parent's trace.
 fn forget_inherited() {
+    forget_pool();
     let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !old.is_null() {
         // SAFETY: unmapping the exact region mapped in `create`; in the child
         // no other thread exists to use it.
-        unsafe { libc::munmap(old.cast(), MAPPED_LEN.load(Ordering::Relaxed)) };
+        unsafe { sys::munmap(old.cast(), MAPPED_LEN.load(Ordering::Relaxed)) };
     }
     let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
     // Only if it is still the trace: the parent may have closed it, and the

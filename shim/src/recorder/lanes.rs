@@ -700,7 +700,9 @@ impl Lane {
         if !old.is_null() {
             let _errno = crate::diag::ErrnoGuard::save();
             // SAFETY: the previous grown index, no longer referenced.
-            unsafe { libc::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>()) };
+            unsafe {
+                crate::sys::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>())
+            };
         }
         true
     }

@@ -8,18 +8,16 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 /// shim's tables and grown indexes; never the heap). Leaves errno as it was.
 pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
     let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: a fresh anonymous mapping; it aliases nothing.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    (p != libc::MAP_FAILED).then_some(p.cast())
+    // A fresh anonymous mapping; it aliases nothing.
+    crate::sys::mmap(
+        core::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    )
+    .map(|p| p.cast())
 }
 
 /// [`map_anonymous`], made resident now: for a hashed table that will be
@@ -47,13 +45,8 @@ pub fn populate(at: *mut u8, len: usize) {
     let end = (at as usize).saturating_add(len.max(1));
     // SAFETY: populating faults pages in for writing and writes nothing; a
     // range that is not a writable mapping only makes it fail.
-    unsafe {
-        libc::madvise(
-            start as *mut libc::c_void,
-            end - start,
-            libc::MADV_POPULATE_WRITE,
-        )
-    };
+    let _ =
+        unsafe { crate::sys::madvise(start as *mut u8, end - start, libc::MADV_POPULATE_WRITE) };
 }
 
 /// The table published in `cell`, mapped (`len` bytes, zeroed, touched
@@ -74,7 +67,7 @@ pub fn mapped_once<T>(cell: &AtomicPtr<T>, len: usize) -> Option<*mut T> {
         Ok(_) => Some(fresh),
         Err(theirs) => {
             // SAFETY: our own mapping of `len` bytes, never published.
-            unsafe { libc::munmap(fresh.cast(), len) };
+            unsafe { crate::sys::munmap(fresh.cast(), len) };
             Some(theirs)
         }
     }

@@ -31,6 +31,7 @@ pub mod caller;
 mod calls;
 mod clock;
 mod conds;
+mod confinement;
 mod control;
 mod events;
 pub mod file;
@@ -71,11 +72,12 @@ use locksuit_format::*;
 pub use thread_lane::current_lane;
 use thread_state::InHook;
 
-pub use call_timer::CallTimer;
+pub use call_timer::{rseq_taken_over, CallTimer};
 pub use caller::Caller;
 pub use calls::{call_blocked, CallFrom};
 pub use clock::{clock_ns, now_ns, Stamp};
 pub use conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
+pub use confinement::{begins as confinement_begins, ended as confinement_ended, Begun, Confining};
 pub use events::Waiting;
 pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use locks::{

@@ -294,6 +294,15 @@ pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
     (ret != 0).then_some((Caller { ret, sp: 0 }, context))
 }
 
+/// Unwinds once, so that the unwinder's first-use setup (which makes
+/// system calls) is done before the program confines itself.
+pub fn warm_unwinder() {
+    super::thread_state::calling_out(|| {
+        // SAFETY: as in `capture_chain`.
+        unsafe { backtrace::trace_unsynchronized(|frame| frame.ip() as usize != 0) };
+    });
+}
+
 /// Unwinds the current stack into `frames`, starting at the frame that
 /// returns to `caller.ret` (so the shim's own frames are left out). Returns
 /// the depth and the offsets from `caller.sp` of the slots holding the next

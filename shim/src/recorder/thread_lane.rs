@@ -52,6 +52,12 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
         return None;
     };
     let tid = gettid();
+    if tid == 0 {
+        // Confined, with no way to tell who this thread is.
+        lanes::release(lane);
+        file::count_dropped_op();
+        return None;
+    }
     lane.tid = tid;
     let mut flags = 0;
     if tid == file::pid() {
@@ -93,9 +99,64 @@ fn register(s: &ThreadState) -> Option<&'static mut Lane> {
     Some(lane)
 }
 
+/// The calling thread's id. Confined, where the system call is refused,
+/// it is read from the thread's descriptor, where glibc keeps it (at an
+/// offset learnt from earlier threads; 0 if it was not learnt).
 pub fn gettid() -> u32 {
-    // gettid takes no arguments and cannot fail.
-    crate::sys::sys!(libc::SYS_gettid) as u32
+    // gettid takes no arguments and cannot fail, unless refused.
+    match crate::sys::sys!(libc::SYS_gettid) {
+        tid if tid > 0 => {
+            learn_tid_offset(tid as u32);
+            tid as u32
+        }
+        _ => tid_from_descriptor(),
+    }
+}
+
+/// Where glibc's thread descriptor (`pthread_self()`) holds the thread's
+/// id: 0 until learnt, [`TID_OFFSET_UNKNOWABLE`] if threads disagreed.
+static TID_OFFSET: AtomicUsize = AtomicUsize::new(0);
+const TID_OFFSET_UNKNOWABLE: usize = usize::MAX;
+/// How far into the descriptor to look (glibc's `tid` is at 0x2d0 on
+/// x86_64 today; the descriptor is larger than this).
+const TID_SEARCHED: usize = 0x800;
+
+fn descriptor_word(offset: usize) -> u32 {
+    // SAFETY: pthread_self is glibc's descriptor of the calling thread,
+    // mapped and larger than TID_SEARCHED bytes; a 4-aligned read in it.
+    unsafe { core::ptr::read_volatile((libc::pthread_self() as usize + offset) as *const u32) }
+}
+
+/// Learns (the first thread) or checks (each later one) where the
+/// descriptor holds `tid`.
+#[cold]
+fn learn_tid_offset(tid: u32) {
+    match TID_OFFSET.load(Ordering::Relaxed) {
+        TID_OFFSET_UNKNOWABLE => {}
+        0 => {
+            let found = (4..TID_SEARCHED)
+                .step_by(4)
+                .find(|&at| descriptor_word(at) == tid);
+            let _ = TID_OFFSET.compare_exchange(
+                0,
+                found.unwrap_or(TID_OFFSET_UNKNOWABLE),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        at => {
+            if descriptor_word(at) != tid {
+                TID_OFFSET.store(TID_OFFSET_UNKNOWABLE, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn tid_from_descriptor() -> u32 {
+    match TID_OFFSET.load(Ordering::Relaxed) {
+        0 | TID_OFFSET_UNKNOWABLE => 0,
+        at => descriptor_word(at),
+    }
 }
 
 /// Names given to threads the shim did not know yet (see `thread_named`):
@@ -120,6 +181,5 @@ pub fn take_name_given_early(t: *mut ThreadRecord) {
 }
 
 pub fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
-    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
-    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
+    crate::sys::own_thread_name(name);
 }
