@@ -387,6 +387,9 @@ pub struct RealFns {
     pub syscall: Option<unsafe extern "C-unwind" fn(c_long, ...) -> c_long>,
     /// Variadic in C; called with the four words after the option.
     pub prctl: Option<unsafe extern "C" fn(c_int, ...) -> c_int>,
+    pub sigaction:
+        Option<unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int>,
+    pub signal: Option<unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t>,
 }
 
 const UNRESOLVED: u8 = 0;
@@ -551,6 +554,8 @@ fn resolve_all() -> RealFns {
             connect: next(c"connect"),
             syscall: next(c"syscall"),
             prctl: next(c"prctl"),
+            sigaction: next(c"sigaction"),
+            signal: next(c"signal"),
         }
     }
 }
