@@ -708,6 +708,13 @@ pub fn analyze(
         warnings.push(crate::snapshots::policy_warning(&policy));
     }
     warnings.extend(confinement_warnings(&header));
+    // What the shim said as it ran (on stderr too, unless LOCKSUIT_QUIET=1).
+    warnings.extend(
+        header
+            .shim_notes
+            .iter()
+            .map(|n| format!("the shim said: {n}")),
+    );
     if dropped_events > 0 {
         warnings.push(format!(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
@@ -855,9 +862,6 @@ fn new_site(
     }
 }
 
-/// Whether the process that wrote an unfinished trace is alive: its pid
-/// runs the same program and started when the trace did (a pid may have
-/// been reused since).
 /// What a confinement (seccomp, the TSC turned off) cost the trace.
 fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<String> {
     let mut out = Vec::new();
@@ -896,6 +900,9 @@ fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<Str
     out
 }
 
+/// Whether the process that wrote an unfinished trace is alive: its pid
+/// runs the same program and started when the trace did (a pid may have
+/// been reused since).
 pub fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", header.pid)) else {
         return false;

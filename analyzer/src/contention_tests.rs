@@ -66,6 +66,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             confined_mono_ns: 0,
             own_calls_refused: 0,
             cut_mono_ns: 0,
+            shim_notes: Vec::new(),
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

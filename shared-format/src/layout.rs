@@ -170,7 +170,18 @@ pub struct FileHeader {
     pub own_calls_refused: u64,
     /// When the file was cut under the program (`FLAG_CUT`), monotonic.
     pub cut_mono_ns: u64,
+    /// Bytes of `shim_notes` claimed (may exceed [`SHIM_NOTES_MAX`]: what
+    /// did not fit was left out).
+    pub shim_notes_len: u32,
+    pub _reserved: u32,
+    /// The shim's one-line warnings for this process, each ending in a
+    /// newline, whether or not it also wrote them on stderr
+    /// (`LOCKSUIT_QUIET=1`): the report says them.
+    pub shim_notes: [u8; SHIM_NOTES_MAX],
 }
+
+/// Room for the shim's warnings in the header.
+pub const SHIM_NOTES_MAX: usize = 2048;
 
 /// `BlockHeader::kind` of a lane block: thread, lock, site, module and
 /// counter records, never overwritten.
@@ -816,7 +827,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 160 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 168 + EXE_PATH_MAX + SHIM_NOTES_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

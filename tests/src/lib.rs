@@ -306,6 +306,7 @@ pub fn run_under_shim_env<S: AsRef<std::ffi::OsStr>>(
     cmd.args(args)
         .env("LD_PRELOAD", &shim)
         .env("LOCKSUIT_DIR", &dir_abs)
+        .env_remove("LOCKSUIT_QUIET")
         .envs(env.iter().copied());
     run_captured(cmd)
 }

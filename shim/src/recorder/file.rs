@@ -182,6 +182,32 @@ pub fn set_end_time(ns: u64) {
     }
 }
 
+/// Keeps one of the shim's warnings in the header, a line of its own;
+/// what does not fit is counted, not kept. Only atomics: safe in a signal
+/// handler.
+pub fn keep_warning(msg: &[u8]) {
+    let base = BASE.load(Ordering::Acquire);
+    let Some(len_word) = header_u32(offset_of!(FileHeader, shim_notes_len)) else {
+        return;
+    };
+    let len = msg.len() + 1;
+    let at = len_word.fetch_add(len as u32, Ordering::AcqRel) as usize;
+    let kept = len.min(SHIM_NOTES_MAX.saturating_sub(at));
+    if kept == 0 {
+        return;
+    }
+    // SAFETY: bytes `at..at + kept` of the header's notes were claimed
+    // above by this call alone and lie within them (the header is mapped
+    // while BASE is set).
+    unsafe {
+        let to = base.add(offset_of!(FileHeader, shim_notes) + at);
+        core::ptr::copy_nonoverlapping(msg.as_ptr(), to, kept.min(msg.len()));
+        if kept > msg.len() {
+            *to.add(msg.len()) = b'\n';
+        }
+    }
+}
+
 /// The program confined itself at `ns` (`flags`: `FLAG_CONFINED`,
 /// `FLAG_CLOCK_COARSE`); the first time is kept.
 pub fn note_confined(ns: u64, flags: u32) {
@@ -640,6 +666,15 @@ pub fn create(
         (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;
+        // Said before the trace existed (a fallback directory, a setting).
+        let early = crate::diag::early_warnings();
+        let early = &early[..early.len().min(SHIM_NOTES_MAX)];
+        core::ptr::copy_nonoverlapping(
+            early.as_ptr(),
+            addr_of_mut!((*h).shim_notes).cast::<u8>(),
+            early.len(),
+        );
+        (*h).shim_notes_len = early.len() as u32;
         core::ptr::copy_nonoverlapping(exe.as_ptr(), addr_of_mut!((*h).exe).cast::<u8>(), exe_len);
         // The magic goes last: a reader never sees a valid magic on a
         // half-written header.
@@ -662,6 +697,7 @@ pub fn create(
     TRACE_FILE.fd.store(fd, Ordering::Release);
     MAPPED_LEN.store(len, Ordering::Relaxed);
     BASE.store(base, Ordering::Release);
+    crate::diag::keep_in(keep_warning);
     Ok(())
 }
 
