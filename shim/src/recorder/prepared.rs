@@ -254,6 +254,7 @@ impl Prepared {
             counter: self.counter,
             since_ns,
             shim_ns,
+            relocks: 0,
         });
         if held_before != 0 {
             nested(g, (self.addr(), self.lane()), held_before, tried);
@@ -261,12 +262,19 @@ impl Prepared {
     }
 }
 
-/// Taken while `held_before` engagements were held (see `track_hold`).
+/// Taken while `held_before` engagements were held (see `track_hold`):
+/// a re-acquisition, or a lock-order edge from each lock held.
 #[cold]
 #[inline(never)]
 fn nested(g: &InHook, (addr, lane): (u64, &mut Lane), held_before: usize, tried: bool) {
+    if g.thread().held().fold_relock(addr, held_before) {
+        // A lock this thread already holds, taken again (a recursive
+        // mutex): a count on that hold, however deep. It cannot block, so
+        // it is no lock-order edge.
+        return;
+    }
     if held_before < held::MAX_HELD {
-        lock_order::nested(g, addr, lane, tried);
+        lock_order::nested(g, lane, tried);
     } else {
         // Nesting deeper than we track: the engagement is counted, its
         // hold, task switch and lock order are not.
