@@ -215,16 +215,42 @@ pub fn nested_call_passed_through() {
 
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
+    process_ending(Some(code));
+}
+
+/// The process ends normally, with `code` if it is known.
+fn process_ending(code: Option<i32>) {
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
-    // Confined, the pid cannot be asked: then it is taken to be ours (see
-    // `recorder::exec_starting`).
-    if crate::sys::getpid().is_some_and(|pid| pid != recorder::file::pid()) {
+    if !recorder::file::is_trace_process() {
         return;
     }
     if matches!(state(), State::Enabled | State::Exiting) {
         STATE.store(State::Exiting as u8, Ordering::Release);
-        recorder::process_exit(Some(code));
+        recorder::process_exit(code);
+    }
+}
+
+/// `syscall(SYS_exit, code)`: the calling thread ends at once, without
+/// glibc's thread-exit work (our key destructor included), so its record
+/// is closed here. The last thread's exit ends the process normally: with
+/// `code` if it is the main thread (the process's status is the main
+/// thread's), like `_exit(code)`.
+pub fn thread_exiting(code: i32) {
+    if !matches!(state(), State::Enabled | State::Exiting) || !recorder::file::is_trace_process() {
+        return;
+    }
+    if recorder::threads_in_process() == Some(1) {
+        let main = recorder::file::pid() == recorder::gettid();
+        process_ending(main.then_some(code));
+        return;
+    }
+    // Entered unless a hook of this thread is under way (a signal handler
+    // that ends its thread): its bookkeeping is left as it is.
+    if let Some(in_hook) = InHook::enter() {
+        let _errno = crate::diag::ErrnoGuard::save();
+        recorder::thread_ended(&in_hook);
+        in_hook.thread().set_retired(true);
     }
 }
 

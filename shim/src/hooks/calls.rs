@@ -275,11 +275,13 @@ fn futex_waits(op: c_long) -> bool {
     )
 }
 
-/// `syscall(2)`. Only a futex wait made through it is timed: that is how
+/// `syscall(2)`. A futex wait made through it is timed: that is how
 /// Rust's std locks and condition variables (and hand-written futex code)
-/// block, out of the pthread hooks' sight. Every other call goes straight
-/// through. Variadic in C: the six words after the number are passed on as
-/// the caller left them (the kernel reads only those its call takes).
+/// block, out of the pthread hooks' sight. `exit_group` and `exit` end the
+/// process or the thread as `_exit` and a thread's end do. Every other call
+/// goes straight through. Variadic in C: the six words after the number
+/// are passed on as the caller left them (the kernel reads only those its
+/// call takes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn syscall(
     n: c_long,
@@ -311,13 +313,19 @@ pub unsafe extern "C-unwind" fn syscall(
         }
         return rc;
     }
-    if n != libc::SYS_futex || !futex_waits(a2) {
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+    match n {
+        libc::SYS_futex if futex_waits(a2) => {
+            let from = CallFrom::Hook(syscall as *const () as usize as u64);
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return timed(BlockingCall::Futex, from, None, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        // The status is the int the caller passed.
+        libc::SYS_exit_group => lifecycle::process_exiting(a1 as c_int),
+        libc::SYS_exit => lifecycle::thread_exiting(a1 as c_int),
+        _ => {}
     }
-    let from = CallFrom::Hook(syscall as *const () as usize as u64);
     // SAFETY: forwarding the caller's arguments unchanged.
-    timed(BlockingCall::Futex, from, None, || unsafe {
-        f(n, a1, a2, a3, a4, a5, a6)
-    })
+    unsafe { f(n, a1, a2, a3, a4, a5, a6) }
 }

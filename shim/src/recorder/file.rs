@@ -224,6 +224,16 @@ pub fn pid() -> u32 {
     header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
 }
 
+/// Whether the calling process is the one this trace records: not a child
+/// that shares or copied the parent's memory (after `vfork`, or a clone
+/// made without glibc's fork handlers). One system call: slow paths only.
+/// Confined, the pid cannot be asked: then it is taken to be ours (a
+/// confined program's vfork child that exits or execs is rare; a confined
+/// program's end or exec that goes unrecorded would not be).
+pub fn is_trace_process() -> bool {
+    sys::getpid().is_none_or(|pid| pid == self::pid())
+}
+
 /// Blocks reserved and backed in one go, in file order: `first`, then
 /// `first + 1`, ... (`count` of them), none initialised yet.
 #[derive(Clone, Copy)]

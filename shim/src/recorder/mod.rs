@@ -69,7 +69,7 @@ mod usage;
 use crate::config;
 use crate::diag::{warn_once, Warning};
 use locksuit_format::*;
-pub use thread_lane::current_lane;
+pub use thread_lane::{current_lane, gettid};
 use thread_state::InHook;
 
 pub use call_timer::{rseq_taken_over, CallTimer};
@@ -88,6 +88,7 @@ pub use mapped::map_anonymous;
 pub use misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use objects::{barrier_initialized, barrier_passed_through};
 pub use prepared::{prepare, Hold, How, Prepared};
+pub use procfs::threads_in_process;
 pub use sites::library_unloaded;
 pub use threads::{
     exec_failed, exec_starting, join_begin, join_finished, next_create_serial, process_exit,
