@@ -116,6 +116,17 @@ fn prepare_slow(
     caller: Caller,
     started: u64,
 ) -> Option<Prepared> {
+    let lane = if super::copied::is_copy() {
+        // A child made by a clone none of our hooks saw, on the thread it
+        // was made by (the lane is the parent's): it starts its own trace
+        // if it can, and this thread takes a lane in it.
+        if !super::copied::adopt(true) {
+            return None;
+        }
+        current_lane(g)?
+    } else {
+        lane
+    };
     let lane_ptr: *mut Lane = lane;
     let slow_before = lane.shim_ns;
     let prepared = prepare_uncached(lane, (addr, kind, mode), caller);
