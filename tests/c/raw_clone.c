@@ -62,7 +62,9 @@ static pthread_mutex_t parent_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t child_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int uses;
 static int threads_started;
+/* Whether threads are made with thrd_create (cut-off's child only). */
 static int c11_threads;
+static int child_c11_threads;
 static int main_uses = MAIN_USES;
 
 static void *worker(void *arg)
@@ -110,6 +112,7 @@ static int child_main(int n)
     /* Only the counts of this process: the parent's so far were copied. */
     atomic_store(&uses, 0);
     threads_started = 0;
+    c11_threads = child_c11_threads;
     if (!c11_threads) {
         for (int i = 0; i < main_uses; i++) {
             CHECK(pthread_mutex_lock(&child_lock)); /* @child-main-lock */
@@ -296,7 +299,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "clone") == 0 && argc == 3)
         return clone_mode(argv[2], CHILDREN);
     if (strcmp(mode, "cut-off") == 0) {
-        c11_threads = 1;
+        child_c11_threads = 1;
         return clone_mode("asm", 1);
     }
     if (strcmp(mode, "vfork") == 0)
