@@ -882,6 +882,12 @@ fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<Str
                 .into(),
         );
     }
+    if header.flags & FLAG_CUT != 0 {
+        let cut = crate::render::duration(header.cut_mono_ns.saturating_sub(header.start_mono_ns));
+        out.push(format!(
+            "the trace file was cut (truncated) while the program ran, {cut} after it started: what it held then is lost (threads, locks and counts from before are missing or partial, and the header's counters restart from the start); what was recorded after the cut is here"
+        ));
+    }
     if header.flags & FLAG_CLOCK_COARSE != 0 {
         out.push(format!(
             "a thread turned its TSC off (seccomp strict mode or PR_SET_TSC) {at} after the start: from then on times come from the coarse clock, at the kernel tick's resolution (1 to 10 ms); short waits and holds read as 0"

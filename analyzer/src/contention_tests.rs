@@ -65,6 +65,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
             data_sample_first: 0,
             confined_mono_ns: 0,
             own_calls_refused: 0,
+            cut_mono_ns: 0,
             exe: String::new(),
         },
         threads: vec![thread(10), thread(20), thread(30)],

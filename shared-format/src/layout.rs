@@ -89,6 +89,11 @@ pub const FLAG_CLOCK_COARSE: u32 = 1 << 15;
 /// process execs inherits the filter and is not recorded (the shim could
 /// not make its trace without calls the filter may kill).
 pub const FLAG_CONFINED_SANDBOX: u32 = 1 << 16;
+/// The file was cut (truncated) while the program ran, at
+/// `FileHeader::cut_mono_ns`: what it held then is lost (its blocks read
+/// as zeros, the header was put back as it was at the start, with its
+/// counters from then); what was recorded after is there.
+pub const FLAG_CUT: u32 = 1 << 17;
 
 /// `FileHeader::control`: write every acquisition and release as an
 /// event from now on (as `LOCKSUIT_EVENTS=all`).
@@ -163,6 +168,8 @@ pub struct FileHeader {
     /// The shim's own system calls it did not make because the program
     /// was confined.
     pub own_calls_refused: u64,
+    /// When the file was cut under the program (`FLAG_CUT`), monotonic.
+    pub cut_mono_ns: u64,
 }
 
 /// `BlockHeader::kind` of a lane block: thread, lock, site, module and
@@ -809,7 +816,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 152 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 160 + EXE_PATH_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

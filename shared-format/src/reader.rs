@@ -68,6 +68,8 @@ pub struct HeaderInfo {
     pub confined_mono_ns: u64,
     /// The shim's own system calls not made because it was confined.
     pub own_calls_refused: u64,
+    /// When the file was cut under the program (`FLAG_CUT`), monotonic.
+    pub cut_mono_ns: u64,
 }
 
 impl HeaderInfo {
@@ -328,6 +330,7 @@ pub fn read_trace_indexed(
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
         confined_mono_ns: header.confined_mono_ns,
         own_calls_refused: header.own_calls_refused,
+        cut_mono_ns: header.cut_mono_ns,
     };
     let mut trace = Trace {
         header: info,

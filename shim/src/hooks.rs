@@ -748,6 +748,40 @@ pub(crate) fn confining(what: recorder::Confining, call: impl FnOnce() -> c_long
     rc
 }
 
+// ----------------------------------------------------------------- SIGBUS
+
+/// `sigaction(2)`: SIGBUS is answered for the program while the shim keeps
+/// its own handler (see `sigbus`); every other signal goes straight through.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    let real_action = real_or!(sigaction, {
+        // SAFETY: writing this thread's errno, as the real call would.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        -1
+    });
+    if crate::sigbus::watching(sig) {
+        // SAFETY: the caller's pointers, as for the real call.
+        return unsafe { crate::sigbus::program_sigaction(act, old) };
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { real_action(sig, act, old) }
+}
+
+/// `signal(3)`: as `sigaction`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    let real_signal = real_or!(signal, libc::SIG_ERR);
+    if crate::sigbus::watching(sig) {
+        return crate::sigbus::program_signal(handler);
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { real_signal(sig, handler) }
+}
+
 // ------------------------------------------------------------ process exit
 
 /// Ends the process with `code` when the C library's exit function is

@@ -31,5 +31,6 @@ pub mod own_stack;
 pub mod policy;
 pub mod real;
 pub mod recorder;
+pub mod sigbus;
 pub mod sys;
 pub mod text;

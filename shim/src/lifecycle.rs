@@ -111,6 +111,7 @@ fn initialize() -> bool {
         return false;
     }
     register_process_handlers();
+    crate::sigbus::install();
     STATE.store(State::Enabled as u8, Ordering::Release);
     true
 }

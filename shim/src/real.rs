@@ -397,6 +397,9 @@ pub struct RealFns {
     /// `_Fork`: `fork` without the fork handlers (glibc 2.34).
     pub fork_without_handlers: Option<unsafe extern "C" fn() -> pid_t>,
     pub vfork: Option<unsafe extern "C" fn() -> pid_t>,
+    pub sigaction:
+        Option<unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int>,
+    pub signal: Option<unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t>,
 }
 
 /// What glibc's `clone` runs in the child.
@@ -567,6 +570,8 @@ fn resolve_all() -> RealFns {
             clone: next(c"clone"),
             fork_without_handlers: next(c"_Fork"),
             vfork: next(c"vfork"),
+            sigaction: next(c"sigaction"),
+            signal: next(c"signal"),
         }
     }
 }

@@ -23,7 +23,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub use serde_json::Value;
 
+pub mod deadline;
 pub mod instrumented;
+pub mod open_posix;
+pub use deadline::*;
 pub use instrumented::*;
 
 /// How long any single child process may run before the harness kills it.

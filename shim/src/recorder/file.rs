@@ -23,6 +23,18 @@ use locksuit_format::*;
 
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
+/// The header's `blocks_reserved` and `blocks_backed`, kept out of the
+/// file too: a file cut under the program loses them (see [`repair_cut`]).
+static RESERVED_MIRROR: AtomicU32 = AtomicU32::new(0);
+static BACKED_MIRROR: AtomicU32 = AtomicU32::new(0);
+
+/// The header as `create` wrote it, put back if the file is cut.
+struct HeaderCopy(UnsafeCell<[u8; core::mem::size_of::<FileHeader>()]>);
+// SAFETY: written only in `create` before BASE is published, read only
+// after BASE was seen non-null (as `TraceFile::path`).
+unsafe impl Sync for HeaderCopy {}
+static HEADER_COPY: HeaderCopy =
+    HeaderCopy(UnsafeCell::new([0; core::mem::size_of::<FileHeader>()]));
 /// One block of zeros, written as many times as blocks are backed.
 static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
@@ -302,6 +314,7 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
             Err(now) => index = now,
         }
     };
+    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
     let offset = index as usize * BLOCK_SIZE;
     let allowed = blocks_within_file_size_limit(offset, count);
     let written = if allowed > 0 {
@@ -332,6 +345,7 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     if backed == 0 {
         return Err(NoBlock::Refused);
     }
+    BACKED_MIRROR.fetch_max(index + backed, Ordering::AcqRel);
     header_word(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + backed, Ordering::AcqRel);
     Ok(Reserved {
         first: index,
@@ -378,6 +392,7 @@ pub fn fill_pool() -> u32 {
             Err(now) => index = now,
         }
     };
+    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
     let offset = index as usize * BLOCK_SIZE;
     let allowed = blocks_within_file_size_limit(offset, count);
     let mut backed = 0;
@@ -401,6 +416,7 @@ pub fn fill_pool() -> u32 {
     if backed == 0 {
         return left;
     }
+    BACKED_MIRROR.fetch_max(index + backed, Ordering::AcqRel);
     if let Some(b) = header_u32(offset_of!(FileHeader, blocks_backed)) {
         b.fetch_max(index + backed, Ordering::AcqRel);
     }
@@ -438,6 +454,53 @@ fn from_pool(wanted: u32) -> Result<Reserved, NoBlock> {
 fn forget_pool() {
     POOL_END.store(0, Ordering::Relaxed);
     POOL_NEXT.store(0, Ordering::Relaxed);
+}
+
+/// A SIGBUS at `addr`: if it lies in the trace's mapping, the file was cut
+/// under the program (truncated, as `logrotate`'s copytruncate or a
+/// cleanup job does). The file is made as long as it was again (the lost
+/// part reads as zeros), the header put back as `create` wrote it with
+/// what the program reserved since, marked cut; the faulting store then
+/// lands. If the file cannot be grown back (not ours any more, or the
+/// program is confined), the mapping is replaced by private memory: the
+/// program goes on, and nothing more reaches the file. Returns whether the
+/// address was the trace's. Async-signal-safe: system calls and stores.
+pub fn repair_cut(addr: usize) -> bool {
+    let base = BASE.load(Ordering::Acquire);
+    let len = MAPPED_LEN.load(Ordering::Relaxed);
+    if base.is_null() || addr < base as usize || addr - base as usize >= len {
+        return false;
+    }
+    let backed = BACKED_MIRROR.load(Ordering::Acquire).max(1);
+    let fd = TRACE_FILE.fd.load(Ordering::Acquire);
+    let regrown =
+        TRACE_FILE.is_ours(fd) && sys::ftruncate(fd, backed as u64 * BLOCK_SIZE as u64).is_ok();
+    if !regrown {
+        // Writes go to memory from now on; nothing reaches the file.
+        let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+        // SAFETY: replacing our own mapping, in place, by zero memory.
+        let _ = unsafe { sys::map_fixed(base, len, anon) };
+        return true;
+    }
+    let h = base.cast::<FileHeader>();
+    // SAFETY: the header block is mapped and, the file grown back, backed.
+    unsafe {
+        if (*h).magic != MAGIC {
+            core::ptr::copy_nonoverlapping(
+                (*HEADER_COPY.0.get()).as_ptr(),
+                base,
+                core::mem::size_of::<FileHeader>(),
+            );
+        }
+        let cut = AtomicU64::from_ptr(addr_of_mut!((*h).cut_mono_ns));
+        let now = super::clock::now_ns().max(1);
+        let _ = cut.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        AtomicU32::from_ptr(addr_of_mut!((*h).blocks_reserved))
+            .fetch_max(RESERVED_MIRROR.load(Ordering::Acquire), Ordering::AcqRel);
+        AtomicU32::from_ptr(addr_of_mut!((*h).blocks_backed)).fetch_max(backed, Ordering::AcqRel);
+        AtomicU32::from_ptr(addr_of_mut!((*h).flags)).fetch_or(FLAG_CUT, Ordering::AcqRel);
+    }
+    true
 }
 
 /// No lane had a block to spare either: the trace is full.
@@ -598,7 +661,15 @@ pub fn create(
         // half-written header.
         core::sync::atomic::fence(Ordering::Release);
         (*h).magic = MAGIC;
+        // As it stands now, to put back if the file is cut.
+        core::ptr::copy_nonoverlapping(
+            base,
+            (*HEADER_COPY.0.get()).as_mut_ptr(),
+            core::mem::size_of::<FileHeader>(),
+        );
     }
+    RESERVED_MIRROR.store(1, Ordering::Relaxed);
+    BACKED_MIRROR.store(1, Ordering::Relaxed);
     // SAFETY: BASE is still null here, so no other thread reads `path` (see
     // the `Sync` impl of TraceFile).
     unsafe { *TRACE_FILE.path.get() = path };
@@ -614,6 +685,8 @@ pub fn create(
 /// ever written into the parent's trace.
 fn forget_inherited() {
     forget_pool();
+    RESERVED_MIRROR.store(0, Ordering::Relaxed);
+    BACKED_MIRROR.store(0, Ordering::Relaxed);
     let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !old.is_null() {
         // SAFETY: unmapping the exact region mapped in `create`; in the child

@@ -239,6 +239,12 @@ pub fn own_cpu_ns() -> Option<u64> {
     .map(|_| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: c_int, len: u64) -> Result<(), c_int> {
+    // SAFETY: a plain system call on the caller's descriptor.
+    raw(|| sys!(libc::SYS_ftruncate, fd, len)).map(|_| ())
+}
+
 /// `getppid`: a system call that never blocks (0 if refused).
 pub fn getppid() -> c_int {
     // SAFETY: no arguments.
@@ -299,6 +305,69 @@ pub fn mmap_or_errno(
         )
     })
     .map(|p| p as *mut u8)
+}
+
+/// `mmap` with `MAP_FIXED` over `len` bytes at `addr`, with no file.
+///
+/// # Safety
+/// Whatever was mapped at `addr` is replaced: nothing may rely on it.
+pub unsafe fn map_fixed(addr: *mut u8, len: usize, flags: c_int) -> Result<(), c_int> {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    raw(|| {
+        sys!(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot,
+            flags | libc::MAP_FIXED,
+            -1i32,
+            0
+        )
+    })
+    .map(|_| ())
+}
+
+/// Sends `sig` with `info` again to the calling thread
+/// (`rt_tgsigqueueinfo`; a process may send itself any siginfo).
+pub fn requeue_to_self(sig: c_int, info: *mut libc::siginfo_t) -> Result<(), c_int> {
+    let tgid = getpid().ok_or(libc::EPERM)?;
+    // SAFETY: no arguments.
+    let tid = raw(|| sys!(libc::SYS_gettid))?;
+    // SAFETY: `info` is a valid siginfo the kernel copies.
+    raw(|| sys!(libc::SYS_rt_tgsigqueueinfo, tgid, tid, sig, info)).map(|_| ())
+}
+
+/// Adds `set` to the calling thread's blocked signals; the mask before,
+/// or `None` if it could not be changed.
+pub fn block_signals(set: &libc::sigset_t) -> Option<libc::sigset_t> {
+    // SAFETY: all zero bits is an empty set.
+    let mut before: libc::sigset_t = unsafe { core::mem::zeroed() };
+    // SAFETY: valid sets; the kernel's sigset is 8 bytes.
+    raw(|| {
+        sys!(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            set as *const libc::sigset_t,
+            &mut before as *mut libc::sigset_t,
+            8
+        )
+    })
+    .ok()
+    .map(|_| before)
+}
+
+/// Sets the calling thread's blocked signals to `set`.
+pub fn set_signal_mask(set: &libc::sigset_t) {
+    // SAFETY: a valid set; the kernel's sigset is 8 bytes.
+    let _ = raw(|| {
+        sys!(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            set as *const libc::sigset_t,
+            core::ptr::null_mut::<libc::sigset_t>(),
+            8
+        )
+    });
 }
 
 /// `munmap`.
