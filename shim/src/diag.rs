@@ -23,6 +23,7 @@ pub enum Warning {
     Switches = 1 << 7,
     Policy = 1 << 8,
     PolicyLines = 1 << 9,
+    UnseenChild = 1 << 10,
 }
 
 static WARNED: AtomicU32 = AtomicU32::new(0);

@@ -570,6 +570,9 @@ pub unsafe extern "C-unwind" fn pthread_create(
     arg: *mut c_void,
 ) -> c_int {
     let create = real_or!(thread_create, libc::EAGAIN);
+    // A child process the shim did not see start notices it here, while it
+    // has one thread.
+    lifecycle::thread_creating();
     let guard = HookGuard::enter();
     let handoff = guard
         .as_ref()
@@ -1065,6 +1068,7 @@ unsafe extern "C" {
 }
 
 // Blocking calls beyond the lock API, in a file of their own: they share
-// the macros above.
+// the macros above. Processes made without glibc's fork, in another.
 mod access;
 mod calls;
+mod children;

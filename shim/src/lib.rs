@@ -8,6 +8,7 @@
 //! - [`intercept`]: the trylock-first acquisition protocol the hooks share;
 //! - [`guard`]: the re-entrancy guard every hook enters first;
 //! - [`lifecycle`]: the atomic state machine (init, fork, exit);
+//! - [`own_stack`]: running work that needs room on a stack of its own;
 //! - [`real`]: the table of real functions, resolved in one step;
 //! - [`recorder`]: the recording core, callable without LD_PRELOAD;
 //! - [`sys`]: the shim's own system calls (raw: never a cancellation point).
@@ -26,6 +27,7 @@ pub mod diag;
 pub mod glibc;
 pub mod guard;
 pub mod lifecycle;
+pub mod own_stack;
 pub mod policy;
 pub mod real;
 pub mod recorder;

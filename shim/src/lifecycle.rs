@@ -5,6 +5,7 @@
 //!                                                           \-> Disabled (secure exec, no trace file,
 //!                                                                      a sandbox's inherited filter)
 //! Enabled --fork (in the child)--> Forked --> Enabled (new trace) | Disabled
+//! Enabled --a child the shim did not see start, noticed--> Forked --> Enabled (new trace) | Disabled
 //! Enabled --exit/_exit/destructor--> Exiting (still records, trace marked complete)
 //! ```
 //!
@@ -104,6 +105,7 @@ fn initialize() -> bool {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
+    recorder::copied::set_handler(adopt_unseen_child);
     if recorder::start_process(0, arm_thread_exit).is_err() {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
@@ -169,6 +171,18 @@ extern "C" fn fork_parent() {
 }
 
 extern "C" fn fork_child() {
+    forget_parent_thread();
+    if !matches!(state(), State::Enabled | State::Exiting) {
+        return;
+    }
+    let _errno = crate::diag::ErrnoGuard::save();
+    STATE.store(State::Forked as u8, Ordering::Release);
+    start_child_trace();
+}
+
+/// In a child process, on its one thread: what the thread state holds of
+/// the parent's that the child must not keep.
+fn forget_parent_thread() {
     real::reset_after_fork();
     crate::sys::confined::forget_calls_in_child();
     // The child's one thread was not created in the child: its creation
@@ -178,11 +192,11 @@ extern "C" fn fork_child() {
         s.set_create_serial(0);
         s.forget_call_timing();
     });
-    if !matches!(state(), State::Enabled | State::Exiting) {
-        return;
-    }
-    let _errno = crate::diag::ErrnoGuard::save();
-    STATE.store(State::Forked as u8, Ordering::Release);
+}
+
+/// A child process (state `Forked`, one thread) starts its own trace;
+/// returns whether it records.
+fn start_child_trace() -> bool {
     thread_state::next_generation();
     // The one thread of the child keeps its held locks (they are still held)
     // but forgets the parent's counters, which live in the parent's trace.
@@ -197,6 +211,155 @@ extern "C" fn fork_child() {
         State::Disabled
     };
     STATE.store(next as u8, Ordering::Release);
+    next == State::Enabled
+}
+
+/// What a task the program makes itself (a `clone`, `clone3`, `fork` or
+/// `vfork` system call through `syscall`, glibc's `clone`, `_Fork`, `vfork`)
+/// is to the shim. None of glibc's fork handlers, ours included, run for it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NewTask {
+    /// A thread of this process, a task that shares its memory and runs
+    /// alongside it, or one with thread-local storage of its own making:
+    /// nothing the shim does or can do.
+    Alongside,
+    /// A process with a copy of the memory: it must start a trace of its
+    /// own, as after `fork`, before it records anything.
+    Copy,
+    /// A process that borrows the memory, and the calling thread's state,
+    /// until it execs or exits, while the parent waits (`vfork`): it must
+    /// record nothing.
+    Borrowing,
+}
+
+impl NewTask {
+    /// The task a clone with `flags` makes.
+    pub fn of(flags: u64) -> NewTask {
+        let has = |flag: libc::c_int| flags & flag as u64 != 0;
+        if has(libc::CLONE_THREAD) || has(libc::CLONE_SETTLS) {
+            NewTask::Alongside
+        } else if !has(libc::CLONE_VM) {
+            NewTask::Copy
+        } else if has(libc::CLONE_VFORK) {
+            NewTask::Borrowing
+        } else {
+            NewTask::Alongside
+        }
+    }
+}
+
+/// Before a clone that makes a `Copy` or `Borrowing` task: this thread's
+/// hooks pass through until [`cloned_in_parent`] or [`cloned_in_child`]
+/// (a borrowing child keeps this thread's state, and so passes through
+/// for its whole life). False when the thread is already in the middle of
+/// one (a fork handler's, or a vfork child's, clone): the caller then does
+/// nothing more.
+pub fn cloning() -> bool {
+    ThreadState::with(|s| {
+        let first = !s.forking();
+        s.set_forking(true);
+        first
+    })
+}
+
+/// After [`cloning`], in the parent (or if the clone failed).
+pub fn cloned_in_parent() {
+    fork_parent();
+}
+
+/// After [`cloning`], in a `Copy` child: it starts its own trace, as after
+/// `fork`.
+pub fn cloned_in_child() {
+    fork_child();
+}
+
+/// After [`cloning`], in a `Copy` child that runs on a stack of the
+/// program's choosing (glibc's `clone`), which may be a few KiB (runc's is
+/// 4): only what needs no room is done here. The thread lets go of the
+/// parent's lane and records, and the process is known for a copy; its
+/// own trace starts at its first slow path that records (see
+/// `recorder::copied`), typically back on a stack of its own.
+pub fn cloned_in_child_lightly() {
+    forget_parent_thread();
+    ThreadState::with(|s| {
+        s.held().forget_records();
+        s.set_lane(core::ptr::null_mut(), 0);
+    });
+    recorder::copied::mark_copy();
+}
+
+/// This process's memory turned out to be a copy of the recording
+/// process's, made by a clone none of our hooks saw or one whose child
+/// starts its trace late (see `recorder::copied`). The child starts its own
+/// trace when it safely can: it has one thread (the caller), so no other
+/// can be using the parent's tables. Otherwise it is cut off from the
+/// parent's trace, and not recorded. Called on slow paths, before they
+/// write anything (`may_restart` false: the caller is in the middle of
+/// writing, and cannot have the trace change under it). Returns whether
+/// the process records now, in its own trace.
+fn adopt_unseen_child(may_restart: bool) -> bool {
+    let current = STATE.load(Ordering::Acquire);
+    let recording = current == State::Enabled as u8 || current == State::Exiting as u8;
+    if !recording
+        || STATE
+            .compare_exchange(
+                current,
+                State::Forked as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+    {
+        // Not recording, or another thread of the child is at it.
+        return false;
+    }
+    let _errno = crate::diag::ErrnoGuard::save();
+    let mut adoption = Adoption {
+        may_restart,
+        recording: false,
+    };
+    let arg = (&raw mut adoption).cast();
+    // The caller may be on a small stack (a `clone` child's), and starting
+    // a trace takes room.
+    if !crate::own_stack::run(adopt, arg) {
+        adopt(arg);
+    }
+    adoption.recording
+}
+
+/// What [`adopt`] is asked, and answers.
+struct Adoption {
+    may_restart: bool,
+    recording: bool,
+}
+
+extern "C" fn adopt(adoption: *mut libc::c_void) {
+    // SAFETY: the caller's `Adoption`, alive across this call.
+    let adoption = unsafe { &mut *adoption.cast::<Adoption>() };
+    if adoption.may_restart && recorder::threads_in_process() == Some(1) {
+        forget_parent_thread();
+        adoption.recording = start_child_trace();
+        return;
+    }
+    recorder::cut_off_inherited_trace();
+    STATE.store(State::Disabled as u8, Ordering::Release);
+    crate::diag::warn_once(
+        crate::diag::Warning::UnseenChild,
+        b"a child process made by a clone system call the shim did not see was noticed too late to start a trace of its own (it had more threads, or was writing); it is not recorded",
+    );
+}
+
+/// Before a thread is created: a child made by a clone the shim did not
+/// see (inline assembly) is noticed here while it has one thread, and
+/// starts its own trace.
+pub fn thread_creating() {
+    // Not from inside a hook of this thread (a signal handler's call): that
+    // hook may hold pointers into the trace a restart replaces.
+    if recorder::copied::is_copy() {
+        if let Some(_in_hook) = InHook::enter() {
+            adopt_unseen_child(true);
+        }
+    }
 }
 
 /// A hook was called from a signal handler while this thread was in the
@@ -216,16 +379,42 @@ pub fn nested_call_passed_through() {
 
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
+    process_ending(Some(code));
+}
+
+/// The process ends normally, with `code` if it is known.
+fn process_ending(code: Option<i32>) {
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
-    // Confined, the pid cannot be asked: then it is taken to be ours (see
-    // `recorder::exec_starting`).
-    if crate::sys::getpid().is_some_and(|pid| pid != recorder::file::pid()) {
+    if !recorder::file::is_trace_process() {
         return;
     }
     if matches!(state(), State::Enabled | State::Exiting) {
         STATE.store(State::Exiting as u8, Ordering::Release);
-        recorder::process_exit(Some(code));
+        recorder::process_exit(code);
+    }
+}
+
+/// `syscall(SYS_exit, code)`: the calling thread ends at once, without
+/// glibc's thread-exit work (our key destructor included), so its record
+/// is closed here. The last thread's exit ends the process normally: with
+/// `code` if it is the main thread (the process's status is the main
+/// thread's), like `_exit(code)`.
+pub fn thread_exiting(code: i32) {
+    if !matches!(state(), State::Enabled | State::Exiting) || !recorder::file::is_trace_process() {
+        return;
+    }
+    if recorder::threads_in_process() == Some(1) {
+        let main = recorder::file::pid() == recorder::gettid();
+        process_ending(main.then_some(code));
+        return;
+    }
+    // Entered unless a hook of this thread is under way (a signal handler
+    // that ends its thread): its bookkeeping is left as it is.
+    if let Some(in_hook) = InHook::enter() {
+        let _errno = crate::diag::ErrnoGuard::save();
+        recorder::thread_ended(&in_hook);
+        in_hook.thread().set_retired(true);
     }
 }
 
@@ -242,6 +431,12 @@ extern "C" fn on_load() {
 /// Library destructor: runs during `exit` (including return from `main`).
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_unload() {
+    // A child that has not started its own trace (a copy the shim has not
+    // adopted yet, or a vfork child calling `exit`): the trace is the
+    // parent's.
+    if recorder::copied::is_copy() || !recorder::file::is_trace_process() {
+        return;
+    }
     if matches!(state(), State::Enabled | State::Exiting) {
         STATE.store(State::Exiting as u8, Ordering::Release);
         recorder::process_exit(None);

@@ -6,6 +6,9 @@
 //! allocate — across hot hooks. Here every symbol is looked up once, on the
 //! first hook call or in the constructor, whichever comes first, and the
 //! condition-variable functions are pinned with `dlvsym` to GLIBC_2.3.2.
+//!
+//! Longer than our other files: one entry, typed, per interposed function,
+//! all in this one table.
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
@@ -387,10 +390,20 @@ pub struct RealFns {
     pub syscall: Option<unsafe extern "C-unwind" fn(c_long, ...) -> c_long>,
     /// Variadic in C; called with the four words after the option.
     pub prctl: Option<unsafe extern "C" fn(c_int, ...) -> c_int>,
+    /// glibc's `clone`: variadic in C, called with the three words after
+    /// `arg` as the caller left them.
+    pub clone:
+        Option<unsafe extern "C" fn(CloneStart, *mut c_void, c_int, *mut c_void, ...) -> c_int>,
+    /// `_Fork`: `fork` without the fork handlers (glibc 2.34).
+    pub fork_without_handlers: Option<unsafe extern "C" fn() -> pid_t>,
+    pub vfork: Option<unsafe extern "C" fn() -> pid_t>,
     pub sigaction:
         Option<unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int>,
     pub signal: Option<unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t>,
 }
+
+/// What glibc's `clone` runs in the child.
+pub type CloneStart = extern "C" fn(*mut c_void) -> c_int;
 
 const UNRESOLVED: u8 = 0;
 const RESOLVING: u8 = 1;
@@ -554,6 +567,9 @@ fn resolve_all() -> RealFns {
             connect: next(c"connect"),
             syscall: next(c"syscall"),
             prctl: next(c"prctl"),
+            clone: next(c"clone"),
+            fork_without_handlers: next(c"_Fork"),
+            vfork: next(c"vfork"),
             sigaction: next(c"sigaction"),
             signal: next(c"signal"),
         }

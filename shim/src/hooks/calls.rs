@@ -19,11 +19,12 @@
 //! reaching `nanosleep`) do not go through the dynamic linker and are not
 //! seen twice; the program's own calls through stdio are not seen at all.
 
+use crate::config;
 use crate::guard::{self, HookGuard, ThreadState};
+use crate::lifecycle::{self, NewTask};
 use crate::real::{real, syscall_result};
 use crate::recorder::{self, CallFrom, CallTimer, Caller};
 use crate::sys::forward;
-use crate::{config, lifecycle};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use libc::{clockid_t, epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t};
 use libc::{pid_t, pollfd, rusage, siginfo_t, sigset_t, size_t, sockaddr, socklen_t, ssize_t};
@@ -275,11 +276,14 @@ fn futex_waits(op: c_long) -> bool {
     )
 }
 
-/// `syscall(2)`. Only a futex wait made through it is timed: that is how
+/// `syscall(2)`. A futex wait made through it is timed: that is how
 /// Rust's std locks and condition variables (and hand-written futex code)
-/// block, out of the pthread hooks' sight. Every other call goes straight
-/// through. Variadic in C: the six words after the number are passed on as
-/// the caller left them (the kernel reads only those its call takes).
+/// block, out of the pthread hooks' sight. `exit_group` and `exit` end the
+/// process or the thread as `_exit` and a thread's end do; `clone`,
+/// `clone3`, `fork` and `vfork` make a process as `children.rs` says. Every
+/// other call goes straight through. Variadic in C: the six words after the
+/// number are passed on as the caller left them (the kernel reads only
+/// those its call takes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn syscall(
     n: c_long,
@@ -311,13 +315,39 @@ pub unsafe extern "C-unwind" fn syscall(
         }
         return rc;
     }
-    if n != libc::SYS_futex || !futex_waits(a2) {
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+    match n {
+        libc::SYS_futex if futex_waits(a2) => {
+            let from = CallFrom::Hook(syscall as *const () as usize as u64);
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return timed(BlockingCall::Futex, from, None, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        // The status is the int the caller passed.
+        libc::SYS_exit_group => lifecycle::process_exiting(a1 as c_int),
+        libc::SYS_exit => lifecycle::thread_exiting(a1 as c_int),
+        // A new process made without glibc's fork: see `children.rs`.
+        libc::SYS_clone | libc::SYS_clone3 => {
+            let task = if n == libc::SYS_clone {
+                NewTask::of(a1 as u64)
+            } else {
+                super::children::clone3_task(a1, a2)
+            };
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return super::children::cloned(task, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
+        }
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_fork | libc::SYS_vfork => {
+            let task = if n == libc::SYS_fork {
+                NewTask::Copy
+            } else {
+                NewTask::Borrowing
+            };
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return super::children::cloned(task, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
+        }
+        _ => {}
     }
-    let from = CallFrom::Hook(syscall as *const () as usize as u64);
     // SAFETY: forwarding the caller's arguments unchanged.
-    timed(BlockingCall::Futex, from, None, || unsafe {
-        f(n, a1, a2, a3, a4, a5, a6)
-    })
+    unsafe { f(n, a1, a2, a3, a4, a5, a6) }
 }

@@ -262,6 +262,16 @@ pub fn pid() -> u32 {
     header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
 }
 
+/// Whether the calling process is the one this trace records: not a child
+/// that shares or copied the parent's memory (after `vfork`, or a clone
+/// made without glibc's fork handlers). One system call: slow paths only.
+/// Confined, the pid cannot be asked: then it is taken to be ours (a
+/// confined program's vfork child that exits or execs is rare; a confined
+/// program's end or exec that goes unrecorded would not be).
+pub fn is_trace_process() -> bool {
+    sys::getpid().is_none_or(|pid| pid == self::pid())
+}
+
 /// Blocks reserved and backed in one go, in file order: `first`, then
 /// `first + 1`, ... (`count` of them), none initialised yet.
 #[derive(Clone, Copy)]
@@ -289,6 +299,12 @@ pub enum NoBlock {
 pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
+        return Err(NoBlock::Refused);
+    }
+    if super::copied::is_copy() {
+        // A child made by a clone none of our hooks saw, in the middle of
+        // writing: never a block of the parent's trace.
+        super::copied::adopt(false);
         return Err(NoBlock::Refused);
     }
     if !sys::confined::own_calls_allowed() {
@@ -716,6 +732,34 @@ fn forget_inherited() {
     let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
     // Only if it is still the trace: the parent may have closed it, and the
     // number may now be one of the program's own files.
+    if TRACE_FILE.is_ours(fd) {
+        sys::close(fd);
+    }
+}
+
+/// In a child process that inherited the parent's trace and cannot start
+/// its own (see `copied.rs`): the parent's trace, mapped shared, is
+/// replaced by private zeros at the same addresses, so whatever this
+/// process still writes through pointers into it (a thread in the middle
+/// of recording) lands nowhere, and nothing is mapped afresh there; its
+/// descriptor is closed.
+pub fn cut_off_inherited_trace() {
+    let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: replaces exactly the region mapped in `create` with fresh
+        // private memory; pointers into it stay valid.
+        let replaced = unsafe { sys::replace_with_zeros(old, MAPPED_LEN.load(Ordering::Relaxed)) };
+        if replaced.is_err() {
+            // Out of memory, or confined: unmapping would make those writes
+            // fault, so the mapping stays; no new block is taken in it (BASE
+            // is null).
+            warn_once(
+                Warning::UnseenChild,
+                b"a child process made by a clone system call the shim did not see could not be cut off from its parent's trace",
+            );
+        }
+    }
+    let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
     if TRACE_FILE.is_ours(fd) {
         sys::close(fd);
     }

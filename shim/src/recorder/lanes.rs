@@ -366,7 +366,9 @@ impl Lane {
     /// the owner can update it in place. `None` when space ran out (counted).
     pub fn append<T: Pod>(&mut self, record: &T, tail: &[u8]) -> Option<*mut T> {
         let size = align_record(core::mem::size_of::<T>() + tail.len());
-        if size > BLOCK_PAYLOAD {
+        if size > BLOCK_PAYLOAD || super::copied::is_copy() {
+            // Too big, or (see `not_ours`) not this process's trace.
+            self.not_ours();
             return None;
         }
         if self.block.is_null() || self.used as usize + size > BLOCK_PAYLOAD {
@@ -409,6 +411,10 @@ impl Lane {
     /// reused (the most recent events are kept); otherwise the event is
     /// dropped and counted.
     pub fn append_event(&mut self, event: &EventRecord) {
+        if super::copied::is_copy() {
+            self.not_ours();
+            return;
+        }
         let size = core::mem::size_of::<EventRecord>();
         let full = self.ev_block.is_null() || self.ev_used as usize + size > BLOCK_PAYLOAD;
         if full && !self.next_event_block() {
@@ -487,6 +493,16 @@ impl Lane {
         };
         self.blocks_taken = self.blocks_taken.saturating_add(1);
         file::init_block(index, self.id, seq, kind)
+    }
+
+    /// In a child made by a clone none of our hooks saw, in the middle of
+    /// writing with a lane of the parent's: it is cut off from the
+    /// parent's trace (see `copied.rs`), and writes nothing.
+    #[cold]
+    fn not_ours(&self) {
+        if super::copied::is_copy() {
+            super::copied::adopt(false);
+        }
     }
 
     pub fn count_dropped(&mut self) {

@@ -47,6 +47,11 @@ pub fn current_lane(g: &InHook) -> Option<&'static mut Lane> {
 #[cold]
 fn register(s: &ThreadState) -> Option<&'static mut Lane> {
     let _errno = crate::diag::ErrnoGuard::save();
+    // A child made by a clone none of our hooks saw: never a lane of the
+    // parent's trace; its own trace, if it can start one now.
+    if super::copied::is_copy() && !super::copied::adopt(true) {
+        return None;
+    }
     let Some(lane) = lanes::acquire() else {
         file::count_dropped_op();
         return None;

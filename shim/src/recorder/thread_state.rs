@@ -70,6 +70,9 @@ pub struct ThreadState {
     skip_stores_at: Cell<u64>,
     /// How this thread times its blocking calls.
     call_timer: TimerState,
+    /// Where the `vfork` hook returns to (its caller's return address,
+    /// kept here: a vfork child overwrites the stack it was on).
+    vfork_return: Cell<usize>,
 }
 
 impl ThreadState {
@@ -90,6 +93,7 @@ impl ThreadState {
             skip_loads_at: Cell::new(0),
             skip_stores_at: Cell::new(0),
             call_timer: TimerState::initial(),
+            vfork_return: Cell::new(0),
         }
     }
 
@@ -109,6 +113,7 @@ impl ThreadState {
             && self.skip_loads_at.get() == other.skip_loads_at.get()
             && self.skip_stores_at.get() == other.skip_stores_at.get()
             && self.call_timer.same_as(&other.call_timer)
+            && self.vfork_return.get() == other.vfork_return.get()
     }
 }
 
@@ -184,6 +189,18 @@ impl ThreadState {
 
     pub fn set_forking(&self, v: bool) {
         self.set_flag(FORKING, v);
+    }
+
+    pub fn forking(&self) -> bool {
+        self.flags.get() & FORKING != 0
+    }
+
+    pub fn set_vfork_return(&self, ret: usize) {
+        self.vfork_return.set(ret);
+    }
+
+    pub fn vfork_return(&self) -> usize {
+        self.vfork_return.get()
     }
 
     /// Counts one more run of the thread-exit destructor; returns the count.

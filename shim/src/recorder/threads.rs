@@ -274,10 +274,7 @@ pub fn process_exit(code: Option<i32>) {
 /// About to `exec`. Returns false in a `vfork` child (which shares our
 /// memory): the parent's trace must not be touched then.
 pub fn exec_starting() -> bool {
-    // Confined, the pid cannot be asked: then it is taken to be ours (a
-    // confined program's vfork child that execs is rare; a confined
-    // program's exec that goes unrecorded would not be).
-    if crate::sys::getpid().is_some_and(|pid| pid != file::pid()) {
+    if !file::is_trace_process() {
         return false;
     }
     capture_live_threads();

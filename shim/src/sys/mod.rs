@@ -378,6 +378,28 @@ pub unsafe fn munmap(addr: *mut u8, len: usize) {
     let _ = raw(|| sys!(libc::SYS_munmap, addr, len));
 }
 
+/// Replaces the `len` bytes of mappings at `addr` with private zeros, at
+/// the same addresses (`MAP_FIXED`).
+///
+/// # Safety
+/// The range must be the shim's own mapping, whose contents no longer
+/// matter: whatever still points into it reads zeros after.
+pub unsafe fn replace_with_zeros(addr: *mut u8, len: usize) -> Result<(), c_int> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let no_file: c_int = -1;
+    raw(|| sys!(libc::SYS_mmap, addr, len, prot, flags, no_file, 0)).map(|_| ())
+}
+
+/// `mprotect`.
+///
+/// # Safety
+/// The range must be the shim's own mapping, and nothing may use it in a
+/// way the new protection forbids.
+pub unsafe fn mprotect(addr: *mut u8, len: usize, prot: c_int) -> Result<(), c_int> {
+    raw(|| sys!(libc::SYS_mprotect, addr, len, prot)).map(|_| ())
+}
+
 /// `madvise`; advice only, so a refusal is no failure.
 ///
 /// # Safety
