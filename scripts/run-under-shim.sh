@@ -75,7 +75,10 @@ else
 fi
 dir=$(cd "$dir" && pwd)
 
-LD_PRELOAD="$shim${LD_PRELOAD:+:$LD_PRELOAD}" LOCKSUIT_DIR="$dir" "$@"
+# The shim's warnings go into the traces and the report, not into the
+# suite's stderr, which its tests may compare (unless LOCKSUIT_QUIET is set).
+LD_PRELOAD="$shim${LD_PRELOAD:+:$LD_PRELOAD}" LOCKSUIT_DIR="$dir" \
+  LOCKSUIT_QUIET="${LOCKSUIT_QUIET:-1}" "$@"
 status=$?
 
 # The analyzer runs without the shim (it is not part of the suite). The

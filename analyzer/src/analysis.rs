@@ -146,12 +146,21 @@ pub fn analyze(
         } else {
             Default::default()
         };
-        for t in trace.threads.iter_mut().filter(|t| t.name.is_none()) {
+        // A thread still alive then has the kernel's name, the last one
+        // given by any means (the one recorded may be older); one that
+        // ended took its name then, and its tid may be another's now.
+        for t in trace
+            .threads
+            .iter_mut()
+            .filter(|t| t.record.flags & THREAD_ENDED == 0)
+        {
             let tid = t.record.tid;
-            t.name = live
+            if let Some(name) = live
                 .get(&tid)
                 .or_else(|| limits.thread_names.get(&(header.pid, tid)))
-                .cloned();
+            {
+                t.name = Some(name.clone());
+            }
         }
     }
 
@@ -698,6 +707,14 @@ pub fn analyze(
     if let Some(policy) = crate::snapshots::policy(&trace) {
         warnings.push(crate::snapshots::policy_warning(&policy));
     }
+    warnings.extend(confinement_warnings(&header));
+    // What the shim said as it ran (on stderr too, unless LOCKSUIT_QUIET=1).
+    warnings.extend(
+        header
+            .shim_notes
+            .iter()
+            .map(|n| format!("the shim said: {n}")),
+    );
     if dropped_events > 0 {
         warnings.push(format!(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
@@ -843,6 +860,44 @@ fn new_site(
         reasons: Vec::new(),
         call_chain,
     }
+}
+
+/// What a confinement (seccomp, the TSC turned off) cost the trace.
+fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    let at = crate::render::duration(header.confined_mono_ns.saturating_sub(header.start_mono_ns));
+    if header.flags & FLAG_CONFINED != 0 {
+        let refused = match header.own_calls_refused {
+            0 => String::new(),
+            n => format!(" ({n} of its own calls not made)"),
+        };
+        out.push(format!(
+            "the program confined itself with seccomp {at} after it started: from then on the shim made no system call of its own{refused}, so the trace grew only into blocks set aside before, and thread CPU times, context switches and blocking-call classes by file type are missing after that point{}",
+            match (header.flags & FLAG_EXEC != 0, header.flags & FLAG_CONFINED_SANDBOX != 0) {
+                (true, true) => "; it then exec'd another program, which inherited the sandbox's filter and was not recorded",
+                (true, false) => "; it then exec'd another program, recorded in a trace of its own (the filter was installed with privileges, not as a sandbox's)",
+                _ => "",
+            }
+        ));
+    }
+    if header.flags & FLAG_CONFINED_FULL != 0 {
+        out.push(
+            "confined, the trace used up the blocks set aside for it: later records were dropped (counted below)"
+                .into(),
+        );
+    }
+    if header.flags & FLAG_CUT != 0 {
+        let cut = crate::render::duration(header.cut_mono_ns.saturating_sub(header.start_mono_ns));
+        out.push(format!(
+            "the trace file was cut (truncated) while the program ran, {cut} after it started: what it held then is lost (threads, locks and counts from before are missing or partial, and the header's counters restart from the start); what was recorded after the cut is here"
+        ));
+    }
+    if header.flags & FLAG_CLOCK_COARSE != 0 {
+        out.push(format!(
+            "a thread turned its TSC off (seccomp strict mode or PR_SET_TSC) {at} after the start: from then on times come from the coarse clock, at the kernel tick's resolution (1 to 10 ms); short waits and holds read as 0"
+        ));
+    }
+    out
 }
 
 /// Whether the process that wrote an unfinished trace is alive: its pid

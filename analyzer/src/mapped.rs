@@ -8,6 +8,11 @@
 //! handler that finds the faulting address in a registered mapping says which
 //! file shrank, in one line, and exits with status 2. A SIGBUS anywhere else
 //! is handed back to whatever handled it before.
+//!
+//! A file with holes (blocks the shim reserved and could not write, on a
+//! disk that filled) is read into memory instead: on tmpfs, touching a hole
+//! through a mapping needs a fresh page, which a full filesystem refuses
+//! with SIGBUS, while `read` returns zeros for it.
 
 use memmap2::{Mmap, MmapOptions};
 use std::fs::File;
@@ -19,7 +24,7 @@ use std::sync::{Once, OnceLock};
 /// One mapping the SIGBUS handler knows about. Never freed (a few dozen
 /// bytes per trace read), so the handler can walk the list at any moment
 /// without locks; `live` is cleared when the mapping goes away.
-struct Region {
+pub struct Region {
     start: usize,
     len: usize,
     live: AtomicBool,
@@ -34,45 +39,85 @@ static INSTALL: Once = Once::new();
 /// The SIGBUS action before ours (Rust's own handler, or the default).
 static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
 
-/// A read-only mapping of a whole trace file, watched for SIGBUS.
-pub struct WatchedMap {
-    map: Mmap,
-    region: &'static Region,
+/// A trace file's bytes: a read-only mapping of the whole file, watched for
+/// SIGBUS, or (a file with holes) a copy read into memory.
+pub enum WatchedMap {
+    Mapped { map: Mmap, region: &'static Region },
+    Read(Vec<u8>),
 }
 
 impl AsRef<[u8]> for WatchedMap {
     fn as_ref(&self) -> &[u8] {
-        &self.map
+        match self {
+            WatchedMap::Mapped { map, .. } => map,
+            WatchedMap::Read(bytes) => bytes,
+        }
     }
 }
 
 impl WatchedMap {
     pub fn advise(&self, advice: memmap2::Advice) -> std::io::Result<()> {
-        self.map.advise(advice)
+        match self {
+            WatchedMap::Mapped { map, .. } => map.advise(advice),
+            WatchedMap::Read(_) => Ok(()),
+        }
     }
 
     /// Lets go of the pages read so far (see `load::Pages::release`).
     pub fn release(&self) {
+        let WatchedMap::Mapped { map, .. } = self else {
+            return;
+        };
         // SAFETY: the mapping is private and read-only, so no page of it was
         // ever written: MADV_DONTNEED only unmaps the pages, and any later
         // access maps them again from the file (the page cache) with the
         // same contents. Nothing holds on to the pages themselves, only to
         // addresses inside the mapping, which stays mapped.
-        let _ = unsafe {
-            self.map
-                .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
-        };
+        let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
     }
 }
 
 impl Drop for WatchedMap {
     fn drop(&mut self) {
-        self.region.live.store(false, Ordering::Release);
+        if let WatchedMap::Mapped { region, .. } = self {
+            region.live.store(false, Ordering::Release);
+        }
     }
 }
 
-/// Maps the first `len` bytes of `file` (the trace at `path`).
+/// Whether `file` has a hole in its first `len` bytes (`SEEK_HOLE`; a
+/// filesystem that cannot tell says none).
+fn has_hole(file: &File, len: usize) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on a descriptor we own; it moves the offset, which
+    // nothing here reads through (reads are positioned).
+    let hole = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    hole >= 0 && (hole as u64) < len as u64
+}
+
+/// The first `len` bytes of `file`, read (holes read as zeros).
+fn read_whole(file: &File, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0u8; len];
+    let mut at = 0;
+    while at < len {
+        match file.read_at(&mut bytes[at..], at as u64)? {
+            0 => {
+                bytes.truncate(at);
+                break;
+            }
+            n => at += n,
+        }
+    }
+    Ok(bytes)
+}
+
+/// Maps the first `len` bytes of `file` (the trace at `path`), or reads
+/// them if the file has holes.
 pub fn map(file: &File, len: usize, path: &Path) -> std::io::Result<WatchedMap> {
+    if has_hole(file, len) {
+        return read_whole(file, len).map(WatchedMap::Read);
+    }
     install_handler();
     // SAFETY: a read-only mapping. The file may be cut while it is mapped
     // (the shim never does, but anyone else may); the SIGBUS that touching
@@ -99,7 +144,7 @@ pub fn map(file: &File, len: usize, path: &Path) -> std::io::Result<WatchedMap> 
             Err(now) => head = now,
         }
     }
-    Ok(WatchedMap { map, region })
+    Ok(WatchedMap::Mapped { map, region })
 }
 
 fn install_handler() {

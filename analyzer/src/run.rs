@@ -236,6 +236,11 @@ pub fn record(
         .args(args)
         .env("LD_PRELOAD", preload)
         .env("LOCKSUIT_DIR", &abs_dir);
+    // The shim's warnings go into the trace, and so into the report, not
+    // into the program's stderr (unless the user asked otherwise).
+    if std::env::var_os("LOCKSUIT_QUIET").is_none() {
+        command.env("LOCKSUIT_QUIET", "1");
+    }
     if let Some(policy) = &policy {
         command.env("LOCKSUIT_POLICY", policy);
     }

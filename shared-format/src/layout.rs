@@ -21,7 +21,7 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
 /// 14: the header's `data_sample_every` and `data_sample_first`.
-pub const FORMAT_VERSION: u32 = 14;
+pub const FORMAT_VERSION: u32 = 15;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -72,6 +72,28 @@ pub const FLAG_EVENTS_SWITCHED: u32 = 1 << 11;
 /// switched the thread out during them (told by glibc's rseq area); without
 /// it, by how long they took alone.
 pub const FLAG_CALLS_BY_SWITCHES: u32 = 1 << 12;
+/// The program confined itself with seccomp (`FileHeader::confined_mono_ns`
+/// says when): from then on the shim made no system call of its own, so
+/// the trace could not grow past the blocks set aside before, and what
+/// needs a system call (thread CPU times, context switches, new files for
+/// fork children) is missing.
+pub const FLAG_CONFINED: u32 = 1 << 13;
+/// Confined, the blocks set aside ran out: later records were dropped
+/// (counted).
+pub const FLAG_CONFINED_FULL: u32 = 1 << 14;
+/// Timestamps came from `CLOCK_MONOTONIC_COARSE` (a thread ran where the
+/// TSC faults: seccomp strict mode, `PR_SET_TSC`): durations are at the
+/// kernel tick's resolution from `confined_mono_ns` on.
+pub const FLAG_CLOCK_COARSE: u32 = 1 << 15;
+/// Confined with no-new-privs set (a sandbox's filter): a program the
+/// process execs inherits the filter and is not recorded (the shim could
+/// not make its trace without calls the filter may kill).
+pub const FLAG_CONFINED_SANDBOX: u32 = 1 << 16;
+/// The file was cut (truncated) while the program ran, at
+/// `FileHeader::cut_mono_ns`: what it held then is lost (its blocks read
+/// as zeros, the header was put back as it was at the start, with its
+/// counters from then); what was recorded after is there.
+pub const FLAG_CUT: u32 = 1 << 17;
 
 /// `FileHeader::control`: write every acquisition and release as an
 /// event from now on (as `LOCKSUIT_EVENTS=all`).
@@ -140,7 +162,26 @@ pub struct FileHeader {
     pub data_sample_every: u32,
     pub data_sample_first: u32,
     pub exe: [u8; EXE_PATH_MAX],
+    /// When the program confined itself (`FLAG_CONFINED`) or lost its TSC
+    /// (`FLAG_CLOCK_COARSE`), monotonic; 0 if it never did.
+    pub confined_mono_ns: u64,
+    /// The shim's own system calls it did not make because the program
+    /// was confined.
+    pub own_calls_refused: u64,
+    /// When the file was cut under the program (`FLAG_CUT`), monotonic.
+    pub cut_mono_ns: u64,
+    /// Bytes of `shim_notes` claimed (may exceed [`SHIM_NOTES_MAX`]: what
+    /// did not fit was left out).
+    pub shim_notes_len: u32,
+    pub _reserved: u32,
+    /// The shim's one-line warnings for this process, each ending in a
+    /// newline, whether or not it also wrote them on stderr
+    /// (`LOCKSUIT_QUIET=1`): the report says them.
+    pub shim_notes: [u8; SHIM_NOTES_MAX],
 }
+
+/// Room for the shim's warnings in the header.
+pub const SHIM_NOTES_MAX: usize = 2048;
 
 /// `BlockHeader::kind` of a lane block: thread, lock, site, module and
 /// counter records, never overwritten.
@@ -786,7 +827,7 @@ pub const MODULE_PATH_MAX: usize = 1024;
 // Layout guards: a change here is a format change and needs a version bump.
 const _: () = {
     use core::mem::size_of;
-    assert!(size_of::<FileHeader>() == 136 + EXE_PATH_MAX);
+    assert!(size_of::<FileHeader>() == 168 + EXE_PATH_MAX + SHIM_NOTES_MAX);
     assert!(size_of::<FileHeader>() <= BLOCK_SIZE);
     assert!(size_of::<BlockHeader>() == 16);
     assert!(size_of::<RecordHeader>() == 8);

@@ -63,6 +63,16 @@ pub struct HeaderInfo {
     pub data_sample_every: u32,
     pub data_sample_first: u32,
     pub exe: String,
+    /// When the program confined itself (`FLAG_CONFINED`) or lost its TSC
+    /// (`FLAG_CLOCK_COARSE`), monotonic; 0 if never.
+    pub confined_mono_ns: u64,
+    /// The shim's own system calls not made because it was confined.
+    pub own_calls_refused: u64,
+    /// When the file was cut under the program (`FLAG_CUT`), monotonic.
+    pub cut_mono_ns: u64,
+    /// The shim's warnings for this process, one per line, as it said (or,
+    /// with `LOCKSUIT_QUIET=1`, would have said) them on stderr.
+    pub shim_notes: Vec<String>,
 }
 
 impl HeaderInfo {
@@ -151,6 +161,29 @@ fn u32_at(bytes: &[u8], off: usize) -> u32 {
     let mut b = [0u8; 4];
     b.copy_from_slice(&bytes[off..off + 4]);
     u32::from_le_bytes(b)
+}
+
+/// The shim's warnings kept in the header, one per line (a line cut short
+/// where the room ended is kept, marked so).
+fn shim_notes(header: &FileHeader) -> Vec<String> {
+    let claimed = header.shim_notes_len as usize;
+    let kept = &header.shim_notes[..claimed.min(SHIM_NOTES_MAX)];
+    let mut notes: Vec<String> = kept
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty() && !line.iter().all(|&b| b == 0))
+        .map(|line| {
+            String::from_utf8_lossy(line)
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .collect();
+    if claimed > SHIM_NOTES_MAX {
+        notes.push(format!(
+            "(more warnings than the trace's header had room for: {} bytes left out)",
+            claimed - SHIM_NOTES_MAX
+        ));
+    }
+    notes
 }
 
 fn c_string(bytes: &[u8]) -> String {
@@ -321,6 +354,10 @@ pub fn read_trace_indexed(
         data_sample_every: header.data_sample_every.max(1),
         data_sample_first: header.data_sample_first,
         exe: String::from_utf8_lossy(&header.exe[..header.exe_len as usize]).into_owned(),
+        confined_mono_ns: header.confined_mono_ns,
+        own_calls_refused: header.own_calls_refused,
+        cut_mono_ns: header.cut_mono_ns,
+        shim_notes: shim_notes(&header),
     };
     let mut trace = Trace {
         header: info,

@@ -142,6 +142,8 @@ fn parse_u32(bytes: &[u8]) -> Option<u32> {
 }
 
 pub fn load() {
+    // First, so that a bad setting below is said, or not, as asked.
+    crate::diag::set_quiet(getenv(c"LOCKSUIT_QUIET").is_some_and(|v| v == b"1"));
     match getenv(c"LOCKSUIT_EVENTS") {
         None | Some(b"contended") => {}
         Some(b"all") => EVENTS_ALL.store(true, Ordering::Relaxed),

@@ -12,10 +12,10 @@ use crate::intercept::{
     acquire, deadline_ns, sem_acquire, sem_try, supported_clock, try_acquire, valid_deadline,
     Attempt,
 };
-use crate::real::{real, StartRoutine};
+use crate::real::{real, syscall_result, StartRoutine};
 use crate::recorder::{self, Caller, Hold};
 use crate::{lifecycle, spawn};
-use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
 use libc::{clockid_t, pthread_attr_t, pthread_barrier_t, pthread_barrierattr_t, pthread_cond_t};
 use libc::{pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t};
 use libc::{pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
@@ -570,6 +570,9 @@ pub unsafe extern "C-unwind" fn pthread_create(
     arg: *mut c_void,
 ) -> c_int {
     let create = real_or!(thread_create, libc::EAGAIN);
+    // A child process the shim did not see start notices it here, while it
+    // has one thread.
+    lifecycle::thread_creating();
     let guard = HookGuard::enter();
     let handoff = guard
         .as_ref()
@@ -691,13 +694,101 @@ pub unsafe extern "C-unwind" fn pthread_setname_np(t: pthread_t, name: *const c_
     rc
 }
 
+// ------------------------------------------------------------ confinement
+
+/// `prctl(2)`: seen for the options that confine the process (a seccomp
+/// mode, the TSC turned off); every other option goes straight through.
+/// Variadic in C: the four words after the option are passed on as the
+/// caller left them.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn prctl(
+    option: c_int,
+    a2: c_ulong,
+    a3: c_ulong,
+    a4: c_ulong,
+    a5: c_ulong,
+) -> c_int {
+    let words = [
+        option as usize,
+        a2 as usize,
+        a3 as usize,
+        a4 as usize,
+        a5 as usize,
+        0,
+    ];
+    // SAFETY: the caller's own system call, as it asked for it.
+    let f = real_or!(
+        prctl,
+        syscall_result::<c_int>(unsafe { crate::sys::raw_syscall(libc::SYS_prctl, words) })
+    );
+    let rc = match recorder::Confining::of_prctl(option, a2) {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        None => unsafe { f(option, a2, a3, a4, a5) },
+        // SAFETY: as above.
+        Some(what) => confining(what, || unsafe { f(option, a2, a3, a4, a5) } as c_long) as c_int,
+    };
+    if rc == 0 {
+        crate::sys::confined::prctl_done(option, a2);
+    }
+    rc
+}
+
+/// Makes a call that would confine the process, with the recorder made
+/// ready before and told after (see `recorder::confinement`). The call's
+/// result and errno are its own.
+pub(crate) fn confining(what: recorder::Confining, call: impl FnOnce() -> c_long) -> c_long {
+    let guard = HookGuard::enter();
+    let begun = {
+        let _errno = crate::diag::ErrnoGuard::save();
+        recorder::confinement_begins(guard.as_deref(), what)
+    };
+    let rc = crate::guard::calling_out(call);
+    let _errno = crate::diag::ErrnoGuard::save();
+    recorder::confinement_ended(begun, rc == 0);
+    rc
+}
+
+// ----------------------------------------------------------------- SIGBUS
+
+/// `sigaction(2)`: SIGBUS is answered for the program while the shim keeps
+/// its own handler (see `sigbus`); every other signal goes straight through.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    let real_action = real_or!(sigaction, {
+        // SAFETY: writing this thread's errno, as the real call would.
+        unsafe { *libc::__errno_location() = libc::ENOSYS };
+        -1
+    });
+    if crate::sigbus::watching(sig) {
+        // SAFETY: the caller's pointers, as for the real call.
+        return unsafe { crate::sigbus::program_sigaction(act, old) };
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { real_action(sig, act, old) }
+}
+
+/// `signal(3)`: as `sigaction`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    let real_signal = real_or!(signal, libc::SIG_ERR);
+    if crate::sigbus::watching(sig) {
+        return crate::sigbus::program_signal(handler);
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { real_signal(sig, handler) }
+}
+
 // ------------------------------------------------------------ process exit
 
 /// Ends the process with `code` when the C library's exit function is
 /// unavailable (never with glibc).
 fn exit_group(code: c_int) -> ! {
     // exit_group takes a status and never returns.
-    let _ = crate::sys::sys!(libc::SYS_exit_group, code);
+    let _ = crate::sys::forward!(libc::SYS_exit_group, code);
     // SAFETY: abort has no preconditions (unreachable in practice).
     unsafe { libc::abort() }
 }
@@ -971,7 +1062,7 @@ unsafe extern "C-unwind" fn exec_list(
     let rc = run(argv);
     let _errno = crate::diag::ErrnoGuard::save();
     // SAFETY: unmapping the buffer mapped above, no longer used.
-    unsafe { libc::munmap(buffer.cast(), len) };
+    unsafe { crate::sys::munmap(buffer.cast(), len) };
     rc
 }
 
@@ -980,6 +1071,7 @@ unsafe extern "C" {
 }
 
 // Blocking calls beyond the lock API, in a file of their own: they share
-// the macros above.
+// the macros above. Processes made without glibc's fork, in another.
 mod access;
 mod calls;
+mod children;

@@ -29,5 +29,6 @@ pub mod lifecycle;
 pub mod policy;
 pub mod real;
 pub mod recorder;
+pub mod sigbus;
 pub mod sys;
 pub mod text;

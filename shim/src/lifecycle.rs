@@ -2,8 +2,10 @@
 //!
 //! ```text
 //! Uninitialized --first hook or constructor--> Initializing --> Enabled
-//!                                                           \-> Disabled (secure exec, no trace file)
-//! Enabled --fork (in the child)--> Forked --first hook--> Initializing --> Enabled (new trace) | Disabled
+//!                                                           \-> Disabled (secure exec, no trace file,
+//!                                                                      a sandbox's inherited filter)
+//! Enabled --fork or clone (in the child)--> Forked --first recorded call--> Initializing --> Enabled (new trace) | Disabled
+//! Enabled --a child the shim did not see start, noticed--> Initializing --> Enabled (new trace) | Disabled
 //! Enabled --exit/_exit/destructor--> Exiting (still records, trace marked complete)
 //! ```
 //!
@@ -99,6 +101,15 @@ fn initialize() -> bool {
 
 fn start_recording() -> bool {
     let _errno = crate::diag::ErrnoGuard::save();
+    if crate::sys::confined::inherited_at_start() {
+        // A sandbox's filter, inherited across exec: any call of ours the
+        // program does not make itself may kill it, creating a trace
+        // included. Nothing is recorded; the trace before the exec says
+        // the process went on confined.
+        crate::sys::confined::inherited();
+        STATE.store(State::Disabled as u8, Ordering::Release);
+        return false;
+    }
     let _ = real::real();
     crate::diag::note_stderr();
     if config::secure_execution() {
@@ -115,11 +126,13 @@ fn start_recording() -> bool {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
+    recorder::copied::set_handler(adopt_unseen_child);
     if recorder::start_process(0, arm_thread_exit).is_err() {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
     register_process_handlers();
+    crate::sigbus::install();
     STATE.store(State::Enabled as u8, Ordering::Release);
     true
 }
@@ -140,6 +153,13 @@ fn start_fork_child() -> bool {
         return matches!(state(), State::Enabled | State::Exiting);
     }
     let _errno = crate::diag::ErrnoGuard::save();
+    start_child_trace()
+}
+
+/// A child process (state `Initializing`, one thread) starts its own
+/// trace, from the time its thread noted (`recorder::fork_starting`);
+/// returns whether it records.
+fn start_child_trace() -> bool {
     // Lanes registered before the fork belong to the parent's trace.
     thread_state::next_generation();
     let next = if recorder::start_process(locksuit_format::FLAG_FORK_CHILD, arm_thread_exit).is_ok()
@@ -221,13 +241,23 @@ extern "C" fn fork_parent() {
 /// (`Forked`) keeps every hook from recording, so nothing is written into
 /// the parent's trace.
 extern "C" fn fork_child() {
-    real::reset_after_fork();
     // A child of a child that had not recorded anything yet is one too.
     let recorded = matches!(state(), State::Enabled | State::Exiting | State::Forked);
-    // The child's one thread was not created in the child: its creation
-    // (and so its start) are the parent's, not in the child's trace. It
-    // keeps its held locks (they are still held) but forgets the parent's
-    // counters, which live in the parent's trace.
+    forget_parent_thread(recorded);
+    if recorded {
+        STATE.store(State::Forked as u8, Ordering::Release);
+    }
+}
+
+/// In a child process, on its one thread: what the thread state holds of
+/// the parent's that the child must not keep. The thread was not created
+/// in the child: its creation (and so its start) are the parent's, not in
+/// the child's trace. If the parent recorded, the thread keeps its held
+/// locks (they are still held) but forgets the parent's counters, which
+/// live in the parent's trace.
+fn forget_parent_thread(recorded: bool) {
+    real::reset_after_fork();
+    crate::sys::confined::forget_calls_in_child();
     ThreadState::with(|s| {
         s.set_forking(false);
         s.set_create_serial(0);
@@ -237,8 +267,129 @@ extern "C" fn fork_child() {
             s.set_lane(core::ptr::null_mut(), 0);
         }
     });
-    if recorded {
-        STATE.store(State::Forked as u8, Ordering::Release);
+}
+
+/// What a task the program makes itself (a `clone`, `clone3`, `fork` or
+/// `vfork` system call through `syscall`, glibc's `clone`, `_Fork`, `vfork`)
+/// is to the shim. None of glibc's fork handlers, ours included, run for it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NewTask {
+    /// A thread of this process, a task that shares its memory and runs
+    /// alongside it, or one with thread-local storage of its own making:
+    /// nothing the shim does or can do.
+    Alongside,
+    /// A process with a copy of the memory: it must start a trace of its
+    /// own, as after `fork`, before it records anything.
+    Copy,
+    /// A process that borrows the memory, and the calling thread's state,
+    /// until it execs or exits, while the parent waits (`vfork`): it must
+    /// record nothing.
+    Borrowing,
+}
+
+impl NewTask {
+    /// The task a clone with `flags` makes.
+    pub fn of(flags: u64) -> NewTask {
+        let has = |flag: libc::c_int| flags & flag as u64 != 0;
+        if has(libc::CLONE_THREAD) || has(libc::CLONE_SETTLS) {
+            NewTask::Alongside
+        } else if !has(libc::CLONE_VM) {
+            NewTask::Copy
+        } else if has(libc::CLONE_VFORK) {
+            NewTask::Borrowing
+        } else {
+            NewTask::Alongside
+        }
+    }
+}
+
+/// Before a clone that makes a `Copy` or `Borrowing` task: this thread's
+/// hooks pass through until [`cloned_in_parent`] or [`cloned_in_child`]
+/// (a borrowing child keeps this thread's state, and so passes through
+/// for its whole life). False when the thread is already in the middle of
+/// one (a fork handler's, or a vfork child's, clone): the caller then does
+/// nothing more.
+pub fn cloning() -> bool {
+    let first = ThreadState::with(|s| {
+        let first = !s.forking();
+        s.set_forking(true);
+        first
+    });
+    if first {
+        // As `fork_prepare`: the child's trace, if it makes one, starts now.
+        if matches!(state(), State::Enabled | State::Exiting) {
+            recorder::fork_starting();
+        }
+    }
+    first
+}
+
+/// After [`cloning`], in the parent (or if the clone failed).
+pub fn cloned_in_parent() {
+    fork_parent();
+}
+
+/// After [`cloning`], in a `Copy` child: as after `fork`, its trace is
+/// made when it first records something. Shallow, as `fork_child`: the
+/// child may run on a stack of the program's choosing (glibc's `clone`),
+/// a few KiB in some (runc's is 4).
+pub fn cloned_in_child() {
+    fork_child();
+}
+
+/// This process's memory turned out to be a copy of the recording
+/// process's, made by a clone none of our hooks saw (see
+/// `recorder::copied`). The child starts its own trace when it safely can:
+/// it has one thread (the caller), so no other can be using the parent's
+/// tables. Otherwise it is cut off from the parent's trace, and not
+/// recorded. Called on slow paths, before they write anything
+/// (`may_restart` false: the caller is in the middle of writing, and
+/// cannot have the trace change under it). Returns whether the process
+/// records now, in its own trace.
+fn adopt_unseen_child(may_restart: bool) -> bool {
+    let current = STATE.load(Ordering::Acquire);
+    let recording = current == State::Enabled as u8 || current == State::Exiting as u8;
+    // Initializing meanwhile: a hook nested in this work (a signal
+    // handler's) passes through.
+    if !recording
+        || STATE
+            .compare_exchange(
+                current,
+                State::Initializing as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+    {
+        // Not recording, or another thread of the child is at it.
+        return false;
+    }
+    let _errno = crate::diag::ErrnoGuard::save();
+    if may_restart && recorder::threads_in_process() == Some(1) {
+        forget_parent_thread(true);
+        // Its trace starts now (the clone was not seen).
+        recorder::fork_starting();
+        return start_child_trace();
+    }
+    recorder::cut_off_inherited_trace();
+    STATE.store(State::Disabled as u8, Ordering::Release);
+    crate::diag::warn_once(
+        crate::diag::Warning::UnseenChild,
+        b"a child process made by a clone system call the shim did not see was noticed too late to start a trace of its own (it had more threads, or was writing); it is not recorded",
+    );
+    false
+}
+
+/// Before a thread is created: a child made by a clone the shim did not
+/// see (inline assembly) is noticed here while it has one thread, and
+/// starts its own trace.
+pub fn thread_creating() {
+    // Not from inside a hook of this thread (a signal handler's call): that
+    // hook may hold pointers into the trace a restart replaces.
+    if recorder::copied::is_copy() {
+        if let Some(_in_hook) = InHook::enter() {
+            adopt_unseen_child(true);
+        }
     }
 }
 
@@ -259,6 +410,11 @@ pub fn nested_call_passed_through() {
 
 /// `exit`, `_exit`, `_Exit`: note the status and mark the trace complete.
 pub fn process_exiting(code: i32) {
+    process_ending(Some(code));
+}
+
+/// The process ends normally, with `code` if it is known.
+fn process_ending(code: Option<i32>) {
     // The state first: a fork child that recorded nothing has no trace,
     // and exits without a system call of ours.
     if !matches!(state(), State::Enabled | State::Exiting) {
@@ -266,12 +422,34 @@ pub fn process_exiting(code: i32) {
     }
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
-    // SAFETY: getpid is always safe.
-    if unsafe { libc::getpid() } as u32 != recorder::file::pid() {
+    if !recorder::file::is_trace_process() {
         return;
     }
     STATE.store(State::Exiting as u8, Ordering::Release);
-    recorder::process_exit(Some(code));
+    recorder::process_exit(code);
+}
+
+/// `syscall(SYS_exit, code)`: the calling thread ends at once, without
+/// glibc's thread-exit work (our key destructor included), so its record
+/// is closed here. The last thread's exit ends the process normally: with
+/// `code` if it is the main thread (the process's status is the main
+/// thread's), like `_exit(code)`.
+pub fn thread_exiting(code: i32) {
+    if !matches!(state(), State::Enabled | State::Exiting) || !recorder::file::is_trace_process() {
+        return;
+    }
+    if recorder::threads_in_process() == Some(1) {
+        let main = recorder::file::pid() == recorder::gettid();
+        process_ending(main.then_some(code));
+        return;
+    }
+    // Entered unless a hook of this thread is under way (a signal handler
+    // that ends its thread): its bookkeeping is left as it is.
+    if let Some(in_hook) = InHook::enter() {
+        let _errno = crate::diag::ErrnoGuard::save();
+        recorder::thread_ended(&in_hook);
+        in_hook.thread().set_retired(true);
+    }
 }
 
 /// Library constructor: resolve and initialise now, unless a hook already did.
@@ -287,10 +465,18 @@ extern "C" fn on_load() {
 /// Library destructor: runs during `exit` (including return from `main`).
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_unload() {
-    if matches!(state(), State::Enabled | State::Exiting) {
-        STATE.store(State::Exiting as u8, Ordering::Release);
-        recorder::process_exit(None);
+    // A child that has not started its own trace (a copy the shim has not
+    // adopted yet, or a vfork child calling `exit`): the trace is the
+    // parent's. The state first: a fork child that recorded nothing exits
+    // without a system call of ours.
+    if !matches!(state(), State::Enabled | State::Exiting)
+        || recorder::copied::is_copy()
+        || !recorder::file::is_trace_process()
+    {
+        return;
     }
+    STATE.store(State::Exiting as u8, Ordering::Release);
+    recorder::process_exit(None);
 }
 
 // Only in the real library: a unit-test binary starts the recorder itself,

@@ -6,6 +6,9 @@
 //! allocate — across hot hooks. Here every symbol is looked up once, on the
 //! first hook call or in the constructor, whichever comes first, and the
 //! condition-variable functions are pinned with `dlvsym` to GLIBC_2.3.2.
+//!
+//! Longer than our other files: one entry, typed, per interposed function,
+//! all in this one table.
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
@@ -140,13 +143,13 @@ hot_entries! {
     SEM_TRYWAIT: SemFn = sem_trywait by first_sem_trywait(s: *mut sem_t) -> c_int, "C-unwind" or -1;
     SEM_POST: SemFn = sem_post by first_sem_post(s: *mut sem_t) -> c_int, "C-unwind" or -1;
     READ: ReadFn = read by first_read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_read, fd, buf, n));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_read, fd, buf, n));
     WRITE: WriteFn = write by first_write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_write, fd, buf, n));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_write, fd, buf, n));
     PREAD: PreadFn = pread by first_pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pread64, fd, buf, n, offset));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_pread64, fd, buf, n, offset));
     PWRITE: PwriteFn = pwrite by first_pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t,
-        "C-unwind" or syscall_result(crate::sys::sys!(libc::SYS_pwrite64, fd, buf, n, offset));
+        "C-unwind" or syscall_result(crate::sys::forward!(libc::SYS_pwrite64, fd, buf, n, offset));
 }
 
 /// Blocking calls beyond the lock API: all cancellation points, so a
@@ -385,7 +388,22 @@ pub struct RealFns {
     /// Variadic in C; called with the six words after the number, which
     /// is what the caller's registers (and stack slot) held.
     pub syscall: Option<unsafe extern "C-unwind" fn(c_long, ...) -> c_long>,
+    /// Variadic in C; called with the four words after the option.
+    pub prctl: Option<unsafe extern "C" fn(c_int, ...) -> c_int>,
+    /// glibc's `clone`: variadic in C, called with the three words after
+    /// `arg` as the caller left them.
+    pub clone:
+        Option<unsafe extern "C" fn(CloneStart, *mut c_void, c_int, *mut c_void, ...) -> c_int>,
+    /// `_Fork`: `fork` without the fork handlers (glibc 2.34).
+    pub fork_without_handlers: Option<unsafe extern "C" fn() -> pid_t>,
+    pub vfork: Option<unsafe extern "C" fn() -> pid_t>,
+    pub sigaction:
+        Option<unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int>,
+    pub signal: Option<unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t>,
 }
+
+/// What glibc's `clone` runs in the child.
+pub type CloneStart = extern "C" fn(*mut c_void) -> c_int;
 
 const UNRESOLVED: u8 = 0;
 const RESOLVING: u8 = 1;
@@ -548,6 +566,12 @@ fn resolve_all() -> RealFns {
             accept4: next(c"accept4"),
             connect: next(c"connect"),
             syscall: next(c"syscall"),
+            prctl: next(c"prctl"),
+            clone: next(c"clone"),
+            fork_without_handlers: next(c"_Fork"),
+            vfork: next(c"vfork"),
+            sigaction: next(c"sigaction"),
+            signal: next(c"signal"),
         }
     }
 }

@@ -22,6 +22,18 @@
  *   exit_paths pthread-exit-worker
  *                           a worker locks lock N times and ends with
  *                           pthread_exit; main joins it and returns 0.
+ *   exit_paths syscall-exit-group
+ *                           main locks lock N times and calls
+ *                           syscall(SYS_exit_group, 9).
+ *   exit_paths syscall-exit-thread
+ *                           a worker locks lock N times and ends with
+ *                           syscall(SYS_exit, 0), which skips glibc's
+ *                           thread-exit work; main joins it (the kernel
+ *                           clears its tid) and returns 0.
+ *   exit_paths syscall-exit-last
+ *                           main, the only thread, locks lock N times and
+ *                           ends with syscall(SYS_exit, 4): the process
+ *                           exits 4.
  *
  * Every line is flushed before the process can end. */
 #include "common.h"
@@ -113,6 +125,19 @@ static void *exiter(void *arg)
     printf("exiting 3\n");
     fflush(stdout);
     exit(3);
+}
+
+/* ---- raw exit system calls ----------------------------------------------- */
+
+static void *raw_quitter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N; i++) {
+        CHECK(pthread_mutex_lock(&lock)); /* @raw-quitter-lock */
+        CHECK(pthread_mutex_unlock(&lock));
+    }
+    syscall(SYS_exit, 0);
+    return NULL;
 }
 
 /* ---- pthread_exit from main ----------------------------------------------- */
@@ -231,9 +256,33 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    if (strcmp(mode, "syscall-exit-group") == 0 || strcmp(mode, "syscall-exit-last") == 0) {
+        printf("lock %p\n", (void *)&lock);
+        for (int i = 0; i < N; i++) {
+            CHECK(pthread_mutex_lock(&lock)); /* @raw-exit-lock */
+            CHECK(pthread_mutex_unlock(&lock));
+        }
+        printf("uses %d\n", N);
+        fflush(stdout);
+        if (strcmp(mode, "syscall-exit-group") == 0)
+            syscall(SYS_exit_group, 9);
+        else
+            syscall(SYS_exit, 4);
+        return 1;
+    }
+
+    if (strcmp(mode, "syscall-exit-thread") == 0) {
+        printf("lock %p\n", (void *)&lock);
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, raw_quitter, NULL));
+        CHECK(pthread_join(th, NULL));
+        printf("worker-uses %d\n", N);
+        return 0;
+    }
+
     fprintf(stderr,
             "usage: %s atexit|atexit-exit|keydtor|exit-thread|_exit|quick_exit|pthread-exit|"
-            "pthread-exit-worker\n",
+            "pthread-exit-worker|syscall-exit-group|syscall-exit-thread|syscall-exit-last\n",
             argv[0]);
     return 2;
 }

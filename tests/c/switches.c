@@ -4,9 +4,11 @@
  * raw system call that bypasses libc (as Go's runtime does). Each prints
  * what it measured (`name_ns N`).
  *
- * Arguments: none, or "deny": first forbid perf_event_open (a seccomp
- * filter, as a container policy would), so the shim must say so once and
- * carry on; or "fault DIR": a thread writes a file in DIR, has the kernel
+ * Arguments: none, or "deny": as root, forbid perf_event_open with a
+ * seccomp filter installed without no-new-privs and exec this program
+ * again ("denied"), as a container runtime starts a program under its
+ * profile, so the shim must say so once and carry on (prints "deny: not
+ * root" and exits 0 where the filter cannot be installed so); or "fault DIR": a thread writes a file in DIR, has the kernel
  * drop it from the page cache, and reads it back through a mapping (major
  * page faults), printing how many pages it touched; or "naps N": a thread
  * makes N short raw nanosleeps, more switches than its ring holds. */
@@ -68,7 +70,7 @@ static void *raw_sleeper(void *arg)
 }
 
 /* perf_event_open fails with EACCES from now on, in every thread. */
-static void deny_perf_events(void)
+static void deny_perf_events(const char *self)
 {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -77,10 +79,17 @@ static void deny_perf_events(void)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = { sizeof filter / sizeof filter[0], filter };
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+        if (errno == EACCES) {
+            printf("deny: not root\n");
+            exit(0);
+        }
         perror("seccomp");
         exit(3);
     }
+    execl(self, self, "denied", (char *)NULL);
+    perror("exec");
+    exit(3);
 }
 
 #define FAULT_PAGES 2048
@@ -153,7 +162,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "deny"))
-        deny_perf_events();
+        deny_perf_events("/proc/self/exe");
     pthread_t t[SPINNERS], raw;
     char name[16];
     for (long i = 0; i < SPINNERS; i++) {

@@ -20,8 +20,11 @@ fn main() {
                 let mut guard = lock.lock().unwrap();
                 *held.0.lock().unwrap() = true;
                 held.1.notify_all();
+                let start = Instant::now();
                 thread::sleep(Duration::from_millis(100));
+                let slept = start.elapsed();
                 *guard += 1;
+                slept
             })
             .unwrap()
     };
@@ -61,9 +64,10 @@ fn main() {
     thread::sleep(Duration::from_millis(60));
     *ready.0.lock().unwrap() = true;
     ready.1.notify_all();
-    holder.join().unwrap();
+    let slept = holder.join().unwrap();
     let waited = waiter.join().unwrap();
     let notified_after = notified.join().unwrap();
+    println!("holder_sleep_ns {}", slept.as_nanos());
     println!("waiter_ns {}", waited.as_nanos());
     println!("notified_ns {}", notified_after.as_nanos());
     println!("count {}", *lock.lock().unwrap());

@@ -23,7 +23,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 pub use serde_json::Value;
 
+pub mod deadline;
 pub mod instrumented;
+pub mod open_posix;
+pub use deadline::*;
 pub use instrumented::*;
 
 /// How long any single child process may run before the harness kills it.
@@ -303,6 +306,7 @@ pub fn run_under_shim_env<S: AsRef<std::ffi::OsStr>>(
     cmd.args(args)
         .env("LD_PRELOAD", &shim)
         .env("LOCKSUIT_DIR", &dir_abs)
+        .env_remove("LOCKSUIT_QUIET")
         .envs(env.iter().copied());
     run_captured(cmd)
 }

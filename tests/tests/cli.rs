@@ -493,6 +493,49 @@ fn locksuit_in(cwd: &Path, umask: &str, args: &[&str]) -> std::process::Output {
     run_captured(cmd)
 }
 
+/// Issue 33, item 10: under `locksuit run` and `run-under-shim.sh` the
+/// shim's warnings go into the report, not the program's stderr.
+#[test]
+fn run_and_the_suite_script_keep_the_shims_warnings_out_of_the_programs_stderr() {
+    let bin = build_c("tiny");
+    let bin = bin.to_str().unwrap();
+    let cwd = fresh_dir("cli-quiet");
+    let mut cmd = Command::new(locksuit_path());
+    cmd.args(["run", "--output", "r.txt", "--", bin])
+        .current_dir(&cwd)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR")
+        .env_remove("LOCKSUIT_QUIET")
+        .env("LOCKSUIT_EVENTS", "some");
+    let out = run_captured(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("LOCKSUIT_EVENTS"), "{stderr}");
+    let report = std::fs::read_to_string(cwd.join("r.txt")).unwrap();
+    assert!(
+        report.contains("the shim said: LOCKSUIT_EVENTS must be"),
+        "{report}"
+    );
+
+    let report = cwd.join("suite.txt");
+    let mut cmd = Command::new(workspace_root().join("scripts/run-under-shim.sh"));
+    cmd.args(["--report", report.to_str().unwrap(), "--", bin])
+        .current_dir(&cwd)
+        .env_remove("LD_PRELOAD")
+        .env_remove("LOCKSUIT_DIR")
+        .env_remove("LOCKSUIT_QUIET")
+        .env("LOCKSUIT_EVENTS", "some");
+    let out = run_captured(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("LOCKSUIT_EVENTS"), "{stderr}");
+    let report = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        report.contains("the shim said: LOCKSUIT_EVENTS must be"),
+        "{report}"
+    );
+}
+
 fn mode_of(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)

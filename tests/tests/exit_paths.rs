@@ -276,3 +276,61 @@ fn pthread_exit_from_worker() {
         short(worker)
     );
 }
+
+/// `syscall(SYS_exit_group, 9)`: a normal exit with status 9, as `_exit(9)`
+/// (it used to read as "DIED without a normal exit").
+#[test]
+fn exit_group_system_call_is_a_normal_exit() {
+    let (out, p) = run_mode("syscall-exit-group", 9);
+    let stdout = stdout_str(&out);
+    assert_eq!(
+        p["complete"],
+        Value::Bool(true),
+        "exit_group is complete: {}",
+        short(&p)
+    );
+    assert_eq!(p["ended_by"].as_str(), Some("exit"), "{}", short(&p));
+    assert_eq!(
+        p["exit_code"].as_i64(),
+        Some(9),
+        "exit_code of exit_group(9)"
+    );
+    let lock = lock_by_address(&p, &stdout_value(&stdout, "lock"));
+    assert_eq!(u64_of(lock, "acquisitions"), N);
+}
+
+/// `syscall(SYS_exit, 0)` on a worker ends the worker, which skips glibc's
+/// thread-exit work: its record says it ended, and the process goes on.
+#[test]
+fn exit_system_call_on_a_thread_is_a_thread_exit() {
+    let (out, p) = run_mode("syscall-exit-thread", 0);
+    let stdout = stdout_str(&out);
+    assert_eq!(stdout_value(&stdout, "worker-uses"), N.to_string());
+    assert_eq!(p["complete"], Value::Bool(true));
+    assert_eq!(p["ended_by"].as_str(), Some("exit"));
+    let lock = lock_by_address(&p, &stdout_value(&stdout, "lock"));
+    assert_eq!(u64_of(lock, "acquisitions"), N);
+    let by_thread = arr(lock, "engagements_by_thread");
+    assert_eq!(by_thread.len(), 1, "{}", short(lock));
+    let worker = thread_by_tid(&p, u64_of(&by_thread[0], "tid"));
+    assert_eq!(worker["main"], Value::Bool(false));
+    assert_eq!(
+        worker["ended"],
+        Value::Bool(true),
+        "the worker ended (exit system call) before the process: {}",
+        short(worker)
+    );
+}
+
+/// `syscall(SYS_exit, 4)` on the only thread, the main one, ends the
+/// process with status 4: a normal exit.
+#[test]
+fn exit_system_call_on_the_last_thread_is_a_normal_exit() {
+    let (out, p) = run_mode("syscall-exit-last", 4);
+    let stdout = stdout_str(&out);
+    assert_eq!(p["complete"], Value::Bool(true), "{}", short(&p));
+    assert_eq!(p["ended_by"].as_str(), Some("exit"), "{}", short(&p));
+    assert_eq!(p["exit_code"].as_i64(), Some(4), "exit_code of exit(4)");
+    let lock = lock_by_address(&p, &stdout_value(&stdout, "lock"));
+    assert_eq!(u64_of(lock, "acquisitions"), N);
+}

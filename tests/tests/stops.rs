@@ -329,7 +329,7 @@ fn rust_std_locks_are_seen_through_their_futex_waits() {
     );
     within_tenth(
         class_ns(thread_named(p, "holder"), "sleep"),
-        100_000_000,
+        measured("holder_sleep_ns"),
         "holder's sleep",
     );
     // Each wait at its own line of the program, not at std's futex helper.

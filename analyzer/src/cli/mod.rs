@@ -93,6 +93,8 @@ Environment:
   LOCKSUIT_SWITCHES     1: also record the kernel's context switches (preemption, page
                         faults, system calls made around libc)
   LOCKSUIT_POLICY       a recording policy file (docs/policy.md); `run --policy FILE`
+  LOCKSUIT_QUIET        1: the shim writes nothing on the program's stderr (its warnings
+                        are in the trace and the report either way); `run` sets it
 
 Exit status:
   0  success

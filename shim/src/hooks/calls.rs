@@ -19,11 +19,12 @@
 //! reaching `nanosleep`) do not go through the dynamic linker and are not
 //! seen twice; the program's own calls through stdio are not seen at all.
 
+use crate::config;
 use crate::guard::{self, HookGuard, ThreadState};
+use crate::lifecycle::{self, NewTask};
 use crate::real::{real, syscall_result};
 use crate::recorder::{self, CallFrom, CallTimer, Caller};
-use crate::sys::sys;
-use crate::{config, lifecycle};
+use crate::sys::forward;
 use core::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use libc::{clockid_t, epoll_event, fd_set, id_t, idtype_t, iovec, msghdr, nfds_t, off_t};
 use libc::{pid_t, pollfd, rusage, siginfo_t, sigset_t, size_t, sockaddr, socklen_t, ssize_t};
@@ -174,37 +175,37 @@ call_hook!(waitid(idtype: idtype_t, id: id_t, info: *mut siginfo_t, options: c_i
 // `unresolved` says, while this thread resolves the table.
 call_hook!(read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t => read_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: read, call: Read, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_read, fd, buf, n)));
+    unresolved: syscall_result(forward!(libc::SYS_read, fd, buf, n)));
 // `_FORTIFY_SOURCE` turns reads into a known buffer into these (Debian
 // builds its packages so); the checks are the real functions' own.
 call_hook!(__read_chk(fd: c_int, buf: *mut c_void, n: size_t, size: size_t) -> ssize_t => read_chk_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: read_chk, call: Read, fd: Some(fd),
-    unresolved: if n <= size { syscall_result(sys!(libc::SYS_read, fd, buf, n)) } else { enosys() });
+    unresolved: if n <= size { syscall_result(forward!(libc::SYS_read, fd, buf, n)) } else { enosys() });
 unwound_call_hook!(__pread_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 unwound_call_hook!(__pread64_chk(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t, size: size_t) -> ssize_t,
     real: pread_chk, call: Pread, fd: Some(fd));
 call_hook!(write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t => write_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: write, call: Write, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_write, fd, buf, n)));
+    unresolved: syscall_result(forward!(libc::SYS_write, fd, buf, n)));
 call_hook!(pread(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pread64(fd: c_int, buf: *mut c_void, n: size_t, offset: off_t) -> ssize_t => pread64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pread, call: Pread, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pread64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pread64, fd, buf, n, offset)));
 call_hook!(pwrite(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(pwrite64(fd: c_int, buf: *const c_void, n: size_t, offset: off_t) -> ssize_t => pwrite64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: pwrite, call: Pwrite, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_pwrite64, fd, buf, n, offset)));
+    unresolved: syscall_result(forward!(libc::SYS_pwrite64, fd, buf, n, offset)));
 call_hook!(readv(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => readv_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: readv, call: Readv, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_readv, fd, iov, n)));
+    unresolved: syscall_result(forward!(libc::SYS_readv, fd, iov, n)));
 call_hook!(writev(fd: c_int, iov: *const iovec, n: c_int) -> ssize_t => writev_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: writev, call: Writev, fd: Some(fd),
-    unresolved: syscall_result(sys!(libc::SYS_writev, fd, iov, n)));
+    unresolved: syscall_result(forward!(libc::SYS_writev, fd, iov, n)));
 call_hook!(fsync(fd: c_int) -> c_int => fsync_handler,
     x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"), real: fsync, call: Fsync, fd: Some(fd),
     unresolved: enosys());
@@ -215,16 +216,16 @@ call_hook!(fdatasync(fd: c_int) -> c_int => fdatasync_handler,
 // or O_TMPFILE; otherwise it is whatever the register held, passed on unread.
 call_hook!(open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int => open64_handler,
     x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"), real: open, call: Open, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, libc::AT_FDCWD, path, flags, mode)));
 call_hook!(openat(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, dir, path, flags, mode)));
 call_hook!(openat64(dir: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int => openat64_handler,
     x86_64: ("r8", "r9"), aarch64: ("x4", "x5"), real: openat, call: Openat, fd: None,
-    unresolved: syscall_result(sys!(libc::SYS_openat, dir, path, flags, mode)));
+    unresolved: syscall_result(forward!(libc::SYS_openat, dir, path, flags, mode)));
 
 // ------------------------------------------------------------------ sockets
 
@@ -275,11 +276,14 @@ fn futex_waits(op: c_long) -> bool {
     )
 }
 
-/// `syscall(2)`. Only a futex wait made through it is timed: that is how
+/// `syscall(2)`. A futex wait made through it is timed: that is how
 /// Rust's std locks and condition variables (and hand-written futex code)
-/// block, out of the pthread hooks' sight. Every other call goes straight
-/// through. Variadic in C: the six words after the number are passed on as
-/// the caller left them (the kernel reads only those its call takes).
+/// block, out of the pthread hooks' sight. `exit_group` and `exit` end the
+/// process or the thread as `_exit` and a thread's end do; `clone`,
+/// `clone3`, `fork` and `vfork` make a process as `children.rs` says. Every
+/// other call goes straight through. Variadic in C: the six words after the
+/// number are passed on as the caller left them (the kernel reads only
+/// those its call takes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn syscall(
     n: c_long,
@@ -296,13 +300,54 @@ pub unsafe extern "C-unwind" fn syscall(
         syscall,
         syscall_result(unsafe { crate::sys::raw_syscall(n, words) })
     );
-    if n != libc::SYS_futex || !futex_waits(a2) {
+    if let Some(what) = recorder::Confining::of_syscall(n, a1 as u64, a2 as u64) {
         // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+        return super::confining(what, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
     }
-    let from = CallFrom::Hook(syscall as *const () as usize as u64);
+    if n == libc::SYS_rseq {
+        recorder::rseq_taken_over();
+    }
+    if n == libc::SYS_prctl {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        let rc = unsafe { f(n, a1, a2, a3, a4, a5, a6) };
+        if rc == 0 {
+            crate::sys::confined::prctl_done(a1 as i32, a2 as u64);
+        }
+        return rc;
+    }
+    match n {
+        libc::SYS_futex if futex_waits(a2) => {
+            let from = CallFrom::Hook(syscall as *const () as usize as u64);
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return timed(BlockingCall::Futex, from, None, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        // The status is the int the caller passed.
+        libc::SYS_exit_group => lifecycle::process_exiting(a1 as c_int),
+        libc::SYS_exit => lifecycle::thread_exiting(a1 as c_int),
+        // A new process made without glibc's fork: see `children.rs`.
+        libc::SYS_clone | libc::SYS_clone3 => {
+            let task = if n == libc::SYS_clone {
+                NewTask::of(a1 as u64)
+            } else {
+                super::children::clone3_task(a1, a2)
+            };
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return super::children::cloned(task, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
+        }
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_fork | libc::SYS_vfork => {
+            let task = if n == libc::SYS_fork {
+                NewTask::Copy
+            } else {
+                NewTask::Borrowing
+            };
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return super::children::cloned(task, || unsafe { f(n, a1, a2, a3, a4, a5, a6) });
+        }
+        _ => {}
+    }
     // SAFETY: forwarding the caller's arguments unchanged.
-    timed(BlockingCall::Futex, from, None, || unsafe {
-        f(n, a1, a2, a3, a4, a5, a6)
-    })
+    unsafe { f(n, a1, a2, a3, a4, a5, a6) }
 }

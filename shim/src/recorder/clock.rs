@@ -24,6 +24,10 @@ const MONOTONIC: u8 = 0;
 const MEASURING: u8 = 1;
 const CALIBRATING: u8 = 2;
 const TSC: u8 = 3;
+/// `CLOCK_MONOTONIC_COARSE`, for good: a thread runs where `rdtsc` faults
+/// (seccomp strict mode, `PR_SET_TSC`), and the vDSO's precise clocks
+/// read the TSC too. The coarse clock reads only the kernel's shared page.
+const COARSE: u8 = 4;
 
 static STATE: AtomicU8 = AtomicU8::new(MONOTONIC);
 static START_TSC: AtomicU64 = AtomicU64::new(0);
@@ -57,6 +61,7 @@ pub fn now_ns() -> u64 {
     match STATE.load(Ordering::Acquire) {
         TSC => tsc_to_ns(read_tsc()),
         MEASURING => measuring_now_ns(),
+        COARSE => clock_ns(libc::CLOCK_MONOTONIC_COARSE),
         _ => clock_ns(libc::CLOCK_MONOTONIC),
     }
 }
@@ -117,6 +122,26 @@ impl Stamp {
         } else {
             later.ns().saturating_sub(self.ns()) >= min_ns
         }
+    }
+}
+
+/// From now on, the coarse clock (see [`COARSE`]): its resolution is the
+/// kernel's tick (1 to 10 ms). Returns the clock before, for [`restore`]
+/// if the call that would have lost the TSC failed.
+pub fn use_coarse() -> u8 {
+    STATE.swap(COARSE, Ordering::SeqCst)
+}
+
+/// Back to the clock `before` [`use_coarse`] (unless that was coarse too).
+pub fn restore(before: u8) {
+    if before != COARSE {
+        // A calibration in flight then finishes on its next read.
+        let before = if before == CALIBRATING {
+            MEASURING
+        } else {
+            before
+        };
+        let _ = STATE.compare_exchange(COARSE, before, Ordering::SeqCst, Ordering::Relaxed);
     }
 }
 
@@ -201,7 +226,8 @@ fn measuring_now_ns() -> u64 {
     };
     // A rate outside 100 MHz..20 GHz means the TSC is not what it claimed.
     if !(100_000..=20_000_000).contains(&khz) {
-        STATE.store(MONOTONIC, Ordering::Release);
+        let _ =
+            STATE.compare_exchange(CALIBRATING, MONOTONIC, Ordering::Release, Ordering::Relaxed);
         return ns;
     }
     let q32 = ((elapsed_ns as u128) << 32) / elapsed_ticks as u128;
@@ -209,7 +235,13 @@ fn measuring_now_ns() -> u64 {
     ANCHOR_NS.store(ns, Ordering::Relaxed);
     NS_PER_TICK_Q32.store(q32 as u64, Ordering::Relaxed);
     TSC_KHZ.store(khz as u64, Ordering::Relaxed);
-    STATE.store(TSC, Ordering::Release);
+    // Not over COARSE, set meanwhile by a thread about to lose the TSC.
+    if STATE
+        .compare_exchange(CALIBRATING, TSC, Ordering::Release, Ordering::Relaxed)
+        .is_err()
+    {
+        return ns;
+    }
     let told = ON_CALIBRATED.load(Ordering::Relaxed);
     if told != 0 {
         // SAFETY: only ever stored from an `fn(u32)` in `init`.

@@ -23,6 +23,18 @@ use locksuit_format::*;
 
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 static MAPPED_LEN: AtomicUsize = AtomicUsize::new(0);
+/// The header's `blocks_reserved` and `blocks_backed`, kept out of the
+/// file too: a file cut under the program loses them (see [`repair_cut`]).
+static RESERVED_MIRROR: AtomicU32 = AtomicU32::new(0);
+static BACKED_MIRROR: AtomicU32 = AtomicU32::new(0);
+
+/// The header as `create` wrote it, put back if the file is cut.
+struct HeaderCopy(UnsafeCell<[u8; core::mem::size_of::<FileHeader>()]>);
+// SAFETY: written only in `create` before BASE is published, read only
+// after BASE was seen non-null (as `TraceFile::path`).
+unsafe impl Sync for HeaderCopy {}
+static HEADER_COPY: HeaderCopy =
+    HeaderCopy(UnsafeCell::new([0; core::mem::size_of::<FileHeader>()]));
 /// One block of zeros, written as many times as blocks are backed.
 static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
 
@@ -166,6 +178,44 @@ pub fn set_end_time(ns: u64) {
     if let Some(f) = header_u64(offset_of!(FileHeader, end_mono_ns)) {
         f.store(ns, Ordering::Relaxed);
     }
+    if let Some(f) = header_u64(offset_of!(FileHeader, own_calls_refused)) {
+        f.store(sys::confined::refused(), Ordering::Relaxed);
+    }
+}
+
+/// Keeps one of the shim's warnings in the header, a line of its own;
+/// what does not fit is counted, not kept. Only atomics: safe in a signal
+/// handler.
+pub fn keep_warning(msg: &[u8]) {
+    let base = BASE.load(Ordering::Acquire);
+    let Some(len_word) = header_u32(offset_of!(FileHeader, shim_notes_len)) else {
+        return;
+    };
+    let len = msg.len() + 1;
+    let at = len_word.fetch_add(len as u32, Ordering::AcqRel) as usize;
+    let kept = len.min(SHIM_NOTES_MAX.saturating_sub(at));
+    if kept == 0 {
+        return;
+    }
+    // SAFETY: bytes `at..at + kept` of the header's notes were claimed
+    // above by this call alone and lie within them (the header is mapped
+    // while BASE is set).
+    unsafe {
+        let to = base.add(offset_of!(FileHeader, shim_notes) + at);
+        core::ptr::copy_nonoverlapping(msg.as_ptr(), to, kept.min(msg.len()));
+        if kept > msg.len() {
+            *to.add(msg.len()) = b'\n';
+        }
+    }
+}
+
+/// The program confined itself at `ns` (`flags`: `FLAG_CONFINED`,
+/// `FLAG_CLOCK_COARSE`); the first time is kept.
+pub fn note_confined(ns: u64, flags: u32) {
+    if let Some(f) = header_u64(offset_of!(FileHeader, confined_mono_ns)) {
+        let _ = f.compare_exchange(0, ns.max(1), Ordering::Relaxed, Ordering::Relaxed);
+    }
+    set_flags(flags);
 }
 
 pub fn count_dropped_record() {
@@ -213,6 +263,16 @@ pub fn pid() -> u32 {
     header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
 }
 
+/// Whether the calling process is the one this trace records: not a child
+/// that shares or copied the parent's memory (after `vfork`, or a clone
+/// made without glibc's fork handlers). One system call: slow paths only.
+/// Confined, the pid cannot be asked: then it is taken to be ours (a
+/// confined program's vfork child that exits or execs is rare; a confined
+/// program's end or exec that goes unrecorded would not be).
+pub fn is_trace_process() -> bool {
+    sys::getpid().is_none_or(|pid| pid == self::pid())
+}
+
 /// Blocks reserved and backed in one go, in file order: `first`, then
 /// `first + 1`, ... (`count` of them), none initialised yet.
 #[derive(Clone, Copy)]
@@ -241,6 +301,15 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     let base = BASE.load(Ordering::Acquire);
     if base.is_null() {
         return Err(NoBlock::Refused);
+    }
+    if super::copied::is_copy() {
+        // A child made by a clone none of our hooks saw, in the middle of
+        // writing: never a block of the parent's trace.
+        super::copied::adopt(false);
+        return Err(NoBlock::Refused);
+    }
+    if !sys::confined::own_calls_allowed() {
+        return from_pool(wanted);
     }
     let header_word = |field| header_u32(field).ok_or(NoBlock::Refused);
     let reserved = header_word(offset_of!(FileHeader, blocks_reserved))?;
@@ -272,6 +341,7 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
             Err(now) => index = now,
         }
     };
+    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
     let offset = index as usize * BLOCK_SIZE;
     let allowed = blocks_within_file_size_limit(offset, count);
     let written = if allowed > 0 {
@@ -302,11 +372,162 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     if backed == 0 {
         return Err(NoBlock::Refused);
     }
+    BACKED_MIRROR.fetch_max(index + backed, Ordering::AcqRel);
     header_word(offset_of!(FileHeader, blocks_backed))?.fetch_max(index + backed, Ordering::AcqRel);
     Ok(Reserved {
         first: index,
         count: backed,
     })
+}
+
+/// Blocks reserved and backed before the program confined itself, handed
+/// out afterwards with no system call: `POOL_NEXT` up to `POOL_END`.
+static POOL_NEXT: AtomicU32 = AtomicU32::new(0);
+static POOL_END: AtomicU32 = AtomicU32::new(0);
+
+/// Most blocks set aside for a confined program (8 MiB): a pool far larger
+/// than the activity after a sandbox goes up usually needs, small enough to
+/// write at once.
+const POOL_BLOCKS: u32 = 512;
+
+/// Before the program confines itself: reserves and backs up to
+/// [`POOL_BLOCKS`] blocks for afterwards (fewer near the cap or the
+/// file-size limit). Returns how many the pool holds.
+pub fn fill_pool() -> u32 {
+    let Some(reserved) = header_u32(offset_of!(FileHeader, blocks_reserved)) else {
+        return 0;
+    };
+    let left = POOL_END.load(Ordering::Relaxed) - POOL_NEXT.load(Ordering::Relaxed);
+    if left >= POOL_BLOCKS / 2 {
+        return left; // an earlier confinement's pool is still deep
+    }
+    let max =
+        header_u32(offset_of!(FileHeader, max_blocks)).map_or(0, |m| m.load(Ordering::Relaxed));
+    let mut index = reserved.load(Ordering::Relaxed);
+    let count = loop {
+        let count = POOL_BLOCKS.min(max.saturating_sub(index));
+        if count == 0 {
+            return left;
+        }
+        match reserved.compare_exchange_weak(
+            index,
+            index + count,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break count,
+            Err(now) => index = now,
+        }
+    };
+    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
+    let offset = index as usize * BLOCK_SIZE;
+    let allowed = blocks_within_file_size_limit(offset, count);
+    let mut backed = 0;
+    if let Some(fd) = TRACE_FILE.checked_fd() {
+        while backed < allowed {
+            let at = offset + backed as usize * BLOCK_SIZE;
+            let times = (allowed - backed) as usize;
+            match sys::pwrite_repeated(fd, &ZEROS, times, at as u64) {
+                Ok(n) if n >= BLOCK_SIZE => backed += (n / BLOCK_SIZE) as u32,
+                _ => break,
+            }
+        }
+    }
+    // What could not be backed goes back, unless another lane reserved after.
+    let _ = reserved.compare_exchange(
+        index + count,
+        index + backed,
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+    if backed == 0 {
+        return left;
+    }
+    BACKED_MIRROR.fetch_max(index + backed, Ordering::AcqRel);
+    if let Some(b) = header_u32(offset_of!(FileHeader, blocks_backed)) {
+        b.fetch_max(index + backed, Ordering::AcqRel);
+    }
+    // The old pool's last blocks stay unused: a fresh, larger pool replaces it.
+    POOL_END.store(0, Ordering::Release);
+    POOL_NEXT.store(index, Ordering::Release);
+    POOL_END.store(index + backed, Ordering::Release);
+    backed
+}
+
+/// Blocks from the pool (at most [`BATCH_BLOCKS`]), for a confined
+/// program. An empty pool refuses: the records are dropped and counted.
+fn from_pool(wanted: u32) -> Result<Reserved, NoBlock> {
+    let mut next = POOL_NEXT.load(Ordering::Acquire);
+    loop {
+        let end = POOL_END.load(Ordering::Acquire);
+        if next >= end {
+            set_flags(FLAG_CONFINED_FULL);
+            return Err(NoBlock::Refused);
+        }
+        let count = wanted.clamp(1, BATCH_BLOCKS).min(end - next);
+        match POOL_NEXT.compare_exchange_weak(
+            next,
+            next + count,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return Ok(Reserved { first: next, count }),
+            Err(now) => next = now,
+        }
+    }
+}
+
+/// In a fork child: the pool was the parent's trace's.
+fn forget_pool() {
+    POOL_END.store(0, Ordering::Relaxed);
+    POOL_NEXT.store(0, Ordering::Relaxed);
+}
+
+/// A SIGBUS at `addr`: if it lies in the trace's mapping, the file was cut
+/// under the program (truncated, as `logrotate`'s copytruncate or a
+/// cleanup job does). The file is made as long as it was again (the lost
+/// part reads as zeros), the header put back as `create` wrote it with
+/// what the program reserved since, marked cut; the faulting store then
+/// lands. If the file cannot be grown back (not ours any more, or the
+/// program is confined), the mapping is replaced by private memory: the
+/// program goes on, and nothing more reaches the file. Returns whether the
+/// address was the trace's. Async-signal-safe: system calls and stores.
+pub fn repair_cut(addr: usize) -> bool {
+    let base = BASE.load(Ordering::Acquire);
+    let len = MAPPED_LEN.load(Ordering::Relaxed);
+    if base.is_null() || addr < base as usize || addr - base as usize >= len {
+        return false;
+    }
+    let backed = BACKED_MIRROR.load(Ordering::Acquire).max(1);
+    let fd = TRACE_FILE.fd.load(Ordering::Acquire);
+    let regrown =
+        TRACE_FILE.is_ours(fd) && sys::ftruncate(fd, backed as u64 * BLOCK_SIZE as u64).is_ok();
+    if !regrown {
+        // Writes go to memory from now on; nothing reaches the file.
+        let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+        // SAFETY: replacing our own mapping, in place, by zero memory.
+        let _ = unsafe { sys::map_fixed(base, len, anon) };
+        return true;
+    }
+    let h = base.cast::<FileHeader>();
+    // SAFETY: the header block is mapped and, the file grown back, backed.
+    unsafe {
+        if (*h).magic != MAGIC {
+            core::ptr::copy_nonoverlapping(
+                (*HEADER_COPY.0.get()).as_ptr(),
+                base,
+                core::mem::size_of::<FileHeader>(),
+            );
+        }
+        let cut = AtomicU64::from_ptr(addr_of_mut!((*h).cut_mono_ns));
+        let now = super::clock::now_ns().max(1);
+        let _ = cut.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        AtomicU32::from_ptr(addr_of_mut!((*h).blocks_reserved))
+            .fetch_max(RESERVED_MIRROR.load(Ordering::Acquire), Ordering::AcqRel);
+        AtomicU32::from_ptr(addr_of_mut!((*h).blocks_backed)).fetch_max(backed, Ordering::AcqRel);
+        AtomicU32::from_ptr(addr_of_mut!((*h).flags)).fetch_or(FLAG_CUT, Ordering::AcqRel);
+    }
+    true
 }
 
 /// No lane had a block to spare either: the trace is full.
@@ -397,23 +618,19 @@ pub fn create(
     } else {
         None
     };
-    // SAFETY: mapping our own fd; the length is a multiple of the page size.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-            fd,
-            0,
-        )
-    };
-    let Some(identity) =
-        identity.filter(|_| written == Some(BLOCK_SIZE) && base != libc::MAP_FAILED)
-    else {
-        if base != libc::MAP_FAILED {
+    // Mapping our own fd; the length is a multiple of the page size.
+    let base = sys::mmap(
+        core::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED | libc::MAP_NORESERVE,
+        fd,
+        0,
+    );
+    let Some((identity, base)) = identity.filter(|_| written == Some(BLOCK_SIZE)).zip(base) else {
+        if let Some(base) = base {
             // SAFETY: unmapping what was just mapped, used by nobody.
-            unsafe { libc::munmap(base, len) };
+            unsafe { sys::munmap(base, len) };
         }
         sys::close(fd);
         // Leave no empty file behind for the analyzer to trip over.
@@ -435,8 +652,8 @@ pub fn create(
         (*h).max_blocks = max_blocks as u32;
         (*h).blocks_reserved = 1;
         (*h).blocks_backed = 1;
-        (*h).pid = libc::getpid() as u32;
-        (*h).ppid = libc::getppid() as u32;
+        (*h).pid = sys::getpid().unwrap_or(0);
+        (*h).ppid = sys::getppid() as u32;
         (*h).flags = extra_flags
             | if config::events_all() {
                 FLAG_EVENTS_ALL
@@ -466,12 +683,29 @@ pub fn create(
         (*h).start_unix_ns = start_unix_ns;
         (*h).start_mono_ns = start_mono_ns;
         (*h).exe_len = exe_len as u32;
+        // Said before the trace existed (a fallback directory, a setting).
+        let early = crate::diag::early_warnings();
+        let early = &early[..early.len().min(SHIM_NOTES_MAX)];
+        core::ptr::copy_nonoverlapping(
+            early.as_ptr(),
+            addr_of_mut!((*h).shim_notes).cast::<u8>(),
+            early.len(),
+        );
+        (*h).shim_notes_len = early.len() as u32;
         core::ptr::copy_nonoverlapping(exe.as_ptr(), addr_of_mut!((*h).exe).cast::<u8>(), exe_len);
         // The magic goes last: a reader never sees a valid magic on a
         // half-written header.
         core::sync::atomic::fence(Ordering::Release);
         (*h).magic = MAGIC;
+        // As it stands now, to put back if the file is cut.
+        core::ptr::copy_nonoverlapping(
+            base,
+            (*HEADER_COPY.0.get()).as_mut_ptr(),
+            core::mem::size_of::<FileHeader>(),
+        );
     }
+    RESERVED_MIRROR.store(1, Ordering::Relaxed);
+    BACKED_MIRROR.store(1, Ordering::Relaxed);
     // SAFETY: BASE is still null here, so no other thread reads `path` (see
     // the `Sync` impl of TraceFile).
     unsafe { *TRACE_FILE.path.get() = path };
@@ -480,6 +714,7 @@ pub fn create(
     TRACE_FILE.fd.store(fd, Ordering::Release);
     MAPPED_LEN.store(len, Ordering::Relaxed);
     BASE.store(base, Ordering::Release);
+    crate::diag::keep_in(keep_warning);
     Ok(())
 }
 
@@ -488,15 +723,46 @@ pub fn create(
 /// recording (see `lifecycle::fork_child`), so nothing was written into
 /// the parent's trace.
 fn forget_inherited() {
+    forget_pool();
+    RESERVED_MIRROR.store(0, Ordering::Relaxed);
+    BACKED_MIRROR.store(0, Ordering::Relaxed);
     let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !old.is_null() {
         // SAFETY: unmapping the exact region mapped in `create`; in the child
         // no other thread exists to use it.
-        unsafe { libc::munmap(old.cast(), MAPPED_LEN.load(Ordering::Relaxed)) };
+        unsafe { sys::munmap(old.cast(), MAPPED_LEN.load(Ordering::Relaxed)) };
     }
     let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
     // Only if it is still the trace: the parent may have closed it, and the
     // number may now be one of the program's own files.
+    if TRACE_FILE.is_ours(fd) {
+        sys::close(fd);
+    }
+}
+
+/// In a child process that inherited the parent's trace and cannot start
+/// its own (see `copied.rs`): the parent's trace, mapped shared, is
+/// replaced by private zeros at the same addresses, so whatever this
+/// process still writes through pointers into it (a thread in the middle
+/// of recording) lands nowhere, and nothing is mapped afresh there; its
+/// descriptor is closed.
+pub fn cut_off_inherited_trace() {
+    let old = BASE.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: replaces exactly the region mapped in `create` with fresh
+        // private memory; pointers into it stay valid.
+        let replaced = unsafe { sys::replace_with_zeros(old, MAPPED_LEN.load(Ordering::Relaxed)) };
+        if replaced.is_err() {
+            // Out of memory, or confined: unmapping would make those writes
+            // fault, so the mapping stays; no new block is taken in it (BASE
+            // is null).
+            warn_once(
+                Warning::UnseenChild,
+                b"a child process made by a clone system call the shim did not see could not be cut off from its parent's trace",
+            );
+        }
+    }
+    let fd = TRACE_FILE.fd.swap(-1, Ordering::AcqRel);
     if TRACE_FILE.is_ours(fd) {
         sys::close(fd);
     }

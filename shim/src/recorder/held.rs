@@ -1,6 +1,12 @@
 //! The locks a thread holds right now, innermost last. An unlock finds its
 //! engagement here, so the release path needs no table lookup and the hold
 //! time and task switch are credited to the line that acquired the lock.
+//!
+//! A lock is on the stack once however often the thread took it: taking a
+//! lock it already holds (a recursive mutex, a read lock taken twice) is a
+//! count on the hold it is inside, so recursion of any depth costs no
+//! entries. Such a re-acquisition is counted at its line; its hold is the
+//! outer one's (it releases nothing when it ends).
 
 use super::objects::ObjectSlot;
 use locksuit_format::CounterRecord;
@@ -28,6 +34,9 @@ pub struct HeldEntry {
     pub since_ns: u64,
     /// The thread's slow-path shim time when a timed hold started.
     pub shim_ns: u64,
+    /// Times the thread took the lock again while holding it: unlocks
+    /// that release nothing before the one that lets it go.
+    pub relocks: u32,
 }
 
 const EMPTY: HeldEntry = HeldEntry {
@@ -38,6 +47,7 @@ const EMPTY: HeldEntry = HeldEntry {
     counter: core::ptr::null_mut(),
     since_ns: 0,
     shim_ns: 0,
+    relocks: 0,
 };
 
 impl Default for HeldStack {
@@ -89,7 +99,7 @@ impl HeldStack {
     pub fn same_as(&self, other: &HeldStack) -> bool {
         let key = |e: &HeldEntry| {
             (
-                e.addr, e.lock_id, e.flags, e.slot, e.counter, e.since_ns, e.shim_ns,
+                e.addr, e.lock_id, e.flags, e.slot, e.counter, e.since_ns, e.shim_ns, e.relocks,
             )
         };
         self.len == other.len
@@ -202,11 +212,38 @@ impl HeldStack {
         (top.addr == addr).then_some(top)
     }
 
-    /// Whether `addr` is also held below the innermost engagement (a
-    /// recursive mutex taken more than once).
-    #[inline(always)]
-    pub fn holds_below_top(&self, addr: u64) -> bool {
-        self.len > 1 && holds_in(&self.entries[..self.len - 1], addr)
+    /// The engagement just pushed (on top of `held_before` others) is of a
+    /// lock this thread already holds: it becomes a count on that hold, and
+    /// its own entry goes (on a full stack it was never counted). Returns
+    /// whether it was such a re-acquisition.
+    pub fn fold_relock(&mut self, addr: u64, held_before: usize) -> bool {
+        let below = held_before.min(MAX_HELD);
+        let Some(hold) = self.entries[..below]
+            .iter_mut()
+            .rev()
+            .find(|e| e.addr == addr)
+        else {
+            return false;
+        };
+        hold.relocks = hold.relocks.saturating_add(1);
+        self.len = below;
+        true
+    }
+
+    /// An unlock of a lock this thread took more than once: one count
+    /// less, and the lock stays held. Returns whether it was one.
+    pub fn unwind_relock(&mut self, addr: u64) -> bool {
+        match self.entries[..self.len]
+            .iter_mut()
+            .rev()
+            .find(|e| e.addr == addr)
+        {
+            Some(hold) if hold.relocks > 0 => {
+                hold.relocks -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Drops the innermost engagement.
@@ -215,10 +252,9 @@ impl HeldStack {
         self.len = self.len.saturating_sub(1);
     }
 
-    /// Whether this thread still holds `addr` (a recursive mutex taken more
-    /// than once).
+    /// Whether this thread holds `addr`.
     pub fn holds(&self, addr: u64) -> bool {
-        holds_in(&self.entries[..self.len], addr)
+        self.entries().iter().any(|e| e.addr == addr)
     }
 
     /// Marks the innermost engagement of lock `lock_id` as handed over.
@@ -243,11 +279,6 @@ impl HeldStack {
     }
 }
 
-#[inline(always)]
-fn holds_in(entries: &[HeldEntry], addr: u64) -> bool {
-    entries.iter().any(|e| e.addr == addr)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +301,50 @@ mod tests {
         assert_eq!(s.take(1).map(|e| e.addr), Some(1));
         assert_eq!(s.take(1).map(|e| e.addr), Some(1));
         assert!(s.take(1).is_none());
+    }
+
+    #[test]
+    fn a_lock_taken_again_is_a_count_on_its_hold() {
+        let mut s = HeldStack::new();
+        s.push(entry(1));
+        s.push(entry(2));
+        // Taken again, under another lock and right on top of itself.
+        for _ in 0..3 {
+            let before = s.push(entry(1));
+            assert!(s.fold_relock(1, before));
+        }
+        let before = s.push(entry(2));
+        assert!(s.fold_relock(2, before));
+        assert_eq!(s.entries().len(), 2, "one entry per lock held");
+        assert_eq!(s.entries()[0].relocks, 3);
+        // A lock held once is not folded.
+        let before = s.push(entry(3));
+        assert!(!s.fold_relock(3, before));
+        assert_eq!(s.take(3).map(|e| e.addr), Some(3));
+        for _ in 0..3 {
+            assert!(s.unwind_relock(1));
+        }
+        assert!(!s.unwind_relock(1), "the last unlock lets it go");
+        assert!(s.unwind_relock(2));
+        assert_eq!(s.take(2).map(|e| e.addr), Some(2));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert!(s.entries().is_empty());
+    }
+
+    #[test]
+    fn a_full_stack_still_counts_relocks() {
+        let mut s = HeldStack::new();
+        for i in 0..MAX_HELD as u64 {
+            s.push(entry(i + 1));
+        }
+        let before = s.push(entry(1));
+        assert_eq!(before, MAX_HELD);
+        assert!(s.fold_relock(1, before));
+        assert_eq!(s.entries().len(), MAX_HELD);
+        assert_eq!(s.entries()[0].relocks, 1);
+        let before = s.push(entry(999));
+        assert!(!s.fold_relock(999, before));
+        assert!(!s.holds(999));
     }
 
     #[test]

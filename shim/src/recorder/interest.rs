@@ -36,7 +36,7 @@ pub fn reset_after_fork() {
         let bits = map.load(Ordering::Acquire);
         if !bits.is_null() {
             // SAFETY: our own private anonymous pages; they read back as zeros.
-            unsafe { libc::madvise(bits.cast(), ids / 8, libc::MADV_DONTNEED) };
+            let _ = unsafe { crate::sys::madvise(bits.cast(), ids / 8, libc::MADV_DONTNEED) };
         }
     }
 }

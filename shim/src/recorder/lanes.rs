@@ -372,7 +372,9 @@ impl Lane {
     /// the owner can update it in place. `None` when space ran out (counted).
     pub fn append<T: Pod>(&mut self, record: &T, tail: &[u8]) -> Option<*mut T> {
         let size = align_record(core::mem::size_of::<T>() + tail.len());
-        if size > BLOCK_PAYLOAD {
+        if size > BLOCK_PAYLOAD || super::copied::is_copy() {
+            // Too big, or (see `not_ours`) not this process's trace.
+            self.not_ours();
             return None;
         }
         if self.block.is_null() || self.used as usize + size > BLOCK_PAYLOAD {
@@ -415,6 +417,10 @@ impl Lane {
     /// reused (the most recent events are kept); otherwise the event is
     /// dropped and counted.
     pub fn append_event(&mut self, event: &EventRecord) {
+        if super::copied::is_copy() {
+            self.not_ours();
+            return;
+        }
         let size = core::mem::size_of::<EventRecord>();
         let full = self.ev_block.is_null() || self.ev_used as usize + size > BLOCK_PAYLOAD;
         if full && !self.next_event_block() {
@@ -498,6 +504,16 @@ impl Lane {
                     None
                 }
             },
+        }
+    }
+
+    /// In a child made by a clone none of our hooks saw, in the middle of
+    /// writing with a lane of the parent's: it is cut off from the
+    /// parent's trace (see `copied.rs`), and writes nothing.
+    #[cold]
+    fn not_ours(&self) {
+        if super::copied::is_copy() {
+            super::copied::adopt(false);
         }
     }
 
@@ -712,7 +728,9 @@ impl Lane {
         if !old.is_null() {
             let _errno = crate::diag::ErrnoGuard::save();
             // SAFETY: the previous grown index, no longer referenced.
-            unsafe { libc::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>()) };
+            unsafe {
+                crate::sys::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>())
+            };
         }
         true
     }

@@ -13,18 +13,14 @@ use super::lanes::{Lane, MODE_EDGE};
 use super::thread_state::InHook;
 use locksuit_format::*;
 
-/// The lock at `addr` was just acquired (its held entry is the innermost) while
-/// this thread held others. `tried`: by a trylock, which cannot block.
+/// A lock was just acquired (its held entry is the innermost) while this
+/// thread held others, none of them the same lock (a re-acquisition is a
+/// count on its hold, see `HeldStack::fold_relock`). `tried`: by a trylock,
+/// which cannot block.
 #[cold]
 #[inline(never)]
-pub fn nested(g: &InHook, addr: u64, lane: &mut Lane, tried: bool) {
-    let held = g.thread().held();
-    // Re-acquiring a lock this thread already holds (a recursive mutex)
-    // cannot block: no edge.
-    if held.holds_below_top(addr) {
-        return;
-    }
-    let (entries, memo) = held.entries_and_memo();
+pub fn nested(g: &InHook, lane: &mut Lane, tried: bool) {
+    let (entries, memo) = g.thread().held().entries_and_memo();
     let Some((new, below)) = entries.split_last() else {
         return;
     };

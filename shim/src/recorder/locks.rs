@@ -272,16 +272,19 @@ pub fn released(g: &InHook, addr: u64, extra: u32) -> bool {
 
 #[inline]
 fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
-    let Some(entry) = g.thread().held().take(addr) else {
+    let held = g.thread().held();
+    // An inner unlock of a recursive mutex releases nothing: the lock stays
+    // ours, so its holder, sequence and waiters' view do not change.
+    if held.unwind_relock(addr) {
+        return true;
+    }
+    let Some(entry) = held.take(addr) else {
         return false;
     };
     let mut waiters = 0;
     let mut made_wait = false;
     let mut seq_after = 0;
-    // An inner unlock of a recursive mutex releases nothing: the lock stays
-    // ours, so its holder, sequence and waiters' view do not change.
-    let still_ours = g.thread().held().holds(addr);
-    if !entry.slot.is_null() && !still_ours {
+    if !entry.slot.is_null() {
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*entry.slot };
         waiters = slot.waiting();

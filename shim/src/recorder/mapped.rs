@@ -8,18 +8,16 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 /// shim's tables and grown indexes; never the heap). Leaves errno as it was.
 pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
     let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: a fresh anonymous mapping; it aliases nothing.
-    let p = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    (p != libc::MAP_FAILED).then_some(p.cast())
+    // A fresh anonymous mapping; it aliases nothing.
+    crate::sys::mmap(
+        core::ptr::null_mut(),
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    )
+    .map(|p| p.cast())
 }
 
 /// [`map_anonymous`] for state a fork child starts afresh anyway (the
@@ -30,9 +28,9 @@ pub fn map_anonymous<T>(len: usize) -> Option<*mut T> {
 /// writes them next.
 pub fn map_anonymous_zeroed_in_child<T>(len: usize) -> Option<*mut T> {
     let p: *mut T = map_anonymous(len)?;
-    let _errno = crate::diag::ErrnoGuard::save();
-    // SAFETY: advice on our own fresh private anonymous mapping.
-    unsafe { libc::madvise(p.cast(), len, libc::MADV_WIPEONFORK) };
+    // SAFETY: advice on our own fresh private anonymous mapping; refused
+    // (older kernels, confined), the child gets a copy.
+    let _ = unsafe { crate::sys::madvise(p.cast(), len, libc::MADV_WIPEONFORK) };
     Some(p)
 }
 
@@ -61,13 +59,8 @@ pub fn populate(at: *mut u8, len: usize) {
     let end = (at as usize).saturating_add(len.max(1));
     // SAFETY: populating faults pages in for writing and writes nothing; a
     // range that is not a writable mapping only makes it fail.
-    unsafe {
-        libc::madvise(
-            start as *mut libc::c_void,
-            end - start,
-            libc::MADV_POPULATE_WRITE,
-        )
-    };
+    let _ =
+        unsafe { crate::sys::madvise(start as *mut u8, end - start, libc::MADV_POPULATE_WRITE) };
 }
 
 /// The table published in `cell`, mapped (`len` bytes, zeroed, touched
@@ -88,7 +81,7 @@ pub fn mapped_once<T>(cell: &AtomicPtr<T>, len: usize) -> Option<*mut T> {
         Ok(_) => Some(fresh),
         Err(theirs) => {
             // SAFETY: our own mapping of `len` bytes, never published.
-            unsafe { libc::munmap(fresh.cast(), len) };
+            unsafe { crate::sys::munmap(fresh.cast(), len) };
             Some(theirs)
         }
     }
@@ -122,12 +115,12 @@ pub unsafe fn zero(at: *mut u8, len: usize) {
         }
         core::ptr::write_bytes(at, 0, first_whole - start);
         core::ptr::write_bytes(last_whole as *mut u8, 0, end - last_whole);
-        let advised = libc::madvise(
-            first_whole as *mut libc::c_void,
+        let advised = crate::sys::madvise(
+            first_whole as *mut u8,
             last_whole - first_whole,
             libc::MADV_DONTNEED,
         );
-        if advised != 0 {
+        if advised.is_err() {
             core::ptr::write_bytes(first_whole as *mut u8, 0, last_whole - first_whole);
         }
     }

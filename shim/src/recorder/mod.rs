@@ -18,8 +18,8 @@
 //! - `thread_state`: the thread-local state and [`InHook`];
 //! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
 //!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;
-//! - the file and the clock: `file`, `control`, `call_timer`, `clock`,
-//!   `mapped`, `own_stack`, `path`, `procfs`, `image`, `usage`.
+//! - the file and the clock: `file`, `copied`, `control`, `call_timer`,
+//!   `clock`, `mapped`, `own_stack`, `path`, `procfs`, `image`, `usage`.
 //!
 //! A test (`shim/tests/layering.rs`) keeps the shim's modules free of
 //! import circles.
@@ -31,7 +31,9 @@ pub mod caller;
 mod calls;
 mod clock;
 mod conds;
+mod confinement;
 mod control;
+pub mod copied;
 mod events;
 pub mod file;
 mod filter;
@@ -69,15 +71,17 @@ mod usage;
 use crate::config;
 use crate::diag::{warn_once, Warning};
 use locksuit_format::*;
-pub use thread_lane::current_lane;
+pub use thread_lane::{current_lane, gettid};
 use thread_state::InHook;
 
-pub use call_timer::CallTimer;
+pub use call_timer::{rseq_taken_over, CallTimer};
 pub use caller::Caller;
 pub use calls::{call_blocked, CallFrom};
 pub use clock::{clock_ns, now_ns, Stamp};
 pub use conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
+pub use confinement::{begins as confinement_begins, ended as confinement_ended, Begun, Confining};
 pub use events::Waiting;
+pub use file::cut_off_inherited_trace;
 pub use identity::{object_destroyed, object_initialized, object_opened};
 pub use locks::{
     acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly, timed_out,
@@ -88,6 +92,7 @@ pub use misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use objects::{barrier_initialized, barrier_passed_through};
 pub use own_stack::HOOK_STACK_BUDGET;
 pub use prepared::{prepare, Hold, How, Prepared};
+pub use procfs::threads_in_process;
 pub use sites::library_unloaded;
 pub use threads::{
     exec_failed, exec_starting, join_begin, join_finished, next_create_serial, process_exit,
@@ -163,7 +168,10 @@ fn start_process_here(extra_flags: u32, arm_thread_exit: fn()) -> Result<(), fil
     } else {
         0
     };
-    file::create(extra_flags | by_switches, start)
+    file::create(extra_flags | by_switches, start)?;
+    // From here, a copy of this memory made behind our back can be told.
+    copied::mark_ours();
+    Ok(())
 }
 
 /// A load or store of `address` by a thread that holds a lock (a program

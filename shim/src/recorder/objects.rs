@@ -67,8 +67,8 @@ pub fn reset_after_fork() {
     if !table.is_null() {
         // SAFETY: discarding our own private anonymous pages; they read back
         // as zeros. The child has a single thread.
-        unsafe {
-            libc::madvise(
+        let _ = unsafe {
+            crate::sys::madvise(
                 table.cast(),
                 OBJECT_SLOTS * core::mem::size_of::<ObjectSlot>(),
                 libc::MADV_DONTNEED,

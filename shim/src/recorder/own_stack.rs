@@ -105,9 +105,11 @@ impl OwnStack {
         else {
             return in_place(work);
         };
-        let _errno = crate::diag::ErrnoGuard::save();
-        // SAFETY: the lowest pages of our own fresh mapping become the guard.
-        unsafe { libc::mprotect(base.cast(), GUARD_SIZE, libc::PROT_NONE) };
+        // SAFETY: the lowest pages of our own fresh mapping become the
+        // guard. Without it (refused), an overflow runs into whatever
+        // lies below instead of faulting: the stack is still used, as the
+        // program's would be.
+        let _ = unsafe { crate::sys::mprotect(base, GUARD_SIZE, libc::PROT_NONE) };
         // SAFETY: one past the end of the mapping.
         let top = unsafe { base.add(GUARD_SIZE + STACK_SIZE) };
         // Only this stack's one user maps it: no race to lose.

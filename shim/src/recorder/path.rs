@@ -158,8 +158,7 @@ fn absolute(out: &mut PathBuf, path: &[u8]) {
 }
 
 fn try_open_in(dir: &mut PathBuf, base_name: &[u8]) -> Option<i32> {
-    // SAFETY: getpid is always safe.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = crate::sys::getpid().unwrap_or(0);
     dir.push(b"/locksuit.")
         .push(base_name)
         .push(b".")

@@ -116,6 +116,17 @@ fn prepare_slow(
     caller: Caller,
     started: u64,
 ) -> Option<Prepared> {
+    let lane = if super::copied::is_copy() {
+        // A child made by a clone none of our hooks saw, on the thread it
+        // was made by (the lane is the parent's): it starts its own trace
+        // if it can, and this thread takes a lane in it.
+        if !super::copied::adopt(true) {
+            return None;
+        }
+        current_lane(g)?
+    } else {
+        lane
+    };
     let lane_ptr: *mut Lane = lane;
     let slow_before = lane.shim_ns;
     let prepared = prepare_uncached(lane, (addr, kind, mode), caller);
@@ -254,6 +265,7 @@ impl Prepared {
             counter: self.counter,
             since_ns,
             shim_ns,
+            relocks: 0,
         });
         if held_before != 0 {
             nested(g, (self.addr(), self.lane()), held_before, tried);
@@ -261,12 +273,19 @@ impl Prepared {
     }
 }
 
-/// Taken while `held_before` engagements were held (see `track_hold`).
+/// Taken while `held_before` engagements were held (see `track_hold`):
+/// a re-acquisition, or a lock-order edge from each lock held.
 #[cold]
 #[inline(never)]
 fn nested(g: &InHook, (addr, lane): (u64, &mut Lane), held_before: usize, tried: bool) {
+    if g.thread().held().fold_relock(addr, held_before) {
+        // A lock this thread already holds, taken again (a recursive
+        // mutex): a count on that hold, however deep. It cannot block, so
+        // it is no lock-order edge.
+        return;
+    }
     if held_before < held::MAX_HELD {
-        lock_order::nested(g, addr, lane, tried);
+        lock_order::nested(g, lane, tried);
     } else {
         // Nesting deeper than we track: the engagement is counted, its
         // hold, task switch and lock order are not.

@@ -30,3 +30,19 @@ pub fn read_task_file<'a>(tid: u32, name: &[u8], buf: &'a mut [u8]) -> Option<&'
     let path = CStr::from_bytes_until_nul(&path[..=len]).ok()?;
     read(path, buf)
 }
+
+/// How many threads this process has now (`/proc/self/stat`), if it can
+/// be read.
+pub fn threads_in_process() -> Option<u32> {
+    let mut buf = [0u8; 512];
+    let stat = read(c"/proc/self/stat", &mut buf)?;
+    // The name in parentheses may hold anything, `)` included: the fields
+    // are counted from the last one. num_threads is field 20, the 18th
+    // after the name (field 3 is the first).
+    let after_name = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
+    let field = after_name
+        .split(|&b| b == b' ')
+        .filter(|f| !f.is_empty())
+        .nth(17)?;
+    u32::try_from(crate::text::decimal(field, 10)?).ok()
+}

@@ -165,8 +165,8 @@ pub fn reset_after_fork() {
     let t = RECORDS.load(Ordering::Acquire);
     if !t.is_null() {
         // SAFETY: our own private anonymous pages; they read back as zeros.
-        unsafe {
-            libc::madvise(
+        let _ = unsafe {
+            crate::sys::madvise(
                 t.cast(),
                 SITES_MAX * core::mem::size_of::<AtomicPtr<LiveRatios>>(),
                 libc::MADV_DONTNEED,

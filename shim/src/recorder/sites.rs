@@ -88,7 +88,10 @@ pub fn reset_after_fork() {
     // state; in a fork child before it records, nothing else uses them.
     unsafe {
         super::mapped::zero(SITES.as_ptr() as *mut u8, core::mem::size_of_val(&SITES));
-        super::mapped::zero(OFFSETS.as_ptr() as *mut u8, core::mem::size_of_val(&OFFSETS));
+        super::mapped::zero(
+            OFFSETS.as_ptr() as *mut u8,
+            core::mem::size_of_val(&OFFSETS),
+        );
     }
     NEXT_SITE.store(1, Ordering::Relaxed);
 }
@@ -313,6 +316,15 @@ pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
         }
     });
     (ret != 0).then_some((Caller { ret, sp: 0 }, context))
+}
+
+/// Unwinds once, so that the unwinder's first-use setup (which makes
+/// system calls) is done before the program confines itself.
+pub fn warm_unwinder() {
+    super::thread_state::calling_out(|| {
+        // SAFETY: as in `capture_chain`.
+        unsafe { backtrace::trace_unsynchronized(|frame| frame.ip() as usize != 0) };
+    });
 }
 
 /// Unwinds the current stack into `frames`, starting at the frame that

@@ -133,7 +133,7 @@ impl Mapped {
     fn unmap(&mut self) {
         if !self.base.is_null() {
             // SAFETY: our own mapping, no longer read.
-            unsafe { libc::munmap(self.base.cast(), self.len()) };
+            unsafe { crate::sys::munmap(self.base.cast(), self.len()) };
         }
         *self = Mapped::NONE;
     }
@@ -192,23 +192,18 @@ fn open_mapped(attr: &PerfEventAttr, tid: u32, pages: usize) -> Result<Mapped, (
         base: core::ptr::null_mut(),
         pages,
     };
-    // SAFETY: mapping the event's ring, as perf_event_open(2) describes.
-    let base = unsafe {
-        libc::mmap(
-            core::ptr::null_mut(),
-            ring.len(),
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd,
-            0,
-        )
-    };
-    let errno = crate::diag::errno();
+    // Mapping the event's ring, as perf_event_open(2) describes.
+    let base = crate::sys::mmap_or_errno(
+        core::ptr::null_mut(),
+        ring.len(),
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED,
+        fd,
+        0,
+    );
     // The mapping keeps the event; the program never sees the descriptor.
     crate::sys::close(fd);
-    if base == libc::MAP_FAILED {
-        return Err((errno, true));
-    }
+    let base = base.map_err(|errno| (errno, true))?;
     Ok(Mapped {
         base: base.cast(),
         pages,

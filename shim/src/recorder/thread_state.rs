@@ -75,6 +75,9 @@ pub struct ThreadState {
     /// parent writes at every fork anyway, so that reading the clocks in
     /// the parent costs no page fault more, and the child none at all.
     forked_at: Cell<(u64, u64)>,
+    /// Where the `vfork` hook returns to (its caller's return address,
+    /// kept here: a vfork child overwrites the stack it was on).
+    vfork_return: Cell<usize>,
 }
 
 impl ThreadState {
@@ -96,6 +99,7 @@ impl ThreadState {
             skip_stores_at: Cell::new(0),
             call_timer: TimerState::initial(),
             forked_at: Cell::new((0, 0)),
+            vfork_return: Cell::new(0),
         }
     }
 
@@ -116,6 +120,7 @@ impl ThreadState {
             && self.skip_stores_at.get() == other.skip_stores_at.get()
             && self.call_timer.same_as(&other.call_timer)
             && self.forked_at.get() == other.forked_at.get()
+            && self.vfork_return.get() == other.vfork_return.get()
     }
 }
 
@@ -200,6 +205,18 @@ impl ThreadState {
 
     pub fn forked_at(&self) -> (u64, u64) {
         self.forked_at.get()
+    }
+
+    pub fn forking(&self) -> bool {
+        self.flags.get() & FORKING != 0
+    }
+
+    pub fn set_vfork_return(&self, ret: usize) {
+        self.vfork_return.set(ret);
+    }
+
+    pub fn vfork_return(&self) -> usize {
+        self.vfork_return.get()
     }
 
     /// Counts one more run of the thread-exit destructor; returns the count.

@@ -27,32 +27,6 @@ pub fn thread_created(g: &InHook, serial: u32, asked_ns: u64) {
     }
 }
 
-/// Names given to threads the shim did not know yet (see `thread_named`):
-/// while any was, a registering thread reads its own name from the kernel.
-static NAMED_UNKNOWN: AtomicU32 = AtomicU32::new(0);
-
-/// A thread just registered with record `t`: if another thread may have
-/// named it before (its pthread_t matched no record), take the kernel's
-/// name now, so the name goes to this thread and not to a later one that
-/// reuses its pthread_t.
-pub fn take_name_given_early(t: *mut ThreadRecord) {
-    // Pairs with the fence in `thread_named`: either the namer saw this
-    // record, or this thread sees the namer's count.
-    core::sync::atomic::fence(Ordering::SeqCst);
-    if t.is_null() || NAMED_UNKNOWN.load(Ordering::Relaxed) == 0 {
-        return;
-    }
-    let mut name = [0u8; THREAD_NAME_MAX];
-    read_own_name(&mut name);
-    // SAFETY: this thread's own new record in the live mapping.
-    unsafe { (*t).name = name };
-}
-
-fn read_own_name(name: &mut [u8; THREAD_NAME_MAX]) {
-    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
-    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) };
-}
-
 /// The calling thread is ending (thread-local destructor): close its record
 /// and give its lane to the next thread.
 pub fn thread_ended(g: &InHook) {
@@ -78,7 +52,7 @@ pub fn thread_ended(g: &InHook) {
                 t.end_ns = now_ns();
                 t.shim_call_ps = s.call_cost().mean_ps() as u32;
                 // The kernel's name is the last one given, by any means.
-                read_own_name(&mut t.name);
+                super::thread_lane::read_own_name(&mut t.name);
                 // A wait a cancellation unwound out of is over too.
                 AtomicU32::from_ptr(addr_of_mut!(t.wait_kind)).store(0, Ordering::Release);
                 t.flags |= THREAD_ENDED;
@@ -147,7 +121,7 @@ pub fn thread_named(_in_hook: &InHook, target: u64, name: &[u8]) {
     crate::policy::names_changed();
     // SAFETY: pthread_self is always safe.
     if target != unsafe { libc::pthread_self() } as u64 {
-        NAMED_UNKNOWN.fetch_add(1, Ordering::Relaxed);
+        super::thread_lane::NAMED_UNKNOWN.fetch_add(1, Ordering::Relaxed);
         core::sync::atomic::fence(Ordering::SeqCst);
     }
     let mut fixed = [0u8; THREAD_NAME_MAX];
@@ -297,8 +271,7 @@ pub fn process_exit(code: Option<i32>) {
 /// About to `exec`. Returns false in a `vfork` child (which shares our
 /// memory): the parent's trace must not be touched then.
 pub fn exec_starting() -> bool {
-    // SAFETY: getpid is always safe.
-    if unsafe { libc::getpid() } as u32 != file::pid() {
+    if !file::is_trace_process() {
         return false;
     }
     capture_live_threads();

@@ -28,7 +28,7 @@ pub fn acquired_unheld(p: &Prepared) {
 
 /// The common release, done in full or not at all: the innermost held
 /// lock, exclusive, untimed, not handed over, nobody waiting for it, not
-/// held again further down (recursively). Anything else returns false
+/// taken more than once (recursively). Anything else returns false
 /// with nothing changed, for [`record_released`](super::locks).
 #[inline(always)]
 pub fn released(g: &InHook, addr: u64) -> bool {
@@ -39,7 +39,7 @@ pub fn released(g: &InHook, addr: u64) -> bool {
     let Some(top) = held.innermost(addr) else {
         return false;
     };
-    if top.flags != 0 || top.since_ns != 0 || top.slot.is_null() || held.holds_below_top(addr) {
+    if top.flags != 0 || top.since_ns != 0 || top.slot.is_null() || top.relocks != 0 {
         return false;
     }
     // SAFETY: slots live in the object table for the life of the process.

@@ -84,8 +84,7 @@ fn wait_round(round: u32) -> bool {
     if round < WAIT_SPINS {
         core::hint::spin_loop();
     } else {
-        // SAFETY: sched_yield takes no arguments.
-        unsafe { libc::sched_yield() };
+        crate::sys::sched_yield();
     }
     true
 }
@@ -147,8 +146,8 @@ pub fn reset_after_fork() {
     let t = TABLE.load(Ordering::Acquire);
     if !t.is_null() {
         // SAFETY: our own private anonymous pages; they read back as zeros.
-        unsafe {
-            libc::madvise(
+        let _ = unsafe {
+            crate::sys::madvise(
                 t.cast(),
                 SLOTS * core::mem::size_of::<Slot>(),
                 libc::MADV_DONTNEED,
@@ -158,7 +157,7 @@ pub fn reset_after_fork() {
     let pages = PAGES.load(Ordering::Acquire);
     if !pages.is_null() {
         // SAFETY: as above.
-        unsafe { libc::madvise(pages.cast(), PAGE_SLOTS * 8, libc::MADV_DONTNEED) };
+        let _ = unsafe { crate::sys::madvise(pages.cast(), PAGE_SLOTS * 8, libc::MADV_DONTNEED) };
     }
     PAGES_FULL.store(false, Ordering::Relaxed);
     // A thread of the parent may have been claiming; it is not in the child.

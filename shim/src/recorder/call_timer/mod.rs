@@ -72,7 +72,7 @@ mod tests;
 
 pub use rseq::{init, switches_seen};
 
-use super::clock::{clock_ns, Stamp};
+use super::clock::Stamp;
 use core::cell::Cell;
 use rseq::{
     free_section, is_free, kernel_usable, read_slot, registered, slot, slot_known, stamped_section,
@@ -130,7 +130,7 @@ impl TimerState {
     /// Whether the pointer may be set on this thread: the kernel was
     /// found usable and glibc registered the thread with our signature.
     fn may_set(&self, slot: *mut u64) -> bool {
-        if !kernel_usable() || !registered(slot) {
+        if rseq::taken_over() || !kernel_usable() || !registered(slot) {
             return false;
         }
         match self.signature.get() {
@@ -227,9 +227,9 @@ fn switched(state: &TimerState, min_ns: u64) -> Option<(u64, u64)> {
     if age < min_ns {
         return None;
     }
-    let Some(used) = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).checked_sub(state.cpu_ns.get()) else {
-        return None; // the CPU clock started again: a child of a raw fork
-    };
+    // None: the CPU clock started again (a child of a raw fork), or the
+    // program is confined and the clock cannot be read.
+    let used = crate::sys::own_cpu_ns()?.checked_sub(state.cpu_ns.get())?;
     let switched_out = since.saturating_add(used).min(ended);
     let block = ended - switched_out;
     (block >= min_ns + age / AGE_MARGIN).then_some((switched_out, ended))
@@ -278,13 +278,32 @@ fn go_free(state: &TimerState) {
     let set = free_section(which);
     write_slot(slot, set);
     let wall = Stamp::now();
-    let cpu_ns = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    let Some(cpu_ns) = crate::sys::own_cpu_ns() else {
+        write_slot(slot, 0);
+        return; // confined: no reference to be had; stay stamped
+    };
     if read_slot(slot) != set {
         return; // switched meanwhile: the reference may be late; stay stamped
     }
     state.which.set(which);
     state.wall.set(wall);
     state.cpu_ns.set(cpu_ns);
+}
+
+/// The program is about to make an rseq system call of its own (register
+/// an area, maybe glibc's with another signature, or unregister one): the
+/// pointer is never set again, and this thread's is cleared first if it
+/// holds one of ours. Other threads' areas stay glibc's until they make
+/// such a call themselves, which clears theirs.
+pub fn rseq_taken_over() {
+    rseq::take_over();
+    if slot_known() {
+        let slot = slot();
+        let set = read_slot(slot);
+        if is_free(set) || set == stamped_section() {
+            write_slot(slot, 0);
+        }
+    }
 }
 
 /// In a fork child: the reference's CPU time is the parent thread's, so

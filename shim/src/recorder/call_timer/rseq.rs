@@ -95,6 +95,19 @@ static RSEQ_SIZE: AtomicIsize = AtomicIsize::new(0);
 /// `init` looked for them: until then (calls made by other libraries'
 /// constructors, before ours) the kernel is not tested.
 static AREA_LOOKED_FOR: AtomicBool = AtomicBool::new(false);
+/// The program made an rseq system call of its own: an area may now be
+/// registered with a signature other than glibc's, and a descriptor of
+/// ours in it would get the thread killed. No thread sets the pointer
+/// again.
+static TAKEN_OVER: AtomicBool = AtomicBool::new(false);
+
+pub(super) fn take_over() {
+    TAKEN_OVER.store(true, Ordering::SeqCst);
+}
+
+pub(super) fn taken_over() -> bool {
+    TAKEN_OVER.load(Ordering::Relaxed)
+}
 
 /// Finds glibc's rseq area (glibc 2.35 and later export where it is) and
 /// tests the kernel (once: a fork child keeps its parent's verdict), so
@@ -218,7 +231,8 @@ pub(super) fn forget_test_in_child() {
 
 #[cold]
 fn test_kernel() -> bool {
-    if !AREA_LOOKED_FOR.load(Ordering::Acquire) {
+    // Confined, the test's system calls would be refused: no verdict.
+    if !AREA_LOOKED_FOR.load(Ordering::Acquire) || crate::sys::confined::confined() {
         return false;
     }
     if KERNEL

@@ -8,7 +8,10 @@
 //! do not go through libc at all: they are `syscall` instructions here.
 //!
 //! Nothing here touches errno: the program never sees an errno set by the
-//! shim. Failures return the error number.
+//! shim. Failures return the error number. Once the program is confined
+//! (seccomp), every call here fails with EPERM without being made.
+
+pub mod confined;
 
 use core::ffi::{c_int, c_long, c_uint, CStr};
 
@@ -48,17 +51,45 @@ pub unsafe fn raw_syscall(n: c_long, a: [usize; 6]) -> c_long {
     rc
 }
 
-/// `raw_syscall` with its arguments cast to machine words.
+/// One of the shim's own system calls: refused with `-EPERM`, without
+/// reaching the kernel, while the program is confined (see `confined`).
+///
+/// # Safety
+/// As for [`raw_syscall`].
+#[inline]
+pub unsafe fn own_syscall(n: c_long, a: [usize; 6]) -> c_long {
+    let Some(_call) = confined::OwnCall::begin() else {
+        return -(libc::EPERM as c_long);
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { raw_syscall(n, a) }
+}
+
+/// The shim's own system call ([`own_syscall`]), its arguments cast to
+/// machine words.
 macro_rules! sys {
     ($n:expr $(, $arg:expr)* $(,)?) => {{
         let mut words = [0usize; 6];
         let args: &[usize] = &[$($arg as usize),*];
         words[..args.len()].copy_from_slice(args);
         // SAFETY: forwarded from the caller of `sys!`.
-        unsafe { $crate::sys::raw_syscall($n as core::ffi::c_long, words) }
+        unsafe { $crate::sys::own_syscall($n as core::ffi::c_long, words) }
     }};
 }
 pub(crate) use sys;
+
+/// A system call the program asked for, made for it ([`raw_syscall`]):
+/// never refused.
+macro_rules! forward {
+    ($n:expr $(, $arg:expr)* $(,)?) => {{
+        let mut words = [0usize; 6];
+        let args: &[usize] = &[$($arg as usize),*];
+        words[..args.len()].copy_from_slice(args);
+        // SAFETY: forwarded from the caller of `forward!`.
+        unsafe { $crate::sys::raw_syscall($n as core::ffi::c_long, words) }
+    }};
+}
+pub(crate) use forward;
 
 /// A raw system call's result: `Err(errno)` on failure.
 fn raw(call: impl FnOnce() -> c_long) -> Result<c_long, c_int> {
@@ -193,10 +224,193 @@ pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
         .map(|_| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// `getppid`: a system call that never blocks.
+/// Nanoseconds the calling thread has run on a CPU (`clock_gettime` of
+/// its CPU clock, made raw: glibc's would make the call out of our sight).
+pub fn own_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer for one timespec.
+    raw(|| {
+        sys!(
+            libc::SYS_clock_gettime,
+            libc::CLOCK_THREAD_CPUTIME_ID,
+            &mut ts as *mut _
+        )
+    })
+    .ok()
+    .map(|_| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: c_int, len: u64) -> Result<(), c_int> {
+    // SAFETY: a plain system call on the caller's descriptor.
+    raw(|| sys!(libc::SYS_ftruncate, fd, len)).map(|_| ())
+}
+
+/// `getppid`: a system call that never blocks (0 if refused).
 pub fn getppid() -> c_int {
     // SAFETY: no arguments.
-    sys!(libc::SYS_getppid) as c_int
+    raw(|| sys!(libc::SYS_getppid)).map_or(0, |pid| pid as c_int)
+}
+
+/// `getpid`; `None` if refused (confined).
+pub fn getpid() -> Option<u32> {
+    // SAFETY: no arguments.
+    raw(|| sys!(libc::SYS_getpid)).ok().map(|pid| pid as u32)
+}
+
+/// `sched_yield`.
+pub fn sched_yield() {
+    // SAFETY: no arguments.
+    let _ = raw(|| sys!(libc::SYS_sched_yield));
+}
+
+/// The calling thread's name (`PR_GET_NAME`), NUL-padded; left as it was
+/// if refused.
+pub fn own_thread_name(name: &mut [u8; 16]) {
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the buffer.
+    let _ = raw(|| sys!(libc::SYS_prctl, libc::PR_GET_NAME, name.as_mut_ptr()));
+}
+
+/// `mmap`; `None` on failure (or when refused).
+pub fn mmap(
+    addr: *mut libc::c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: u64,
+) -> Option<*mut u8> {
+    mmap_or_errno(addr, len, prot, flags, fd, offset).ok()
+}
+
+/// `mmap`; the error number on failure.
+pub fn mmap_or_errno(
+    addr: *mut libc::c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: u64,
+) -> Result<*mut u8, c_int> {
+    // SAFETY: never MAP_FIXED here: the kernel picks the place, and checks
+    // the rest of the request.
+    raw(|| {
+        sys!(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot,
+            flags & !libc::MAP_FIXED,
+            fd,
+            offset
+        )
+    })
+    .map(|p| p as *mut u8)
+}
+
+/// `mmap` with `MAP_FIXED` over `len` bytes at `addr`, with no file.
+///
+/// # Safety
+/// Whatever was mapped at `addr` is replaced: nothing may rely on it.
+pub unsafe fn map_fixed(addr: *mut u8, len: usize, flags: c_int) -> Result<(), c_int> {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    raw(|| {
+        sys!(
+            libc::SYS_mmap,
+            addr,
+            len,
+            prot,
+            flags | libc::MAP_FIXED,
+            -1i32,
+            0
+        )
+    })
+    .map(|_| ())
+}
+
+/// Sends `sig` with `info` again to the calling thread
+/// (`rt_tgsigqueueinfo`; a process may send itself any siginfo).
+pub fn requeue_to_self(sig: c_int, info: *mut libc::siginfo_t) -> Result<(), c_int> {
+    let tgid = getpid().ok_or(libc::EPERM)?;
+    // SAFETY: no arguments.
+    let tid = raw(|| sys!(libc::SYS_gettid))?;
+    // SAFETY: `info` is a valid siginfo the kernel copies.
+    raw(|| sys!(libc::SYS_rt_tgsigqueueinfo, tgid, tid, sig, info)).map(|_| ())
+}
+
+/// Adds `set` to the calling thread's blocked signals; the mask before,
+/// or `None` if it could not be changed.
+pub fn block_signals(set: &libc::sigset_t) -> Option<libc::sigset_t> {
+    // SAFETY: all zero bits is an empty set.
+    let mut before: libc::sigset_t = unsafe { core::mem::zeroed() };
+    // SAFETY: valid sets; the kernel's sigset is 8 bytes.
+    raw(|| {
+        sys!(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            set as *const libc::sigset_t,
+            &mut before as *mut libc::sigset_t,
+            8
+        )
+    })
+    .ok()
+    .map(|_| before)
+}
+
+/// Sets the calling thread's blocked signals to `set`.
+pub fn set_signal_mask(set: &libc::sigset_t) {
+    // SAFETY: a valid set; the kernel's sigset is 8 bytes.
+    let _ = raw(|| {
+        sys!(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            set as *const libc::sigset_t,
+            core::ptr::null_mut::<libc::sigset_t>(),
+            8
+        )
+    });
+}
+
+/// `munmap`.
+///
+/// # Safety
+/// Nothing may use the range afterwards.
+pub unsafe fn munmap(addr: *mut u8, len: usize) {
+    let _ = raw(|| sys!(libc::SYS_munmap, addr, len));
+}
+
+/// Replaces the `len` bytes of mappings at `addr` with private zeros, at
+/// the same addresses (`MAP_FIXED`).
+///
+/// # Safety
+/// The range must be the shim's own mapping, whose contents no longer
+/// matter: whatever still points into it reads zeros after.
+pub unsafe fn replace_with_zeros(addr: *mut u8, len: usize) -> Result<(), c_int> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let no_file: c_int = -1;
+    raw(|| sys!(libc::SYS_mmap, addr, len, prot, flags, no_file, 0)).map(|_| ())
+}
+
+/// `mprotect`.
+///
+/// # Safety
+/// The range must be the shim's own mapping, and nothing may use it in a
+/// way the new protection forbids.
+pub unsafe fn mprotect(addr: *mut u8, len: usize, prot: c_int) -> Result<(), c_int> {
+    raw(|| sys!(libc::SYS_mprotect, addr, len, prot)).map(|_| ())
+}
+
+/// `madvise`; advice only, so a refusal is no failure.
+///
+/// # Safety
+/// The advice must not discard memory still in use (`MADV_DONTNEED` on
+/// memory whose contents matter).
+pub unsafe fn madvise(addr: *mut u8, len: usize, advice: c_int) -> Result<(), c_int> {
+    raw(|| sys!(libc::SYS_madvise, addr, len, advice)).map(|_| ())
 }
 
 /// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`),
