@@ -438,7 +438,14 @@ pub fn thread_exiting(code: i32) {
     if !matches!(state(), State::Enabled | State::Exiting) || !recorder::file::is_trace_process() {
         return;
     }
-    if recorder::threads_in_process() == Some(1) {
+    // Confined, /proc cannot be read: the threads the shim knows of are
+    // all it can go by (under seccomp strict mode, the only way out is
+    // this call).
+    let last = match recorder::threads_in_process() {
+        Some(n) => n == 1,
+        None => recorder::lanes::live_threads_recorded() <= 1,
+    };
+    if last {
         let main = recorder::file::pid() == recorder::gettid();
         process_ending(main.then_some(code));
         return;

@@ -54,6 +54,10 @@ fn strict_mode_runs_and_is_recorded_into_what_was_mapped() {
         let report = report_json(&[&only_trace(&dir)], None);
         let p = only_process(&report);
         assert_eq!(acquisitions(p), 200, "{}", short(p));
+        // Its way out, syscall(SYS_exit, 7) on its one thread, is a
+        // normal exit, although /proc could not be read to tell.
+        assert_eq!(p["complete"], true, "{}", short(p));
+        assert_eq!(p["exit_code"], 7, "{}", short(p));
         let w = warnings(p);
         assert!(
             w.iter().any(|w| w.contains("confined itself with seccomp")),

@@ -336,6 +336,14 @@ fn pop_free() -> Option<u32> {
     }
 }
 
+/// How many lanes have a live thread: the threads alive that recorded
+/// something (a thread that never made a hooked call has none).
+pub fn live_threads_recorded() -> u32 {
+    let mut n = 0;
+    for_each_active(|_| n += 1);
+    n
+}
+
 /// Calls `f` on every lane that currently has a live thread.
 pub fn for_each_active(mut f: impl FnMut(&Lane)) {
     if LANES.load(Ordering::Acquire).is_null() {
