@@ -500,40 +500,32 @@ fn run_and_the_suite_script_keep_the_shims_warnings_out_of_the_programs_stderr()
     let bin = build_c("tiny");
     let bin = bin.to_str().unwrap();
     let cwd = fresh_dir("cli-quiet");
-    let mut cmd = Command::new(locksuit_path());
-    cmd.args(["run", "--output", "r.txt", "--", bin])
-        .current_dir(&cwd)
-        .env_remove("LD_PRELOAD")
-        .env_remove("LOCKSUIT_DIR")
-        .env_remove("LOCKSUIT_QUIET")
-        .env("LOCKSUIT_EVENTS", "some");
-    let out = run_captured(cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("LOCKSUIT_EVENTS"), "{stderr}");
-    let report = std::fs::read_to_string(cwd.join("r.txt")).unwrap();
-    assert!(
-        report.contains("the shim said: LOCKSUIT_EVENTS must be"),
-        "{report}"
-    );
-
-    let report = cwd.join("suite.txt");
-    let mut cmd = Command::new(workspace_root().join("scripts/run-under-shim.sh"));
-    cmd.args(["--report", report.to_str().unwrap(), "--", bin])
-        .current_dir(&cwd)
-        .env_remove("LD_PRELOAD")
-        .env_remove("LOCKSUIT_DIR")
-        .env_remove("LOCKSUIT_QUIET")
-        .env("LOCKSUIT_EVENTS", "some");
-    let out = run_captured(cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("LOCKSUIT_EVENTS"), "{stderr}");
-    let report = std::fs::read_to_string(&report).unwrap();
-    assert!(
-        report.contains("the shim said: LOCKSUIT_EVENTS must be"),
-        "{report}"
-    );
+    let suite = workspace_root().join("scripts/run-under-shim.sh");
+    let runners = [
+        (locksuit_path(), "--output", "run.txt"),
+        (suite, "--report", "suite.txt"),
+    ];
+    for (runner, report_option, report) in runners {
+        let mut cmd = Command::new(&runner);
+        if report == "run.txt" {
+            cmd.arg("run");
+        }
+        cmd.args([report_option, report, "--", bin])
+            .current_dir(&cwd)
+            .env_remove("LD_PRELOAD")
+            .env_remove("LOCKSUIT_DIR")
+            .env_remove("LOCKSUIT_QUIET")
+            .env("LOCKSUIT_EVENTS", "some");
+        let out = run_captured(cmd);
+        assert_eq!(out.status.code(), Some(0), "{report}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("LOCKSUIT_EVENTS"), "{report}: {stderr}");
+        let text = std::fs::read_to_string(cwd.join(report)).unwrap();
+        assert!(
+            text.contains("the shim said: LOCKSUIT_EVENTS must be"),
+            "{report}: {text}"
+        );
+    }
 }
 
 fn mode_of(path: &Path) -> u32 {
