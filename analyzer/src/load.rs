@@ -42,6 +42,60 @@ pub fn traces_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(found)
 }
 
+/// The trace a running process writes: among the files it maps shared
+/// (the shim maps its trace so), the locksuit trace whose header names
+/// that pid (a child forked a moment ago still maps its parent's). None if
+/// there is none (not run under the shim, gone, or another user's process
+/// whose mappings cannot be read).
+pub fn trace_of_running(pid: u32) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let mut files: Vec<&str> = maps.lines().filter_map(shared_file).collect();
+    files.dedup();
+    files
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| trace_header_pid(path) == Some(pid))
+}
+
+/// The file of a shared mapping, from its line in `/proc/PID/maps`
+/// ("address perms offset device inode   path"); None for a private or
+/// anonymous mapping, or a file deleted since.
+fn shared_file(line: &str) -> Option<&str> {
+    let mut rest = line;
+    let mut perms = "";
+    for field in 0..5 {
+        rest = rest.trim_start();
+        let end = rest.find(' ')?;
+        if field == 1 {
+            perms = &rest[..end];
+        }
+        rest = &rest[end..];
+    }
+    let path = rest.trim_start();
+    (perms.contains('s') && path.starts_with('/') && !path.ends_with(" (deleted)")).then_some(path)
+}
+
+/// The pid in the header of the locksuit trace at `path`; None if it is
+/// not one.
+fn trace_header_pid(path: &Path) -> Option<u32> {
+    use locksuit_format::{FileHeader, BYTE_ORDER_MARK, MAGIC};
+    use std::io::Read;
+    // Look before opening: opening a FIFO waits for a writer.
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut head = [0u8; core::mem::size_of::<FileHeader>()];
+    File::open(path).ok()?.read_exact(&mut head).ok()?;
+    let u32_at = |at: usize| {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&head[at..at + 4]);
+        u32::from_le_bytes(b)
+    };
+    let trace = head[..8] == MAGIC
+        && u32_at(core::mem::offset_of!(FileHeader, byte_order)) == BYTE_ORDER_MARK;
+    trace.then(|| u32_at(core::mem::offset_of!(FileHeader, pid)))
+}
+
 /// Where `report` and `events` look when no PATH is given:
 /// `$LOCKSUIT_DIR`, or else the current directory.
 fn default_dir() -> PathBuf {
@@ -391,22 +445,26 @@ impl<F: FnMut(&Path, Mapped)> Walk<'_, F> {
             } else {
                 format!("; newer traces that recorded none: {}", idle.join(", "))
             };
-            eprintln!(
-                "locksuit: reporting on {}, the newest trace in {} with lock activity{newer}",
-                path.display(),
-                dir.display()
-            );
+            if crate::progress::stderr_free() {
+                eprintln!(
+                    "locksuit: reporting on {}, the newest trace in {} with lock activity{newer}",
+                    path.display(),
+                    dir.display()
+                );
+            }
             (self.each)(&path, mapped);
             return Ok(());
         }
         let Some((newest, mapped)) = newest_idle else {
             return Err(InputError(first_error.unwrap_or_default()));
         };
-        eprintln!(
+        if crate::progress::stderr_free() {
+            eprintln!(
             "locksuit: none of the {total} traces in {} recorded lock activity; reporting on the newest, {}",
             dir.display(),
             newest.display()
         );
+        }
         (self.each)(&newest, mapped);
         Ok(())
     }

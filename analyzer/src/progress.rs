@@ -1,11 +1,28 @@
 //! Progress on stderr while a large trace is read: a spinner while its
 //! records are read, then a bar over the file while its events are. Shown
-//! only when stderr is a terminal; a pipe or a file gets nothing.
+//! only when stderr is a terminal; a pipe or a file gets nothing, and so
+//! does a terminal a terminal UI (`top`) has taken over.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// Set while a terminal UI owns the screen: anything written to stderr
+/// would land in the middle of its drawing, which it does not redraw.
+static SCREEN_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// A terminal UI has the screen (`true`) or has given it back (`false`):
+/// no progress, nor notes on stderr, meanwhile.
+pub fn screen_taken(taken: bool) {
+    SCREEN_TAKEN.store(taken, Ordering::Relaxed);
+}
+
+/// Whether notes may go to stderr now (no terminal UI owns the screen).
+pub fn stderr_free() -> bool {
+    !SCREEN_TAKEN.load(Ordering::Relaxed)
+}
 
 /// Traces smaller than this are read in well under a second: no progress.
 pub const LARGE_TRACE_BYTES: u64 = 32 << 20;
@@ -22,7 +39,7 @@ impl Progress {
     /// Starts showing progress for the trace at `path`, `len` bytes long,
     /// if it is large and stderr is a terminal.
     pub fn for_trace(path: &Path, len: u64) -> Self {
-        if len < LARGE_TRACE_BYTES || !std::io::stderr().is_terminal() {
+        if len < LARGE_TRACE_BYTES || !std::io::stderr().is_terminal() || !stderr_free() {
             return Progress(None);
         }
         // Drawn only once it says what it is.

@@ -1,10 +1,13 @@
 /* A running program for `locksuit top`: two workers take turns on
  * hot_lock, each holding it 2 ms (asleep) at a time, until SIGTERM (or
- * 60 s). Prints "ready" once both have taken it. */
+ * 60 s). Prints "ready" once both have taken it. With an argument N, main
+ * first takes cold_lock N times alone (under LOCKSUIT_EVENTS=all, two
+ * events each: a large trace from the start). */
 #include "common.h"
 
 
 static pthread_mutex_t hot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t cold_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile sig_atomic_t stop;
 static volatile int started;
 
@@ -31,9 +34,14 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     catch_sigterm(on_term);
+    long alone = argc > 1 ? atol(argv[1]) : 0;
+    for (long i = 0; i < alone; i++) {
+        CHECK(pthread_mutex_lock(&cold_lock));
+        CHECK(pthread_mutex_unlock(&cold_lock));
+    }
     pthread_t a, b;
     CHECK(pthread_create(&a, NULL, worker, NULL));
     CHECK(pthread_create(&b, NULL, worker, NULL));

@@ -128,3 +128,170 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
     let report = report_json(&[&dir], None);
     assert_eq!(only_process(&report)["events_mode"], "switched");
 }
+
+/// `bin` started under the shim with `args` and `env`, its traces in
+/// `dir`, once it printed "ready".
+fn spawn_ready_with(
+    bin: &std::path::Path,
+    args: &[&str],
+    dir: &std::path::Path,
+    env: &[(&str, &str)],
+) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin)
+        .args(args)
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", dir)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "ready\n", "{} did not start", bin.display());
+    child
+}
+
+/// Runs `locksuit ARGS` in a new tmux session of `columns` × `rows`, from
+/// directory `cwd`, with neither the shim nor LOCKSUIT_DIR in its
+/// environment (the tmux server may have either from whoever started it).
+fn start_top(session: &str, (columns, rows): (u16, u16), cwd: &std::path::Path, args: &str) {
+    let command = format!(
+        "env -u LD_PRELOAD -u LOCKSUIT_DIR {} {args}",
+        locksuit_path().display()
+    );
+    let made = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-c",
+        cwd.to_str().unwrap(),
+        "-x",
+        &columns.to_string(),
+        "-y",
+        &rows.to_string(),
+        &command,
+    ]);
+    assert!(made.status.success(), "{}", describe(&made));
+}
+
+/// Presses `q` and waits for the session to end.
+fn quit(session: &str) {
+    tmux(&["send-keys", "-t", session, "q"]);
+    let started = Instant::now();
+    while tmux(&["has-session", "-t", session]).status.success() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "top did not quit"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn tmux_missing() -> bool {
+    let missing = Command::new("tmux").arg("-V").output().is_err();
+    if missing {
+        eprintln!("tmux is not installed: the terminal view is not checked (.ci/run installs it)");
+    }
+    missing
+}
+
+#[test]
+fn top_pid_finds_the_trace_the_program_has_open_and_its_keys_fit_80_columns() {
+    if tmux_missing() {
+        return;
+    }
+    let bin = build_c("top_target");
+    let dir = fresh_dir("top-pid");
+    let target = spawn_ready_with(&bin, &[], &dir, &[]);
+    // Run from a directory with no traces, without LOCKSUIT_DIR: only the
+    // program's own mappings say where its trace is.
+    let elsewhere = fresh_dir("top-pid-elsewhere");
+    let session = format!("locksuit-top-pid-{}", std::process::id());
+    start_top(
+        &session,
+        (80, 24),
+        &elsewhere,
+        &format!("top {}", target.id()),
+    );
+    let seen = until(&session, "lock table", |p| {
+        p.contains("&hot_lock") && p.contains("Locks")
+    });
+    assert!(seen.contains(&format!("(pid {})", target.id())), "{seen}");
+    // The whole key line, inside the frame.
+    let keys = seen
+        .lines()
+        .find(|l| l.contains("s: sort by"))
+        .unwrap_or_else(|| panic!("no key line in:\n{seen}"));
+    for key in ["s: sort by", "p: pause", "e: record", "q: quit"] {
+        assert!(keys.contains(key), "{key} cut from the key line:\n{seen}");
+    }
+    assert!(keys.trim_end().ends_with('│'), "{keys}");
+    quit(&session);
+    terminate(target);
+}
+
+/// The number before `pattern` in `line` ("1234 events"), if it is there.
+fn number_before(line: &str, pattern: &str) -> Option<u64> {
+    let head = &line[..line.find(pattern)?];
+    let digits: String = head
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
+}
+
+#[test]
+fn top_on_a_trace_over_32_mib_draws_nothing_over_its_view() {
+    if tmux_missing() {
+        return;
+    }
+    let bin = build_c("top_target");
+    let dir = fresh_dir("top-large");
+    // 300,000 rounds alone, two events each of 64 bytes: over 36 MiB
+    // before "ready", and more while the workers run.
+    let target = spawn_ready_with(&bin, &["300000"], &dir, &[("LOCKSUIT_EVENTS", "all")]);
+    let trace = traces_in(&dir).into_iter().next().expect("a trace");
+    let size = std::fs::metadata(&trace).unwrap().len();
+    assert!(
+        size > 32 << 20,
+        "{size} bytes: not the size this test is about"
+    );
+    let session = format!("locksuit-top-large-{}", std::process::id());
+    start_top(&session, (120, 40), &dir, &format!("top {}", dir.display()));
+    // Every refresh reads the whole trace again: three refreshes seen (the
+    // event count moved), each look at the pane finds only the view: a
+    // frame on every row, no progress line, no row wiped by one.
+    let started = Instant::now();
+    let mut counts: Vec<u64> = Vec::new();
+    while counts.len() < 4 {
+        let seen = pane(&session);
+        let count = seen.lines().find_map(|l| number_before(l, " events ("));
+        if let Some(n) = count {
+            for (i, line) in seen.lines().enumerate() {
+                assert!(
+                    !line.trim().is_empty() && !line.contains("reading records"),
+                    "row {i} is not the view's:\n{seen}"
+                );
+            }
+            assert!(!seen.contains("events ["), "a progress bar:\n{seen}");
+            if counts.last() != Some(&n) {
+                counts.push(n);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "fewer than 3 refreshes in 60 s ({counts:?}):\n{seen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    quit(&session);
+    terminate(target);
+}

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub(super) struct TopArgs {
-    /// A running program's pid (its trace is looked for in $LOCKSUIT_DIR, else the
-    /// current directory), a trace file, or a directory of traces (the newest process
-    /// with lock activity).
+    /// A running program's pid (the trace it has open; if it has none, its trace is
+    /// looked for in $LOCKSUIT_DIR, else the current directory), a trace file, or a
+    /// directory of traces (the newest process with lock activity).
     target: Option<String>,
     /// Seconds between refreshes.
     #[arg(long, default_value = "1", value_parser = parse_timeout, value_name = "SECONDS")]
@@ -168,9 +168,17 @@ fn refresh(view: &mut View, target: &(Vec<PathBuf>, Selection), symbolizer: &mut
     }
 }
 
+/// Whether `e` asks the program to record every operation (else to go
+/// back to contended ones): unless that was asked last, or it records
+/// every operation from the start.
+fn asks_for_every_operation(view: &View, p: &Process) -> bool {
+    view.asked != locksuit_format::CONTROL_EVENTS_ALL
+        && !(view.asked == 0 && p.events_mode == "all")
+}
+
 fn draw(frame: &mut ratatui::Frame, view: &View) {
     let [head, locks, blocked, lines, stream] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(4),
         Constraint::Percentage(30),
         Constraint::Percentage(15),
         Constraint::Percentage(20),
@@ -196,16 +204,26 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
             other => other,
         };
         let title = format!(
-            "locksuit top: {} (pid {}) {state}{}   s: sort by {}   p: {}   q: quit",
+            "locksuit top: {} (pid {}) {state}{}",
             crate::symbolize::basename(&p.exe),
             p.pid,
             if view.paused { ", paused" } else { "" },
+        );
+        // A line of its own, short enough for 80 columns whatever the
+        // program's name: what each key does next.
+        let keys = format!(
+            "s: sort by {}  p: {}  e: record {}  q: quit",
             if view.by_total {
                 "last interval"
             } else {
                 "total"
             },
             if view.paused { "resume" } else { "pause" },
+            if asks_for_every_operation(view, p) {
+                "every operation"
+            } else {
+                "contended only"
+            },
         );
         let summary = format!(
             "{} threads, {} locks, {} events ({}){}",
@@ -229,8 +247,12 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
                 .as_ref()
                 .map_or(String::new(), |e| format!("   ({e})"))
         );
+        let head_lines = vec![
+            ratatui::text::Line::from(summary),
+            ratatui::text::Line::from(keys),
+        ];
         frame.render_widget(
-            Paragraph::new(summary).block(Block::default().borders(Borders::ALL).title(title)),
+            Paragraph::new(head_lines).block(Block::default().borders(Borders::ALL).title(title)),
             head,
         );
 
@@ -355,13 +377,19 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
 
 pub(super) fn top(args: TopArgs) -> i32 {
     let target = match &args.target {
-        Some(t) if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) => (
-            Vec::new(),
-            Selection {
-                exes: Vec::new(),
-                pids: vec![t.parse().unwrap_or(0)],
-            },
-        ),
+        Some(t) if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit()) => {
+            let pid = t.parse().unwrap_or(0);
+            // The trace it has open, wherever that is; else looked for
+            // where `report` looks.
+            let paths = load::trace_of_running(pid).into_iter().collect();
+            (
+                paths,
+                Selection {
+                    exes: Vec::new(),
+                    pids: vec![pid],
+                },
+            )
+        }
         Some(path) => (vec![PathBuf::from(path)], Selection::default()),
         None => (Vec::new(), Selection::default()),
     };
@@ -389,6 +417,8 @@ pub(super) fn top(args: TopArgs) -> i32 {
             return EXIT_USAGE;
         }
     }
+    // The terminal is the view's from here on: nothing else writes to it.
+    crate::progress::screen_taken(true);
     let mut terminal = ratatui::init();
     let interval = Duration::from_secs_f64(args.interval);
     let mut last = Instant::now();
@@ -409,9 +439,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
                         KeyCode::Char('p') => view.paused = !view.paused,
                         KeyCode::Char('e') => {
                             if let Some(p) = &view.process {
-                                let every = view.asked != locksuit_format::CONTROL_EVENTS_ALL
-                                    && !(view.asked == 0 && p.events_mode == "all");
-                                let request = if every {
+                                let request = if asks_for_every_operation(&view, p) {
                                     locksuit_format::CONTROL_EVENTS_ALL
                                 } else {
                                     locksuit_format::CONTROL_EVENTS_CONTENDED
@@ -437,6 +465,7 @@ pub(super) fn top(args: TopArgs) -> i32 {
         }
     };
     ratatui::restore();
+    crate::progress::screen_taken(false);
     match result {
         Ok(()) => EXIT_OK,
         Err(e) => {
