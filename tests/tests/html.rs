@@ -251,6 +251,86 @@ fn the_page_draws_every_thread_with_classes_tooltips_and_handoffs() {
     assert_eq!(tags(&dom, "div", "bar-row").len(), tids.len());
 }
 
+/// A shell that ran a program with locks and one without (`env`): as in
+/// the text report, the page starts with the program with lock activity,
+/// each process's findings come before its timeline and tables, and the
+/// shell and `env` share one line at the end instead of empty sections.
+#[test]
+fn the_page_opens_on_lock_activity_with_findings_first_and_idle_processes_folded() {
+    let Some(browser) = chromium() else {
+        eprintln!(
+            "chromium is not installed (apt-get install chromium); the browser test did not run"
+        );
+        return;
+    };
+    let bin = build_c("stops");
+    let dir = fresh_dir("html-folded");
+    let traces = dir.join("traces");
+    let script = format!("{} > /dev/null && env > /dev/null", bin.display());
+    let out = run_locksuit(&[
+        "run",
+        "--dir",
+        traces.to_str().unwrap(),
+        "--format",
+        "json",
+        "--output",
+        dir.join("run.json").to_str().unwrap(),
+        "--",
+        "/bin/sh",
+        "-c",
+        &script,
+    ]);
+    assert_success(&out, "locksuit run -- sh -c 'stops && env'");
+    assert_eq!(traces_in(&traces).len(), 3, "sh, stops and env");
+    let report = report_json_of(&traces);
+    let stops_pid = arr(&report, "processes")
+        .iter()
+        .find(|p| str_of(p, "exe").ends_with("/stops"))
+        .map(|p| u64_of(p, "pid").to_string())
+        .expect("stops in the report");
+    let page = html_report(&traces, "folded.html");
+    let png = screenshot(&browser, &page, "folded-report.png");
+    eprintln!("screenshot: {}", png.display());
+    let dom = dump_dom(&browser, &page);
+    assert!(dom.contains("data-rendered=\"yes\""), "{dom}");
+
+    // One section, the program's, and it is the page's first.
+    let sections = tags(&dom, "section", "process");
+    assert_eq!(sections.len(), 1, "{sections:?}");
+    assert_eq!(attr(sections[0], "data-pid"), Some(stops_pid));
+    assert!(
+        !tags(&dom, "g", "lane").is_empty(),
+        "the first timeline has lanes"
+    );
+    // The shell and env: one line, after the section.
+    let folded = tags(&dom, "p", "no-activity");
+    assert_eq!(folded.len(), 1, "{dom}");
+    let line_at = dom.find("<p class=\"no-activity\"").unwrap();
+    let line = &dom[line_at..line_at + dom[line_at..].find("</p>").unwrap()];
+    assert!(
+        line.contains("2 more processes recorded no lock activity:") && line.contains("env (pid"),
+        "{line}"
+    );
+    assert!(line_at > dom.find("</section>").unwrap(), "{dom}");
+    // Findings first, then the timeline, the blocking stacks and the text
+    // report's tables.
+    let at = |what: &str| {
+        dom.find(what)
+            .unwrap_or_else(|| panic!("no {what} in the page"))
+    };
+    let order = [
+        at("<h3>Findings"),
+        at("<h3>Timeline"),
+        at("<h3>Blocking call stacks"),
+        at("class=\"text-report\""),
+    ];
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "findings, timeline, stacks, tables: {order:?}"
+    );
+    assert!(dom.contains("data-kind=\"blocking-under-lock\""), "{dom}");
+}
+
 #[test]
 fn a_page_for_a_million_events_is_small_and_draws_quickly() {
     let Some(browser) = chromium() else {

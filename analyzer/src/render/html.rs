@@ -3,7 +3,9 @@
 //! running and blocked periods coloured by class, zoomable and pannable,
 //! with a tooltip on every period and the handoff from the thread that
 //! released a lock; per-thread bars of time by class; the blocking call
-//! stacks, sortable; the findings; and the text report's tables.
+//! stacks, sortable; and the text report's tables, all after the findings.
+//! As in the text report, processes with no lock activity share one line
+//! at the end (see `no_activity.rs`).
 //!
 //! What needs no script is written as HTML here; the timeline is drawn by
 //! `html/page.js` from data in the page. The periods are packed (varints,
@@ -86,8 +88,19 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
         },
         report.threshold
     );
-    for (i, p) in report.processes.iter().enumerate() {
+    // As in the text report: the processes with lock activity, the first
+    // one on top; those with none share one line after them.
+    let (active, idle) = super::no_activity::partition(&report.processes);
+    for (i, p) in active.iter().enumerate() {
         crate::names::with(&p.names, || process(&mut page, i, p, report.threshold, o));
+    }
+    if !idle.is_empty() {
+        let phrases = super::no_activity::phrases(&idle, !active.is_empty());
+        let _ = writeln!(
+            page,
+            "<p class=\"no-activity\">{}</p>",
+            esc(&phrases.join(" "))
+        );
     }
     page.push_str("<div id=\"tooltip\" role=\"tooltip\" hidden></div>\n<script>");
     page.push_str(SCRIPT);
@@ -123,6 +136,8 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
             String::new()
         }
     );
+    // What to look at first, then the detail it comes from.
+    findings(page, p);
     legend(page, p);
     page.push_str("<h3>Timeline</h3>\n");
     let _ = writeln!(
@@ -131,7 +146,6 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
     );
     bars(page, p);
     stacks(page, p);
-    findings(page, p);
     let mut tables = String::new();
     text::process(&mut tables, p, threshold, o);
     let _ = writeln!(

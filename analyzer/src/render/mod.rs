@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod layout;
 pub mod merged;
+pub mod no_activity;
 pub mod pprof;
 pub mod reasons;
 pub mod sarif;

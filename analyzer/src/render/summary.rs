@@ -4,7 +4,7 @@
 
 use super::count;
 use super::layout::{width_of, wrap, wrap_phrases};
-use super::text::is_idle;
+use super::no_activity::is_idle;
 use crate::model::*;
 use std::collections::BTreeMap;
 

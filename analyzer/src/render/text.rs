@@ -4,6 +4,7 @@
 //! end. Every line fits the width given (see `layout.rs`).
 
 use super::layout::{glued, wrap, wrap_phrases};
+use super::no_activity;
 use super::tables;
 use super::{count, duration};
 use crate::model::*;
@@ -83,27 +84,9 @@ fn frame_line(f: &Frame) -> String {
     }
 }
 
-/// A process that recorded no lock activity (a shell, `env`): it gets one
-/// mention in a shared line instead of a report of empty tables. What a
-/// single thread blocked in (a shell reading its script, waiting for its
-/// children) does not make it active: why threads stop is a question for
-/// programs with threads; a multithreaded one's blocking is shown.
-pub fn is_idle(p: &Process) -> bool {
-    let threads_blocked = p.threads.len() > 1
-        && p.blocking_stacks
-            .iter()
-            .any(|s| !matches!(s.api.as_str(), "wait" | "waitpid" | "wait4" | "waitid"));
-    p.locks.is_empty()
-        && p.conds.is_empty()
-        && p.findings.is_empty()
-        && p.dropped_events == 0
-        && !threads_blocked
-}
-
 pub fn render(report: &Report, o: &TextOptions) -> String {
     let mut out = String::new();
-    let (idle, active): (Vec<&Process>, Vec<&Process>) =
-        report.processes.iter().partition(|p| is_idle(p));
+    let (active, idle) = no_activity::partition(&report.processes);
     for p in &active {
         // Ids print by the process's own names (see `names.rs`).
         crate::names::with(&p.names, || process(&mut out, p, report.threshold, o));
@@ -116,42 +99,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
 
 /// "2 processes recorded no lock activity: sh ×2 (pids 12, 14), env (pid 13)"
 fn idle_line(idle: &[&Process], others: bool, width: usize) -> String {
-    let mut by_exe: Vec<(&str, Vec<String>)> = Vec::new();
-    for p in idle {
-        let exe = crate::symbolize::basename(&p.exe);
-        let pid = match p.ended_by {
-            "died" | "running" => format!("{} {}", p.pid, p.ended_by),
-            _ => p.pid.to_string(),
-        };
-        match by_exe.iter_mut().find(|(e, _)| *e == exe) {
-            Some((_, pids)) => pids.push(pid),
-            None => by_exe.push((exe, vec![pid])),
-        }
-    }
-    let groups: Vec<String> = by_exe
-        .iter()
-        .map(|(exe, pids)| match pids.as_slice() {
-            [one] => format!("{exe} (pid {one})"),
-            many if many.len() <= 4 => format!("{exe} ×{} (pids {})", many.len(), many.join(", ")),
-            many => format!("{exe} ×{} (pids {}, …)", many.len(), many[..3].join(", ")),
-        })
-        .collect();
-    let head = format!(
-        "{}{} recorded no lock activity:",
-        idle.len(),
-        match (idle.len(), others) {
-            (1, false) => " process",
-            (1, true) => " more process",
-            (_, false) => " processes",
-            (_, true) => " more processes",
-        }
-    );
-    let mut phrases = vec![head];
-    let last = groups.len().saturating_sub(1);
-    for (i, g) in groups.into_iter().enumerate() {
-        phrases.push(if i < last { format!("{g},") } else { g });
-    }
-    let mut out = wrap_phrases(&phrases, " ", width, "");
+    let mut out = wrap_phrases(&no_activity::phrases(idle, others), " ", width, "");
     out.push('\n');
     out
 }
