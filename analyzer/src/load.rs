@@ -547,3 +547,43 @@ fn walk(
     }
     Ok(walk.skipped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_shared_mappings_of_existing_files_are_trace_candidates() {
+        let maps = "\
+7f00-7f10 rw-s 00000000 08:01 123    /runs/a dir/locksuit.app.12.trace
+7f10-7f20 r-xp 00000000 08:01 456    /usr/lib/libc.so.6
+7f20-7f30 rw-s 00000000 00:00 0 
+7f30-7f40 rw-s 00000000 08:01 789    /runs/locksuit.app.12.1.trace (deleted)
+7f40-7f50 rw-p 00000000 00:00 0      [heap]";
+        let files: Vec<&str> = maps.lines().filter_map(shared_file).collect();
+        assert_eq!(files, ["/runs/a dir/locksuit.app.12.trace"]);
+    }
+
+    #[test]
+    fn a_file_is_a_trace_of_a_pid_only_with_the_magic_and_that_pid_in_its_header() {
+        use locksuit_format::{FileHeader, BYTE_ORDER_MARK, MAGIC};
+        let dir = std::env::temp_dir().join(format!("locksuit-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut head = vec![0u8; core::mem::size_of::<FileHeader>()];
+        head[..8].copy_from_slice(&MAGIC);
+        let byte_order = core::mem::offset_of!(FileHeader, byte_order);
+        head[byte_order..byte_order + 4].copy_from_slice(&BYTE_ORDER_MARK.to_le_bytes());
+        let pid = core::mem::offset_of!(FileHeader, pid);
+        head[pid..pid + 4].copy_from_slice(&4242u32.to_le_bytes());
+        let trace = dir.join("trace");
+        std::fs::write(&trace, &head).unwrap();
+        assert_eq!(trace_header_pid(&trace), Some(4242));
+        head[0] = b'X';
+        std::fs::write(&trace, &head).unwrap();
+        assert_eq!(trace_header_pid(&trace), None);
+        std::fs::write(&trace, b"LOCKSUIT").unwrap();
+        assert_eq!(trace_header_pid(&trace), None, "too short for a header");
+        assert_eq!(trace_header_pid(&dir), None, "a directory");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
