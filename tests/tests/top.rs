@@ -154,10 +154,27 @@ fn spawn_ready_with(
     child
 }
 
+/// A tmux session, ended when dropped: a failed check leaves no `top`
+/// running in a detached session.
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .output();
+    }
+}
+
 /// Runs `locksuit ARGS` in a new tmux session of `columns` × `rows`, from
 /// directory `cwd`, with neither the shim nor LOCKSUIT_DIR in its
 /// environment (the tmux server may have either from whoever started it).
-fn start_top(session: &str, (columns, rows): (u16, u16), cwd: &std::path::Path, args: &str) {
+fn start_top(
+    session: &str,
+    (columns, rows): (u16, u16),
+    cwd: &std::path::Path,
+    args: &str,
+) -> Session {
     let command = format!(
         "env -u LD_PRELOAD -u LOCKSUIT_DIR {} {args}",
         locksuit_path().display()
@@ -176,6 +193,7 @@ fn start_top(session: &str, (columns, rows): (u16, u16), cwd: &std::path::Path, 
         &command,
     ]);
     assert!(made.status.success(), "{}", describe(&made));
+    Session(session.to_string())
 }
 
 /// Presses `q` and waits for the session to end.
@@ -211,7 +229,7 @@ fn top_pid_finds_the_trace_the_program_has_open_and_its_keys_fit_80_columns() {
     // program's own mappings say where its trace is.
     let elsewhere = fresh_dir("top-pid-elsewhere");
     let session = format!("locksuit-top-pid-{}", std::process::id());
-    start_top(
+    let _ended_on_drop = start_top(
         &session,
         (80, 24),
         &elsewhere,
@@ -265,7 +283,7 @@ fn top_on_a_trace_over_32_mib_draws_nothing_over_its_view() {
         "{size} bytes: not the size this test is about"
     );
     let session = format!("locksuit-top-large-{}", std::process::id());
-    start_top(&session, (120, 40), &dir, &format!("top {}", dir.display()));
+    let _ended_on_drop = start_top(&session, (120, 40), &dir, &format!("top {}", dir.display()));
     // Every refresh reads the whole trace again: three refreshes seen (the
     // event count moved), each look at the pane finds only the view: a
     // frame on every row, no progress line, no row wiped by one.
