@@ -82,8 +82,10 @@ pub struct Measure {
     /// The limit the current value was held to: above the median when it
     /// grew, below when it fell.
     pub limit: f64,
-    /// How many base runs the current value is beyond, in its direction.
+    /// How many base runs the current value is beyond, in its direction,
+    /// and how many it had to be (all but one; all, with fewer than three).
     pub runs_passed: usize,
+    pub runs_needed: usize,
     /// It passed the limit and the runs, either way (and what stands
     /// behind the movement, e.g. five more contended acquisitions).
     pub changed: bool,
@@ -268,6 +270,7 @@ fn judge(
         current: cur,
         limit,
         runs_passed,
+        runs_needed,
         changed: passed,
         regressed: passed && up && kind.can_regress,
         improved: passed && !up && kind.can_regress,

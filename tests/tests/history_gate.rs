@@ -180,6 +180,7 @@ fn a_doubled_contended_share_is_caught_in_19_of_20_runs() {
         }
         explained.get_or_insert(stdout_str(&out));
     }
+    eprintln!("a doubled contended share: caught in {caught} of 20 runs");
     assert!(caught >= 19, "caught {caught} of 20");
     // The verdict says which numbers it used: 5 of 105 acquisitions is
     // 4.8 %, 10 of 110 is 9.1 %.

@@ -53,7 +53,7 @@ fn measure_line(m: &Measure) -> String {
         "below"
     };
     format!(
-        "  {verdict}: {} {}{lines}: {what} {} -> {} (median of {} {}, spread {}, limit {}; {direction} {} of them)\n",
+        "  {verdict}: {} {}{lines}: {what} {} -> {} (median of {} {}, spread {}, limit {}; {direction} {} of them, {} needed)\n",
         m.what,
         m.id,
         value(m.figure, m.median),
@@ -63,6 +63,7 @@ fn measure_line(m: &Measure) -> String {
         spread(m.figure, m.spread),
         value(m.figure, m.limit),
         m.runs_passed,
+        m.runs_needed,
     )
 }
 
@@ -85,12 +86,12 @@ pub fn text(diffs: &[Diff]) -> String {
     let mut out = String::new();
     for d in diffs {
         out.push_str(&format!(
-            "== {}: against {} base {}; a share regresses past the median by {:.0}%, {} spreads and one point, and above all base runs but one (all, with fewer than three)\n",
+            "== {}: against {} base {}; a share regresses past the median by the most of {} spreads, {:.0}% and one point\n",
             d.exe,
             d.runs,
             runs_word(d.runs),
-            d.rule.threshold * 100.0,
-            d.rule.spreads
+            d.rule.spreads,
+            d.rule.threshold * 100.0
         ));
         // What changed, and beside it the other measures of the same lock
         // or site; JSON has every measure.
@@ -124,19 +125,33 @@ pub fn text(diffs: &[Diff]) -> String {
 }
 
 pub fn runs(runs: &[Run]) -> String {
+    // The contended and wait shares are what the gate judges: steadier
+    // under load than the contended count or the waits themselves.
     let mut out = String::from(
-        "   id  saved (UTC)          exe                  label          locks  contended\n",
+        "   id  saved (UTC)          exe                  label          locks  contended  cont.share  wait.share\n",
     );
     for r in runs {
-        let contended: u64 = r.summary.locks.values().map(|f| f.contended).sum();
+        let locks = r.summary.locks.values();
+        let contended: u64 = locks.clone().map(|f| f.contended).sum();
+        let acquisitions: u64 = locks.clone().map(|f| f.acquisitions).sum();
+        let waited: u64 = locks.map(|f| f.wait_ns).sum();
+        let share = |part: u64, whole: u64| {
+            if whole == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+            }
+        };
         out.push_str(&format!(
-            "{:>5}  {}  {:<20} {:<14} {:>5}  {:>9}\n",
+            "{:>5}  {}  {:<20} {:<14} {:>5}  {:>9}  {:>10}  {:>10}\n",
             r.id,
             r.saved_utc,
             r.exe,
             r.label,
             r.summary.locks.len(),
-            contended
+            contended,
+            share(contended, acquisitions),
+            share(waited, r.summary.thread_time_ns)
         ));
     }
     if runs.is_empty() {
