@@ -282,15 +282,11 @@ fn judge(
 pub fn diff(base: &[Summary], current: &Summary, rule: Rule) -> Diff {
     let mut measures = Vec::new();
     for what in ["lock", "site"] {
-        let pick = |s: &'_ Summary| -> BTreeMap<String, Figures> {
-            if what == "lock" {
-                s.locks.clone()
-            } else {
-                s.sites.clone()
-            }
+        let pick: fn(&Summary) -> &BTreeMap<String, Figures> = if what == "lock" {
+            |s| &s.locks
+        } else {
+            |s| &s.sites
         };
-        let base_maps: Vec<(BTreeMap<String, Figures>, u64)> =
-            base.iter().map(|s| (pick(s), s.thread_time_ns)).collect();
         for (id, cur) in pick(current) {
             let lines = if what == "lock" {
                 cur.lines.clone()
@@ -298,15 +294,14 @@ pub fn diff(base: &[Summary], current: &Summary, rule: Rule) -> Diff {
                 vec![id.clone()]
             };
             let absent = Figures::default();
-            let runs: Vec<(&Figures, u64)> = base_maps
+            let runs: Vec<(&Figures, u64)> = base
                 .iter()
-                .map(|(m, t)| (m.get(&id).unwrap_or(&absent), *t))
+                .map(|s| (pick(s).get(id).unwrap_or(&absent), s.thread_time_ns))
                 .collect();
             let judged: Vec<(bool, Measure)> = KINDS
                 .iter()
                 .filter_map(|k| {
-                    judge(k, &runs, (&cur, current.thread_time_ns), rule)
-                        .map(|m| (k.can_regress, m))
+                    judge(k, &runs, (cur, current.thread_time_ns), rule).map(|m| (k.can_regress, m))
                 })
                 .collect();
             // Every measure that can regress, with the numbers its verdict
