@@ -13,10 +13,11 @@
 #
 # The regression gate, in one line of a CI job: --baseline BASE compares
 # this run with BASE (a JSON report, a trace file or a directory of traces:
-# `locksuit diff BASE DIR`); --against-history N with the median of the
-# last N runs saved with --save (under --label and --history, which also
-# go to the report), before this run is saved; a first run, with none saved
-# yet, passes. What regressed is printed on stderr.
+# `locksuit diff BASE DIR`); --against-history N with the median and
+# spread of the last N runs saved with --save (under --label and --history,
+# which also go to the report), before this run is saved; a first run, with
+# none saved yet, passes. What regressed is printed on stderr, with the
+# numbers each verdict used.
 #
 # Exit status: the command's own when it failed; otherwise 1 if
 # --fail-on-findings was given and a process has a finding, or the gate
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
     --history|--label)
       [ $# -ge 2 ] || usage
       history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
   esac

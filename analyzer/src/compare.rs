@@ -1,34 +1,12 @@
-//! Run against run: a report boiled down to what a regression gate
-//! compares ([`Summary`]: per lock and per site, acquisitions, contended,
-//! wait and hold; the findings), and the comparison itself ([`diff`]).
-//! Locks, sites and findings are matched by their stable names, so two runs
-//! of the same program line up; runs of other programs are not compared.
-//!
-//! A change is a regression when it passes the threshold *and* the noise
-//! floor, so that 2 ns → 3 ns is not one:
-//! - contended share (contended / acquisitions): grew by more than the
-//!   threshold (relative), by at least one percentage point, and by at
-//!   least [`MIN_MORE_CONTENDED`] more contended acquisitions;
-//! - wait per acquisition: grew by more than the threshold, by at least
-//!   [`MIN_WAIT_PER_ACQUISITION_NS`], with at least [`MIN_WAIT_NS`] of
-//!   waiting in all;
-//! - a finding that the base did not have.
-//!
-//! Acquisitions and hold per acquisition that moved as far are told too,
-//! never a regression by themselves (more work is not worse locking).
+//! A report boiled down to what a regression gate compares
+//! ([`Summary`]: per lock and per site, acquisitions, contended, wait and
+//! hold; the findings; the threads' lifetimes). Locks, sites and findings
+//! are keyed by their stable names, so two runs of the same program line
+//! up; the verdicts are `regression.rs`'s.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Contended share: at least this many more contended acquisitions.
-pub const MIN_MORE_CONTENDED: u64 = 5;
-/// Wait per acquisition: at least this much more (ns).
-pub const MIN_WAIT_PER_ACQUISITION_NS: f64 = 1_000.0;
-/// Wait per acquisition: at least this much waiting in the current run (ns).
-pub const MIN_WAIT_NS: u64 = 1_000_000;
-/// Acquisitions: a change of at least this many is told.
-pub const MIN_MORE_ACQUISITIONS: f64 = 100.0;
 
 /// The figures of one lock or site.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -64,22 +42,6 @@ impl Figures {
             }
         }
     }
-
-    fn share(&self) -> f64 {
-        if self.acquisitions == 0 {
-            0.0
-        } else {
-            self.contended as f64 / self.acquisitions as f64
-        }
-    }
-
-    fn wait_per_acquisition(&self) -> f64 {
-        if self.acquisitions == 0 {
-            0.0
-        } else {
-            self.wait_ns as f64 / self.acquisitions as f64
-        }
-    }
 }
 
 /// One program's run, as a regression gate sees it: every process of that
@@ -97,6 +59,11 @@ pub struct Summary {
     /// one run saved twice, or reported again, is known as one run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub identities: Vec<(u64, u64)>,
+    /// The lifetimes of all its threads, summed (ns): what a wait share is
+    /// a share of, stretched by a busy machine as the waits are (0 in runs
+    /// saved before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thread_time_ns: u64,
 }
 
 fn u64_at(v: &Value, key: &str) -> u64 {
@@ -105,6 +72,27 @@ fn u64_at(v: &Value, key: &str) -> u64 {
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
+}
+
+/// A process's threads' lifetimes, summed: each thread's running time
+/// plus its recorded blocking periods.
+fn thread_lifetimes(process: &Value) -> u64 {
+    let list = |v: &Value, key: &str| -> Vec<Value> {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    list(process, "threads")
+        .iter()
+        .map(|t| {
+            let blocked: u64 = list(t, "blocking_classes")
+                .iter()
+                .map(|c| u64_at(c, "total_ns"))
+                .sum();
+            u64_at(t, "running_ns") + blocked
+        })
+        .sum()
 }
 
 /// The summaries of a JSON report (schema `locksuit.report/3`, or 2,
@@ -136,6 +124,7 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
         s.processes += 1;
         s.identities
             .push((u64_at(p, "pid"), u64_at(p, "start_unix_ns")));
+        s.thread_time_ns += thread_lifetimes(p);
         for lock in p
             .get("locks")
             .and_then(Value::as_array)
@@ -198,264 +187,4 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
         }
     }
     Ok(by_exe.into_values().collect())
-}
-
-/// The median run of several of one program: each figure of each lock and
-/// site is the median of the runs that had it (a run without it counts as
-/// zero), and a finding is kept if more than half the runs had it.
-pub fn median(runs: &[Summary]) -> Summary {
-    let n = runs.len();
-    let Some(first) = runs.first() else {
-        return Summary::default();
-    };
-    let med = |mut v: Vec<u64>| -> u64 {
-        v.sort_unstable();
-        match v.len() {
-            0 => 0,
-            len if len % 2 == 1 => v[len / 2],
-            len => (v[len / 2 - 1] + v[len / 2]) / 2,
-        }
-    };
-    let merge = |pick: fn(&Summary) -> &BTreeMap<String, Figures>| -> BTreeMap<String, Figures> {
-        let keys: BTreeSet<&String> = runs.iter().flat_map(|r| pick(r).keys()).collect();
-        keys.into_iter()
-            .map(|k| {
-                let all: Vec<Figures> = runs
-                    .iter()
-                    .map(|r| pick(r).get(k).cloned().unwrap_or_default())
-                    .collect();
-                let field = |f: fn(&Figures) -> u64| med(all.iter().map(f).collect());
-                let lines = all
-                    .iter()
-                    .flat_map(|f| f.lines.clone())
-                    .collect::<BTreeSet<_>>();
-                (
-                    k.clone(),
-                    Figures {
-                        acquisitions: field(|f| f.acquisitions),
-                        contended: field(|f| f.contended),
-                        wait_ns: field(|f| f.wait_ns),
-                        hold_ns: field(|f| f.hold_ns),
-                        threads: all.iter().map(|f| f.threads).max().unwrap_or(0),
-                        lines: lines.into_iter().collect(),
-                    },
-                )
-            })
-            .collect()
-    };
-    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
-    for r in runs {
-        for f in &r.findings {
-            *counts.entry(f).or_default() += 1;
-        }
-    }
-    Summary {
-        exe: first.exe.clone(),
-        processes: med(runs.iter().map(|r| r.processes).collect()),
-        locks: merge(|s| &s.locks),
-        sites: merge(|s| &s.sites),
-        findings: counts
-            .into_iter()
-            .filter(|&(_, c)| c * 2 > n)
-            .map(|(f, _)| f.clone())
-            .collect(),
-        identities: Vec::new(),
-    }
-}
-
-/// One figure of one lock or site that changed.
-#[derive(Clone, Debug, Serialize)]
-pub struct Change {
-    /// `lock` or `site`.
-    pub what: &'static str,
-    pub id: String,
-    /// A lock's lines (site ids); a site's own id.
-    pub lines: Vec<String>,
-    /// `contended-share` or `wait-per-acquisition-ns` (which can regress),
-    /// `acquisitions` or `hold-per-acquisition-ns` (told only).
-    pub figure: &'static str,
-    pub base: f64,
-    pub current: f64,
-    /// It passed the threshold and the noise floor upward.
-    pub regressed: bool,
-    /// It passed them downward.
-    pub improved: bool,
-}
-
-/// What changed between two runs of one program.
-#[derive(Clone, Debug, Serialize)]
-pub struct Diff {
-    pub exe: String,
-    pub threshold: f64,
-    /// Every lock and site whose contended share, wait per acquisition,
-    /// acquisitions or hold per acquisition moved past the threshold and
-    /// the noise floor, either way.
-    pub changes: Vec<Change>,
-    /// Findings the current run has and the base had not, and the reverse.
-    pub findings_appeared: Vec<String>,
-    pub findings_resolved: Vec<String>,
-    pub regressed: bool,
-}
-
-/// Compares `current` with `base` (the same program).
-pub fn diff(base: &Summary, current: &Summary, threshold: f64) -> Diff {
-    let mut changes = Vec::new();
-    for (what, b, c) in [
-        ("lock", &base.locks, &current.locks),
-        ("site", &base.sites, &current.sites),
-    ] {
-        for (id, cur) in c {
-            let old = b.get(id).cloned().unwrap_or_default();
-            let lines = if what == "lock" {
-                cur.lines.clone()
-            } else {
-                vec![id.clone()]
-            };
-            for change in figure_changes(&old, cur, threshold) {
-                changes.push(Change {
-                    what,
-                    id: id.clone(),
-                    lines: lines.clone(),
-                    ..change
-                });
-            }
-        }
-    }
-    changes.sort_by(|a, b| b.regressed.cmp(&a.regressed).then(a.id.cmp(&b.id)));
-    let findings_appeared: Vec<String> = current
-        .findings
-        .difference(&base.findings)
-        .cloned()
-        .collect();
-    let findings_resolved = base
-        .findings
-        .difference(&current.findings)
-        .cloned()
-        .collect();
-    let regressed = changes.iter().any(|c| c.regressed) || !findings_appeared.is_empty();
-    Diff {
-        exe: current.exe.clone(),
-        threshold,
-        changes,
-        findings_appeared,
-        findings_resolved,
-        regressed,
-    }
-}
-
-/// The changes of one lock's or site's figures past the threshold and the
-/// noise floor (`what`, `id` and `lines` left for the caller).
-fn figure_changes(old: &Figures, cur: &Figures, threshold: f64) -> Vec<Change> {
-    let change = |figure, base: f64, current: f64, up: bool, down: bool| Change {
-        what: "",
-        id: String::new(),
-        lines: Vec::new(),
-        figure,
-        base,
-        current,
-        regressed: up,
-        improved: down,
-    };
-    let mut out = Vec::new();
-    let (s0, s1) = (old.share(), cur.share());
-    let share_moved = |from: f64, to: f64, more: u64| {
-        to - from > threshold * from && to - from >= 0.01 && more >= MIN_MORE_CONTENDED
-    };
-    let up = share_moved(s0, s1, cur.contended.saturating_sub(old.contended));
-    let down = share_moved(s1, s0, old.contended.saturating_sub(cur.contended));
-    if up || down {
-        out.push(change("contended-share", s0, s1, up, down));
-    }
-    let (w0, w1) = (old.wait_per_acquisition(), cur.wait_per_acquisition());
-    let wait_moved = |from: f64, to: f64, total: u64| {
-        to - from > threshold * from
-            && to - from >= MIN_WAIT_PER_ACQUISITION_NS
-            && total >= MIN_WAIT_NS
-    };
-    let up = wait_moved(w0, w1, cur.wait_ns);
-    let down = wait_moved(w1, w0, old.wait_ns);
-    if up || down {
-        out.push(change("wait-per-acquisition-ns", w0, w1, up, down));
-    }
-    // Told, never a regression by themselves: how often the lock is taken,
-    // and how long it is held (timed holds only).
-    let (a0, a1) = (old.acquisitions as f64, cur.acquisitions as f64);
-    if (a1 - a0).abs() > threshold * a0 && (a1 - a0).abs() >= MIN_MORE_ACQUISITIONS {
-        out.push(change("acquisitions", a0, a1, false, false));
-    }
-    let per = |f: &Figures| {
-        if f.acquisitions == 0 {
-            0.0
-        } else {
-            f.hold_ns as f64 / f.acquisitions as f64
-        }
-    };
-    let (h0, h1) = (per(old), per(cur));
-    if (h1 - h0).abs() > threshold * h0
-        && (h1 - h0).abs() >= MIN_WAIT_PER_ACQUISITION_NS
-        && old.hold_ns.max(cur.hold_ns) >= MIN_WAIT_NS
-    {
-        out.push(change("hold-per-acquisition-ns", h0, h1, false, false));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(contended: u64, wait_ms: u64, findings: &[&str]) -> Summary {
-        let mut s = Summary {
-            exe: "knob".into(),
-            processes: 1,
-            ..Summary::default()
-        };
-        s.locks.insert(
-            "&knob_lock".into(),
-            Figures {
-                acquisitions: 100 + contended,
-                contended,
-                wait_ns: wait_ms * 1_000_000,
-                hold_ns: 0,
-                threads: 2,
-                lines: vec!["contend@knob.c:30".into()],
-            },
-        );
-        s.findings = findings.iter().map(|f| f.to_string()).collect();
-        s
-    }
-
-    #[test]
-    fn regressions_pass_the_threshold_and_the_noise_floor() {
-        let base = run(10, 200, &[]);
-        assert!(
-            !diff(&base, &run(10, 210, &[]), 0.2).regressed,
-            "5 % more wait"
-        );
-        let worse = diff(&base, &run(30, 600, &["high-contention &knob_lock"]), 0.2);
-        assert!(worse.regressed);
-        assert_eq!(worse.findings_appeared, vec!["high-contention &knob_lock"]);
-        assert!(worse
-            .changes
-            .iter()
-            .any(|c| c.figure == "contended-share" && c.regressed));
-        // 2 ns → 3 ns per acquisition is past any threshold, and noise.
-        let tiny = diff(&run(0, 0, &[]), &run(0, 0, &[]), 0.1);
-        assert!(!tiny.regressed);
-        let better = diff(&run(30, 600, &[]), &base, 0.2);
-        assert!(!better.regressed && better.changes.iter().any(|c| c.improved));
-    }
-
-    #[test]
-    fn the_median_run_takes_each_figure_and_the_majority_of_findings() {
-        let runs = [
-            run(10, 100, &["a x"]),
-            run(12, 900, &["a x"]),
-            run(11, 200, &[]),
-        ];
-        let m = median(&runs);
-        let lock = &m.locks["&knob_lock"];
-        assert_eq!((lock.contended, lock.wait_ns), (11, 200_000_000));
-        assert_eq!(m.findings.iter().collect::<Vec<_>>(), vec!["a x"]);
-    }
 }

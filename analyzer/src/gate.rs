@@ -1,10 +1,11 @@
 //! `locksuit diff` and `locksuit history`, and `report --save`: the
 //! regression gate over the run history (see `compare.rs`, `history.rs`).
 
-use crate::compare::{self, Diff, Summary};
+use crate::compare::{self, Summary};
 use crate::history::{self, History};
 use crate::load::InputError;
 use crate::model::Report;
+use crate::regression::{self, Diff, Rule};
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -44,13 +45,21 @@ pub struct DiffArgs {
     /// The current run, as BASE.
     #[arg(value_name = "CUR")]
     pub current: Option<PathBuf>,
-    /// Compare CUR with the median of the last N saved runs of the same program and
-    /// label instead of with BASE.
-    #[arg(long, value_name = "N")]
-    pub against_history: Option<usize>,
-    /// How much worse a figure may get before it is a regression (20% or 0.2).
+    /// Compare CUR with the last N saved runs of the same program and label instead of
+    /// with BASE: each measure against their median and spread (1.4826 x the median
+    /// absolute deviation).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub against_history: Option<u64>,
+    /// A contended or wait share regresses only past the median by more than this share
+    /// of it (20% or 0.2), more than --spreads spreads, and one point, and above all base
+    /// runs but one. Timing findings (long-hold, starvation, ...) new in CUR count only
+    /// when most runs have them or their lock regressed; deadlock, potential-deadlock,
+    /// family-order-inversion and misuse count at once.
     #[arg(long, default_value = "20%", value_parser = crate::cli::parse_percent, value_name = "SHARE")]
     pub threshold: f64,
+    /// How many spreads of the base runs a share must pass the median by.
+    #[arg(long, default_value = "3", value_parser = parse_spreads, value_name = "K")]
+    pub spreads: f64,
     #[arg(long, value_enum, default_value = "text")]
     pub format: GateFormat,
     #[command(flatten)]
@@ -70,6 +79,13 @@ pub struct HistoryArgs {
     pub history: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: GateFormat,
+}
+
+fn parse_spreads(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(k) if k.is_finite() && k >= 0.0 => Ok(k),
+        _ => Err(format!("`{s}` is not a number of spreads (0 or more)")),
+    }
 }
 
 /// A side of a comparison: a JSON report, or traces reported on now.
@@ -128,7 +144,7 @@ fn diffs(
             let mut bases = Vec::new();
             for c in &current {
                 let runs = h
-                    .runs(Some(&c.exe), Some(&args.history.label), Some(n))
+                    .runs(Some(&c.exe), Some(&args.history.label), Some(n as usize))
                     .map_err(InputError)?;
                 if runs.is_empty() {
                     return Err(InputError(format!(
@@ -136,37 +152,46 @@ fn diffs(
                         c.exe, args.history.label
                     )));
                 }
-                let summaries: Vec<Summary> = runs.into_iter().map(|r| r.summary).collect();
-                bases.push(compare::median(&summaries));
+                bases.push(runs.into_iter().map(|r| r.summary).collect());
             }
             (current, bases)
         }
         (Some(_), Some(_), Some(_)) => {
             return usage("give either BASE and CUR, or --against-history N and CUR")
         }
-        (Some(base), Some(cur), None) => (summaries_of(cur, traces)?, summaries_of(base, traces)?),
+        (Some(base), Some(cur), None) => {
+            let one_each = summaries_of(base, traces)?.into_iter().map(|b| vec![b]);
+            (summaries_of(cur, traces)?, one_each.collect())
+        }
         _ => return usage("give BASE and CUR, or --against-history N and CUR"),
     };
-    let pairs: Vec<(&Summary, &Summary)> = current
+    // Each side's runs of one program: one base, or the saved runs.
+    let base: Vec<Vec<Summary>> = base;
+    let pairs: Vec<(&[Summary], &Summary)> = current
         .iter()
-        .filter_map(|c| base.iter().find(|b| b.exe == c.exe).map(|b| (b, c)))
+        .filter_map(|c| {
+            base.iter()
+                .find(|b| b.first().is_some_and(|b| b.exe == c.exe))
+                .map(|b| (b.as_slice(), c))
+        })
         .collect();
     if pairs.is_empty() {
-        let names = |s: &[Summary]| {
-            s.iter()
-                .map(|s| s.exe.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
+        let names = |s: &mut dyn Iterator<Item = &Summary>| {
+            s.map(|s| s.exe.clone()).collect::<Vec<_>>().join(", ")
         };
         return Err(InputError(format!(
             "the base records {} and the current run {}: different programs, nothing to compare",
-            names(&base),
-            names(&current)
+            names(&mut base.iter().flatten()),
+            names(&mut current.iter())
         )));
     }
+    let rule = Rule {
+        threshold: args.threshold,
+        spreads: args.spreads,
+    };
     Ok(pairs
         .into_iter()
-        .map(|(b, c)| compare::diff(b, c, args.threshold))
+        .map(|(b, c)| regression::diff(b, c, rule))
         .collect())
 }
 

@@ -35,6 +35,7 @@ mod place_dwarf;
 pub mod policy_lines;
 pub mod progress;
 pub mod reasons;
+pub mod regression;
 pub mod render;
 pub mod run;
 pub mod samples;

@@ -100,17 +100,15 @@ fn the_history_gate_holds_over_repeated_runs_and_catches_a_regression() {
     );
     // Each of the five, and a sixth, against the median of the five.
     let sixth = knob_run("diff-history-6", 10);
-    // Each wait is a 20 ms sleep of the helper, which a loaded VM
-    // stretches by a quarter now and then (1.83 -> 2.29 ms per acquisition
-    // in one CI run): the gate is asked to hold at 50 %, and the
-    // regression below triples the contended share and the waits.
+    // Each wait is a 20 ms sleep of the helper, which a busy machine
+    // stretches (1.94 -> 4.24 ms per acquisition in one run on unchanged
+    // code): the gate judges shares of the acquisitions and of the
+    // threads' time against the five runs' spread, at its default limits.
     let against_label = |run: &Path, label: &str| {
         locksuit(&[
             "diff",
             "--against-history",
             "5",
-            "--threshold",
-            "50%",
             "--history",
             s(&db),
             "--label",
@@ -128,7 +126,11 @@ fn the_history_gate_holds_over_repeated_runs_and_catches_a_regression() {
     let worse = knob_run("diff-history-worse", 30);
     let out = against(&worse);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    assert!(stdout_str(&out).contains("&knob_lock"));
+    let text = stdout_str(&out);
+    assert!(
+        text.contains("REGRESSED: lock &knob_lock") && text.contains("median of 5 runs"),
+        "{text}"
+    );
     // Another label has no runs to compare with.
     let out = against_label(&worse, "other");
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
@@ -247,7 +249,7 @@ fn run_under_shim_gates_a_suite_on_a_baseline_in_one_line() {
     let err = String::from_utf8_lossy(&worse.stderr);
     assert!(err.contains("REGRESSED: lock &knob_lock"), "{err}");
     // The suite's own output is left alone.
-    assert_eq!(stdout_str(&worse), "contended 30\n");
+    assert!(stdout_str(&worse).starts_with("contended 30\nwaited_us "));
 }
 
 #[test]

@@ -155,19 +155,26 @@ enum Command {
     /// acquisitions: the lines that engaged locks. Drawn by the inferno crate; the same
     /// stacks as `report --format folded`.
     Flamegraph(FlamegraphArgs),
-    /// Compare two runs, or a run with the median of the last N saved runs; exit 1 if
+    /// Compare two runs, or a run with the spread of the last N saved runs; exit 1 if
     /// anything regressed.
     ///
     /// BASE and CUR are JSON reports (`report --format json -o FILE`), trace files or
-    /// directories. Locks, sites and findings are matched by their stable names, per
-    /// program. A regression: a lock's or site's contended share up by more than
-    /// --threshold and by at least 1 point and 5 contended acquisitions; its wait per
-    /// acquisition up by more than --threshold and by at least 1 µs, with 1 ms of waiting
-    /// in all; or a finding the base did not have. Exit status: 0 no regression, 1
-    /// regressed, 2 bad input (different programs, other schema versions, an unreadable
-    /// history).
+    /// directories; --against-history N takes the last N saved runs as the base. Locks,
+    /// sites and findings are matched by their stable names, per program. Each measure
+    /// is held to the base runs' median and spread (1.4826 x the median absolute
+    /// deviation). A regression: a lock's or site's contended share (by at least 5
+    /// contended acquisitions) or share of the threads' time spent waiting (with 1 ms of
+    /// waiting) past the median by the most of --spreads spreads, --threshold and 1
+    /// point, and above all base runs but one (all, with fewer than three); a new
+    /// deadlock, potential-deadlock, family-order-inversion or misuse finding; a new
+    /// timing finding (long-hold, starvation, high-contention, ...) that most base runs
+    /// and CUR have, or whose lock or site regressed. Wait and hold per acquisition and
+    /// acquisitions are told, never a regression. Each verdict is printed with its
+    /// numbers. Exit status: 0 no regression, 1 regressed, 2 bad input (different
+    /// programs, other schema versions, an unreadable history).
     Diff(crate::gate::DiffArgs),
-    /// List the runs saved with `report --save`.
+    /// List the runs saved with `report --save`, with their contended share and share
+    /// of the threads' time spent waiting (what `diff --against-history` judges).
     History(crate::gate::HistoryArgs),
     /// The C compiler (clang) with access instrumentation, for data-level suitability:
     /// `CC="locksuit cc" make`.
