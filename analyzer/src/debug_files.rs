@@ -441,7 +441,7 @@ pub fn missing_hint(modules: &[&str], debug_dirs: &str) -> Option<String> {
     } else {
         let dbgsym: Vec<String> = packages.iter().map(|p| format!("{p}-dbgsym")).collect();
         format!(
-            "install {} (Debian's debug archive: `deb http://deb.debian.org/debian-debug/ <suite>-debug main`)",
+            "install {} (Debian's debug archive: `deb http://deb.debian.org/debian-debug/ <suite>-debug main`; a few packages ship -dbg instead)",
             dbgsym.join(" ")
         )
     };
