@@ -473,16 +473,18 @@ fn shipped_by(path: &str) -> Option<String> {
             .output()
             .ok()
             .filter(|o| o.status.success())?;
-        // `pigz: /usr/bin/pigz`, `zlib1g:amd64: /lib/…`, `a, b: /path`
-        let line = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()?
-            .to_string();
-        let (packages, _) = line.split_once(": ")?;
-        let first = packages.split(", ").next()?;
-        let name = first.split(':').next()?.trim();
-        (!name.is_empty() && !name.starts_with("diversion by")).then(|| name.to_string())
+        package_in_dpkg_line(String::from_utf8_lossy(&out.stdout).lines().next()?)
     })
+}
+
+/// The first package a `dpkg -S` line names, without its architecture:
+/// `pigz: /usr/bin/pigz`, `zlib1g:amd64: /lib/…`, `a, b: /path` (not a
+/// `diversion by …` line).
+fn package_in_dpkg_line(line: &str) -> Option<String> {
+    let (packages, _) = line.split_once(": ")?;
+    let first = packages.split(", ").next()?;
+    let name = first.split(':').next()?.trim();
+    (!name.is_empty() && !name.contains(' ')).then(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -497,6 +499,22 @@ mod tests {
         );
         assert_eq!(build_id_path(Path::new("/d"), &[0xab]), None);
         assert_eq!(build_id_path(Path::new("/d"), &[]), None);
+    }
+
+    #[test]
+    fn dpkg_lines_name_the_package_without_its_architecture() {
+        let of = package_in_dpkg_line;
+        assert_eq!(of("pigz: /usr/bin/pigz").as_deref(), Some("pigz"));
+        assert_eq!(
+            of("zlib1g:amd64: /lib/x86_64-linux-gnu/libz.so.1").as_deref(),
+            Some("zlib1g")
+        );
+        assert_eq!(
+            of("libc6:amd64, libc6:i386: /usr/share/x").as_deref(),
+            Some("libc6")
+        );
+        assert_eq!(of("diversion by dash from: /bin/sh"), None);
+        assert_eq!(of("no colon here"), None);
     }
 
     #[test]

@@ -175,12 +175,29 @@ fn a_debug_file_under_the_build_id_directory_names_the_stripped_program() {
 
 /// gdb's three debuglink places, each in its own directory. The file's name
 /// is the link's; a file of that name that is another build's debug file
-/// (wrong CRC and build id) is passed over.
+/// (another build id) is passed over. A debug file without a build id is
+/// taken by the link's CRC, and passed over when that differs.
 #[test]
 fn a_gnu_debuglink_is_followed_beside_in_dot_debug_and_under_the_debug_directory() {
-    for place in ["beside", "dot-debug", "debug-dir", "wrong-build"] {
+    for place in [
+        "beside",
+        "dot-debug",
+        "debug-dir",
+        "wrong-build",
+        "crc",
+        "wrong-crc",
+    ] {
         let dir = fresh_dir(&format!("debug_link_{place}"));
-        let (bin, debug) = split_program(&dir, "prog", true);
+        let (bin, debug) = split_program(&dir, "prog", place != "crc");
+        let drop_build_id = || {
+            tool(
+                "objcopy",
+                &[
+                    "--remove-section=.note.gnu.build-id".as_ref(),
+                    debug.as_os_str(),
+                ],
+            )
+        };
         let debug_dir = dir.join("debug");
         let mut env_dirs = debug_dir.display().to_string();
         match place {
@@ -202,11 +219,18 @@ fn a_gnu_debuglink_is_followed_beside_in_dot_debug_and_under_the_debug_directory
                 std::fs::copy(&other_debug, &debug).unwrap();
                 env_dirs = "/nonexistent-locksuit-debug".into();
             }
+            "crc" => {
+                drop_build_id();
+                let arg = format!("--add-gnu-debuglink={}", debug.display());
+                tool("objcopy", &[arg.as_ref(), bin.as_os_str()]);
+            }
+            // Changed after the link was made: its CRC no longer matches.
+            "wrong-crc" => drop_build_id(),
             _ => unreachable!(),
         }
         let trace = record(&bin, &dir, place);
         let got = report(&trace, &[("LOCKSUIT_DEBUG_DIRS", &env_dirs)]);
-        if place == "wrong-build" {
+        if place.starts_with("wrong") {
             unnamed_offset(&got);
         } else {
             assert_named(&got, place);
