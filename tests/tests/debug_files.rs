@@ -343,3 +343,37 @@ fn a_server_that_does_not_answer_leaves_addresses_and_one_warning() {
         .collect();
     assert_eq!(said.len(), 1, "{:?}", warnings(&got));
 }
+
+/// A server that accepts and never answers costs `$DEBUGINFOD_TIMEOUT`
+/// seconds, once: the report goes on without it.
+#[test]
+fn a_server_that_never_answers_is_given_up_after_the_timeout() {
+    let dir = fresh_dir("debug_silent_server");
+    let (bin, _debug) = split_program(&dir, "prog", false);
+    let trace = record(&bin, &dir, "silent");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // Keep every connection open, unanswered.
+        let held: Vec<_> = listener.incoming().flatten().collect();
+        drop(held);
+    });
+    let cache = dir.join("cache").display().to_string();
+    let started = std::time::Instant::now();
+    let got = report(
+        &trace,
+        &[
+            ("DEBUGINFOD_URLS", url.as_str()),
+            ("DEBUGINFOD_CACHE_PATH", cache.as_str()),
+            ("DEBUGINFOD_TIMEOUT", "1"),
+        ],
+    );
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+    assert!(unnamed_offset(&got).starts_with("prog+0x"));
+    let said: Vec<String> = warnings(&got)
+        .into_iter()
+        .filter(|w| w.contains(&url))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", warnings(&got));
+}
