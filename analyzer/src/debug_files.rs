@@ -247,13 +247,17 @@ impl DebugFiles {
             Verdict::Matches => true,
             Verdict::Other => false,
             Verdict::Unreadable(why) => {
-                self.notes.insert(format!(
-                    "the debug file {} for {module} cannot be used: {why}",
-                    candidate.display()
-                ));
+                self.unusable(&candidate.display().to_string(), module, &why);
                 false
             }
         }
+    }
+
+    /// Notes that the debug file at `debug` for `module` cannot be read.
+    pub fn unusable(&mut self, debug: &str, module: &str, why: &str) {
+        self.notes.insert(format!(
+            "the debug file {debug} for {module} cannot be used ({why}), so its frames lack the names and lines it holds"
+        ));
     }
 
     fn by_build_id(&mut self, module: &str, id: &[u8]) -> Option<PathBuf> {

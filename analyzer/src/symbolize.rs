@@ -232,7 +232,15 @@ impl Symbolizer {
             // Module paths come from the trace: open regular files only, so
             // a damaged path naming a FIFO or device cannot hang us.
             let loader = is_regular(&source)
-                .then(|| Loader::new_with_sup(&source, sup.as_ref()).ok())
+                .then(|| match Loader::new_with_sup(&source, sup.as_ref()) {
+                    Ok(loader) => Some(loader),
+                    Err(e) => {
+                        if source != path {
+                            self.debug.unusable(&source, path, &e.to_string());
+                        }
+                        None
+                    }
+                })
                 .flatten();
             self.loaders.insert(path.to_string(), loader);
         }

@@ -377,3 +377,44 @@ fn a_server_that_never_answers_is_given_up_after_the_timeout() {
         .collect();
     assert_eq!(said.len(), 1, "{:?}", warnings(&got));
 }
+
+/// The offset of section `name` in the ELF file at `path` (`readelf -S -W`).
+fn section_offset(path: &Path, name: &str) -> u64 {
+    let out = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert_success(&out, "readelf -S");
+    stdout_str(&out)
+        .lines()
+        .filter_map(|l| l.split_once(']').map(|(_, rest)| rest))
+        .map(|rest| rest.split_whitespace().collect::<Vec<_>>())
+        .find(|fields| fields.first() == Some(&name))
+        .map(|fields| u64::from_str_radix(fields[3], 16).unwrap())
+        .unwrap_or_else(|| panic!("no {name} in {}", path.display()))
+}
+
+/// A debug file that matches (build id) but whose compressed DWARF does not
+/// inflate: no lines, the symbols it still has name the function, and the
+/// report says which file could not be used.
+#[test]
+fn a_debug_file_with_damaged_dwarf_gives_no_lines_and_says_so() {
+    let dir = fresh_dir("debug_damaged");
+    let (bin, debug) = split_program(&dir, "prog", true);
+    // Past the compression header (24 bytes) and the zlib header (2).
+    let at = section_offset(&debug, ".debug_info") + 26;
+    let mut bytes = std::fs::read(&debug).unwrap();
+    bytes[at as usize..at as usize + 64].fill(0xff);
+    std::fs::write(&debug, bytes).unwrap();
+    let trace = record(&bin, &dir, "damaged");
+    let got = report(&trace, &[]);
+    let p = only_process(&got);
+    let site = &sites(p)[0];
+    assert!(site["line"].is_null(), "{}", short(site));
+    let said: Vec<String> = warnings(&got)
+        .into_iter()
+        .filter(|w| w.contains(&debug.display().to_string()) && w.contains("cannot be used"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", warnings(&got));
+}
