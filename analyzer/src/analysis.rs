@@ -720,7 +720,7 @@ pub fn analyze(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
         ));
     }
-    warnings.extend(symbolizer.take_changed());
+    warnings.extend(symbolizer.take_warnings());
     if header.exe.ends_with(" (deleted)") {
         warnings.push(format!(
             "the program's file was deleted or replaced while it ran ({}); its own frames cannot be symbolized",

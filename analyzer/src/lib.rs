@@ -9,6 +9,7 @@ pub mod compare;
 pub mod contention;
 pub mod data;
 pub mod deadlocks;
+pub mod debug_files;
 pub mod evidence;
 pub mod families;
 pub mod findings;

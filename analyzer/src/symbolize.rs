@@ -1,14 +1,17 @@
 //! Offline symbolization: code addresses from the trace are mapped to a
 //! module with the recorded module map (so ASLR and PIE do not matter), then
 //! to function, file and line with the module's DWARF, falling back to its
-//! symbol table.
+//! symbol table. A module without DWARF of its own (a stripped distro
+//! binary) is read through its separate debug file where one is found
+//! ([`crate::debug_files`]).
 
+use crate::debug_files::{missing_hint, DebugFiles};
 use crate::model::Frame;
 use crate::place::{Layouts, Place};
 use crate::symbols::SymbolTable;
 use addr2line::Loader;
 use locksuit_format::reader::ModuleInfo;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Modules whose frames are not the program's own code: the C and C++
 /// runtimes, the loader, and the shim itself.
@@ -44,8 +47,14 @@ pub struct Symbolizer {
     /// Per (path, recorded identity): why the file is not the one that
     /// ran, or `None` if it is.
     changed: HashMap<(String, Vec<u8>, u64, u64), Option<String>>,
-    /// Files found changed since the last [`Symbolizer::take_changed`].
+    /// Files found changed since the last [`Symbolizer::take_warnings`].
     changed_seen: BTreeSet<String>,
+    /// Separate debug files of modules without DWARF.
+    debug: DebugFiles,
+    /// Modules whose frames went unnamed for want of debug information,
+    /// not yet told how to get it; and those already told (once a report).
+    unnamed: BTreeSet<String>,
+    hinted: HashSet<String>,
 }
 
 /// Why the file at `path` is not the file `module` was loaded from, if it
@@ -144,9 +153,30 @@ impl Symbolizer {
     }
 
     fn symbol_table(&mut self, path: &str) -> &SymbolTable {
-        self.symbols
-            .entry(path.to_string())
-            .or_insert_with(|| SymbolTable::load(path))
+        if !self.symbols.contains_key(path) {
+            // A stripped module's debug file has its full symbol table.
+            let (source, _) = self.debug_source(path);
+            self.symbols
+                .insert(path.to_string(), SymbolTable::load(&source));
+        }
+        &self.symbols[path]
+    }
+
+    /// The file to read the module at `path`'s DWARF and symbols from (its
+    /// separate debug file, if it has none itself and one is found, else
+    /// itself), and the dwz file that debug file shares DWARF with. The C
+    /// and C++ runtimes are not looked up: their frames are skipped.
+    fn debug_source(&mut self, path: &str) -> (String, Option<String>) {
+        if is_system_module(path) {
+            return (path.to_string(), None);
+        }
+        match self.debug.for_module(path) {
+            Some(debug) => (
+                debug.path.display().to_string(),
+                debug.sup.as_ref().map(|s| s.display().to_string()),
+            ),
+            None => (path.to_string(), None),
+        }
     }
 
     /// Where `address` lies in a global or static variable, for an object
@@ -165,8 +195,9 @@ impl Symbolizer {
         let (path, file_address) = self.data_module(modules, exe, address)?;
         if !self.layouts.contains_key(path) {
             // The same file the frames' Loader reads its DWARF from.
-            let layouts = is_regular(path)
-                .then(|| std::fs::File::open(path).ok())
+            let (source, _) = self.debug_source(path);
+            let layouts = is_regular(&source)
+                .then(|| std::fs::File::open(&source).ok())
                 .flatten()
                 .map(|f| crate::place_dwarf::load(&f))
                 .unwrap_or_default();
@@ -179,18 +210,41 @@ impl Symbolizer {
         Some(Place::of_symbol(demangle(name), offset, size, object_size))
     }
 
-    /// Warnings for the module files found changed since the last call.
-    pub fn take_changed(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.changed_seen).into_iter().collect()
+    /// Warnings since the last call: module files changed since the run,
+    /// debug files that could not be used, and how to get the names of
+    /// modules that had none (once a report).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        let mut warnings: Vec<String> =
+            std::mem::take(&mut self.changed_seen).into_iter().collect();
+        warnings.extend(self.debug.take_notes());
+        let unnamed: Vec<String> = std::mem::take(&mut self.unnamed)
+            .into_iter()
+            .filter(|m| self.hinted.insert(m.clone()))
+            .collect();
+        let unnamed: Vec<&str> = unnamed.iter().map(String::as_str).collect();
+        warnings.extend(missing_hint(&unnamed, &self.debug.dirs_shown()));
+        warnings
     }
 
     fn loader(&mut self, path: &str) -> Option<&Loader> {
-        self.loaders
-            .entry(path.to_string())
+        if !self.loaders.contains_key(path) {
+            let (source, sup) = self.debug_source(path);
             // Module paths come from the trace: open regular files only, so
             // a damaged path naming a FIFO or device cannot hang us.
-            .or_insert_with(|| is_regular(path).then(|| Loader::new(path).ok()).flatten())
-            .as_ref()
+            let loader = is_regular(&source)
+                .then(|| match Loader::new_with_sup(&source, sup.as_ref()) {
+                    Ok(loader) => Some(loader),
+                    Err(e) => {
+                        if source != path {
+                            self.debug.unusable(&source, path, &e.to_string());
+                        }
+                        None
+                    }
+                })
+                .flatten();
+            self.loaders.insert(path.to_string(), loader);
+        }
+        self.loaders[path].as_ref()
     }
 
     /// Symbolizes a return address (the call is the instruction before it)
@@ -270,14 +324,12 @@ impl Symbolizer {
             // holds it (in a stripped file the nearest symbol below a
             // static function is another function). System libraries are
             // left as module+offset: their frames are skipped anyway.
-            let name = (!is_system_module(path))
-                .then(|| {
-                    self.symbols
-                        .entry(path.to_string())
-                        .or_insert_with(|| SymbolTable::load(path))
-                        .lookup(probe)
-                        .map(demangle)
-                })
+            let system = is_system_module(path);
+            if !system && self.debug.missing(path) {
+                self.unnamed.insert(path.to_string());
+            }
+            let name = (!system)
+                .then(|| self.symbol_table(path).lookup(probe).map(demangle))
                 .flatten();
             return vec![match name {
                 Some(name) => Frame {

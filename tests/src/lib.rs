@@ -321,11 +321,14 @@ pub fn run_plain<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S]) -> Output {
 }
 
 /// Runs `locksuit args…` (no shim, no LOCKSUIT_DIR) and returns its output.
+/// Without `DEBUGINFOD_URLS` (Debian's profile may set it): a report of a
+/// stripped test program must not reach for the network.
 pub fn run_locksuit<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     let mut cmd = Command::new(locksuit_path());
     cmd.args(args)
         .env_remove("LD_PRELOAD")
-        .env_remove("LOCKSUIT_DIR");
+        .env_remove("LOCKSUIT_DIR")
+        .env_remove("DEBUGINFOD_URLS");
     run_captured(cmd)
 }
 
