@@ -731,6 +731,11 @@ pub struct Finding {
     /// `long-hold`: what the holder did during the longest hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<HolderState>,
+    /// `blocking-under-lock`: the line of the slow call, by its stable
+    /// name (it is no lock site, so not in `sites`); what tells two such
+    /// findings on one lock apart in SARIF fingerprints.
+    #[serde(skip)]
+    pub blocking_call: Option<String>,
     /// `single-thread-lock` and `long-hold`: what this run saw, in words,
     /// for the message more evidence rewrites (other runs: `evidence.rs`;
     /// the holder's blocking calls: `analysis.rs`).
