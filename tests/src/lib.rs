@@ -1078,11 +1078,10 @@ pub fn record_plain_and_shim_env(bin: &Path, tag: &str, env: &[(&str, &str)]) ->
     }
 }
 
-/// `tests/c/<name>.c` built with debug information, then split as
-/// distributions ship binaries: the stripped program at `<dir>/<name>` and
-/// its debug information at `<dir>/debug/.build-id/xx/yyyy.debug`, under
-/// the program's GNU build id (what debuggers and `go tool pprof` look up).
-/// Returns the program, the debug directory and the build id in hex.
+/// `tests/c/<name>.c` built with debug information, and a stripped copy
+/// at `<dir>/<name>`, as distributions ship programs (the build id, which
+/// strip keeps, ties the two together). Returns the stripped program, the
+/// one with debug information, and the build id in hex.
 pub fn build_c_stripped(name: &str, dir: &Path) -> (PathBuf, PathBuf, String) {
     let built = build_c(name);
     let bin = dir.join(name);
@@ -1098,18 +1097,7 @@ pub fn build_c_stripped(name: &str, dir: &Path) -> (PathBuf, PathBuf, String) {
         .find_map(|l| l.trim().strip_prefix("Build ID: "))
         .map(str::to_string)
         .unwrap_or_else(|| panic!("{name} has no build id"));
-    let debug_root = dir.join("debug");
-    let debug_dir = debug_root.join(".build-id").join(&build_id[..2]);
-    fs::create_dir_all(&debug_dir).unwrap();
-    let debug_file = debug_dir.join(format!("{}.debug", &build_id[2..]));
-    let kept = Command::new("objcopy")
-        .arg("--only-keep-debug")
-        .arg(&bin)
-        .arg(&debug_file)
-        .output()
-        .unwrap();
-    assert_success(&kept, "objcopy --only-keep-debug");
     let stripped = Command::new("strip").arg(&bin).output().unwrap();
     assert_success(&stripped, "strip");
-    (bin, debug_root, build_id)
+    (bin, built, build_id)
 }
