@@ -801,6 +801,11 @@ pub fn analyze(
         wait_tree: crate::stacks::wait_tree(&stops.stacks),
         blocking_stacks: std::mem::take(&mut stops.stacks),
         policy: crate::snapshots::policy(&trace),
+        modules: crate::model::modules_from_trace(
+            &trace.modules,
+            &header.exe,
+            &crate::symbolize::code_segment,
+        ),
         data_level: data.as_ref().map(|d| DataLevel {
             accesses: d.accesses,
             dropped: d.dropped,

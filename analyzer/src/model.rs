@@ -15,6 +15,9 @@ pub const SCHEMA: &str = "locksuit.report/3";
 // Why threads stopped and why waits ended: their parts of the model.
 mod waiting;
 pub use waiting::*;
+// The modules loaded, for profiles read elsewhere.
+mod modules;
+pub use modules::{from_trace as modules_from_trace, CodeSegment, Module};
 
 /// Report ids are numbers inside the model (a million locks must not mean a
 /// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
@@ -179,6 +182,9 @@ pub struct Process {
     /// `locksuit events` only: each object's events in causal order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<ObjectStream>,
+    /// The modules it had loaded (pprof mappings).
+    #[serde(skip)]
+    pub modules: Vec<Module>,
     /// `events --merged --follow` only: the report's names of raw ids.
     #[serde(skip)]
     pub raw_names: RawNames,
@@ -731,6 +737,11 @@ pub struct Finding {
     /// `long-hold`: what the holder did during the longest hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub holder: Option<HolderState>,
+    /// `blocking-under-lock`: the line of the slow call, by its stable
+    /// name (it is no lock site, so not in `sites`); what tells two such
+    /// findings on one lock apart in SARIF fingerprints.
+    #[serde(skip)]
+    pub blocking_call: Option<String>,
     /// `single-thread-lock` and `long-hold`: what this run saw, in words,
     /// for the message more evidence rewrites (other runs: `evidence.rs`;
     /// the holder's blocking calls: `analysis.rs`).

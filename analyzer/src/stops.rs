@@ -484,6 +484,7 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
                 engagements: g.count,
                 wait_ns: g.waited_ns,
                 locks: lock.into_iter().collect(),
+                blocking_call: Some((ids.line)(call_site)),
                 ..Finding::default()
             }
         })

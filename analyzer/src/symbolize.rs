@@ -93,6 +93,27 @@ pub(crate) fn changed_since_run(path: &str, module: &ModuleInfo) -> Option<Strin
         .then(|| "its size or modification time differs from the one that ran".into())
 }
 
+/// The executable segment of the module's file, if the file is still the
+/// one that ran and is an ELF file with one.
+pub fn code_segment(path: &str, module: &ModuleInfo) -> Option<crate::model::CodeSegment> {
+    use object::{Object, ObjectSegment, SegmentFlags};
+    if !is_regular(path) || changed_since_run(path, module).is_some() {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: a read-only private mapping, dropped before returning.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let elf = object::File::parse(&*map).ok()?;
+    let code = elf.segments().find(
+        |s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0),
+    )?;
+    Some(crate::model::CodeSegment {
+        address: code.address(),
+        size: code.size(),
+        file_offset: code.file_range().0,
+    })
+}
+
 impl Symbolizer {
     /// Whether the file at `path` is still the one `module` was loaded from
     /// (checked once per file and recorded identity).

@@ -1080,3 +1080,27 @@ pub fn record_plain_and_shim_env(bin: &Path, tag: &str, env: &[(&str, &str)]) ->
         dir,
     }
 }
+
+/// `tests/c/<name>.c` built with debug information, and a stripped copy
+/// at `<dir>/<name>`, as distributions ship programs (the build id, which
+/// strip keeps, ties the two together). Returns the stripped program, the
+/// one with debug information, and the build id in hex.
+pub fn build_c_stripped(name: &str, dir: &Path) -> (PathBuf, PathBuf, String) {
+    let built = build_c(name);
+    let bin = dir.join(name);
+    fs::copy(&built, &bin).expect("copy the program");
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert_success(&notes, "readelf -n");
+    let build_id = stdout_str(&notes)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{name} has no build id"));
+    let stripped = Command::new("strip").arg(&bin).output().unwrap();
+    assert_success(&stripped, "strip");
+    (bin, built, build_id)
+}

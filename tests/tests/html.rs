@@ -475,4 +475,18 @@ fn the_chrome_export_is_valid_trace_event_json() {
         assert_eq!(id_s, id_f);
         assert_ne!(from, to);
     }
+    // Each finish binds to its wait slice (`bp: e`, the enclosing slice)
+    // without doubt: strictly inside it, at least 1 ns from either edge as a
+    // reader adds `ts + dur` in floats, never at its very end.
+    for f in events.iter().filter(|e| e["ph"] == "f") {
+        let at = f["ts"].as_f64().unwrap();
+        let inside = events.iter().any(|e| {
+            let (ts, dur) = (e["ts"].as_f64().unwrap_or(-1.0), e["dur"].as_f64());
+            e["ph"] == "X"
+                && e["cat"] != "handoff"
+                && e["tid"] == f["tid"]
+                && dur.is_some_and(|d| ts + 0.001 <= at && at <= ts + d - 0.001)
+        });
+        assert!(inside, "a flow ends at no wait's inside: {f}");
+    }
 }

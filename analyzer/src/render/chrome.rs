@@ -4,7 +4,10 @@
 //! period with its class as the category and its line, lock and call stack
 //! as arguments, and for a lock handed over, a flow (`s` → `f`) from a
 //! zero-length `release` slice on the releasing thread to the wait it
-//! ended. Timestamps are microseconds from the process's start.
+//! ended. The flow's finish lies inside the wait slice, [`FLOW_MARGIN_NS`]
+//! (at most half the slice) before its end: a finish at the very end
+//! binds to the slice or not as float rounding of `ts + dur` falls.
+//! Timestamps are microseconds from the process's start.
 
 use crate::model::*;
 use serde_json::{json, Value};
@@ -21,6 +24,17 @@ pub fn render(report: &Report) -> Value {
         "displayTimeUnit": "ns",
         "otherData": { "producer": "locksuit", "schema": crate::model::SCHEMA },
     })
+}
+
+/// How far inside its wait slice a flow ends: 1 µs, far above the rounding
+/// of microsecond floats (~1e-9 µs over an hour) and of a reader's
+/// conversion to whole nanoseconds.
+const FLOW_MARGIN_NS: u64 = 1000;
+
+/// Where a flow into the wait `[start_ns, end_ns]` ends: inside it, clear of
+/// both edges (the middle of a wait shorter than twice the margin).
+fn flow_end_ns(start_ns: u64, end_ns: u64) -> u64 {
+    end_ns - FLOW_MARGIN_NS.min((end_ns - start_ns) / 2)
 }
 
 fn us(ns: u64) -> f64 {
@@ -94,8 +108,28 @@ fn process(events: &mut Vec<Value>, flow: &mut u64, p: &Process) {
                 json!({"ph": "s", "id": *flow, "name": "handoff", "cat": "handoff",
                 "pid": pid, "tid": period.released_by, "ts": us(period.end_ns)}),
             );
+            let finish = flow_end_ns(period.start_ns, period.end_ns);
             events.push(json!({"ph": "f", "bp": "e", "id": *flow, "name": "handoff",
-                "cat": "handoff", "pid": pid, "tid": period.tid, "ts": us(period.end_ns)}));
+                "cat": "handoff", "pid": pid, "tid": period.tid, "ts": us(finish)}));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_end_inside_their_wait() {
+        // Long, short and tiny waits, far from the process's start (where
+        // microsecond floats are coarsest).
+        let hour = 3_600_000_000_000u64;
+        for (start, end) in [(hour, hour + 5_000_000), (hour, hour + 1500), (7, 11)] {
+            let f = flow_end_ns(start, end);
+            assert!(start < f && f < end, "{start} {f} {end}");
+            let (ts, dur, at) = (us(start), us(end - start), us(f));
+            assert!(at < ts + dur && at > ts, "{ts} + {dur} vs {at}");
+        }
+        assert_eq!(flow_end_ns(0, 10_000), 9_000);
     }
 }

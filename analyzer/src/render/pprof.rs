@@ -2,9 +2,18 @@
 //! profile: sample types `contentions/count` and `delay/nanoseconds`, one
 //! sample per blocking stack, locations with function, file and line
 //! (inlined frames as several lines of one location), a mapping per
-//! module. `go tool pprof`, Pyroscope, Parca and Cloud Profiler read it.
+//! module with its file, build id and address range, so a frame locksuit
+//! could not name (no symbols) is left as an address in a mapping marked
+//! unsymbolized, for `go tool pprof -symbolize=local` to name from the
+//! module's debug file. `go tool pprof`, Pyroscope, Parca and Cloud
+//! Profiler read it.
+//!
+//! It profiles the processes with lock activity (all of them if none has
+//! any): a program started by a shell wrapper is profiled, not the shell
+//! waiting for it. The first mapping, which pprof takes for the program
+//! (`File:`), is the program of the process that waited longest for locks.
 
-use crate::model::{Frame, Report};
+use crate::model::{Frame, Module, Process, Report};
 use crate::stacks::{weighted, Weight};
 use std::collections::HashMap;
 
@@ -71,8 +80,12 @@ struct Mapping {
     memory_start: u64,
     #[prost(uint64, tag = "3")]
     memory_limit: u64,
+    #[prost(uint64, tag = "4")]
+    file_offset: u64,
     #[prost(int64, tag = "5")]
     filename: i64,
+    #[prost(int64, tag = "6")]
+    build_id: i64,
     #[prost(bool, tag = "7")]
     has_functions: bool,
     #[prost(bool, tag = "8")]
@@ -123,8 +136,14 @@ struct Builder {
     strings: HashMap<String, i64>,
     functions: HashMap<(String, String), u64>,
     locations: HashMap<(u64, String), u64>,
-    mappings: HashMap<String, usize>,
+    /// By module and place (one module loaded at other addresses in two
+    /// processes is two mappings).
+    mappings: HashMap<(String, u64), u64>,
 }
+
+/// Page size for the mapping's limits: pprof reads a page-aligned mapping
+/// as the file's loaded segments.
+const PAGE: u64 = 4096;
 
 impl Builder {
     fn string(&mut self, s: &str) -> i64 {
@@ -154,35 +173,57 @@ impl Builder {
         id
     }
 
-    fn mapping(&mut self, module: &str, address: u64) -> u64 {
-        let at = match self.mappings.get(module) {
-            Some(&at) => at,
-            None => {
-                let filename = self.string(module);
-                self.profile.mapping.push(Mapping {
-                    id: self.profile.mapping.len() as u64 + 1,
-                    memory_start: address,
-                    memory_limit: address + 1,
-                    filename,
-                    has_functions: true,
-                    has_filenames: true,
-                    has_line_numbers: true,
-                    has_inline_frames: true,
-                });
-                self.mappings
-                    .insert(module.to_string(), self.profile.mapping.len() - 1);
-                self.profile.mapping.len() - 1
+    /// The mapping of a loaded module: its code segment as the loader
+    /// mapped it (whole pages, with the file offset of its first page), as
+    /// in /proc/PID/maps, which is what pprof symbolizes against; without
+    /// it, the module's whole range from file offset 0 (where the loader
+    /// maps the file's first page). With its file and build id; symbolized
+    /// until a frame in it is found not to be.
+    fn mapping(&mut self, module: &Module) -> u64 {
+        let key = (module.path.clone(), module.start);
+        if let Some(&id) = self.mappings.get(&key) {
+            return id;
+        }
+        let (memory_start, memory_limit, file_offset) = match module.code {
+            Some(code) => {
+                let start = module.bias + code.address / PAGE * PAGE;
+                let limit = (module.bias + code.address + code.size).div_ceil(PAGE) * PAGE;
+                (start, limit, code.file_offset / PAGE * PAGE)
             }
+            None => (module.start, module.end.div_ceil(PAGE) * PAGE, 0),
         };
-        let m = &mut self.profile.mapping[at];
-        m.memory_start = m.memory_start.min(address);
-        m.memory_limit = m.memory_limit.max(address + 1);
-        m.id
+        let (filename, build_id) = (self.string(&module.path), self.string(&module.build_id));
+        let id = self.profile.mapping.len() as u64 + 1;
+        self.profile.mapping.push(Mapping {
+            id,
+            memory_start,
+            memory_limit,
+            file_offset,
+            filename,
+            build_id,
+            has_functions: true,
+            has_filenames: true,
+            has_line_numbers: true,
+            has_inline_frames: true,
+        });
+        self.mappings.insert(key, id);
+        id
+    }
+
+    /// A mapping holds a frame locksuit could not name (or place): the
+    /// reader should symbolize it.
+    fn unsymbolized(&mut self, mapping_id: u64, frame: &Frame) {
+        if let Some(m) = self.profile.mapping.get_mut(mapping_id as usize - 1) {
+            m.has_functions &= frame.function.is_some();
+            m.has_filenames &= frame.file.is_some();
+            m.has_line_numbers &= frame.line.is_some();
+            m.has_inline_frames &= frame.function.is_some();
+        }
     }
 
     /// The location of one address: its frames (innermost first, the
     /// inlined ones before the function they were inlined into).
-    fn location(&mut self, frames: &[&Frame], pid: u32) -> u64 {
+    fn location(&mut self, frames: &[&Frame], (pid, modules): (u32, &[Module])) -> u64 {
         let first = frames[0];
         let address = u64::from_str_radix(first.address.trim_start_matches("0x"), 16).unwrap_or(0);
         let key = (
@@ -192,12 +233,24 @@ impl Builder {
         if let Some(&id) = self.locations.get(&key) {
             return id;
         }
-        let mapping_id = match &first.module {
-            Some(module) if address != 0 => self.mapping(module, address),
+        let module = modules
+            .iter()
+            .find(|m| m.start <= address && address < m.end);
+        let mapping_id = match module {
+            Some(module) if address != 0 => self.mapping(module),
             _ => 0,
         };
-        let line = frames
+        if mapping_id != 0 {
+            for f in frames {
+                self.unsymbolized(mapping_id, f);
+            }
+        }
+        // No name: no lines, an address for the reader to symbolize (a
+        // `module+0x…` line would read as a function's name).
+        let named = frames
             .iter()
+            .filter(|f| f.function.is_some() || mapping_id == 0);
+        let line = named
             .map(|f| {
                 let file = f.path.as_deref().or(f.file.as_deref()).unwrap_or("");
                 Line {
@@ -219,10 +272,10 @@ impl Builder {
 
     /// The locations of a stack, innermost first: frames of one address
     /// (a function and those inlined into it) make one location.
-    fn locations(&mut self, frames: &[Frame], pid: u32) -> Vec<u64> {
+    fn locations(&mut self, frames: &[Frame], process: (u32, &[Module])) -> Vec<u64> {
         frames
             .chunk_by(|a, b| a.address == b.address)
-            .map(|inlined| self.location(&inlined.iter().collect::<Vec<_>>(), pid))
+            .map(|inlined| self.location(&inlined.iter().collect::<Vec<_>>(), process))
             .collect()
     }
 
@@ -264,9 +317,14 @@ fn build(report: &Report) -> Profile {
     b.profile.period = 1;
     b.profile.default_sample_type = b.string("delay");
     let (pid_key, exe_key, class_key) = (b.string("pid"), b.string("exe"), b.string("class"));
+    let profiled = profiled(report);
+    // The program first: pprof names the profile after the first mapping.
+    if let Some(program) = profiled.first().and_then(|p| program_module(p)) {
+        b.mapping(program);
+    }
     let mut start = i64::MAX;
     let mut end = 0i64;
-    for p in &report.processes {
+    for p in profiled {
         let p_start = p.start_unix_ns as i64;
         start = start.min(p_start);
         end = end.max(p_start + p.duration_ns.unwrap_or(0) as i64);
@@ -276,7 +334,7 @@ fn build(report: &Report) -> Profile {
             if let Some(leaf) = s.leaf {
                 location_id.push(b.call(leaf));
             }
-            location_id.extend(b.locations(s.frames, p.pid));
+            location_id.extend(b.locations(s.frames, (p.pid, &p.modules)));
             let mut label = vec![
                 Label {
                     key: pid_key,
@@ -311,6 +369,35 @@ fn build(report: &Report) -> Profile {
     b.profile
 }
 
+/// How long a process's threads waited for its locks.
+fn lock_wait_ns(p: &Process) -> u64 {
+    p.locks.iter().map(|l| l.wait_ns).sum()
+}
+
+/// The processes to profile: those that took a lock or waited on a
+/// condition variable (all if none did), the longest lock waits first.
+/// A shell that started the program (or `exec`ed it: its trace ends there)
+/// took none: its `read` and `waitpid` are not the program's.
+fn profiled(report: &Report) -> Vec<&Process> {
+    let active = |p: &&Process| {
+        p.locks
+            .iter()
+            .any(|l| l.acquisitions > 0 || l.contended > 0)
+            || p.conds.iter().any(|c| c.waits > 0)
+    };
+    let mut chosen: Vec<&Process> = report.processes.iter().filter(active).collect();
+    if chosen.is_empty() {
+        chosen = report.processes.iter().collect();
+    }
+    chosen.sort_by_key(|p| std::cmp::Reverse(lock_wait_ns(p)));
+    chosen
+}
+
+/// The module of a process's executable, if it was recorded.
+fn program_module(p: &Process) -> Option<&Module> {
+    p.modules.iter().find(|m| m.path == p.exe)
+}
+
 /// Writes the gzipped profile.
 pub fn write(report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     use prost::Message;
@@ -338,6 +425,51 @@ mod tests {
         }
     }
 
+    fn program() -> Module {
+        Module {
+            path: "/bin/prog".into(),
+            start: 0x1000,
+            end: 0x6789,
+            bias: 0x1000,
+            build_id: "abcd".into(),
+            code: None,
+        }
+    }
+
+    #[test]
+    fn frames_without_names_are_addresses_in_an_unsymbolized_mapping() {
+        let mut b = Builder::default();
+        b.string("");
+        let named = [frame("main", 30, "0x5678")];
+        b.locations(&named, (1, &[program()]));
+        let m = &b.profile.mapping[0];
+        assert!(m.has_functions && m.has_line_numbers);
+        assert_eq!(
+            (m.memory_start, m.memory_limit, m.file_offset),
+            (0x1000, 0x7000, 0)
+        );
+        assert_eq!(b.profile.string_table[m.build_id as usize], "abcd");
+        assert_eq!(b.profile.string_table[m.filename as usize], "/bin/prog");
+        let bare = Frame {
+            function: None,
+            file: None,
+            line: None,
+            path: None,
+            offset: Some("prog+0x2345".into()),
+            ..frame("", 0, "0x3345")
+        };
+        let ids = b.locations(&[bare], (1, &[program()]));
+        let location = &b.profile.location[ids[0] as usize - 1];
+        assert!(location.line.is_empty(), "{location:?}");
+        assert_eq!((location.address, location.mapping_id), (0x3345, 1));
+        let m = &b.profile.mapping[0];
+        assert!(
+            !m.has_functions && !m.has_filenames && !m.has_line_numbers,
+            "{m:?}"
+        );
+        assert_eq!(b.profile.mapping.len(), 1);
+    }
+
     #[test]
     fn inlined_frames_are_lines_of_one_location() {
         // `get` inlined into `lookup` at one address; `main` calls it.
@@ -348,7 +480,7 @@ mod tests {
         ];
         let mut b = Builder::default();
         b.string("");
-        let ids = b.locations(&frames, 1);
+        let ids = b.locations(&frames, (1, &[program()]));
         assert_eq!(ids.len(), 2);
         let name_of = |b: &Builder, line: &Line| {
             let f = &b.profile.function[line.function_id as usize - 1];

@@ -2,7 +2,12 @@
 //! request: one rule per finding kind, one result per finding with its
 //! line (a path under the current directory is given relative to
 //! `%SRCROOT%`, the directory locksuit ran in) and the call chain of that
-//! line as a code flow.
+//! line as a code flow. Each rule has help (text and markdown) and a
+//! `helpUri` into the docs' list of finding kinds, as GitHub code scanning
+//! requires; a finding in code without line information (a stripped
+//! binary) is placed on its module's file with the address in it. The
+//! fingerprint names what was found and where, never a pid, a run-time
+//! address or a time, so one issue keeps one alert across runs.
 
 use crate::model::{Finding, Frame, Process, Report, Site};
 use serde_json::{json, Value};
@@ -28,6 +33,37 @@ const RULES: [(&str, &str, &str, &str); 17] = [
     ("over-synchronization", "OverSynchronization", "A lock taken very often that almost never contends.", "note"),
     ("blocking-under-lock", "BlockingUnderLock", "A thread slept, polled or did I/O holding a lock another thread wanted.", "warning"),
 ];
+
+/// Where the finding kinds are documented: `docs/report-schema.md`, at the
+/// URL the docs are published under (`LOCKSUIT_DOCS_URL` when the analyzer
+/// is built), else in the source tree it was built from. SARIF wants an
+/// absolute URI here.
+fn docs_uri() -> String {
+    match option_env!("LOCKSUIT_DOCS_URL") {
+        Some(base) => format!("{}/docs/report-schema.md#kinds", base.trim_end_matches('/')),
+        None => {
+            let analyzer = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let tree = analyzer.parent().unwrap_or(analyzer);
+            format!("file://{}/docs/report-schema.md#kinds", tree.display())
+        }
+    }
+}
+
+fn rule(kind: &str, name: &str, text: &str, level: &str, help_uri: &str) -> Value {
+    let markdown = format!(
+        "**{name}** (`{kind}`): {text}\n\nThe finding's message names the lock, the \
+         threads and the lines; [the finding kinds]({help_uri}) say what each rests on."
+    );
+    json!({
+        "id": kind,
+        "name": name,
+        "shortDescription": {"text": text},
+        "fullDescription": {"text": text},
+        "help": {"text": text, "markdown": markdown},
+        "helpUri": help_uri,
+        "defaultConfiguration": {"level": level},
+    })
+}
 
 fn physical(
     path: Option<&str>,
@@ -57,9 +93,52 @@ fn frame_location(f: &Frame, root: &Path) -> Option<Value> {
     Some(json!({"location": location}))
 }
 
+/// The module and the address in it (the offset from its load address,
+/// the same in every run whatever ASLR did) of the innermost frame that
+/// has them: where code without line information is.
+fn module_offset(chain: &[Frame]) -> Option<(&str, u64, &str)> {
+    chain.iter().find_map(|f| {
+        let module = f.module.as_deref()?;
+        let named = f.offset.as_deref()?;
+        let hex = named.rsplit_once("+0x")?.1;
+        Some((module, u64::from_str_radix(hex, 16).ok()?, named))
+    })
+}
+
+/// A finding's place in code without lines: the module's file, the
+/// address in it, and the same as a logical location (`module+0xoffset`).
+fn module_location(chain: &[Frame], root: &Path) -> Option<Value> {
+    let (module, offset, named) = module_offset(chain)?;
+    let mut physical = physical(Some(module), None, None, root)?;
+    physical["address"] = json!({"relativeAddress": offset, "kind": "instruction",
+        "fullyQualifiedName": named});
+    Some(json!({
+        "physicalLocation": physical,
+        "logicalLocations": [{"fullyQualifiedName": named, "kind": "function"}],
+    }))
+}
+
 fn site_of<'a>(p: &'a Process, f: &Finding) -> Option<&'a Site> {
     let id = *f.sites.first()?;
     p.sites.iter().find(|s| s.id == id)
+}
+
+/// What was found and where, in names that are the same in every run of
+/// the program: the kind, the lock's or line's stable name and those of
+/// every line it names (see `names.rs`; two findings of one kind on one
+/// lock differ by them), and the line, or the module and offset of code
+/// without lines.
+fn fingerprint(p: &Process, f: &Finding, subject: &str) -> String {
+    let mut sites: Vec<String> = f.sites.iter().map(ToString::to_string).collect();
+    sites.extend(f.blocking_call.clone());
+    let place = site_of(p, f).map(|site| match (&site.file, site.line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        _ => module_offset(&site.call_chain)
+            .map(|(_, _, named)| named.to_string())
+            .unwrap_or_default(),
+    });
+    let place = place.unwrap_or_default();
+    format!("{} {subject} {} {place}", f.kind, sites.join(","))
 }
 
 fn result(p: &Process, f: &Finding, rule_index: usize, root: &Path) -> Value {
@@ -73,13 +152,19 @@ fn result(p: &Process, f: &Finding, rule_index: usize, root: &Path) -> Value {
         "ruleIndex": rule_index,
         "level": RULES[rule_index].3,
         "message": {"text": f.message},
-        "partialFingerprints": {"locksuitFinding/v1": format!("{} {subject}", f.kind)},
+        "partialFingerprints": {"locksuitFinding/v1": fingerprint(p, f, &subject)},
         "properties": {"pid": p.pid, "exe": p.exe, "wait_ns": f.wait_ns, "engagements": f.engagements},
     });
     if let Some(site) = site_of(p, f) {
-        let here = physical(site.path.as_deref(), site.file.as_deref(), site.line, root);
+        let here = match (&site.file, site.line) {
+            (Some(_), Some(_)) => {
+                physical(site.path.as_deref(), site.file.as_deref(), site.line, root)
+                    .map(|here| json!({"physicalLocation": here}))
+            }
+            _ => module_location(&site.call_chain, root),
+        };
         if let Some(here) = here {
-            r["locations"] = json!([{"physicalLocation": here}]);
+            r["locations"] = json!([here]);
         }
         // The call chain in execution order: the outermost frame first.
         let flow: Vec<Value> = site
@@ -97,17 +182,10 @@ fn result(p: &Process, f: &Finding, rule_index: usize, root: &Path) -> Value {
 
 pub fn render(report: &Report) -> Value {
     let root = std::env::current_dir().unwrap_or_default();
+    let help_uri = docs_uri();
     let rules: Vec<Value> = RULES
         .iter()
-        .map(|(id, name, text, level)| {
-            json!({
-                "id": id,
-                "name": name,
-                "shortDescription": {"text": text},
-                "fullDescription": {"text": text},
-                "defaultConfiguration": {"level": level},
-            })
-        })
+        .map(|(kind, name, text, level)| rule(kind, name, text, level, &help_uri))
         .collect();
     let mut results = Vec::new();
     for p in &report.processes {
