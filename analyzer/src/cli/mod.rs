@@ -253,9 +253,23 @@ struct ReportOptions {
     #[arg(long = "pid", value_name = "N")]
     pids: Vec<u32>,
     /// Exit with status 1 if any process has a finding (`run`: unless the command itself
-    /// failed, whose status wins).
+    /// failed, whose status wins). Suppressed findings do not count.
     #[arg(long)]
     fail_on_findings: bool,
+    /// Suppressions: a file of `[name]` entries with `kind`, `lock`, `frame` and `module`
+    /// glob lines; the findings an entry matches are left out and counted apart
+    /// (repeatable; default: $LOCKSUIT_SUPPRESS). A `locksuit.supp` in the current
+    /// directory, or in its parents up to the repository's root, is read as well.
+    #[arg(long = "suppress", value_name = "FILE")]
+    suppress: Vec<PathBuf>,
+    /// Leave out the built-in suppressions (CPython's interpreter locks: the GIL, the import
+    /// lock, its runtime state and io buffers; lock calls made by glibc itself).
+    #[arg(long)]
+    no_default_suppressions: bool,
+    /// Instead of the report, print a ready suppression entry for each finding left (to
+    /// append to locksuit.supp).
+    #[arg(long)]
+    gen_suppressions: bool,
     /// After the report, print the one-screen summary (as --format summary) on stderr.
     #[arg(long)]
     summary: bool,
@@ -523,6 +537,26 @@ impl ReportOptions {
             .collect())
     }
 
+    /// The suppressions in force: the built-in set unless turned off,
+    /// `--suppress` files (else `$LOCKSUIT_SUPPRESS`), and the project's
+    /// `locksuit.supp`.
+    fn suppressions(&self) -> Result<crate::suppress::Suppressions, InputError> {
+        let files = match self.suppress.is_empty() {
+            true => std::env::var_os("LOCKSUIT_SUPPRESS")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .into_iter()
+                .collect(),
+            false => self.suppress.clone(),
+        };
+        crate::suppress::Suppressions::gather(&crate::suppress::Sources {
+            built_in: !self.no_default_suppressions,
+            files,
+            project_from: std::env::current_dir().ok(),
+        })
+        .map_err(InputError)
+    }
+
     fn limits(&self) -> Result<Limits, InputError> {
         let signatures = signatures(self.classes.clone())?;
         Ok(Limits {
@@ -590,6 +624,14 @@ fn run(args: RunArgs) -> i32 {
             timeout: std::time::Duration::from_secs_f64(seconds),
             on_deadlock: args.on_deadlock,
         });
+    // Read before the command runs: a malformed file must not cost a run.
+    let suppressions = match args.options.suppressions() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let recorded = match crate::run::record(
         &args.command,
         (args.dir.as_deref(), args.shim.as_deref()),
@@ -628,7 +670,10 @@ fn run(args: RunArgs) -> i32 {
                 &StreamFilter::Off,
             )
         })
-        .and_then(|report| print(report, options));
+        .and_then(|mut report| {
+            crate::suppress::apply(&mut report, &suppressions);
+            print(report, options)
+        });
     let gate_failed = match printed {
         Ok(failed) => failed,
         Err(e) => {
