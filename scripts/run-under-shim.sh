@@ -7,7 +7,8 @@
 # The command's own output is left alone: the report goes to stderr, or to
 # FILE with --report FILE, never to stdout. REPORT OPTIONS go to
 # `locksuit report` as they are: --threshold R, --format text|json|summary,
-# --width N, --top N, --exe NAME, --pid N, --sort KEY, --fail-on-findings, …
+# --width N, --top N, --exe NAME, --pid N, --sort KEY, --fail-on-findings,
+# --suppress FILE, --no-default-suppressions, …
 # (see `locksuit report --help`). Last, on stderr, a one-screen summary:
 # processes recorded, findings by kind, which processes fail the gate.
 #
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
     --history|--label)
       [ $# -ge 2 ] || usage
       history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
   esac
@@ -57,11 +58,13 @@ for f in "$shim" "$locksuit"; do
 done
 shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 
-# A mistyped report option should not cost a whole suite run: ask locksuit
-# now, about a path that is not there (only a usage error says "error:").
+# A mistyped report option, or a file it names that locksuit cannot use (a
+# malformed --suppress or --classes file), should not cost a whole suite
+# run: ask locksuit now, about a path that is not there; any complaint but
+# about that path is the options'.
 refused=$(env -u LD_PRELOAD "$locksuit" report /nonexistent/locksuit-options-check \
   "${report_options[@]}" 2>&1 >/dev/null \
-  | grep -m1 '^locksuit: error:')
+  | grep -v -e 'locksuit-options-check' -e '^locksuit: warning:' | grep -m1 '^locksuit: ')
 if [ -n "$refused" ]; then
   echo "$refused" >&2
   echo "run-under-shim.sh: report options are those of 'locksuit report --help'" >&2
