@@ -71,6 +71,11 @@ Reading the report:
                      blocking call and its stack's functions, most specific first)
   sharing ratio      how evenly a lock's threads engage it: 0 = one thread, 1 = evenly
                      (the others' share over the most it can be, 1 - 1/threads)
+  suppressions       --suppress FILE, $LOCKSUIT_SUPPRESS and a locksuit.supp up to the
+                     repository's root: [name] entries of kind, lock, frame and module globs;
+                     what they match is counted apart, not gated on. A built-in set covers
+                     CPython's own locks and glibc's (--no-default-suppressions); entries for
+                     the findings left: --gen-suppressions
   names              &variable and its path for a lock in a variable (&table[3],
                      &chop[4].m), else the line that made it (function@file:line, #N
                      within the family made there)
@@ -85,6 +90,7 @@ Environment:
   LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it
                         blocked this long (default 50)
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
+  LOCKSUIT_SUPPRESS     the suppression file `report --suppress` reads when none is given
   LOCKSUIT_GATE         off: `locksuit cc` calls the shim on every access (clang's sanitizer
                         coverage) instead of behind the access gate
   LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: N (default 64) records the accesses of
@@ -99,7 +105,8 @@ Environment:
 Exit status:
   0  success
   1  a requested gate failed (--fail-on-findings found something)
-  2  bad usage or unreadable input (the message names the file and the problem)
+  2  bad usage or unreadable input (the message names the file and the problem; for a
+     malformed suppression file, FILE:LINE)
   `run` exits with the command's own status, or 128+N if a signal N killed it; 1 if it
   stopped the command for a deadlock (--deadlock-timeout).";
 
