@@ -37,6 +37,7 @@ report_file=
 report_options=()
 gate=()
 history_options=()
+suppress_options=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,6 +48,12 @@ while [ $# -gt 0 ]; do
     --history|--label)
       [ $# -ge 2 ] || usage
       history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
+    # The diff reads the traces too: the same findings must be left out.
+    --suppress)
+      [ $# -ge 2 ] || usage
+      suppress_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
+    --no-default-suppressions)
+      suppress_options+=("$1"); report_options+=("$1"); shift ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
@@ -106,9 +113,9 @@ run_report() {
 run_gate() {
   local diff errors
   if [ "${gate[0]}" = --against-history ]; then
-    diff=(diff "${gate[@]}" "${history_options[@]}" "$dir")
+    diff=(diff "${gate[@]}" "${history_options[@]}" "${suppress_options[@]}" "$dir")
   else
-    diff=(diff "${gate[0]}" "$dir")
+    diff=(diff "${gate[0]}" "${suppress_options[@]}" "$dir")
   fi
   errors=$(mktemp) || exit 2
   env -u LD_PRELOAD "$locksuit" "${diff[@]}" 2>"$errors" >&2

@@ -321,3 +321,35 @@ fn run_and_the_suite_script_gate_without_suppressed_findings() {
         describe(&out)
     );
 }
+
+#[test]
+fn diff_against_a_saved_run_leaves_out_what_report_left_out() {
+    let dir = recorded("python3_lookalike", "supp-diff");
+    let traces = dir.to_str().expect("utf-8");
+    let history = dir.join("history.db");
+    let history = history.to_str().expect("utf-8");
+    let out = run_locksuit(&["report", traces, "--save", "--history", history]);
+    assert_success(&out, "report --save");
+    let diff = |extra: &[&str]| {
+        let args = [
+            &["diff", "--against-history", "1", "--history", history][..],
+            extra,
+            &[traces],
+        ]
+        .concat();
+        run_locksuit(&args)
+    };
+    // The saved run had the built-in set applied; so does the diff of the
+    // same traces: nothing is new.
+    let out = diff(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    // Without it, the interpreter's finding is one the saved run did not
+    // have: what a diff that ignored suppressions would call a regression.
+    let out = diff(&["--no-default-suppressions"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        stdout_str(&out).contains("_PyRuntime"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -544,24 +544,8 @@ impl ReportOptions {
             .collect())
     }
 
-    /// The suppressions in force: the built-in set unless turned off,
-    /// `--suppress` files (else `$LOCKSUIT_SUPPRESS`), and the project's
-    /// `locksuit.supp`.
     fn suppressions(&self) -> Result<crate::suppress::Suppressions, InputError> {
-        let files = match self.suppress.is_empty() {
-            true => std::env::var_os("LOCKSUIT_SUPPRESS")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .into_iter()
-                .collect(),
-            false => self.suppress.clone(),
-        };
-        crate::suppress::Suppressions::gather(&crate::suppress::Sources {
-            built_in: !self.no_default_suppressions,
-            files,
-            project_from: std::env::current_dir().ok(),
-        })
-        .map_err(InputError)
+        suppressions(&self.suppress, self.no_default_suppressions)
     }
 
     fn limits(&self) -> Result<Limits, InputError> {
@@ -579,6 +563,28 @@ impl ReportOptions {
             thread_names: Default::default(),
         })
     }
+}
+
+/// The suppressions in force: the built-in set unless turned off, `files`
+/// (else `$LOCKSUIT_SUPPRESS`), and the project's `locksuit.supp`.
+fn suppressions(
+    files: &[PathBuf],
+    no_default: bool,
+) -> Result<crate::suppress::Suppressions, InputError> {
+    let files = match files.is_empty() {
+        true => std::env::var_os("LOCKSUIT_SUPPRESS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .into_iter()
+            .collect(),
+        false => files.to_vec(),
+    };
+    crate::suppress::Suppressions::gather(&crate::suppress::Sources {
+        built_in: !no_default,
+        files,
+        project_from: std::env::current_dir().ok(),
+    })
+    .map_err(InputError)
 }
 
 /// The report of every trace in `paths` (that `selection` takes), with
@@ -719,14 +725,25 @@ pub fn main() -> i32 {
         Command::Events(args) => events(args),
         Command::Export(args) => export(args),
         Command::Flamegraph(args) => flamegraph(args),
-        Command::Diff(args) => crate::gate::diff_command(args, &|path| {
-            build_report(
-                &[path.to_path_buf()],
-                &Selection::default(),
-                (&Limits::default(), &[]),
-                &StreamFilter::Off,
-            )
-        }),
+        Command::Diff(args) => {
+            let suppressions = match suppressions(&args.suppress, args.no_default_suppressions) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("locksuit: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            crate::gate::diff_command(args, &|path| {
+                let mut report = build_report(
+                    &[path.to_path_buf()],
+                    &Selection::default(),
+                    (&Limits::default(), &[]),
+                    &StreamFilter::Off,
+                )?;
+                crate::suppress::apply(&mut report, &suppressions);
+                Ok(report)
+            })
+        }
         Command::History(args) => crate::gate::history_command(args),
         Command::Cc(args) => crate::cc::run(&args.args, false),
         Command::Cxx(args) => crate::cc::run(&args.args, true),
