@@ -270,7 +270,8 @@ struct ReportOptions {
     #[arg(long = "suppress", value_name = "FILE")]
     suppress: Vec<PathBuf>,
     /// Leave out the built-in suppressions (CPython's interpreter locks: the GIL, the import
-    /// lock, its runtime state and io buffers; lock calls made by glibc itself).
+    /// lock, its runtime state and io buffers, and unsuitable-site at its own lines; lock
+    /// calls made by glibc itself).
     #[arg(long)]
     no_default_suppressions: bool,
     /// Instead of the report, print a ready suppression entry for each finding left (to
