@@ -58,14 +58,8 @@ fn any(patterns: &[Pattern], text: &str) -> bool {
 }
 
 fn matches(entry: &Entry, f: &Finding, p: &Process) -> bool {
-    if !entry.kinds.is_empty() && !any(&entry.kinds, f.kind) {
+    if !kind_and_locks_match(entry, f) {
         return false;
-    }
-    if !entry.locks.is_empty() {
-        let locks = locks_of(f);
-        if locks.is_empty() || !locks.iter().all(|l| any(&entry.locks, &l.to_string())) {
-            return false;
-        }
     }
     if entry.frames.is_empty() && entry.modules.is_empty() {
         return true;
@@ -85,6 +79,19 @@ fn matches(entry: &Entry, f: &Finding, p: &Process) -> bool {
                         .and_then(|fr| fr.module.as_deref())
                         .is_some_and(|m| module_matches(&entry.modules, m)))
         })
+}
+
+/// The entry's `kind` lines (if any) match the finding's kind, and its
+/// `lock` lines (if any) every lock the finding is about.
+fn kind_and_locks_match(entry: &Entry, f: &Finding) -> bool {
+    if !entry.kinds.is_empty() && !any(&entry.kinds, f.kind) {
+        return false;
+    }
+    if entry.locks.is_empty() {
+        return true;
+    }
+    let locks = locks_of(f);
+    !locks.is_empty() && locks.iter().all(|l| any(&entry.locks, &l.to_string()))
 }
 
 /// A module pattern with a `/` is matched against the full path, one
@@ -235,5 +242,67 @@ fn first_words(message: &str) -> String {
     match flat.char_indices().nth(SHOWN) {
         Some((at, _)) => format!("{}…", &flat[..at]),
         None => flat,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(text: &str) -> Entry {
+        let mut entries = super::super::parse(text, "t").expect("parses");
+        entries.remove(0)
+    }
+
+    // Without a process's names current, lock ids print as L1, L2, …
+    fn finding(kind: &'static str, locks: &[u32]) -> Finding {
+        Finding {
+            kind,
+            lock: locks.first().map(|&i| LockId(i)),
+            locks: locks.iter().map(|&i| LockId(i)).collect(),
+            ..Finding::default()
+        }
+    }
+
+    #[test]
+    fn every_lock_of_a_finding_must_match_not_just_one() {
+        let gil = entry("[gil]\nlock = L1\n");
+        assert!(kind_and_locks_match(
+            &gil,
+            &finding("high-contention", &[0])
+        ));
+        // A deadlock between the interpreter's lock and the program's stays.
+        assert!(!kind_and_locks_match(&gil, &finding("deadlock", &[0, 1])));
+        let both = entry("[both]\nlock = L1\nlock = L2\n");
+        assert!(kind_and_locks_match(&both, &finding("deadlock", &[0, 1])));
+        // A lock entry never matches a finding about no lock.
+        assert!(!kind_and_locks_match(
+            &gil,
+            &finding("unsuitable-site", &[])
+        ));
+    }
+
+    #[test]
+    fn a_kind_line_narrows_the_entry() {
+        let e = entry("[e]\nkind = starv*\nlock = L*\n");
+        assert!(kind_and_locks_match(&e, &finding("starvation", &[3])));
+        assert!(!kind_and_locks_match(&e, &finding("high-contention", &[3])));
+    }
+
+    #[test]
+    fn module_patterns_take_the_file_name_unless_they_have_a_slash() {
+        let p = |s: &str| vec![Pattern::new(s).expect("pattern")];
+        let path = "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0";
+        assert!(module_matches(&p("libpython3*"), path));
+        assert!(!module_matches(&p("/opt/*"), path));
+        assert!(module_matches(&p("/usr/lib/*"), path));
+    }
+
+    #[test]
+    fn family_numbers_become_wildcards_in_generated_lock_patterns() {
+        // Unnamed ids have no family number; names with one are covered
+        // by the integration tests (they need a process's names).
+        assert_eq!(lock_glob(&LockId(0)), "L1");
+        assert_eq!(first_words("a  b\nc"), "a b c");
     }
 }
