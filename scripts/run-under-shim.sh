@@ -7,7 +7,8 @@
 # The command's own output is left alone: the report goes to stderr, or to
 # FILE with --report FILE, never to stdout. REPORT OPTIONS go to
 # `locksuit report` as they are: --threshold R, --format text|json|summary,
-# --width N, --top N, --exe NAME, --pid N, --sort KEY, --fail-on-findings, …
+# --width N, --top N, --exe NAME, --pid N, --sort KEY, --fail-on-findings,
+# --suppress FILE, --no-default-suppressions, …
 # (see `locksuit report --help`). Last, on stderr, a one-screen summary:
 # processes recorded, findings by kind, which processes fail the gate.
 #
@@ -37,6 +38,7 @@ report_file=
 report_options=()
 gate=()
 history_options=()
+suppress_options=()
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,6 +49,12 @@ while [ $# -gt 0 ]; do
     --history|--label)
       [ $# -ge 2 ] || usage
       history_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
+    # The diff reads the traces too: the same findings must be left out.
+    --suppress)
+      [ $# -ge 2 ] || usage
+      suppress_options+=("$1" "$2"); report_options+=("$1" "$2"); shift 2 ;;
+    --no-default-suppressions)
+      suppress_options+=("$1"); report_options+=("$1"); shift ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     *) report_options+=("$1"); shift ;;
@@ -58,11 +66,13 @@ for f in "$shim" "$locksuit"; do
 done
 shim=$(cd "$(dirname "$shim")" && pwd)/$(basename "$shim")
 
-# A mistyped report option should not cost a whole suite run: ask locksuit
-# now, about a path that is not there (only a usage error says "error:").
+# A mistyped report option, or a file it names that locksuit cannot use (a
+# malformed --suppress or --classes file), should not cost a whole suite
+# run: ask locksuit now, about a path that is not there; any complaint but
+# about that path is the options'.
 refused=$(env -u LD_PRELOAD "$locksuit" report /nonexistent/locksuit-options-check \
   "${report_options[@]}" 2>&1 >/dev/null \
-  | grep -m1 '^locksuit: error:')
+  | grep -v -e 'locksuit-options-check' -e '^locksuit: warning:' | grep -m1 '^locksuit: ')
 if [ -n "$refused" ]; then
   echo "$refused" >&2
   echo "run-under-shim.sh: report options are those of 'locksuit report --help'" >&2
@@ -104,9 +114,9 @@ run_report() {
 run_gate() {
   local diff errors
   if [ "${gate[0]}" = --against-history ]; then
-    diff=(diff "${gate[@]}" "${history_options[@]}" "$dir")
+    diff=(diff "${gate[@]}" "${history_options[@]}" "${suppress_options[@]}" "$dir")
   else
-    diff=(diff "${gate[0]}" "$dir")
+    diff=(diff "${gate[0]}" "${suppress_options[@]}" "$dir")
   fi
   errors=$(mktemp) || exit 2
   env -u LD_PRELOAD "$locksuit" "${diff[@]}" 2>"$errors" >&2

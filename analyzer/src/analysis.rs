@@ -790,6 +790,7 @@ pub fn analyze(
         sites,
         conds,
         findings,
+        suppressed: Vec::new(),
         blocking: contention.blocking,
         blocking_functions: contention.blocking_functions,
         block_min_us: header.block_min_us,

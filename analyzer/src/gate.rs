@@ -64,6 +64,14 @@ pub struct DiffArgs {
     pub format: GateFormat,
     #[command(flatten)]
     pub history: HistoryOptions,
+    /// Suppressions for the sides read from traces, as for `report` (a JSON report or a
+    /// saved run has them applied already): so that a finding `report --save` left out is
+    /// not new here.
+    #[arg(long = "suppress", value_name = "FILE")]
+    pub suppress: Vec<PathBuf>,
+    /// Leave out the built-in suppressions, as for `report`.
+    #[arg(long)]
+    pub no_default_suppressions: bool,
 }
 
 #[derive(Args)]

@@ -44,6 +44,7 @@ pub mod snapshots;
 pub mod stacks;
 pub mod stops;
 pub mod stream;
+pub mod suppress;
 pub mod symbolize;
 pub mod symbols;
 pub mod unwind;

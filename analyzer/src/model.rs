@@ -143,6 +143,9 @@ pub struct Process {
     pub sites: Vec<Site>,
     pub conds: Vec<Cond>,
     pub findings: Vec<Finding>,
+    /// Findings a suppression took out of `findings` (see `suppress/`), by
+    /// entry and kind: not listed, not counted by `--fail-on-findings`.
+    pub suppressed: Vec<SuppressedFindings>,
     /// Blocking calls beyond the lock API were recorded when they blocked
     /// at least this long (µs).
     pub block_min_us: u32,
@@ -747,6 +750,17 @@ pub struct Finding {
     /// the holder's blocking calls: `analysis.rs`).
     #[serde(skip)]
     pub observed: String,
+}
+
+/// Findings of one kind that one suppression entry took out of a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuppressedFindings {
+    /// The entry's name, and where it was written (`file:line`, or
+    /// `built-in:line` for the built-in set).
+    pub suppression: String,
+    pub source: String,
+    pub kind: &'static str,
+    pub findings: u64,
 }
 
 /// What a lock's holder did during a long hold, as a thread waiting for it

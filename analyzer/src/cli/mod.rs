@@ -71,6 +71,11 @@ Reading the report:
                      blocking call and its stack's functions, most specific first)
   sharing ratio      how evenly a lock's threads engage it: 0 = one thread, 1 = evenly
                      (the others' share over the most it can be, 1 - 1/threads)
+  suppressions       --suppress FILE, $LOCKSUIT_SUPPRESS and a locksuit.supp up to the
+                     repository's root: [name] entries of kind, lock, frame and module globs;
+                     what they match is counted apart, not gated on. A built-in set covers
+                     CPython's own locks and glibc's (--no-default-suppressions); entries for
+                     the findings left: --gen-suppressions
   names              &variable and its path for a lock in a variable (&table[3],
                      &chop[4].m), else the line that made it (function@file:line, #N
                      within the family made there)
@@ -85,6 +90,7 @@ Environment:
   LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it
                         blocked this long (default 50)
   LOCKSUIT_CLASSES      the signature file `report --classes` reads when not given
+  LOCKSUIT_SUPPRESS     the suppression file `report --suppress` reads when none is given
   LOCKSUIT_GATE         off: `locksuit cc` calls the shim on every access (clang's sanitizer
                         coverage) instead of behind the access gate
   LOCKSUIT_DATA_SAMPLE  built with `locksuit cc`: N (default 64) records the accesses of
@@ -99,7 +105,8 @@ Environment:
 Exit status:
   0  success
   1  a requested gate failed (--fail-on-findings found something)
-  2  bad usage or unreadable input (the message names the file and the problem)
+  2  bad usage or unreadable input (the message names the file and the problem; for a
+     malformed suppression file, FILE:LINE)
   `run` exits with the command's own status, or 128+N if a signal N killed it; 1 if it
   stopped the command for a deadlock (--deadlock-timeout).";
 
@@ -260,9 +267,24 @@ struct ReportOptions {
     #[arg(long = "pid", value_name = "N")]
     pids: Vec<u32>,
     /// Exit with status 1 if any process has a finding (`run`: unless the command itself
-    /// failed, whose status wins).
+    /// failed, whose status wins). Suppressed findings do not count.
     #[arg(long)]
     fail_on_findings: bool,
+    /// Suppressions: a file of `[name]` entries with `kind`, `lock`, `frame` and `module`
+    /// glob lines; the findings an entry matches are left out and counted apart
+    /// (repeatable; default: $LOCKSUIT_SUPPRESS). A `locksuit.supp` in the current
+    /// directory, or in its parents up to the repository's root, is read as well.
+    #[arg(long = "suppress", value_name = "FILE")]
+    suppress: Vec<PathBuf>,
+    /// Leave out the built-in suppressions (CPython's interpreter locks: the GIL, the import
+    /// lock, its runtime state and io buffers, and unsuitable-site at its own lines; lock
+    /// calls made by glibc itself).
+    #[arg(long)]
+    no_default_suppressions: bool,
+    /// Instead of the report, print a ready suppression entry for each finding left (to
+    /// append to locksuit.supp).
+    #[arg(long)]
+    gen_suppressions: bool,
     /// After the report, print the one-screen summary (as --format summary) on stderr.
     #[arg(long)]
     summary: bool,
@@ -530,6 +552,10 @@ impl ReportOptions {
             .collect())
     }
 
+    fn suppressions(&self) -> Result<crate::suppress::Suppressions, InputError> {
+        suppressions(&self.suppress, self.no_default_suppressions)
+    }
+
     fn limits(&self) -> Result<Limits, InputError> {
         let signatures = signatures(self.classes.clone())?;
         Ok(Limits {
@@ -545,6 +571,28 @@ impl ReportOptions {
             thread_names: Default::default(),
         })
     }
+}
+
+/// The suppressions in force: the built-in set unless turned off, `files`
+/// (else `$LOCKSUIT_SUPPRESS`), and the project's `locksuit.supp`.
+fn suppressions(
+    files: &[PathBuf],
+    no_default: bool,
+) -> Result<crate::suppress::Suppressions, InputError> {
+    let files = match files.is_empty() {
+        true => std::env::var_os("LOCKSUIT_SUPPRESS")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .into_iter()
+            .collect(),
+        false => files.to_vec(),
+    };
+    crate::suppress::Suppressions::gather(&crate::suppress::Sources {
+        built_in: !no_default,
+        files,
+        project_from: std::env::current_dir().ok(),
+    })
+    .map_err(InputError)
 }
 
 /// The report of every trace in `paths` (that `selection` takes), with
@@ -597,6 +645,14 @@ fn run(args: RunArgs) -> i32 {
             timeout: std::time::Duration::from_secs_f64(seconds),
             on_deadlock: args.on_deadlock,
         });
+    // Read before the command runs: a malformed file must not cost a run.
+    let suppressions = match args.options.suppressions() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locksuit: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let recorded = match crate::run::record(
         &args.command,
         (args.dir.as_deref(), args.shim.as_deref()),
@@ -635,7 +691,10 @@ fn run(args: RunArgs) -> i32 {
                 &StreamFilter::Off,
             )
         })
-        .and_then(|report| print(report, options));
+        .and_then(|mut report| {
+            crate::suppress::apply(&mut report, &suppressions);
+            print(report, options)
+        });
     let gate_failed = match printed {
         Ok(failed) => failed,
         Err(e) => {
@@ -674,14 +733,25 @@ pub fn main() -> i32 {
         Command::Events(args) => events(args),
         Command::Export(args) => export(args),
         Command::Flamegraph(args) => flamegraph(args),
-        Command::Diff(args) => crate::gate::diff_command(args, &|path| {
-            build_report(
-                &[path.to_path_buf()],
-                &Selection::default(),
-                (&Limits::default(), &[]),
-                &StreamFilter::Off,
-            )
-        }),
+        Command::Diff(args) => {
+            let suppressions = match suppressions(&args.suppress, args.no_default_suppressions) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("locksuit: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            crate::gate::diff_command(args, &|path| {
+                let mut report = build_report(
+                    &[path.to_path_buf()],
+                    &Selection::default(),
+                    (&Limits::default(), &[]),
+                    &StreamFilter::Off,
+                )?;
+                crate::suppress::apply(&mut report, &suppressions);
+                Ok(report)
+            })
+        }
         Command::History(args) => crate::gate::history_command(args),
         Command::Cc(args) => crate::cc::run(&args.args, false),
         Command::Cxx(args) => crate::cc::run(&args.args, true),

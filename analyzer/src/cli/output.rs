@@ -23,7 +23,15 @@ pub(super) fn print(mut report: Report, options: &ReportOptions) -> Result<bool,
         let width = render::layout::resolve(options.width, Destination::Stderr);
         render::summary::render(&report, options.fail_on_findings, width)
     });
-    let printed = print_format(&mut report, options, options.width());
+    let printed = match options.gen_suppressions {
+        true => {
+            let entries = crate::suppress::generate(&report);
+            write_out(options.output.as_deref(), |out| {
+                out.write_all(entries.as_bytes())
+            })
+        }
+        false => print_format(&mut report, options, options.width()),
+    };
     if let Some(summary) = summary_on_stderr {
         // Set apart from a JSON report on the same terminal; text ends
         // with a blank line of its own.
@@ -122,17 +130,18 @@ pub(super) fn write_out(
 
 pub(super) fn report(args: ReportArgs) -> i32 {
     let options = &args.options;
-    let built = options
-        .limits()
-        .and_then(|limits| Ok((limits, options.prior_runs()?)))
-        .and_then(|(limits, prior)| {
-            build_report(
-                &args.paths,
-                &options.selection(),
-                (&limits, &prior),
-                &StreamFilter::Off,
-            )
-        });
+    let built = options.suppressions().and_then(|suppressions| {
+        let limits = options.limits()?;
+        let prior = options.prior_runs()?;
+        let mut report = build_report(
+            &args.paths,
+            &options.selection(),
+            (&limits, &prior),
+            &StreamFilter::Off,
+        )?;
+        crate::suppress::apply(&mut report, &suppressions);
+        Ok(report)
+    });
     match built.and_then(|report| print(report, options)) {
         Ok(true) => EXIT_GATE,
         Ok(false) => EXIT_OK,

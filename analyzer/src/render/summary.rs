@@ -71,6 +71,11 @@ pub fn render(report: &Report, gate: bool, width: usize) -> String {
     if kinds.is_empty() {
         out.push_str("  none\n");
     }
+    let suppressed: u64 = processes
+        .iter()
+        .flat_map(|p| &p.suppressed)
+        .map(|s| s.findings)
+        .sum();
     let mut ranked: Vec<(&str, (usize, usize, usize))> = kinds.into_iter().collect();
     ranked.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(b.0)));
     let kind_column = ranked.iter().map(|(k, _)| width_of(k)).max().unwrap_or(0);
@@ -84,6 +89,18 @@ pub fn render(report: &Report, gate: bool, width: usize) -> String {
             count(*in_processes as u64, "process", "processes")
         ));
         out.push_str(&row(kind, kind_column, &text, width));
+    }
+
+    if suppressed > 0 {
+        out.push_str(&wrap(
+            &format!(
+                "  and {} suppressed (not counted)",
+                count(suppressed, "finding", "findings")
+            ),
+            width,
+            "",
+            "    ",
+        ));
     }
 
     // The processes the gate fails, worst first.

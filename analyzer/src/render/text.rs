@@ -241,7 +241,34 @@ fn findings(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         );
         out.push_str(&wrap(&line, o.width, "   ", "   "));
     }
+    if let Some(line) = suppressed_line(p) {
+        out.push_str(&wrap(&line, o.width, "", "   "));
+    }
     out.push('\n');
+}
+
+/// "Suppressed: 3 findings …": how many findings each suppression entry
+/// left out (not counted by --fail-on-findings), or None if none.
+pub fn suppressed_line(p: &Process) -> Option<String> {
+    if p.suppressed.is_empty() {
+        return None;
+    }
+    let total: u64 = p.suppressed.iter().map(|s| s.findings).sum();
+    let each: Vec<String> = p
+        .suppressed
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} by [{}] ({})",
+                s.findings, s.kind, s.suppression, s.source
+            )
+        })
+        .collect();
+    Some(format!(
+        "Suppressed: {}, not listed and not counted by --fail-on-findings: {}",
+        super::count(total, "finding", "findings"),
+        each.join(", ")
+    ))
 }
 
 /// `text` with the ids of the finding's locks and sites (and of its sites'
