@@ -1,6 +1,10 @@
 //! On-disk structures. Every struct here is `#[repr(C)]`, made only of
 //! integers, and padded explicitly, so the writer can place it in mapped
 //! memory and the reader can copy it out of a byte slice.
+//!
+//! Past 600 lines: it is the whole format, every record next to its flags,
+//! so that one file says what a trace holds (split by record family in the
+//! layout work of issue 35).
 
 /// First eight bytes of every trace.
 pub const MAGIC: [u8; 8] = *b"LOCKSUIT";

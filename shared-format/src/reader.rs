@@ -1,6 +1,9 @@
 //! Validating reader. Never panics on any input: a trace that cannot be read
 //! at all is a [`TraceError`]; damage inside an otherwise valid trace becomes
 //! a warning and the rest is still read.
+//!
+//! Past 600 lines: the header checks and the block walk share the one
+//! validation state; to be split by record family with the layout.
 
 use crate::access::*;
 pub use crate::block_index::BlockIndex;

@@ -343,7 +343,11 @@ fn diff_against_a_saved_run_leaves_out_what_report_left_out() {
     // same traces: nothing is new.
     let out = diff(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    assert!(!stdout_str(&out).contains("_PyRuntime"), "{}", describe(&out));
+    assert!(
+        !stdout_str(&out).contains("_PyRuntime"),
+        "{}",
+        describe(&out)
+    );
     // Without it, the interpreter's finding is one the saved run did not
     // have: a new finding to the diff (noted, not a regression, since
     // single-thread-lock is read from one run's timing and most base runs

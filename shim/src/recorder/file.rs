@@ -10,6 +10,9 @@
 //! descriptor and open its own files at any number). If the program closed
 //! it, the trace is reopened by its path; the shim never writes through a
 //! descriptor that is not its own file.
+//!
+//! Past 600 lines: creating, growing, repairing (a cut file) and closing the
+//! trace share its mapping and descriptor state, kept private here.
 
 use super::path::{self, PathBuf};
 use crate::config;
