@@ -321,30 +321,19 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     if flags.load(Ordering::Relaxed) & FLAG_DISK_FULL != 0 {
         return Err(NoBlock::Refused);
     }
-    let mut index = reserved.load(Ordering::Relaxed);
-    let count = loop {
-        if index >= max {
-            return Err(NoBlock::Cap);
-        }
-        let left = max - index;
-        // Near the cap, one at a time: batches there would sit unused in
-        // some lanes while others find the trace full.
-        let count = if left / spread.max(1) < BATCH_BLOCKS {
+    let (index, count) = reserve(reserved, |index| {
+        let left = max.saturating_sub(index);
+        if left == 0 {
+            0
+        } else if left / spread.max(1) < BATCH_BLOCKS {
+            // Near the cap, one at a time: batches there would sit unused
+            // in some lanes while others find the trace full.
             1
         } else {
             wanted.clamp(1, BATCH_BLOCKS)
-        };
-        match reserved.compare_exchange_weak(
-            index,
-            index + count,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => break count,
-            Err(now) => index = now,
         }
-    };
-    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
+    })
+    .ok_or(NoBlock::Cap)?;
     let offset = index as usize * BLOCK_SIZE;
     let allowed = blocks_within_file_size_limit(offset, count);
     let written = if allowed > 0 {
@@ -393,6 +382,29 @@ static POOL_END: AtomicU32 = AtomicU32::new(0);
 /// write at once.
 const POOL_BLOCKS: u32 = 512;
 
+/// Reserves `count_at(first free block)` blocks (none if it says 0) from
+/// the header's bump counter `reserved`; returns the first and how many.
+fn reserve(reserved: &AtomicU32, count_at: impl Fn(u32) -> u32) -> Option<(u32, u32)> {
+    let mut index = reserved.load(Ordering::Relaxed);
+    let count = loop {
+        let count = count_at(index);
+        if count == 0 {
+            return None;
+        }
+        match reserved.compare_exchange_weak(
+            index,
+            index + count,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break count,
+            Err(now) => index = now,
+        }
+    };
+    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
+    Some((index, count))
+}
+
 /// Before the program confines itself: reserves and backs up to
 /// [`POOL_BLOCKS`] blocks for afterwards (fewer near the cap or the
 /// file-size limit). Returns how many the pool holds.
@@ -406,23 +418,11 @@ pub fn fill_pool() -> u32 {
     }
     let max =
         header_u32(offset_of!(FileHeader, max_blocks)).map_or(0, |m| m.load(Ordering::Relaxed));
-    let mut index = reserved.load(Ordering::Relaxed);
-    let count = loop {
-        let count = POOL_BLOCKS.min(max.saturating_sub(index));
-        if count == 0 {
-            return left;
-        }
-        match reserved.compare_exchange_weak(
-            index,
-            index + count,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => break count,
-            Err(now) => index = now,
-        }
+    let Some((index, count)) =
+        reserve(reserved, |index| POOL_BLOCKS.min(max.saturating_sub(index)))
+    else {
+        return left;
     };
-    RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
     let offset = index as usize * BLOCK_SIZE;
     let allowed = blocks_within_file_size_limit(offset, count);
     let mut backed = 0;

@@ -68,13 +68,22 @@ pub unsafe fn own_syscall(n: c_long, a: [usize; 6]) -> c_long {
     unsafe { raw_syscall(n, a) }
 }
 
+/// A system call's arguments as the six machine words the kernel reads.
+macro_rules! words {
+    ($($arg:expr),* $(,)?) => {{
+        let mut words = [0usize; 6];
+        let args: &[usize] = &[$($arg as usize),*];
+        words[..args.len()].copy_from_slice(args);
+        words
+    }};
+}
+pub(crate) use words;
+
 /// The shim's own system call ([`own_syscall`]), its arguments cast to
 /// machine words.
 macro_rules! sys {
     ($n:expr $(, $arg:expr)* $(,)?) => {{
-        let mut words = [0usize; 6];
-        let args: &[usize] = &[$($arg as usize),*];
-        words[..args.len()].copy_from_slice(args);
+        let words = $crate::sys::words!($($arg),*);
         // SAFETY: forwarded from the caller of `sys!`.
         unsafe { $crate::sys::own_syscall($n as core::ffi::c_long, words) }
     }};
@@ -85,9 +94,7 @@ pub(crate) use sys;
 /// never refused.
 macro_rules! forward {
     ($n:expr $(, $arg:expr)* $(,)?) => {{
-        let mut words = [0usize; 6];
-        let args: &[usize] = &[$($arg as usize),*];
-        words[..args.len()].copy_from_slice(args);
+        let words = $crate::sys::words!($($arg),*);
         // SAFETY: forwarded from the caller of `forward!`.
         unsafe { $crate::sys::raw_syscall($n as core::ffi::c_long, words) }
     }};
