@@ -3,9 +3,10 @@
  * poster posts it 3 ms after the waiter's previous turn, until the waiter
  * has measured five waits that surely blocked (over 1 ms); then both meet
  * three times at a barrier for two. Last, both take `rw` for reading and
- * hold it 2 and 4 ms, while main waits to take it for writing (a barrier
- * for three starts the holds and main's wait together); they exit, and
- * main joins them.
+ * hold it 2 and 4 ms after main has blocked asking to take it for writing
+ * (a barrier for three starts the holds; each reader then waits until
+ * main is seen in its futex wait, so main waits however busy the machine
+ * is); they exit, and main joins them.
  *
  * Prints "blocked K" (the waits it measured over 1 ms). */
 #include "common.h"
@@ -14,6 +15,7 @@
 static sem_t ready, again;
 static pthread_barrier_t meet, three;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static volatile int main_tid, writing;
 
 /* Holds `rw` for reading for `ms` milliseconds, held from before main asks
  * to write. */
@@ -23,6 +25,8 @@ static void read_for(long ms)
     int rc = pthread_barrier_wait(&three);
     if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
         die_rc("pthread_barrier_wait", rc, __LINE__);
+    while (!(__atomic_load_n(&writing, __ATOMIC_ACQUIRE) && in_futex_wait(main_tid)))
+        sleep_ms(1);
     sleep_ms(ms);
     CHECK(pthread_rwlock_unlock(&rw));
 }
@@ -70,6 +74,7 @@ static void *waiter(void *arg)
 
 int main(void)
 {
+    main_tid = gettid_now();
     CHECK(sem_init(&ready, 0, 0));
     CHECK(sem_init(&again, 0, 0));
     CHECK(pthread_barrier_init(&meet, NULL, 2));
@@ -80,6 +85,7 @@ int main(void)
     int rc = pthread_barrier_wait(&three);
     if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD)
         die_rc("pthread_barrier_wait", rc, __LINE__);
+    __atomic_store_n(&writing, 1, __ATOMIC_RELEASE);
     CHECK(pthread_rwlock_wrlock(&rw));
     CHECK(pthread_rwlock_unlock(&rw));
     CHECK(pthread_join(w, NULL));
