@@ -26,11 +26,10 @@ enum What {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
-    /// Print the completion script for SHELL (or write it into --dir, under the name that
-    /// shell looks for: locksuit.bash, _locksuit, locksuit.fish, locksuit.elv,
-    /// _locksuit.ps1).
+    /// Print a shell's completion script, or write it into --dir.
     ///
-    /// Bash: `locksuit generate completions bash --dir ~/.local/share/bash-completion/completions`.
+    /// With --dir the file gets the name its shell looks for: locksuit.bash, _locksuit,
+    /// locksuit.fish, locksuit.elv or _locksuit.ps1. Bash: `locksuit generate completions bash --dir ~/.local/share/bash-completion/completions`.
     /// Zsh: write _locksuit into a directory on $fpath. Fish: `--dir ~/.config/fish/completions`.
     Completions {
         /// The shell to complete for.
@@ -119,7 +118,16 @@ fn page(cmd: &clap::Command, parent: Option<&str>) -> (String, Vec<u8>) {
         .get_after_long_help()
         .or(cmd.get_after_help())
         .map(|s| s.to_string());
-    let bare = cmd.clone().after_help(None).after_long_help(None);
+    // The synopsis clap_mangen derives lists every option without its value
+    // (`[--threshold] [--format] …`, eight lines for `report`): use the
+    // usage line `--help` prints instead.
+    let usage = cmd.clone().render_usage().to_string();
+    let usage = usage.trim_start_matches("Usage:").trim().to_string();
+    let bare = cmd
+        .clone()
+        .after_help(None)
+        .after_long_help(None)
+        .override_usage(usage);
     let man = clap_mangen::Man::new(bare)
         // The default source is the command's own name and version, which a
         // subcommand lacks ("report "): name the program instead.
@@ -128,7 +136,8 @@ fn page(cmd: &clap::Command, parent: Option<&str>) -> (String, Vec<u8>) {
     let name = man.get_filename();
     let mut rendered = Vec::new();
     man.render(&mut rendered).expect("rendering into memory");
-    let mut text = String::from_utf8(rendered).expect("clap_mangen writes UTF-8");
+    let text = String::from_utf8(rendered).expect("clap_mangen writes UTF-8");
+    let mut text = polish(&text);
 
     let mut extra = Roff::new();
     if let Some(after) = &after {
@@ -143,6 +152,38 @@ fn page(cmd: &clap::Command, parent: Option<&str>) -> (String, Vec<u8>) {
         None => text.push_str(&extra),
     }
     (name, text.into_bytes())
+}
+
+/// Touches to clap_mangen's roff: no hyphenation (`--thresh-old` and
+/// `lock-suit` broken at a line's end read as other words), and the help
+/// texts' `code spans` in bold, except in NAME, which `whatis` and
+/// `apropos` read as plain text.
+fn polish(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len());
+    let mut section = "";
+    for line in roff.lines() {
+        if let Some(name) = line.strip_prefix(".SH ") {
+            section = name;
+        }
+        let ticks = line.matches('`').count();
+        if line.starts_with('.') || ticks == 0 || ticks % 2 == 1 {
+            out.push_str(line);
+        } else if section == "NAME" {
+            out.push_str(&line.replace('`', ""));
+        } else {
+            for (i, part) in line.split('`').enumerate() {
+                if i > 0 {
+                    out.push_str(if i % 2 == 1 { "\\fB" } else { "\\fR" });
+                }
+                out.push_str(part);
+            }
+        }
+        out.push('\n');
+        if line.starts_with(".TH ") {
+            out.push_str(".nh\n");
+        }
+    }
+    out
 }
 
 /// The root's after-help as man sections: a line ending in `:` at the margin
@@ -170,7 +211,8 @@ fn after_help(roff: &mut Roff, text: &str) {
         }
     }
     let mut entry: Option<Entry> = None;
-    for line in text.lines() {
+    let mut column = 0;
+    for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -180,12 +222,10 @@ fn after_help(roff: &mut Roff, text: &str) {
             flush(roff, entry.take());
             let heading = body.trim_end_matches(':').to_uppercase();
             roff.control("SH", [heading.as_str()]);
+            column = text_column(text, n);
             continue;
         }
-        let split = (indent == 2)
-            .then(|| body.split_once("  "))
-            .flatten()
-            .map(|(term, text)| (term.trim().to_string(), text.trim().to_string()));
+        let split = (indent == 2).then(|| term_and_text(line, column)).flatten();
         entry = match (entry.take(), split) {
             (previous, Some((term, text))) => {
                 flush(roff, previous);
@@ -202,6 +242,38 @@ fn after_help(roff: &mut Roff, text: &str) {
         };
     }
     flush(roff, entry);
+}
+
+/// The column an entry's text starts at in the section whose heading is
+/// line `heading`: that of its continuation lines (0 if it has none).
+fn text_column(text: &str, heading: usize) -> usize {
+    text.lines()
+        .skip(heading + 1)
+        .take_while(|l| l.trim().is_empty() || l.starts_with(' '))
+        .map(|l| l.len() - l.trim_start().len())
+        .find(|&indent| indent > 2)
+        .unwrap_or(0)
+}
+
+/// An entry line's term and text: split at the section's text column when
+/// the term ends just before it (a term may be one space short of it, as
+/// `potential-deadlock concrete …`), else at the first run of two spaces (a
+/// term too long for the column); `None` for prose.
+fn term_and_text(line: &str, column: usize) -> Option<(String, String)> {
+    let bytes = line.as_bytes();
+    let split = if column > 3
+        && bytes.len() > column
+        && bytes[column - 1] == b' '
+        && bytes[column] != b' '
+        && line.is_char_boundary(column)
+        && !line[2..column].trim().is_empty()
+    {
+        Some(line.split_at(column))
+    } else {
+        let body = &line[2..];
+        body.find("  ").map(|at| body.split_at(at))
+    };
+    split.map(|(term, text)| (term.trim().to_string(), text.trim().to_string()))
 }
 
 /// Text with its `code spans` in bold (and the whole of it, for a term).
