@@ -155,7 +155,9 @@ fn page(cmd: &clap::Command, parent: Option<&str>) -> (String, Vec<u8>) {
 }
 
 /// Touches to clap_mangen's roff: no hyphenation (`--thresh-old` and
-/// `lock-suit` broken at a line's end read as other words), and the help
+/// `lock-suit` broken at a line's end read as other words) and a ragged
+/// right margin (justified, a line with a long path or option name gapes
+/// between its other words), and the help
 /// texts' `code spans` in bold, except in NAME, which `whatis` and
 /// `apropos` read as plain text.
 fn polish(roff: &str) -> String {
@@ -180,7 +182,7 @@ fn polish(roff: &str) -> String {
         }
         out.push('\n');
         if line.starts_with(".TH ") {
-            out.push_str(".nh\n");
+            out.push_str(".nh\n.ad l\n");
         }
     }
     out
@@ -281,9 +283,12 @@ fn code_spans(text: &str, term: bool) -> Vec<Inline> {
     text.split('`')
         .enumerate()
         .filter(|(_, part)| !part.is_empty())
-        .map(|(i, part)| match term || i % 2 == 1 {
-            true => bold(part),
-            false => roman(part),
+        .map(|(i, part)| {
+            if term || i % 2 == 1 {
+                bold(part)
+            } else {
+                roman(part)
+            }
         })
         .collect()
 }
