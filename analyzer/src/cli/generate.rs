@@ -159,13 +159,24 @@ fn page(cmd: &clap::Command, parent: Option<&str>) -> (String, Vec<u8>) {
 /// right margin (justified, a line with a long path or option name gapes
 /// between its other words), and the help
 /// texts' `code spans` in bold, except in NAME, which `whatis` and
-/// `apropos` read as plain text.
+/// `apropos` read as plain text. Characters past ASCII (`…`) become groff's
+/// `\[u2026]`: `man` converts them itself, but plain `groff -man` does not.
 fn polish(roff: &str) -> String {
     let mut out = String::with_capacity(roff.len());
-    let mut section = "";
-    for line in roff.lines() {
+    let mut section = String::new();
+    let ascii: String = roff
+        .chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                format!("\\[u{:04X}]", c as u32)
+            }
+        })
+        .collect();
+    for line in ascii.lines() {
         if let Some(name) = line.strip_prefix(".SH ") {
-            section = name;
+            section = name.to_string();
         }
         let ticks = line.matches('`').count();
         if line.starts_with('.') || ticks == 0 || ticks % 2 == 1 {
