@@ -36,7 +36,7 @@ complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "history" -d 'List
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "cc" -d 'The C compiler (clang) with access instrumentation, for data-level suitability: `CC="locksuit cc" make`'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "c++" -d 'The C++ compiler (clang++) with access instrumentation; as `cc` ($LOCKSUIT_CXX)'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "top" -d 'A live view of a running program: locks by wait in the last interval and in all, threads blocked now and on whom, the hottest lines; refreshed every second'
-complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "generate" -d 'Write the man pages or a shell\'s completion script, made from these definitions'
+complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "generate" -d 'Write locksuit\'s man pages or a shell\'s completion script (made from these options)'
 complete -c locksuit -n "__fish_locksuit_using_subcommand report" -l threshold -d 'Sharing ratio below which a line\'s locking is reported as unsuitable, in [0, 1]' -r
 complete -c locksuit -n "__fish_locksuit_using_subcommand report" -l format -d 'Output format; json follows schema locksuit.report/3; summary is one screen for many processes' -r -f -a "text\t'Readable tables, as wide as --width'
 json\t'Schema locksuit.report/3 (docs/report-schema.md)'

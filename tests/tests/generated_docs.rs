@@ -114,6 +114,14 @@ fn generate_refuses_a_bad_shell_or_directory_with_status_2() {
         first.starts_with("locksuit: error:") && first.contains("tcsh"),
         "{err}"
     );
+    // Nothing to generate: its own usage error, not the top level's.
+    let out = run_locksuit(&["generate"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("man DIR") && err.contains("locksuit generate --help"),
+        "{err}"
+    );
     // A directory that cannot be made: a regular file stands in its path.
     let dir = fresh_dir("generated-bad-dir");
     let file = dir.join("file");

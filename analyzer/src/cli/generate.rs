@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub(super) struct GenerateArgs {
+    // Optional so that a bare `locksuit generate` is answered here: the
+    // usage error clap would raise gets the top level's "no command given
+    // (report, run or events)", which names the wrong commands.
     #[command(subcommand)]
-    what: What,
+    what: Option<What>,
 }
 
 #[derive(Subcommand)]
@@ -42,7 +45,14 @@ enum What {
 }
 
 pub(super) fn generate(args: GenerateArgs) -> i32 {
-    let done = match args.what {
+    let Some(what) = args.what else {
+        eprintln!(
+            "locksuit: error: generate what? `man DIR` or `completions SHELL`\n\
+             try 'locksuit generate --help'"
+        );
+        return EXIT_USAGE;
+    };
+    let done = match what {
         What::Man { dir } => write_all(&dir, &man_pages()),
         What::Completions { shell, dir } => {
             let (name, script) = completion(shell);

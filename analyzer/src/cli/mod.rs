@@ -201,7 +201,7 @@ enum Command {
     ///
     /// Keys: s sorts by the interval or the total, p pauses, q quits.
     Top(top::TopArgs),
-    /// Write the man pages or a shell's completion script, made from these definitions.
+    /// Write locksuit's man pages or a shell's completion script (made from these options).
     Generate(generate::GenerateArgs),
 }
 
