@@ -288,7 +288,7 @@ fn check_every_site(opt: &'static str) {
         want.extend(w);
     }
     if opt == "-O0" {
-        // Known limit (README "Limits"): at -O0 the caller offset learned for
+        // Known limit (docs/limits.md): at -O0 the caller offset learned for
         // a shared out-of-line wrapper comes from the first path seen, so two
         // lines that reach the same wrapper can share one site. Every site
         // must still be a line of the program that locks.

@@ -454,7 +454,7 @@ fn quiet_leaves_stderr_to_the_program_and_the_report_says_every_warning() {
     assert_eq!(said.len(), 2, "each said once: {said:?}");
 }
 
-/// README: above the cap "the shim keeps counting into records it already
+/// docs/recording.md: above the cap "the shim keeps counting into records it already
 /// has". The marker lock was recorded (70 acquisitions, same thread, same
 /// line) before any heap mutex existed; its last 30 acquisitions come after
 /// the cap was hit and must still be counted.

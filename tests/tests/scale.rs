@@ -1,6 +1,6 @@
 //! Scale: 1,000 threads alive at once, 30,000 threads created and joined,
 //! 1,000,000 locks alive at once — exact counts, and the shim's own memory
-//! bounded as the README documents (anonymous memory: the 64 MiB object
+//! bounded as docs/performance.md documents (anonymous memory: the 64 MiB object
 //! table at most, plus about 27 KiB per live thread; trace pages: the trace
 //! size).
 

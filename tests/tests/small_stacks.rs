@@ -149,7 +149,7 @@ fn every_hook_stays_within_the_stated_stack_budget() {
         "the shim's own frames exceed its budget of {budget} bytes: {over:?}"
     );
     // The shim's thread-local state comes out of a stack given with
-    // pthread_attr_setstack too (README, Limits): it must not grow unseen.
+    // pthread_attr_setstack too (docs/limits.md): it must not grow unseen.
     let tls = shim_depths.get("shim-tls").copied().unwrap_or(0);
     assert!(tls > 0 && tls <= 4096, "the shim's TLS is {tls} bytes");
 }

@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+mod generate;
 mod output;
 mod top;
 use output::{events, export, flamegraph, print, report, signatures};
@@ -200,6 +201,8 @@ enum Command {
     ///
     /// Keys: s sorts by the interval or the total, p pauses, q quits.
     Top(top::TopArgs),
+    /// Write locksuit's man pages or a shell's completion script (made from these options).
+    Generate(generate::GenerateArgs),
 }
 
 #[derive(Args)]
@@ -756,6 +759,7 @@ pub fn main() -> i32 {
         Command::Cc(args) => crate::cc::run(&args.args, false),
         Command::Cxx(args) => crate::cc::run(&args.args, true),
         Command::Top(args) => top::top(args),
+        Command::Generate(args) => generate::generate(args),
     }
 }
 
