@@ -1,0 +1,3 @@
+pub(super) mod call_timer;
+pub(super) mod clock;
+pub mod selfcost;
