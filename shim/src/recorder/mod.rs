@@ -3,26 +3,28 @@
 //! All of it must be called inside a hook (an [`InHook`]): it is not
 //! reentrant.
 //!
-//! This file is the front: it declares the modules and re-exports the API
-//! (nothing below imports from it). The modules come in groups, each using
-//! only itself and the groups after it:
+//! This file is the front: it declares the folders and re-exports the API
+//! (nothing below imports from it). The folders, top first; each uses only
+//! itself and the folders after it (`shim/tests/layering.rs` checks it):
 //!
-//! - the API: `conds`, `locks` (acquisitions, waits, releases, posts,
-//!   barriers), `threads`, `calls` (blocking calls), `identity`, `misuse`;
-//! - engagements: `untimed` (the common pair, short), `prepared` (the
-//!   lookups before a real call), `lock_order`;
-//! - `thread_lane`: a thread's registration on first use;
-//! - what a thread writes: `switches`, `events` and `filter`, `snapshot`
-//!   and `snapshot_stack`, `sites`, `interest`, `symbols`, `access`,
-//!   `modules`, `ratios`;
-//! - `thread_state`: the thread-local state and [`InHook`];
-//! - tables: `lanes` (each thread's buffer, index and caches), `selfcost`,
-//!   `switch_ring`, `held`, `objects`, `by_lock`, `heap`, `caller`;
-//! - the file and the clock: `file`, `copied`, `control`, `call_timer`,
-//!   `clock`, `mapped`, `own_stack`, `path`, `procfs`, `image`, `usage`.
-//!
-//! A test (`shim/tests/layering.rs`) keeps the shim's modules free of
-//! import circles.
+//! 1. `api/`: what the hooks call — locks, conditions, threads, blocking
+//!    calls, object identities, misuse, confinement, and the engagement
+//!    behind them (`prepared`, `untimed`, `thread_lane`).
+//! 2. `features/`: what a thread writes beyond its counters — events and
+//!    their filter, the lock-order graph, snapshots, task switches, data
+//!    access and its ratios, run statistics.
+//! 3. `identities/`: naming what the program runs — call sites, the
+//!    module map and its images, symbols, and the policy's interest in them.
+//! 4. `tables/`: the shim's state — the object table, each thread's lane
+//!    (buffer, index, hot cache, by-lock cache), held locks, the heap
+//!    blocks, and the thread-local state with [`InHook`].
+//! 5. `trace/`: the trace file itself — blocks, header, the reader's
+//!    control word, the copy check, the kernel's switch rings.
+//! 6. `time/`: the time base — the clock, blocking-call timing, the
+//!    shim's own cost (the clock and the cost sampler reach the trace file
+//!    through hooks set at start, never by a call up).
+//! 7. `base/`: plain helpers — anonymous mappings, the shim's own stacks,
+//!    `/proc` reads, trace paths, the caller's return addresses.
 
 pub mod api;
 pub mod base;

@@ -1,3 +1,6 @@
+//! The recorder's API: what the hooks call (re-exported by the front),
+//! and the engagement each call goes through.
+
 pub(super) mod calls;
 pub(super) mod conds;
 pub(super) mod confinement;

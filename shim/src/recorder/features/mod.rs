@@ -1,3 +1,7 @@
+//! What a thread writes beyond its counters, each a feature the hooks'
+//! calls switch on: events, the lock-order graph, snapshots, switches,
+//! data access.
+
 pub mod access;
 pub(super) mod events;
 pub(super) mod filter;

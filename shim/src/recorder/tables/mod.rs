@@ -1,3 +1,6 @@
+//! The recorder's state: the process-wide object table, each thread's
+//! lane and caches, its held locks, and the thread-local state.
+
 pub mod by_lock;
 pub(super) mod heap;
 pub mod held;
