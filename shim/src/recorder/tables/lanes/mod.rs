@@ -3,8 +3,16 @@
 //! that thread updates in place. Threads never share a lane while alive, so
 //! recording never contends; a lane is recycled when its thread exits.
 //!
-//! Past 600 lines: the lane, its index and its block supply are one hot
-//! structure; splitting them would put the hot path across modules.
+//! The lane itself and its block supply are here; its counter index
+//! (lookup, insertion, growth) is `index.rs`, and the pool of lanes
+//! (taking one for a thread, giving it back, walking the live ones) is
+//! `pool.rs`.
+
+mod index;
+mod pool;
+
+pub use pool::{acquire, for_each_active, init, live_threads_recorded, release, reset_after_fork};
+use pool::{lane_at, LANES_USED};
 
 use crate::config;
 use crate::diag::{warn_once, Warning};
@@ -14,7 +22,7 @@ use crate::recorder::tables::by_lock::ByLock;
 use crate::recorder::tables::hot_cache::{HotCache, HotTarget};
 use crate::recorder::tables::objects::ObjectSlot;
 use crate::recorder::trace::file;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use locksuit_format::*;
 
 /// Most threads recorded at once. Threads beyond this pass through and are
@@ -175,34 +183,9 @@ pub struct Sampling {
     pub last_ns: [u64; 16],
 }
 
-static LANES: AtomicPtr<Lane> = AtomicPtr::new(core::ptr::null_mut());
-static LANES_USED: AtomicU32 = AtomicU32::new(0);
-/// Treiber stack of free lanes: `tag << 32 | (index + 1)`; 0 = empty.
-static FREE_HEAD: AtomicU64 = AtomicU64::new(0);
-static FREE_NEXT: [AtomicU32; MAX_LANES] = [const { AtomicU32::new(0) }; MAX_LANES];
 /// Each lane's stack for deep work (see `own_stack.rs`), kept from one
 /// thread of the lane to the next.
 static LANE_STACKS: [OwnStack; MAX_LANES] = [const { OwnStack::new() }; MAX_LANES];
-
-/// Reserves address space for all lanes once; pages are touched lazily.
-pub fn init() -> bool {
-    if !LANES.load(Ordering::Acquire).is_null() {
-        return true;
-    }
-    let Some(p) = crate::recorder::base::mapped::map_anonymous_zeroed_in_child(
-        MAX_LANES * core::mem::size_of::<Lane>(),
-    ) else {
-        return false;
-    };
-    LANES.store(p, Ordering::Release);
-    true
-}
-
-/// In a fork child: every lane belonged to the parent's trace.
-pub fn reset_after_fork() {
-    LANES_USED.store(0, Ordering::Relaxed);
-    FREE_HEAD.store(0, Ordering::Relaxed);
-}
 
 /// `Lane::spare`'s word for `count` blocks from `first`.
 fn spare_word(first: u32, count: u32) -> u64 {
@@ -236,146 +219,6 @@ fn steal_spare() -> Option<u32> {
         // which any thread may take from.
         take_spare(unsafe { &*core::ptr::addr_of!((*lane_at(index)).spare) })
     })
-}
-
-fn lane_at(index: u32) -> *mut Lane {
-    // SAFETY: index < MAX_LANES, inside the reserved mapping.
-    unsafe { LANES.load(Ordering::Acquire).add(index as usize) }
-}
-
-/// Takes a lane for the calling thread.
-pub fn acquire() -> Option<&'static mut Lane> {
-    if LANES.load(Ordering::Acquire).is_null() {
-        return None;
-    }
-    let lane = match pop_free() {
-        Some(index) => lane_at(index),
-        None => {
-            let index = LANES_USED.fetch_add(1, Ordering::AcqRel);
-            if index as usize >= MAX_LANES {
-                LANES_USED.store(MAX_LANES as u32, Ordering::Relaxed);
-                return None;
-            }
-            let lane = lane_at(index);
-            // SAFETY: a never-used (or pre-fork) lane; only we hold it.
-            unsafe {
-                (*lane).id = index;
-                (*lane).block = core::ptr::null_mut();
-                (*lane).used = 0;
-                (*lane).next_seq = 0;
-                (*lane).ev_block = core::ptr::null_mut();
-                (*lane).ev_used = 0;
-                (*lane).ev_next_seq = 0;
-                (*lane).ev_ring_len = 0;
-                (*lane).ev_ring_oldest = 0;
-                // A pre-fork lane's spares are in the parent's file.
-                (*lane).spare = AtomicU64::new(0);
-                // A pre-fork lane's grown index is the child's copy: keep it.
-                if (*lane).big_index.is_null() {
-                    (*lane).index_mask = INDEX_SLOTS - 1;
-                }
-            }
-            lane
-        }
-    };
-    // SAFETY: the lane is exclusively ours until released.
-    let lane = unsafe { &mut *lane };
-    // Never 0: zero-filled index slots must not look live.
-    let generation =
-        ((lane.tag_base >> MODE_BITS).wrapping_add(1) & (u32::MAX >> MODE_BITS)).max(1);
-    lane.tag_base = generation << MODE_BITS;
-    lane.thread = core::ptr::null_mut();
-    lane.policy_thread = (0, false);
-    lane.policy_sampling = Sampling { last_ns: [0; 16] };
-    lane.held_stack = core::ptr::null();
-    lane.access_bit = 0;
-    lane.accesses = 0;
-    lane.stack_top = 0;
-    lane.resident_page = 0;
-    lane.tallies = [Tally::default(); TALLY_DEPTH];
-    lane.blocks_taken = 0;
-    // The previous thread's entries are stale (another generation).
-    lane.index_live = 0;
-    lane.sample_tick = 0;
-    lane.holder_sample_at = 0;
-    lane.shim_ns = 0;
-    lane.active.store(true, Ordering::Release);
-    Some(lane)
-}
-
-pub fn release(lane: &mut Lane) {
-    lane.active.store(false, Ordering::Release);
-    let index = lane.id;
-    let mut head = FREE_HEAD.load(Ordering::Acquire);
-    loop {
-        FREE_NEXT[index as usize].store(head as u32, Ordering::Relaxed);
-        let tag = (head >> 32).wrapping_add(1);
-        let new = tag << 32 | (index as u64 + 1);
-        match FREE_HEAD.compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return,
-            Err(now) => head = now,
-        }
-    }
-}
-
-fn pop_free() -> Option<u32> {
-    let mut head = FREE_HEAD.load(Ordering::Acquire);
-    loop {
-        let top = head as u32;
-        if top == 0 {
-            return None;
-        }
-        let next = FREE_NEXT[(top - 1) as usize].load(Ordering::Relaxed);
-        let tag = (head >> 32).wrapping_add(1);
-        match FREE_HEAD.compare_exchange_weak(
-            head,
-            tag << 32 | next as u64,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => return Some(top - 1),
-            Err(now) => head = now,
-        }
-    }
-}
-
-/// How many lanes have a live thread: the threads alive that recorded
-/// something (a thread that never made a hooked call has none).
-pub fn live_threads_recorded() -> u32 {
-    let mut n = 0;
-    for_each_active(|_| n += 1);
-    n
-}
-
-/// Calls `f` on every lane that currently has a live thread.
-pub fn for_each_active(mut f: impl FnMut(&Lane)) {
-    if LANES.load(Ordering::Acquire).is_null() {
-        return;
-    }
-    let used = LANES_USED.load(Ordering::Acquire).min(MAX_LANES as u32);
-    for index in 0..used {
-        // SAFETY: index < used <= MAX_LANES; only shared access.
-        let lane = unsafe { &*lane_at(index) };
-        if lane.active.load(Ordering::Acquire) {
-            f(lane);
-        }
-    }
-}
-
-fn index_hash(ret: u64, context: u64, lock_id: u32, mode: u32) -> usize {
-    let key = ret
-        ^ context.rotate_left(29)
-        ^ ((lock_id as u64) << 32 | mode as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // A full finaliser (murmur3's). One multiply, taking the product's high
-    // half, left runs of live slots long enough to fill a 128-slot
-    // neighbourhood of a half-empty index in some runs of a kernel that
-    // takes a lock per grid cell at three lines (an eviction, and a counter
-    // restarted every sweep). Callers mask to their index size.
-    let mut h = key ^ (key >> 33);
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    (h ^ (h >> 33)) as usize
 }
 
 impl Lane {
@@ -572,197 +415,6 @@ impl Lane {
     #[inline]
     fn tag(&self, mode: u32) -> u32 {
         self.tag_base | mode
-    }
-
-    /// Whether an index slot belongs to this lane's current thread (any mode).
-    #[inline]
-    fn live(&self, slot: &IndexSlot) -> bool {
-        slot.tag & !MODE_MASK == self.tag_base
-    }
-
-    /// The counter of (lock, line, mode) from the by-lock cache, if there.
-    #[inline]
-    pub fn find_by_lock(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
-        self.by_lock.find(lock_id, ret, context, self.tag(mode))
-    }
-
-    #[inline]
-    pub fn remember_by_lock(
-        &self,
-        lock_id: u32,
-        ret: u64,
-        context: u64,
-        mode: u32,
-        record: *mut u8,
-    ) {
-        self.by_lock
-            .remember(lock_id, ret, context, self.tag(mode), record);
-    }
-
-    #[inline]
-    pub fn find(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
-        let tag = self.tag(mode);
-        let home = index_hash(ret, context, lock_id, mode);
-        for i in 0..PROBES {
-            let slot = self.index_slot((home + i) & self.index_mask);
-            if slot.ret == ret
-                && slot.context == context
-                && slot.lock_id == lock_id
-                && slot.tag == tag
-            {
-                return Some(slot.record);
-            }
-            if !self.live(slot) {
-                // Entries are never removed within a generation, so a free
-                // slot ends the probe sequence.
-                return None;
-            }
-        }
-        None
-    }
-
-    /// Indexes a record. When the whole neighbourhood is live, the entry
-    /// whose record has seen the least use is evicted (its record stays in
-    /// the trace; the analyzer sums duplicates), so hot lines stay findable
-    /// even after the trace is full and no new record can be written.
-    pub fn insert(&mut self, lock_id: u32, ret: u64, context: u64, mode: u32, record: *mut u8) {
-        let entry = IndexSlot {
-            ret,
-            context,
-            lock_id,
-            tag: self.tag(mode),
-            record,
-        };
-        if (self.index_live + 1) * 2 > self.index_mask + 1 {
-            // Half full: lookups would start to walk long runs of live
-            // slots (each a cache line further).
-            self.grow_index();
-        }
-        if self.try_insert(entry, false) || (self.grow_index() && self.try_insert(entry, false)) {
-            self.index_live += 1;
-            return;
-        }
-        self.try_insert(entry, true);
-    }
-
-    /// Puts `entry` in a free slot of its neighbourhood, or with `evict`,
-    /// over the least-used one. Returns whether it was placed.
-    fn try_insert(&mut self, entry: IndexSlot, evict: bool) -> bool {
-        let home = index_hash(
-            entry.ret,
-            entry.context,
-            entry.lock_id,
-            entry.tag & MODE_MASK,
-        );
-        let mut coldest = (u64::MAX, home & self.index_mask);
-        for i in 0..PROBES {
-            let at = (home + i) & self.index_mask;
-            let slot = self.index_slot(at);
-            if !self.live(slot) {
-                *self.index_slot_mut(at) = entry;
-                return true;
-            }
-            let uses = record_uses(slot.tag & MODE_MASK, slot.record);
-            if uses < coldest.0 {
-                coldest = (uses, at);
-            }
-        }
-        if evict {
-            *self.index_slot_mut(coldest.1) = entry;
-        }
-        evict
-    }
-
-    /// The index in use: the inline one, or the grown mapping.
-    fn index_base(&self) -> *const IndexSlot {
-        if self.big_index.is_null() {
-            self.index.as_ptr()
-        } else {
-            self.big_index
-        }
-    }
-
-    #[inline]
-    fn index_slot(&self, at: usize) -> &IndexSlot {
-        // SAFETY: masked by `index_mask`, which is the size of the index in
-        // use minus one (INDEX_SLOTS - 1 for the inline one).
-        unsafe { &*self.index_base().add(at & self.index_mask) }
-    }
-
-    fn index_slot_mut(&mut self, at: usize) -> &mut IndexSlot {
-        let at = at & self.index_mask;
-        if self.big_index.is_null() {
-            &mut self.index[at]
-        } else {
-            // SAFETY: as in index_slot; this lane's own mapping.
-            unsafe { &mut *self.big_index.add(at) }
-        }
-    }
-
-    /// Moves the index to a mapping `INDEX_GROWTH` times larger, so threads
-    /// that engage many locks keep one counter per (lock, line) instead of
-    /// evicting. Returns false at the size limit or if the mapping fails.
-    fn grow_index(&mut self) -> bool {
-        let slots = ((self.index_mask + 1) * INDEX_GROWTH).min(MAX_INDEX_SLOTS);
-        if slots <= self.index_mask + 1 {
-            return false;
-        }
-        // Zero-filled: every slot starts not live (generation 0 is never
-        // current, see acquire). Resident at once: grown when half full, it
-        // is an eighth full after, which hashed leaves no page untouched.
-        let Some(p) = crate::recorder::base::mapped::map_anonymous_resident(
-            slots * core::mem::size_of::<IndexSlot>(),
-        ) else {
-            return false;
-        };
-        // A thread that outgrew the inline index cycles through many locks:
-        // give it the by-lock cache too (if that fails, the index serves).
-        let _ = self.by_lock.reserve();
-        let old = self.big_index;
-        let old_slots = self.index_mask + 1;
-        self.big_index = p;
-        self.index_mask = slots - 1;
-        for at in 0..old_slots {
-            let entry = if old.is_null() {
-                self.index[at]
-            } else {
-                // SAFETY: `at` < old_slots, inside the previous mapping,
-                // which is unmapped only below.
-                unsafe { *old.add(at) }
-            };
-            if self.live(&entry) {
-                // A full new neighbourhood is unlikely; then the entry's
-                // counter stays in the trace and a fresh one starts.
-                self.try_insert(entry, true);
-            }
-        }
-        if !old.is_null() {
-            let _errno = crate::diag::ErrnoGuard::save();
-            // SAFETY: the previous grown index, no longer referenced.
-            unsafe {
-                crate::sys::munmap(old.cast(), old_slots * core::mem::size_of::<IndexSlot>())
-            };
-        }
-        true
-    }
-}
-
-/// How much a record has been used, by the kind its index mode implies.
-fn record_uses(mode: u32, record: *mut u8) -> u64 {
-    // SAFETY: index entries point at records this lane wrote in the live
-    // mapping; the mode says which kind (counter modes are below
-    // FIRST_COND_MODE).
-    unsafe {
-        if mode < FIRST_COND_MODE {
-            (*record.cast::<CounterRecord>()).engagements
-        } else if mode == MODE_EDGE {
-            (*record.cast::<EdgeRecord>()).count
-        } else {
-            let c = &*record.cast::<CondRecord>();
-            c.waits
-                .saturating_add(c.signals)
-                .saturating_add(c.broadcasts)
-        }
     }
 }
 
