@@ -1,5 +1,6 @@
 //! Unit tests of the granule table (`slot_of`, `find`).
 
+use super::table::{home_of, probe, RUN_GRANULES};
 use super::*;
 
 #[test]
