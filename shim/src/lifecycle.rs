@@ -19,7 +19,7 @@
 //! [`HOOK_STACK_BUDGET`](crate::recorder::HOOK_STACK_BUDGET) bytes of the
 //! program's stack for its own frames; starting the recording, and the
 //! recorder's other deep work, run on stacks of the shim's own (see
-//! `recorder/own_stack.rs`).
+//! `recorder/base/own_stack.rs`).
 
 use crate::recorder::tables::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
