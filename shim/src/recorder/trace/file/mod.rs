@@ -11,8 +11,17 @@
 //! it, the trace is reopened by its path; the shim never writes through a
 //! descriptor that is not its own file.
 //!
-//! Past 600 lines: creating, growing, repairing (a cut file) and closing the
-//! trace share its mapping and descriptor state, kept private here.
+//! Creating, growing, repairing (a cut file) and closing the trace share
+//! its mapping and descriptor state, kept private here; the header's fields
+//! (read and updated in place) are `header.rs`, the blocks set aside for a
+//! confined program `pool.rs`.
+
+mod header;
+mod pool;
+
+pub use header::*;
+pub use pool::fill_pool;
+use pool::{forget_pool, from_pool};
 
 use crate::config;
 use crate::diag::{warn_once, Warning};
@@ -132,150 +141,6 @@ fn blocks_within_file_size_limit(offset: usize, wanted: u32) -> u32 {
     }
 }
 
-pub fn header() -> Option<*mut FileHeader> {
-    let base = BASE.load(Ordering::Acquire);
-    (!base.is_null()).then_some(base.cast())
-}
-
-fn header_u32(field: usize) -> Option<&'static AtomicU32> {
-    let base = BASE.load(Ordering::Acquire);
-    // SAFETY: `field` is an offset_of! a u32 field of FileHeader, which sits
-    // at the start of the live mapping and is 4-aligned there.
-    (!base.is_null()).then(|| unsafe { AtomicU32::from_ptr(base.add(field).cast()) })
-}
-
-fn header_u64(field: usize) -> Option<&'static AtomicU64> {
-    let base = BASE.load(Ordering::Acquire);
-    // SAFETY: as above, for an 8-aligned u64 field.
-    (!base.is_null()).then(|| unsafe { AtomicU64::from_ptr(base.add(field).cast()) })
-}
-
-pub fn set_flags(bits: u32) {
-    if let Some(f) = header_u32(offset_of!(FileHeader, flags)) {
-        f.fetch_or(bits, Ordering::Release);
-    }
-}
-
-pub fn clear_flags(bits: u32) {
-    if let Some(f) = header_u32(offset_of!(FileHeader, flags)) {
-        f.fetch_and(!bits, Ordering::Release);
-    }
-}
-
-/// The clock switched to the calibrated TSC (see `clock.rs`).
-pub fn note_tsc(khz: u32) {
-    if let Some(f) = header_u32(offset_of!(FileHeader, tsc_khz)) {
-        f.store(khz, Ordering::Relaxed);
-        set_flags(FLAG_CLOCK_TSC);
-    }
-}
-
-pub fn set_exit_code(code: i32) {
-    if let Some(f) = header_u32(offset_of!(FileHeader, exit_code)) {
-        f.store(code as u32, Ordering::Relaxed);
-        set_flags(FLAG_EXIT_CODE_VALID);
-    }
-}
-
-pub fn set_end_time(ns: u64) {
-    if let Some(f) = header_u64(offset_of!(FileHeader, end_mono_ns)) {
-        f.store(ns, Ordering::Relaxed);
-    }
-    if let Some(f) = header_u64(offset_of!(FileHeader, own_calls_refused)) {
-        f.store(sys::confined::refused(), Ordering::Relaxed);
-    }
-}
-
-/// Keeps one of the shim's warnings in the header, a line of its own;
-/// what does not fit is counted, not kept. Only atomics: safe in a signal
-/// handler.
-pub fn keep_warning(msg: &[u8]) {
-    let base = BASE.load(Ordering::Acquire);
-    let Some(len_word) = header_u32(offset_of!(FileHeader, shim_notes_len)) else {
-        return;
-    };
-    let len = msg.len() + 1;
-    let at = len_word.fetch_add(len as u32, Ordering::AcqRel) as usize;
-    let kept = len.min(SHIM_NOTES_MAX.saturating_sub(at));
-    if kept == 0 {
-        return;
-    }
-    // SAFETY: bytes `at..at + kept` of the header's notes were claimed
-    // above by this call alone and lie within them (the header is mapped
-    // while BASE is set).
-    unsafe {
-        let to = base.add(offset_of!(FileHeader, shim_notes) + at);
-        core::ptr::copy_nonoverlapping(msg.as_ptr(), to, kept.min(msg.len()));
-        if kept > msg.len() {
-            *to.add(msg.len()) = b'\n';
-        }
-    }
-}
-
-/// The program confined itself at `ns` (`flags`: `FLAG_CONFINED`,
-/// `FLAG_CLOCK_COARSE`); the first time is kept.
-pub fn note_confined(ns: u64, flags: u32) {
-    if let Some(f) = header_u64(offset_of!(FileHeader, confined_mono_ns)) {
-        let _ = f.compare_exchange(0, ns.max(1), Ordering::Relaxed, Ordering::Relaxed);
-    }
-    set_flags(flags);
-}
-
-pub fn count_dropped_record() {
-    if let Some(f) = header_u64(offset_of!(FileHeader, dropped_records)) {
-        f.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-pub fn count_dropped_op() {
-    if let Some(f) = header_u64(offset_of!(FileHeader, dropped_ops)) {
-        f.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// A wait event the policy left out.
-pub fn count_filtered() {
-    if let Some(f) = header_u32(offset_of!(FileHeader, events_filtered)) {
-        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-            Some(v.saturating_add(1))
-        });
-    }
-}
-
-/// Context-switch records a thread's ring had no room for.
-pub fn count_lost_switches(n: u64) {
-    if let Some(f) = header_u32(offset_of!(FileHeader, switches_lost)) {
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        let _ = f.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-            Some(v.saturating_add(n))
-        });
-    }
-}
-
-/// What a reader asked of this process (`CONTROL_*`, 0: nothing).
-pub fn control() -> u32 {
-    header_u32(offset_of!(FileHeader, control)).map_or(0, |f| f.load(Ordering::Acquire))
-}
-
-/// Processors the process may run on (0: unknown).
-pub fn cpus() -> u32 {
-    header_u32(offset_of!(FileHeader, cpus)).map_or(0, |f| f.load(Ordering::Relaxed))
-}
-
-pub fn pid() -> u32 {
-    header_u32(offset_of!(FileHeader, pid)).map_or(0, |f| f.load(Ordering::Relaxed))
-}
-
-/// Whether the calling process is the one this trace records: not a child
-/// that shares or copied the parent's memory (after `vfork`, or a clone
-/// made without glibc's fork handlers). One system call: slow paths only.
-/// Confined, the pid cannot be asked: then it is taken to be ours (a
-/// confined program's vfork child that exits or execs is rare; a confined
-/// program's end or exec that goes unrecorded would not be).
-pub fn is_trace_process() -> bool {
-    sys::getpid().is_none_or(|pid| pid == self::pid())
-}
-
 /// Blocks reserved and backed in one go, in file order: `first`, then
 /// `first + 1`, ... (`count` of them), none initialised yet.
 #[derive(Clone, Copy)]
@@ -372,16 +237,6 @@ pub fn alloc_blocks(wanted: u32, spread: u32) -> Result<Reserved, NoBlock> {
     })
 }
 
-/// Blocks reserved and backed before the program confined itself, handed
-/// out afterwards with no system call: `POOL_NEXT` up to `POOL_END`.
-static POOL_NEXT: AtomicU32 = AtomicU32::new(0);
-static POOL_END: AtomicU32 = AtomicU32::new(0);
-
-/// Most blocks set aside for a confined program (8 MiB): a pool far larger
-/// than the activity after a sandbox goes up usually needs, small enough to
-/// write at once.
-const POOL_BLOCKS: u32 = 512;
-
 /// Reserves `count_at(first free block)` blocks (none if it says 0) from
 /// the header's bump counter `reserved`; returns the first and how many.
 fn reserve(reserved: &AtomicU32, count_at: impl Fn(u32) -> u32) -> Option<(u32, u32)> {
@@ -403,87 +258,6 @@ fn reserve(reserved: &AtomicU32, count_at: impl Fn(u32) -> u32) -> Option<(u32, 
     };
     RESERVED_MIRROR.fetch_max(index + count, Ordering::AcqRel);
     Some((index, count))
-}
-
-/// Before the program confines itself: reserves and backs up to
-/// [`POOL_BLOCKS`] blocks for afterwards (fewer near the cap or the
-/// file-size limit). Returns how many the pool holds.
-pub fn fill_pool() -> u32 {
-    let Some(reserved) = header_u32(offset_of!(FileHeader, blocks_reserved)) else {
-        return 0;
-    };
-    let left = POOL_END.load(Ordering::Relaxed) - POOL_NEXT.load(Ordering::Relaxed);
-    if left >= POOL_BLOCKS / 2 {
-        return left; // an earlier confinement's pool is still deep
-    }
-    let max =
-        header_u32(offset_of!(FileHeader, max_blocks)).map_or(0, |m| m.load(Ordering::Relaxed));
-    let Some((index, count)) =
-        reserve(reserved, |index| POOL_BLOCKS.min(max.saturating_sub(index)))
-    else {
-        return left;
-    };
-    let offset = index as usize * BLOCK_SIZE;
-    let allowed = blocks_within_file_size_limit(offset, count);
-    let mut backed = 0;
-    if let Some(fd) = TRACE_FILE.checked_fd() {
-        while backed < allowed {
-            let at = offset + backed as usize * BLOCK_SIZE;
-            let times = (allowed - backed) as usize;
-            match sys::pwrite_repeated(fd, &ZEROS, times, at as u64) {
-                Ok(n) if n >= BLOCK_SIZE => backed += (n / BLOCK_SIZE) as u32,
-                _ => break,
-            }
-        }
-    }
-    // What could not be backed goes back, unless another lane reserved after.
-    let _ = reserved.compare_exchange(
-        index + count,
-        index + backed,
-        Ordering::AcqRel,
-        Ordering::Relaxed,
-    );
-    if backed == 0 {
-        return left;
-    }
-    BACKED_MIRROR.fetch_max(index + backed, Ordering::AcqRel);
-    if let Some(b) = header_u32(offset_of!(FileHeader, blocks_backed)) {
-        b.fetch_max(index + backed, Ordering::AcqRel);
-    }
-    // The old pool's last blocks stay unused: a fresh, larger pool replaces it.
-    POOL_END.store(0, Ordering::Release);
-    POOL_NEXT.store(index, Ordering::Release);
-    POOL_END.store(index + backed, Ordering::Release);
-    backed
-}
-
-/// Blocks from the pool (at most [`BATCH_BLOCKS`]), for a confined
-/// program. An empty pool refuses: the records are dropped and counted.
-fn from_pool(wanted: u32) -> Result<Reserved, NoBlock> {
-    let mut next = POOL_NEXT.load(Ordering::Acquire);
-    loop {
-        let end = POOL_END.load(Ordering::Acquire);
-        if next >= end {
-            set_flags(FLAG_CONFINED_FULL);
-            return Err(NoBlock::Refused);
-        }
-        let count = wanted.clamp(1, BATCH_BLOCKS).min(end - next);
-        match POOL_NEXT.compare_exchange_weak(
-            next,
-            next + count,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => return Ok(Reserved { first: next, count }),
-            Err(now) => next = now,
-        }
-    }
-}
-
-/// In a fork child: the pool was the parent's trace's.
-fn forget_pool() {
-    POOL_END.store(0, Ordering::Relaxed);
-    POOL_NEXT.store(0, Ordering::Relaxed);
 }
 
 /// A SIGBUS at `addr`: if it lies in the trace's mapping, the file was cut
