@@ -1,6 +1,6 @@
 // Exports the access gate's thread-local words, defined in assembly in
 // this library (`src/lib.rs`) and in the shim
-// (`shim/src/recorder/thread_state.rs`, whose build script includes this
+// (`shim/src/recorder/tables/thread_state.rs`, whose build script includes this
 // one). rustc's export list for a cdylib is made from Rust items only and
 // would leave them local; GNU ld merges this list with rustc's.
 fn main() {

@@ -45,7 +45,7 @@ pub fn events_all() -> bool {
 }
 
 /// Switches full tracing on or off while the process runs (a reader's
-/// request, see `recorder::control`); the hot path reads the same flags
+/// request, see `recorder::trace::control`); the hot path reads the same flags
 /// it always does.
 pub fn set_events_all(on: bool) {
     EVENTS_ALL.store(on, Ordering::Relaxed);

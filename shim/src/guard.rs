@@ -3,7 +3,7 @@
 //! the process records.
 
 use crate::lifecycle;
-pub use crate::recorder::thread_state::{
+pub use crate::recorder::tables::thread_state::{
     calling_out, close_gates, close_load_gate, nested_in_bookkeeping, thread_holds_a_lock, InHook,
     ThreadState,
 };

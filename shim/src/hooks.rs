@@ -734,7 +734,7 @@ pub unsafe extern "C" fn prctl(
 }
 
 /// Makes a call that would confine the process, with the recorder made
-/// ready before and told after (see `recorder::confinement`). The call's
+/// ready before and told after (see `recorder::api::confinement`). The call's
 /// result and errno are its own.
 pub(crate) fn confining(what: recorder::Confining, call: impl FnOnce() -> c_long) -> c_long {
     let guard = HookGuard::enter();

@@ -19,9 +19,9 @@
 //! [`HOOK_STACK_BUDGET`](crate::recorder::HOOK_STACK_BUDGET) bytes of the
 //! program's stack for its own frames; starting the recording, and the
 //! recorder's other deep work, run on stacks of the shim's own (see
-//! `recorder/own_stack.rs`).
+//! `recorder/base/own_stack.rs`).
 
-use crate::recorder::thread_state::{self, InHook, ThreadState};
+use crate::recorder::tables::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
@@ -126,7 +126,7 @@ fn start_recording() -> bool {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
     }
-    recorder::copied::set_handler(adopt_unseen_child);
+    recorder::trace::copied::set_handler(adopt_unseen_child);
     if recorder::start_process(0, arm_thread_exit).is_err() {
         STATE.store(State::Disabled as u8, Ordering::Release);
         return false;
@@ -339,7 +339,7 @@ pub fn cloned_in_child() {
 
 /// This process's memory turned out to be a copy of the recording
 /// process's, made by a clone none of our hooks saw (see
-/// `recorder::copied`). The child starts its own trace when it safely can:
+/// `recorder::trace::copied`). The child starts its own trace when it safely can:
 /// it has one thread (the caller), so no other can be using the parent's
 /// tables. Otherwise it is cut off from the parent's trace, and not
 /// recorded. Called on slow paths, before they write anything
@@ -386,7 +386,7 @@ fn adopt_unseen_child(may_restart: bool) -> bool {
 pub fn thread_creating() {
     // Not from inside a hook of this thread (a signal handler's call): that
     // hook may hold pointers into the trace a restart replaces.
-    if recorder::copied::is_copy() {
+    if recorder::trace::copied::is_copy() {
         if let Some(_in_hook) = InHook::enter() {
             adopt_unseen_child(true);
         }
@@ -400,7 +400,7 @@ pub fn thread_creating() {
 #[inline(never)]
 pub fn nested_call_passed_through() {
     if matches!(state(), State::Enabled | State::Exiting) {
-        recorder::file::count_dropped_op();
+        recorder::trace::file::count_dropped_op();
         crate::diag::warn_once(
             crate::diag::Warning::NestedCalls,
             b"a signal handler took locks or blocked while the shim was busy on the same thread; those calls were passed through and are counted as dropped",
@@ -422,7 +422,7 @@ fn process_ending(code: Option<i32>) {
     }
     // In a vfork child the memory, and so this state and the trace, are the
     // parent's: a child that exits (say after a failed exec) must not touch them.
-    if !recorder::file::is_trace_process() {
+    if !recorder::trace::file::is_trace_process() {
         return;
     }
     STATE.store(State::Exiting as u8, Ordering::Release);
@@ -435,7 +435,9 @@ fn process_ending(code: Option<i32>) {
 /// `code` if it is the main thread (the process's status is the main
 /// thread's), like `_exit(code)`.
 pub fn thread_exiting(code: i32) {
-    if !matches!(state(), State::Enabled | State::Exiting) || !recorder::file::is_trace_process() {
+    if !matches!(state(), State::Enabled | State::Exiting)
+        || !recorder::trace::file::is_trace_process()
+    {
         return;
     }
     // Confined, /proc cannot be read: the threads the shim knows of are
@@ -443,10 +445,10 @@ pub fn thread_exiting(code: i32) {
     // this call).
     let last = match recorder::threads_in_process() {
         Some(n) => n == 1,
-        None => recorder::lanes::live_threads_recorded() <= 1,
+        None => recorder::tables::lanes::live_threads_recorded() <= 1,
     };
     if last {
-        let main = recorder::file::pid() == recorder::gettid();
+        let main = recorder::trace::file::pid() == recorder::gettid();
         process_ending(main.then_some(code));
         return;
     }
@@ -477,8 +479,8 @@ extern "C" fn on_unload() {
     // parent's. The state first: a fork child that recorded nothing exits
     // without a system call of ours.
     if !matches!(state(), State::Enabled | State::Exiting)
-        || recorder::copied::is_copy()
-        || !recorder::file::is_trace_process()
+        || recorder::trace::copied::is_copy()
+        || !recorder::trace::file::is_trace_process()
     {
         return;
     }

@@ -614,7 +614,7 @@ fn resolved() -> &'static RealFns {
 
 #[cold]
 fn resolve_slow() -> Option<&'static RealFns> {
-    use crate::recorder::thread_state::ThreadState;
+    use crate::recorder::tables::thread_state::ThreadState;
     loop {
         match TABLE.state.compare_exchange(
             UNRESOLVED,

@@ -5,7 +5,7 @@
 //! would kill a program that never touched the file.
 //!
 //! So the shim keeps a SIGBUS handler of its own installed. A fault in the
-//! trace's mapping is repaired (see `recorder::file::repair_cut`) and the
+//! trace's mapping is repaired (see `recorder::trace::file::repair_cut`) and the
 //! store retried. Anything else belongs to the program, whose own action
 //! `sigaction` and `signal` set and report as if ours were not there: its
 //! handler is called as the kernel would call it (its mask added, reset
@@ -138,7 +138,7 @@ extern "C" fn on_sigbus(sig: c_int, info: *mut libc::siginfo_t, context: *mut li
     // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
     let fault = refaults(code);
-    if fault && crate::recorder::file::repair_cut(addr) {
+    if fault && crate::recorder::trace::file::repair_cut(addr) {
         return; // the store is retried, into the file grown back
     }
     let action = program_action();

@@ -4,7 +4,7 @@
  * SA_RESTART, error-number returns, the variadic open's mode, partial
  * sleeps, poll counts and child statuses. Each part starts after a run
  * of calls that did not block, after which the shim times calls without a
- * clock (shim/src/recorder/call_timer/). */
+ * clock (shim/src/recorder/time/call_timer/). */
 #include "common.h"
 #include <fcntl.h>
 #include <poll.h>

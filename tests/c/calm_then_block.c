@@ -1,6 +1,6 @@
 /* Blocking calls made after long runs of calls that did not block. The
  * shim then times calls without reading a clock (the kernel's rseq
- * pointer: shim/src/recorder/call_timer/) and works out how long a call
+ * pointer: shim/src/recorder/time/call_timer/) and works out how long a call
  * blocked from the thread's CPU time. Each thread but the last makes CALM
  * write+read pairs on its own pipe (none blocks), then blocks in one
  * known way and measures how long; three rounds. Each prints the sum

@@ -48,7 +48,7 @@ static inline void sleep_ms(long ms)
 
 /* n writes and reads of a private pipe, none of which blocks: after 64
  * such calls in a row the shim times a thread's calls without a clock
- * (shim/src/recorder/call_timer/). Exits 3 if the pipe fails. */
+ * (shim/src/recorder/time/call_timer/). Exits 3 if the pipe fails. */
 static inline void calm_pipe_calls(int n)
 {
     int fds[2];

@@ -1,6 +1,6 @@
 /* Small stacks: hooked calls made with little stack left behave as they do
  * without the shim, and the shim's own frames stay within its stated budget
- * (HOOK_STACK_BUDGET, shim/src/recorder/own_stack.rs).
+ * (HOOK_STACK_BUDGET, shim/src/recorder/base/own_stack.rs).
  *
  *   small_stacks budget         prints "OPERATION BYTES" per operation: how
  *                               far below its caller's frame it wrote, on a

@@ -27,7 +27,7 @@ fn program() -> PathBuf {
 
 /// The budget the shim states, read from its source so the two agree.
 fn stated_budget() -> usize {
-    let src = workspace_root().join("shim/src/recorder/own_stack.rs");
+    let src = workspace_root().join("shim/src/recorder/base/own_stack.rs");
     let text = std::fs::read_to_string(&src).expect("own_stack.rs is readable");
     let line = text
         .lines()

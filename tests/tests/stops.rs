@@ -390,7 +390,7 @@ fn fortified_reads_and_polls_are_seen_as_the_calls_they_check() {
 fn calls_that_block_after_long_calm_runs_are_timed_right() {
     // After 64 calls in a row that did not block, a thread's calls are
     // timed without a clock; how long one blocked then comes from its CPU
-    // time (shim/src/recorder/call_timer/). With glibc's rseq turned off
+    // time (shim/src/recorder/time/call_timer/). With glibc's rseq turned off
     // they are all timed with two clock reads, and judged by time alone.
     let bin = build_c("calm_then_block");
     let here = block_detection_here();

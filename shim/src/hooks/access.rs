@@ -4,7 +4,7 @@
 //! for loads until the thread's next lock operation (the program then
 //! makes no call for them at all); a store then is looked up only once some
 //! data was touched under a lock (it marks data written without its lock);
-//! an access under a lock is recorded (see `recorder::access`). The
+//! an access under a lock is recorded (see `recorder::features::access`). The
 //! program's memory is only looked at by address, never read.
 
 use crate::guard::{self, HookGuard};

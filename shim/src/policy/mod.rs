@@ -113,7 +113,7 @@ pub fn load() {
         return;
     };
     let mut text = [0u8; TEXT_MAX];
-    let mut name = crate::recorder::path::PathBuf::new();
+    let mut name = crate::recorder::base::path::PathBuf::new();
     name.push(path);
     // Never blocks start-up (a FIFO), reads a regular file to its end.
     let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK;

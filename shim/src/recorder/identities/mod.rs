@@ -1,0 +1,8 @@
+//! Names for what the program runs: call sites, the module map, symbols,
+//! and which of them a policy is interested in.
+
+pub(super) mod image;
+pub(super) mod interest;
+pub mod modules;
+pub mod sites;
+pub(super) mod symbols;

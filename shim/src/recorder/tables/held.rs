@@ -1,0 +1,360 @@
+//! The locks a thread holds right now, innermost last. An unlock finds its
+//! engagement here, so the release path needs no table lookup and the hold
+//! time and task switch are credited to the line that acquired the lock.
+//!
+//! A lock is on the stack once however often the thread took it: taking a
+//! lock it already holds (a recursive mutex, a read lock taken twice) is a
+//! count on the hold it is inside, so recursion of any depth costs no
+//! entries. Such a re-acquisition is counted at its line; its hold is the
+//! outer one's (it releases nothing when it ends).
+
+use crate::recorder::tables::objects::ObjectSlot;
+use locksuit_format::CounterRecord;
+
+/// Deepest nesting tracked; deeper engagements are counted but their holds
+/// are not timed.
+pub const MAX_HELD: usize = 32;
+
+/// The engagement had to wait for the lock.
+pub const HELD_CONTENDED: u32 = 1 << 0;
+/// The lock was handed over across a condition wait or signal.
+pub const HELD_HANDOVER: u32 = 1 << 1;
+/// A shared (reader) hold: other readers may hold the lock at the same time.
+pub const HELD_SHARED: u32 = 1 << 2;
+
+#[derive(Clone, Copy)]
+pub struct HeldEntry {
+    pub addr: u64,
+    pub lock_id: u32,
+    pub flags: u32,
+    pub slot: *const ObjectSlot,
+    /// Null when the counter is gone (after fork) or could not be recorded.
+    pub counter: *mut CounterRecord,
+    /// When the hold started, if it is being timed; 0 otherwise.
+    pub since_ns: u64,
+    /// The thread's slow-path shim time when a timed hold started.
+    pub shim_ns: u64,
+    /// Times the thread took the lock again while holding it: unlocks
+    /// that release nothing before the one that lets it go.
+    pub relocks: u32,
+}
+
+const EMPTY: HeldEntry = HeldEntry {
+    addr: 0,
+    lock_id: 0,
+    flags: 0,
+    slot: core::ptr::null(),
+    counter: core::ptr::null_mut(),
+    since_ns: 0,
+    shim_ns: 0,
+    relocks: 0,
+};
+
+impl Default for HeldStack {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct HeldStack {
+    /// One more than tracked: a push onto a full stack lands in the spare
+    /// entry and is not counted, so a push has no branch of its own.
+    entries: [HeldEntry; MAX_HELD + 1],
+    len: usize,
+    /// Per position, the last lock-order edge taken from the lock held
+    /// there (see `lock_order.rs`): a loop taking the same inner lock under
+    /// the same outer one finds its edge record without a lookup. Written
+    /// only on nested acquisitions, never by a push; a stale entry (its
+    /// key no longer matches) is just a miss.
+    pub edge_memo: [EdgeMemo; MAX_HELD],
+}
+
+/// A remembered edge and its record. The two counter records stand for
+/// (lock, site) at each end: a thread has one per lock, line and mode.
+#[derive(Clone, Copy)]
+pub struct EdgeMemo {
+    pub from: *mut CounterRecord,
+    pub to: *mut CounterRecord,
+    pub flags: u32,
+    pub record: *mut locksuit_format::EdgeRecord,
+}
+
+const NO_EDGE: EdgeMemo = EdgeMemo {
+    from: core::ptr::null_mut(),
+    to: core::ptr::null_mut(),
+    flags: 0,
+    record: core::ptr::null_mut(),
+};
+
+impl HeldStack {
+    pub const fn new() -> Self {
+        HeldStack {
+            entries: [EMPTY; MAX_HELD + 1],
+            len: 0,
+            edge_memo: [NO_EDGE; MAX_HELD],
+        }
+    }
+
+    #[cfg(test)]
+    pub fn same_as(&self, other: &HeldStack) -> bool {
+        let key = |e: &HeldEntry| {
+            (
+                e.addr, e.lock_id, e.flags, e.slot, e.counter, e.since_ns, e.shim_ns, e.relocks,
+            )
+        };
+        self.len == other.len
+            && self
+                .entries
+                .iter()
+                .map(key)
+                .eq(other.entries.iter().map(key))
+    }
+
+    /// Returns how many engagements were held before this one; `MAX_HELD`
+    /// means the stack was full and the engagement is not tracked.
+    #[inline(always)]
+    pub fn push(&mut self, entry: HeldEntry) -> usize {
+        let before = self.len;
+        // SAFETY: `len <= MAX_HELD` always (it only grows below MAX_HELD),
+        // and the array has MAX_HELD + 1 entries.
+        unsafe { *self.entries.get_unchecked_mut(before) = entry };
+        self.len = before + usize::from(before < MAX_HELD);
+        before
+    }
+
+    /// The engagements held now, innermost last.
+    /// Up to `out.len()` of the locks another thread's stack at `stack`
+    /// holds, innermost first, as (lock id, counter record), read with
+    /// `read` (which copies memory that may vanish, failing instead of
+    /// faulting). `None` if it could not be read.
+    pub fn peek(
+        stack: *const HeldStack,
+        read: impl Fn(u64, &mut [u8]) -> bool,
+        out: &mut [(u32, *mut CounterRecord)],
+    ) -> Option<usize> {
+        let base = stack as u64;
+        let mut len = [0u8; 8];
+        if stack.is_null()
+            || !read(
+                base + core::mem::offset_of!(HeldStack, len) as u64,
+                &mut len,
+            )
+        {
+            return None;
+        }
+        let len = (u64::from_ne_bytes(len) as usize).min(MAX_HELD);
+        let entries = base + core::mem::offset_of!(HeldStack, entries) as u64;
+        let size = core::mem::size_of::<HeldEntry>();
+        let mut n = 0;
+        for i in (0..len).rev().take(out.len()) {
+            let mut raw = [0u8; core::mem::size_of::<HeldEntry>()];
+            if !read(entries + (i * size) as u64, &mut raw) {
+                return None;
+            }
+            // SAFETY: `raw` holds the bytes of a HeldEntry (plain integers
+            // and pointers; the pointers are only ever read through `read`).
+            let e = unsafe { core::ptr::read_unaligned(raw.as_ptr().cast::<HeldEntry>()) };
+            out[n] = (e.lock_id, e.counter);
+            n += 1;
+        }
+        Some(n)
+    }
+
+    /// The number of engagements held, read without making a reference.
+    ///
+    /// # Safety
+    /// `stack` points to a live `HeldStack` of the calling thread.
+    #[inline(always)]
+    pub unsafe fn depth(stack: *const HeldStack) -> usize {
+        // SAFETY: per the contract; a plain word read.
+        unsafe { core::ptr::addr_of!((*stack).len).read_volatile() }
+    }
+
+    /// The innermost engagement held now, if any.
+    #[inline]
+    pub fn top(&self) -> Option<&HeldEntry> {
+        self.len.checked_sub(1).and_then(|i| self.entries.get(i))
+    }
+
+    pub fn entries(&self) -> &[HeldEntry] {
+        &self.entries[..self.len]
+    }
+
+    /// The engagements held now and the edge memo, borrowed together.
+    pub fn entries_and_memo(&mut self) -> (&[HeldEntry], &mut [EdgeMemo; MAX_HELD]) {
+        (&self.entries[..self.len], &mut self.edge_memo)
+    }
+
+    /// Removes and returns the innermost engagement of `addr`.
+    #[inline]
+    pub fn take(&mut self, addr: u64) -> Option<HeldEntry> {
+        // Locks are almost always released innermost first.
+        if self.len > 0 && self.entries[self.len - 1].addr == addr {
+            self.len -= 1;
+            return Some(self.entries[self.len]);
+        }
+        let at = self.entries[..self.len]
+            .iter()
+            .rposition(|e| e.addr == addr)?;
+        let entry = self.entries[at];
+        self.entries.copy_within(at + 1..self.len, at);
+        self.len -= 1;
+        Some(entry)
+    }
+
+    /// The innermost engagement, if it is of `addr`.
+    #[inline]
+    pub fn innermost(&self, addr: u64) -> Option<&HeldEntry> {
+        let top = self.len.checked_sub(1)?;
+        // SAFETY: `len <= MAX_HELD` always (see `push`), so `top` is in the
+        // array; unchecked, so the release path has no panic branch.
+        let top = unsafe { self.entries.get_unchecked(top) };
+        (top.addr == addr).then_some(top)
+    }
+
+    /// The engagement just pushed (on top of `held_before` others) is of a
+    /// lock this thread already holds: it becomes a count on that hold, and
+    /// its own entry goes (on a full stack it was never counted). Returns
+    /// whether it was such a re-acquisition.
+    pub fn fold_relock(&mut self, addr: u64, held_before: usize) -> bool {
+        let below = held_before.min(MAX_HELD);
+        let Some(hold) = self.entries[..below]
+            .iter_mut()
+            .rev()
+            .find(|e| e.addr == addr)
+        else {
+            return false;
+        };
+        hold.relocks = hold.relocks.saturating_add(1);
+        self.len = below;
+        true
+    }
+
+    /// An unlock of a lock this thread took more than once: one count
+    /// less, and the lock stays held. Returns whether it was one.
+    pub fn unwind_relock(&mut self, addr: u64) -> bool {
+        match self.entries[..self.len]
+            .iter_mut()
+            .rev()
+            .find(|e| e.addr == addr)
+        {
+            Some(hold) if hold.relocks > 0 => {
+                hold.relocks -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops the innermost engagement.
+    #[inline]
+    pub fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    /// Whether this thread holds `addr`.
+    pub fn holds(&self, addr: u64) -> bool {
+        self.entries().iter().any(|e| e.addr == addr)
+    }
+
+    /// Marks the innermost engagement of lock `lock_id` as handed over.
+    pub fn mark_handover(&mut self, lock_id: u32) {
+        if let Some(e) = self.entries[..self.len]
+            .iter_mut()
+            .rev()
+            .find(|e| e.lock_id == lock_id)
+        {
+            e.flags |= HELD_HANDOVER;
+        }
+    }
+
+    /// After fork: the locks are still held, but their counters belong to
+    /// the parent's trace.
+    pub fn forget_records(&mut self) {
+        for e in &mut self.entries[..self.len] {
+            e.counter = core::ptr::null_mut();
+            e.slot = core::ptr::null();
+        }
+        self.edge_memo = [NO_EDGE; MAX_HELD];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(addr: u64) -> HeldEntry {
+        HeldEntry {
+            addr,
+            lock_id: addr as u32,
+            ..EMPTY
+        }
+    }
+
+    #[test]
+    fn takes_innermost_matching_engagement_out_of_order() {
+        let mut s = HeldStack::new();
+        assert_eq!(s.push(entry(1)), 0);
+        assert_eq!(s.push(entry(2)), 1);
+        assert_eq!(s.push(entry(1)), 2);
+        assert_eq!(s.take(2).map(|e| e.addr), Some(2));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert!(s.take(1).is_none());
+    }
+
+    #[test]
+    fn a_lock_taken_again_is_a_count_on_its_hold() {
+        let mut s = HeldStack::new();
+        s.push(entry(1));
+        s.push(entry(2));
+        // Taken again, under another lock and right on top of itself.
+        for _ in 0..3 {
+            let before = s.push(entry(1));
+            assert!(s.fold_relock(1, before));
+        }
+        let before = s.push(entry(2));
+        assert!(s.fold_relock(2, before));
+        assert_eq!(s.entries().len(), 2, "one entry per lock held");
+        assert_eq!(s.entries()[0].relocks, 3);
+        // A lock held once is not folded.
+        let before = s.push(entry(3));
+        assert!(!s.fold_relock(3, before));
+        assert_eq!(s.take(3).map(|e| e.addr), Some(3));
+        for _ in 0..3 {
+            assert!(s.unwind_relock(1));
+        }
+        assert!(!s.unwind_relock(1), "the last unlock lets it go");
+        assert!(s.unwind_relock(2));
+        assert_eq!(s.take(2).map(|e| e.addr), Some(2));
+        assert_eq!(s.take(1).map(|e| e.addr), Some(1));
+        assert!(s.entries().is_empty());
+    }
+
+    #[test]
+    fn a_full_stack_still_counts_relocks() {
+        let mut s = HeldStack::new();
+        for i in 0..MAX_HELD as u64 {
+            s.push(entry(i + 1));
+        }
+        let before = s.push(entry(1));
+        assert_eq!(before, MAX_HELD);
+        assert!(s.fold_relock(1, before));
+        assert_eq!(s.entries().len(), MAX_HELD);
+        assert_eq!(s.entries()[0].relocks, 1);
+        let before = s.push(entry(999));
+        assert!(!s.fold_relock(999, before));
+        assert!(!s.holds(999));
+    }
+
+    #[test]
+    fn refuses_beyond_capacity() {
+        let mut s = HeldStack::new();
+        for i in 0..MAX_HELD as u64 {
+            assert_eq!(s.push(entry(i + 1)), i as usize);
+        }
+        assert_eq!(s.push(entry(999)), MAX_HELD);
+        assert_eq!(s.entries().len(), MAX_HELD);
+        assert!(!s.holds(999));
+    }
+}

@@ -1,0 +1,10 @@
+//! The recorder's state: the process-wide object table, each thread's
+//! lane and caches, its held locks, and the thread-local state.
+
+pub mod by_lock;
+pub(super) mod heap;
+pub mod held;
+pub(super) mod hot_cache;
+pub mod lanes;
+pub mod objects;
+pub mod thread_state;

@@ -1,0 +1,221 @@
+//! What the shim's fast path costs this thread, for overhead compensation.
+//!
+//! Timing every recorder call would double the cost it measures, so each
+//! thread counts its calls (`prepare`, `acquired`, `released`) and times one
+//! or two in [`SAMPLE_EVERY`] (the 16th and 17th, early so that short-lived
+//! threads get a sample too). The shim's time so far is then estimated as calls × the
+//! sampled mean, plus the slow paths, which are always timed. Only calls
+//! that stayed on the fast path are sampled; a sample excludes the clock
+//! read that ends it. The untimed acquisition (a few stores) is counted
+//! but never timed: its test for the sampled call would cost about as much
+//! as it does, and the mean of the prepares and releases stands for it.
+
+use crate::recorder::time::clock::now_ns;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// One or two calls in this many are timed (a power of two).
+pub const SAMPLE_EVERY: u64 = 1024;
+/// Where in each period the timed calls are: early, so a thread with only a
+/// few dozen lock operations is sampled too (even: it and the next).
+const SAMPLED_PHASE: u64 = 16;
+
+/// A fast-path call never takes this long unless the thread was preempted.
+const OUTLIER_NS: u64 = 2_000;
+
+/// Cost of reading the clock twice back to back, the floor under every
+/// sample; measured once per clock (`clock_gettime`, then the TSC), as
+/// u64::MAX until then.
+static READ_COST_NS: [AtomicU64; 2] = [const { AtomicU64::new(u64::MAX) }; 2];
+
+/// Called on each sample (a reader's requests are polled there); set by
+/// [`init`], so the time base need not know the trace file, which sits
+/// above it (as the clock is told where its rate goes).
+static ON_SAMPLE: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what each sample calls (`control::poll`).
+pub fn init(on_sample: fn()) {
+    ON_SAMPLE.store(on_sample as usize, Ordering::Relaxed);
+}
+
+/// Per-thread counts, in the thread's const-initialised state.
+pub struct CallCost {
+    calls: Cell<u64>,
+    sampled_ns: Cell<u64>,
+    samples: Cell<u64>,
+    /// The mean so far in picoseconds, kept up to date by each sample so
+    /// that estimates need no division (full tracing asks twice per pair).
+    mean_ps: Cell<u64>,
+}
+
+impl Default for CallCost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CallCost {
+    pub const fn new() -> Self {
+        Self {
+            calls: Cell::new(0),
+            sampled_ns: Cell::new(0),
+            samples: Cell::new(0),
+            mean_ps: Cell::new(0),
+        }
+    }
+
+    /// Where the call count lies in a `CallCost`: the access gate compares
+    /// it inline (see `ThreadState::close_load_gate`).
+    pub const CALLS_OFFSET: usize = core::mem::offset_of!(CallCost, calls);
+
+    /// The recorder calls this thread has made.
+    #[inline(always)]
+    pub fn calls(&self) -> u64 {
+        self.calls.get()
+    }
+
+    #[cfg(test)]
+    pub fn same_as(&self, other: &CallCost) -> bool {
+        (self.calls.get(), self.sampled_ns.get(), self.samples.get())
+            == (
+                other.calls.get(),
+                other.sampled_ns.get(),
+                other.samples.get(),
+            )
+    }
+
+    /// Counts one recorder call; returns its start time if it is to be
+    /// timed, else 0.
+    #[inline]
+    pub fn begin(&self) -> u64 {
+        let timed = self.next_is_timed();
+        self.count();
+        if timed {
+            now_ns()
+        } else {
+            0
+        }
+    }
+
+    /// Whether the next call is one to time (then it goes the way that
+    /// times it, [`begin`](Self::begin)): the 16th or the 17th of each
+    /// [`SAMPLE_EVERY`]. Two places, because an untimed acquisition only
+    /// counts itself, and a thread whose loop makes a power-of-two number
+    /// of calls would otherwise find one there every time, and never be
+    /// sampled; two acquisitions never follow each other (a prepare comes
+    /// before each), so one of the two places is always timed.
+    #[inline(always)]
+    pub fn next_is_timed(&self) -> bool {
+        (self.calls.get() + 1) & (SAMPLE_EVERY - 2) == SAMPLED_PHASE
+    }
+
+    /// Counts a call that is not timed.
+    #[inline(always)]
+    pub fn count(&self) {
+        self.calls.set(self.calls.get() + 1);
+    }
+
+    /// Ends a call that `begin` chose to time (`started` != 0).
+    #[inline]
+    pub fn end(&self, started: u64) {
+        if started != 0 {
+            self.record(started);
+        }
+    }
+
+    #[cold]
+    fn record(&self, started: u64) {
+        let elapsed = now_ns().saturating_sub(started);
+        // One or two fast-path calls in 1024 pass here: a reader's request to
+        // switch the recording mode is seen within that many.
+        let on_sample = ON_SAMPLE.load(Ordering::Relaxed);
+        if on_sample != 0 {
+            // SAFETY: only ever stored from an `fn()` in `init`.
+            let on_sample = unsafe { core::mem::transmute::<usize, fn()>(on_sample) };
+            on_sample();
+        }
+        if elapsed > OUTLIER_NS {
+            // Preempted or interrupted mid-call: one such sample would
+            // inflate the mean a million calls are multiplied by.
+            return;
+        }
+        self.sampled_ns
+            .set(self.sampled_ns.get() + elapsed.saturating_sub(read_cost_ns()));
+        self.samples.set(self.samples.get() + 1);
+        self.mean_ps
+            .set(self.sampled_ns.get().saturating_mul(1000) / self.samples.get());
+    }
+
+    /// Mean cost of one call in picoseconds, 0 before the first sample.
+    pub fn mean_ps(&self) -> u64 {
+        self.mean_ps.get()
+    }
+
+    /// The fast path's estimated time on this thread so far: calls × the
+    /// sampled mean.
+    #[inline]
+    pub fn estimated_ns(&self) -> u64 {
+        // A constant divisor: a multiply and a shift.
+        self.calls.get().saturating_mul(self.mean_ps.get()) / 1000
+    }
+}
+
+fn read_cost_ns() -> u64 {
+    let cost = &READ_COST_NS[usize::from(crate::recorder::time::clock::tsc_khz() != 0)];
+    let known = cost.load(Ordering::Relaxed);
+    if known != u64::MAX {
+        return known;
+    }
+    // The cheapest of a few back-to-back pairs: what a sample costs when
+    // the call between its two reads does nothing.
+    let mut least = u64::MAX;
+    for _ in 0..8 {
+        let a = now_ns();
+        least = least.min(now_ns().saturating_sub(a));
+    }
+    cost.store(least, Ordering::Relaxed);
+    least
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How many of `periods` × [`SAMPLE_EVERY`] calls are chosen for
+    /// timing when a thread's loop makes the calls `pattern` says (true:
+    /// a prepare or release, which may be timed; false: an untimed
+    /// acquisition, which only counts itself).
+    fn chosen(pattern: &[bool], periods: u64) -> u64 {
+        let cost = CallCost::new();
+        let mut chosen = 0;
+        for &may_time in pattern
+            .iter()
+            .cycle()
+            .take((periods * SAMPLE_EVERY) as usize)
+        {
+            if may_time && cost.next_is_timed() {
+                chosen += 1;
+            }
+            cost.count();
+        }
+        chosen
+    }
+
+    #[test]
+    fn a_thread_is_sampled_whatever_its_loop() {
+        // Semaphore waits only (a prepare and an acquisition), a mutex pair
+        // (prepare, acquisition, release), and two pairs and a wait.
+        let patterns: [&[bool]; 3] = [
+            &[true, false],
+            &[true, false, true],
+            &[true, false, true, true, false, true, true, false],
+        ];
+        for pattern in patterns {
+            let n = chosen(pattern, 8);
+            assert!(
+                (8..=16).contains(&n),
+                "{n} timed in 8 periods of {pattern:?}"
+            );
+        }
+    }
+}
