@@ -14,7 +14,7 @@
 // (stores compare the complement, so that a thread's zeroed words, in the
 // shim, leave its stores open from its first instruction),
 // The shim owns the words (its recorder call count, and the count at which
-// it last said it needs no more calls; see shim/src/recorder/thread_state.rs),
+// it last said it needs no more calls; see shim/src/recorder/tables/thread_state.rs),
 // so a thread holding no lock makes no call for its loads, and a program
 // run without the shim (liblocksuit_cov.so's words are zero) makes none at
 // all. The test reads the words and nothing of the program's: the access
