@@ -1,8 +1,8 @@
 //! `locksuit diff` and `locksuit history` in text.
 
 use super::duration;
-use crate::history::Run;
-use crate::regression::{Diff, FindingChange, Measure};
+use crate::analysis::regression::{Diff, FindingChange, Measure};
+use crate::input::history::Run;
 
 fn value(figure: &str, v: f64) -> String {
     match figure {

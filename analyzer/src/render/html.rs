@@ -92,7 +92,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
     // one on top; those with none share one line after them.
     let (active, idle) = super::no_activity::partition(&report.processes);
     for (i, p) in active.iter().enumerate() {
-        crate::names::with(&p.names, || process(&mut page, i, p, report.threshold, o));
+        crate::model::names::with(&p.names, || process(&mut page, i, p, report.threshold, o));
     }
     if !idle.is_empty() {
         let phrases = super::no_activity::phrases(&idle, !active.is_empty());
@@ -109,7 +109,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
 }
 
 fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &TextOptions) {
-    let exe = crate::symbolize::basename(&p.exe);
+    let exe = crate::input::symbolize::basename(&p.exe);
     let _ = writeln!(
         page,
         "<section class=\"process\" id=\"process-{index}\" data-pid=\"{}\">\n<h2>{} <span class=\"pid\">(pid {})</span></h2>",

@@ -57,7 +57,7 @@ pub fn render(report: &Report, width: usize) -> String {
     let mut out = String::new();
     for p in &report.processes {
         // Ids print by the process's own names (see `names.rs`).
-        crate::names::with(&p.names, || process(&mut out, p, width));
+        crate::model::names::with(&p.names, || process(&mut out, p, width));
     }
     out
 }

@@ -12,7 +12,11 @@ use std::collections::BTreeMap;
 const LISTED: usize = 10;
 
 fn name(p: &Process) -> String {
-    format!("{} (pid {})", crate::symbolize::basename(&p.exe), p.pid)
+    format!(
+        "{} (pid {})",
+        crate::input::symbolize::basename(&p.exe),
+        p.pid
+    )
 }
 
 /// `label` padded to `column`, then `text`, wrapped under itself.

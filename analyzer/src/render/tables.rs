@@ -258,7 +258,7 @@ fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
     for s in order.iter().take(TABLE_ROWS) {
         let own = s
             .call_chain
-            .get(crate::symbolize::first_own_frame(&s.call_chain));
+            .get(crate::input::symbolize::first_own_frame(&s.call_chain));
         let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
         let id = s.id.to_string();
         // A site named function@file:line says where it is already.

@@ -72,7 +72,7 @@ fn frame_line(f: &Frame) -> String {
     let module = f
         .module
         .as_deref()
-        .map(crate::symbolize::basename)
+        .map(crate::input::symbolize::basename)
         .unwrap_or("?");
     match (&f.function, &f.file, f.line) {
         (Some(func), Some(file), Some(line)) => format!("{func} ({file}:{line})"),
@@ -89,7 +89,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
     let (active, idle) = no_activity::partition(&report.processes);
     for p in &active {
         // Ids print by the process's own names (see `names.rs`).
-        crate::names::with(&p.names, || process(&mut out, p, report.threshold, o));
+        crate::model::names::with(&p.names, || process(&mut out, p, report.threshold, o));
     }
     if !idle.is_empty() {
         out.push_str(&idle_line(&idle, !active.is_empty(), o.width));
@@ -300,14 +300,14 @@ fn ids_glued(text: &str, f: &Finding, p: &Process) -> String {
 /// up to where the chain enters the system's libraries again (thread
 /// start-up, `main`'s caller), which says nothing about the program.
 fn shown_frames(chain: &[Frame]) -> impl Iterator<Item = &Frame> {
-    let own = crate::symbolize::first_own_frame(chain);
+    let own = crate::input::symbolize::first_own_frame(chain);
     chain
         .iter()
         .skip(own)
         .take_while(|f| {
             !f.module
                 .as_deref()
-                .is_some_and(crate::symbolize::is_system_module)
+                .is_some_and(crate::input::symbolize::is_system_module)
         })
         .take(FRAMES_SHOWN)
 }
