@@ -300,7 +300,7 @@ pub fn apply(facts: Option<&Facts>, sites: &mut [Site], threshold: f64) {
                     .filter(|&i| i as f64 / 10.0 >= threshold - 1e-9)
                     .map(|i| waited[i])
                     .sum();
-                crate::analysis::process::line_state(engagements, qualifying)
+                crate::analysis::sharing::line_state(engagements, qualifying)
             }
             None => data_status(
                 *suitable,
@@ -331,7 +331,7 @@ fn data_status(
     } else {
         suitable as f64 / all as f64
     };
-    crate::analysis::process::site_status(engagements, task_switches, ratio, threshold)
+    crate::analysis::sharing::site_status(engagements, task_switches, ratio, threshold)
 }
 
 fn names(data: &BTreeMap<String, bool>, shared: Option<bool>) -> String {

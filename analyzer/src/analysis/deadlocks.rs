@@ -384,7 +384,7 @@ fn inversion(i: &Inversion, ids: &Ids) -> Finding {
             i.pairs_up,
             if i.pairs_up == 1 { "" } else { "s" },
             i.pairs_down,
-            crate::render::count(i.threads as u64, "thread", "threads"),
+            crate::base::words::count(i.threads as u64, "thread", "threads"),
             words.join("; "),
         ),
         None => format!(
@@ -392,7 +392,7 @@ fn inversion(i: &Inversion, ids: &Ids) -> Finding {
             i.pairs_up,
             if i.pairs_up == 1 { "" } else { "s" },
             i.pairs_down,
-            crate::render::count(i.threads as u64, "thread", "threads"),
+            crate::base::words::count(i.threads as u64, "thread", "threads"),
             words.join("; "),
         ),
     };

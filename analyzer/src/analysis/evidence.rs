@@ -135,7 +135,7 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
     let mut counted: BTreeSet<&[(u64, u64)]> = BTreeSet::new();
     let exes: BTreeSet<String> = processes.iter().map(|p| p.exe.clone()).collect();
     for exe in &exes {
-        let name = crate::input::symbolize::basename(exe);
+        let name = crate::base::words::basename(exe);
         for run in prior.iter().filter(|r| r.exe == name) {
             if !run.identities.is_empty()
                 && (run.identities.iter().any(|id| here.contains(id))
@@ -198,9 +198,9 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
         if cleared > 0 {
             p.warnings.push(format!(
                 "{} taken by one thread alone in this run {} taken by several in another run of {} reported with it, so {} no finding",
-                crate::render::count(cleared as u64, "lock", "locks"),
+                crate::base::words::count(cleared as u64, "lock", "locks"),
                 if cleared == 1 { "was" } else { "were" },
-                crate::input::symbolize::basename(&exe),
+                crate::base::words::basename(&exe),
                 if cleared == 1 { "it is" } else { "they are" },
             ));
         }
@@ -215,7 +215,7 @@ fn reword(f: &mut Finding, runs: u64, exe: &str, limits: &Limits) {
     } else {
         ("them", "they protect", "they guard")
     };
-    let program = crate::input::symbolize::basename(exe);
+    let program = crate::base::words::basename(exe);
     if runs >= limits.min_runs {
         f.kind = FINDING_UNNECESSARY;
         if let Some(e) = f.evidence.as_mut() {

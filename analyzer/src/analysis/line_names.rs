@@ -3,7 +3,7 @@
 //! helper that several lines call are named, and grouped into families, by
 //! the line that called it (see names.rs for the names built from these).
 
-use crate::input::symbolize::first_own_frame;
+use crate::model::frames::first_own_frame;
 use crate::model::Frame;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeSet, HashMap};
@@ -86,7 +86,7 @@ pub fn caller_line(chain: &[Frame]) -> Option<String> {
         .filter(|f| {
             f.module
                 .as_deref()
-                .is_some_and(|m| !crate::input::symbolize::is_system_module(m))
+                .is_some_and(|m| !crate::model::frames::is_system_module(m))
         })
         .find(|f| f.function.is_some() || f.offset.is_some())
         .map(|f| match (&f.function, &f.file, f.line) {
@@ -106,7 +106,7 @@ pub fn line_caller(chain: &[Frame]) -> Option<String> {
         .filter(|f| {
             f.module
                 .as_deref()
-                .is_some_and(|m| !crate::input::symbolize::is_system_module(m))
+                .is_some_and(|m| !crate::model::frames::is_system_module(m))
         })
         .find_map(|f| {
             f.function

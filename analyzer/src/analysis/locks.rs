@@ -7,7 +7,7 @@
 //! vector is shrunk as it empties, so the records and the model are never
 //! both whole in memory.
 
-use crate::analysis::process::sharing_ratio;
+use crate::analysis::sharing::sharing_ratio;
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;

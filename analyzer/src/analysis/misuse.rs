@@ -247,7 +247,7 @@ fn finding(s: &Seen, n: &Ids, kind: &dyn Fn(LockId) -> Option<LockKind>) -> Find
         ),
         What::DestroyWaited => format!(
             "{who} destroyed {object} at {at}{times} while {} blocked on it without a signal since: destroying a condition variable threads wait on is undefined (glibc's destroy then waits for them, which may be forever). Wake them and let them return first.",
-            crate::render::count(u64::from(s.other), "thread was", "threads were")
+            crate::base::words::count(u64::from(s.other), "thread was", "threads were")
         ),
         What::WaitUnheld => format!(
             "{who} waited on a condition variable at {at}{times} with {object}, which {}: a condition wait must be called with its mutex locked by the waiting thread, or a wake-up between the test and the wait is lost.",

@@ -17,6 +17,7 @@ pub mod process;
 pub mod reasons;
 pub mod regression;
 pub mod samples;
+pub mod sharing;
 pub mod snapshots;
 pub mod stops;
 pub mod suppress;

@@ -20,8 +20,10 @@ use crate::analysis::findings::Limits;
 use crate::analysis::line_names::{
     caller_line, line_caller, line_name, made_by_helpers, MADE_BY_HELPER,
 };
+use crate::analysis::sharing::site_status;
 use crate::input::stream::StreamFilter;
-use crate::input::symbolize::{first_own_frame, Symbolizer};
+use crate::input::symbolize::Symbolizer;
+use crate::model::frames::first_own_frame;
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
@@ -61,58 +63,6 @@ fn site_key(chain: &[Frame]) -> SiteKey {
             address: own.offset.clone().unwrap_or_else(|| own.address.clone()),
         },
     }
-}
-
-/// Sharing ratio from per-thread engagement counts: the share of
-/// engagements made by threads other than the top one, normalised by the
-/// most that share can be for that many threads (1 - 1/N), so a lock its N
-/// threads engage evenly is 1.0 for any N, and a lock of one thread is 0.
-pub fn sharing_ratio(per_thread: impl IntoIterator<Item = u64>) -> f64 {
-    let (mut total, mut top, mut threads) = (0u64, 0u64, 0u64);
-    for n in per_thread.into_iter().filter(|&n| n > 0) {
-        total = total.saturating_add(n);
-        top = top.max(n);
-        threads += 1;
-    }
-    if threads < 2 {
-        return 0.0;
-    }
-    let others = (total - top) as f64 / total as f64;
-    let most = 1.0 - 1.0 / threads as f64;
-    (others / most).min(1.0)
-}
-
-/// A line's state, as the lock-suitability seed defines the three: each
-/// engagement that caused a task switch with a ratio at or above the
-/// threshold *qualifies*; any other marks the line apparently unsuitable;
-/// a qualifying engagement of a line so marked makes it definitely
-/// suitable. Judged over the whole run, not in the order the engagements
-/// came:
-/// - `apparently-unsuitable`: no engagement qualified;
-/// - `definitely-suitable`: some did, and some did not;
-/// - `apparently-suitable`: every engagement qualified (nothing marked it
-///   apparently unsuitable, nor showed more).
-pub fn line_state(engagements: u64, qualifying: u64) -> &'static str {
-    if qualifying == 0 {
-        STATUS_UNSUITABLE
-    } else if qualifying >= engagements {
-        STATUS_APPARENTLY_SUITABLE
-    } else {
-        STATUS_SUITABLE
-    }
-}
-
-/// A line's state by its sharing ratio (one figure for all its
-/// engagements): those that caused a task switch qualify when the ratio
-/// is at or above the threshold.
-pub fn site_status(
-    engagements: u64,
-    task_switches: u64,
-    ratio: f64,
-    threshold: f64,
-) -> &'static str {
-    let qualifying = if ratio >= threshold { task_switches } else { 0 };
-    line_state(engagements, qualifying)
 }
 
 /// How much of a trace [`analyze`] reads.
@@ -470,7 +420,7 @@ pub fn analyze(
     let end_ns = if header.end_mono_ns > header.start_mono_ns {
         header.end_mono_ns
     } else if running {
-        crate::commands::record::monotonic_now_ns()
+        crate::base::time::monotonic_now_ns()
     } else {
         0
     };
@@ -491,7 +441,7 @@ pub fn analyze(
         if at
             .module
             .as_deref()
-            .is_some_and(crate::input::symbolize::is_system_module)
+            .is_some_and(crate::model::frames::is_system_module)
         {
             return None;
         }
@@ -888,7 +838,8 @@ fn new_site(
 /// What a confinement (seccomp, the TSC turned off) cost the trace.
 fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<String> {
     let mut out = Vec::new();
-    let at = crate::render::duration(header.confined_mono_ns.saturating_sub(header.start_mono_ns));
+    let at =
+        crate::base::words::duration(header.confined_mono_ns.saturating_sub(header.start_mono_ns));
     if header.flags & FLAG_CONFINED != 0 {
         let refused = match header.own_calls_refused {
             0 => String::new(),
@@ -910,7 +861,8 @@ fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<Str
         );
     }
     if header.flags & FLAG_CUT != 0 {
-        let cut = crate::render::duration(header.cut_mono_ns.saturating_sub(header.start_mono_ns));
+        let cut =
+            crate::base::words::duration(header.cut_mono_ns.saturating_sub(header.start_mono_ns));
         out.push(format!(
             "the trace file was cut (truncated) while the program ran, {cut} after it started: what it held then is lost (threads, locks and counts from before are missing or partial, and the header's counters restart from the start); what was recorded after the cut is here"
         ));
@@ -1081,35 +1033,4 @@ fn build_conds(
             cond
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sharing_ratio_matches_the_definition() {
-        assert_eq!(sharing_ratio([100]), 0.0);
-        assert_eq!(sharing_ratio([25, 25, 25, 25]), 1.0, "even: 1.0 for any N");
-        assert_eq!(sharing_ratio([50, 50]), 1.0);
-        assert!((sharing_ratio([90, 10]) - 0.2).abs() < 1e-9);
-        assert_eq!(
-            sharing_ratio([100, 0, 0]),
-            0.0,
-            "threads that engaged nothing"
-        );
-        assert_eq!(sharing_ratio([]), 0.0);
-    }
-
-    #[test]
-    fn the_three_line_states_of_the_seed() {
-        // No engagement switched, or the ratio is below the threshold.
-        assert_eq!(site_status(10, 0, 0.9, 0.3), STATUS_UNSUITABLE);
-        assert_eq!(site_status(10, 10, 0.2, 0.3), STATUS_UNSUITABLE);
-        // Some engagements qualified, some marked it apparently unsuitable.
-        assert_eq!(site_status(10, 1, 0.3, 0.3), STATUS_SUITABLE);
-        // Every engagement qualified: apparently suitable, no more.
-        assert_eq!(site_status(10, 10, 0.3, 0.3), STATUS_APPARENTLY_SUITABLE);
-        assert_eq!(line_state(0, 0), STATUS_UNSUITABLE);
-    }
 }

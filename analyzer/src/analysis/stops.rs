@@ -8,8 +8,8 @@
 use crate::analysis::classes::{Signatures, BUILT_IN};
 use crate::analysis::deadlocks::Ids;
 use crate::analysis::periods::{Blocker, Period};
+use crate::base::words::duration;
 use crate::model::*;
-use crate::render::duration;
 use locksuit_format::reader::ThreadInfo;
 use locksuit_format::{THREAD_ENDED, THREAD_MAIN};
 use rustc_hash::FxHashMap;

@@ -3,3 +3,5 @@
 pub mod exit;
 pub mod oom;
 pub mod progress;
+pub mod time;
+pub mod words;

@@ -121,8 +121,8 @@ impl Follower {
         } else {
             // What waited longer than the bound for a predecessor is let
             // go (marked): it was dropped, or its thread died.
-            let limit = crate::commands::record::monotonic_now_ns()
-                .saturating_sub(HOLD_BOUND.as_nanos() as u64);
+            let limit =
+                crate::base::time::monotonic_now_ns().saturating_sub(HOLD_BOUND.as_nanos() as u64);
             self.merge
                 .drain_releasing_before(limit, &mut |d| delivered.push(d));
         }

@@ -1,12 +1,12 @@
 //! `locksuit diff` and `locksuit history`, and `report --save`: the
 //! regression gate over the run history (see `compare.rs`, `history.rs`).
 
-use super::options::{build_report, suppressions};
+use super::options::{build_report, suppressions, HistoryOptions};
 use crate::analysis::findings::Limits;
 use crate::analysis::regression::{self, Diff, Rule};
 use crate::base::exit::EXIT_USAGE;
 use crate::input::compare::{self, Summary};
-use crate::input::history::{self, History};
+use crate::input::history::History;
 use crate::input::load::InputError;
 use crate::input::load::Selection;
 use crate::input::stream::StreamFilter;
@@ -18,27 +18,6 @@ use std::path::{Path, PathBuf};
 pub enum GateFormat {
     Text,
     Json,
-}
-
-/// Where the history is and which runs count.
-#[derive(Args, Clone)]
-pub struct HistoryOptions {
-    /// The run history database (default: $XDG_DATA_HOME/locksuit/history.db, else
-    /// ~/.local/share/locksuit/history.db).
-    #[arg(long, value_name = "PATH")]
-    pub history: Option<PathBuf>,
-    /// The label runs are saved and compared under (e.g. ci-main): runs of one program
-    /// under other labels are kept apart.
-    #[arg(long, default_value = "default", value_name = "LABEL")]
-    pub label: String,
-}
-
-impl HistoryOptions {
-    pub fn path(&self) -> Result<PathBuf, InputError> {
-        self.history.clone().or_else(history::default_path).ok_or_else(|| {
-            InputError("no place for the run history: set HOME or XDG_DATA_HOME, or give --history PATH".into())
-        })
-    }
 }
 
 #[derive(Args)]
@@ -127,7 +106,7 @@ pub fn diff_command(args: DiffArgs, traces: &dyn Fn(&Path) -> Result<Report, Inp
     match diffs(&args, traces) {
         Ok(diffs) => {
             let text = match args.format {
-                GateFormat::Text => crate::render::diff::text(&diffs),
+                GateFormat::Text => super::gate_text::text(&diffs),
                 GateFormat::Json => serde_json::to_string_pretty(&diffs).unwrap_or_default() + "\n",
             };
             // A closed pipe (`| head`) is not an error of the comparison.
@@ -261,7 +240,7 @@ pub fn history_command(args: HistoryArgs) -> i32 {
                     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 }
                 GateFormat::Text => {
-                    let text = crate::render::diff::runs(&runs);
+                    let text = super::gate_text::runs(&runs);
                     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
                 }
             }

@@ -3,6 +3,7 @@
 pub mod cc;
 pub mod follow;
 pub mod gate;
+pub mod gate_text;
 pub mod options;
 pub mod output;
 pub mod record;

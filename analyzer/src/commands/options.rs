@@ -149,7 +149,7 @@ pub struct ReportOptions {
     #[arg(long)]
     pub save: bool,
     #[command(flatten)]
-    pub history: crate::commands::gate::HistoryOptions,
+    pub history: HistoryOptions,
     /// Evidence from the run history: the last N runs saved (--save) of each program
     /// under --label count as runs reported with this one. A lock two threads took in
     /// any of them is shared; one a single thread took in each of --min-runs runs is
@@ -310,6 +310,27 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
 
 pub fn parse_share(s: &str) -> Result<f64, String> {
     parse_threshold(s).map_err(|e| e.replace("the threshold is a sharing ratio", "it is a share"))
+}
+
+/// Where the history is and which runs count.
+#[derive(Args, Clone)]
+pub struct HistoryOptions {
+    /// The run history database (default: $XDG_DATA_HOME/locksuit/history.db, else
+    /// ~/.local/share/locksuit/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// The label runs are saved and compared under (e.g. ci-main): runs of one program
+    /// under other labels are kept apart.
+    #[arg(long, default_value = "default", value_name = "LABEL")]
+    pub label: String,
+}
+
+impl HistoryOptions {
+    pub fn path(&self) -> Result<PathBuf, InputError> {
+        self.history.clone().or_else(crate::input::history::default_path).ok_or_else(|| {
+            InputError("no place for the run history: set HOME or XDG_DATA_HOME, or give --history PATH".into())
+        })
+    }
 }
 
 impl ReportOptions {

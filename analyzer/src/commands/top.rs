@@ -19,7 +19,6 @@ use crate::input::merge::Policy;
 use crate::input::stream::StreamFilter;
 use crate::input::symbolize::Symbolizer;
 use crate::model::{Lock, Process};
-use crate::render;
 use clap::Args;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 use ratatui::layout::{Constraint, Layout};
@@ -213,7 +212,7 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
         };
         let title = format!(
             "locksuit top: {} (pid {}) {state}{}",
-            crate::input::symbolize::basename(&p.exe),
+            crate::base::words::basename(&p.exe),
             p.pid,
             if view.paused { ", paused" } else { "" },
         );
@@ -274,8 +273,8 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
         let lock_rows = rows.iter().map(|l| {
             Row::new(vec![
                 Cell::from(l.id.to_string()),
-                Cell::from(render::duration(recent(l))),
-                Cell::from(render::duration(l.wait_ns)),
+                Cell::from(crate::base::words::duration(recent(l))),
+                Cell::from(crate::base::words::duration(l.wait_ns)),
                 Cell::from(l.contended.to_string()),
                 Cell::from(l.acquisitions.to_string()),
             ])
@@ -317,7 +316,10 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
                     b.holder_tid
                         .map_or(String::new(), |t| format!("held by {t}")),
                 ),
-                Cell::from(b.waited_ns.map_or(String::new(), render::duration)),
+                Cell::from(
+                    b.waited_ns
+                        .map_or(String::new(), crate::base::words::duration),
+                ),
             ])
         });
         let header = Row::new(vec!["thread", "waits for", "holder", "for"])
@@ -340,7 +342,7 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
         let site_rows = sites.iter().map(|s| {
             Row::new(vec![
                 Cell::from(s.id.to_string()),
-                Cell::from(render::duration(s.wait_ns)),
+                Cell::from(crate::base::words::duration(s.wait_ns)),
                 Cell::from(s.contended.to_string()),
                 Cell::from(s.engagements.to_string()),
             ])

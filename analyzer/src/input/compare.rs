@@ -116,7 +116,7 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
         .into_iter()
         .flatten()
     {
-        let exe = crate::input::symbolize::basename(str_at(p, "exe").unwrap_or("?")).to_string();
+        let exe = crate::base::words::basename(str_at(p, "exe").unwrap_or("?")).to_string();
         let s = by_exe.entry(exe.clone()).or_insert_with(|| Summary {
             exe,
             ..Summary::default()

@@ -132,7 +132,7 @@ pub fn has_lock_activity(trace: &Trace) -> bool {
 fn process_name(trace: &Trace) -> String {
     format!(
         "{} (pid {})",
-        crate::input::symbolize::basename(&trace.header.exe),
+        crate::base::words::basename(&trace.header.exe),
         trace.header.pid
     )
 }
@@ -154,7 +154,7 @@ impl Selection {
     fn matches(&self, trace: &Trace) -> bool {
         let header = &trace.header;
         let exe = header.exe.trim_end_matches(" (deleted)");
-        let name = crate::input::symbolize::basename(exe);
+        let name = crate::base::words::basename(exe);
         (self.pids.is_empty() || self.pids.contains(&header.pid))
             && (self.exes.is_empty() || self.exes.iter().any(|e| e == exe || e == name))
     }

@@ -260,7 +260,7 @@ fn linkage_name<'d>(dies: &Dies<'_, 'd>, u: usize, entry: &Entry<'_, 'd>) -> Opt
     [dw::DW_AT_linkage_name, dw::DW_AT_MIPS_linkage_name]
         .into_iter()
         .find_map(|at| dies.string(u, entry, at))
-        .map(|mangled| crate::input::symbolize::demangle(&mangled))
+        .map(|mangled| crate::input::symbols::demangle(&mangled))
 }
 
 /// The type described at DIE `die`, read once.

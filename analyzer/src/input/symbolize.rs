@@ -5,37 +5,14 @@
 //! binary) is read through its separate debug file where one is found
 //! ([`crate::input::debug_files`]).
 
+use crate::base::words::basename;
 use crate::input::debug_files::{missing_hint, DebugFiles};
 use crate::input::place::{Layouts, Place};
-use crate::input::symbols::SymbolTable;
-use crate::model::Frame;
+use crate::input::symbols::{demangle, SymbolTable};
+use crate::model::frames::{is_system_module, Frame};
 use addr2line::Loader;
 use locksuit_format::reader::ModuleInfo;
 use std::collections::{BTreeSet, HashMap, HashSet};
-
-/// Modules whose frames are not the program's own code: the C and C++
-/// runtimes, the loader, and the shim itself.
-const SYSTEM_MODULE_PREFIXES: &[&str] = &[
-    "libc.so",
-    "libc-",
-    "libpthread",
-    "libstdc++",
-    "libgcc_s",
-    "ld-linux",
-    "ld64.so",
-    "libsyncshim",
-    "linux-vdso",
-    "linux-gate",
-];
-
-pub fn basename(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-pub fn is_system_module(path: &str) -> bool {
-    let base = basename(path);
-    SYSTEM_MODULE_PREFIXES.iter().any(|p| base.starts_with(p))
-}
 
 #[derive(Default)]
 pub struct Symbolizer {
@@ -372,16 +349,6 @@ fn is_regular(path: &str) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
-/// A symbol's name as written in the source. Only mangled names are
-/// demangled: a C variable `a` is no Itanium type code ("signed char").
-pub(crate) fn demangle(name: &str) -> String {
-    if name.starts_with("_Z") || name.starts_with("_R") {
-        addr2line::demangle_auto(name.into(), None).into_owned()
-    } else {
-        name.to_string()
-    }
-}
-
 /// The module that held `address` in module-map `epoch`: the newest one
 /// recorded no later than that epoch covering it; failing that (a damaged
 /// trace), the newest covering it at all.
@@ -395,51 +362,4 @@ pub fn module_at(modules: &[ModuleInfo], address: u64, epoch: u32) -> Option<&Mo
         .filter(|m| m.epoch <= u64::from(epoch))
         .max_by_key(|m| m.epoch)
         .or_else(|| covering().max_by_key(|m| m.epoch))
-}
-
-/// Source files of the C and C++ runtimes' headers: functions from them
-/// (`std::mutex::lock`, `__gthread_mutex_lock`, …) are not the program's
-/// own lines, whether inlined or compiled into the program.
-pub fn is_system_header(path: &str) -> bool {
-    path.starts_with("/usr/include/")
-        || path.starts_with("/usr/lib/gcc/")
-        || path.contains("/include/c++/")
-        // Rust's standard library, compiled into the program: its sources
-        // are named by the compiler's commit, `/rustc/<hash>/library/…`.
-        || (path.starts_with("/rustc/") && path.contains("/library/"))
-}
-
-/// Index of the first frame in the program's own code (0 if there is none).
-pub fn first_own_frame(chain: &[Frame]) -> usize {
-    chain
-        .iter()
-        .position(|f| {
-            f.module.as_deref().is_some_and(|m| !is_system_module(m))
-                && !f.path.as_deref().is_some_and(is_system_header)
-        })
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn system_modules_are_recognised_by_file_name() {
-        assert!(is_system_module("/lib/x86_64-linux-gnu/libc.so.6"));
-        assert!(is_system_module("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
-        assert!(is_system_module("/work/target/release/libsyncshim.so"));
-        assert!(!is_system_module("/usr/bin/python3.11"));
-        assert!(!is_system_module("/home/me/libcrypto-helper.so"));
-    }
-
-    #[test]
-    fn runtime_headers_are_not_own_code() {
-        assert!(is_system_header("/usr/include/c++/12/bits/std_mutex.h"));
-        assert!(is_system_header(
-            "/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-default.h"
-        ));
-        assert!(is_system_header("/opt/gcc-13/include/c++/13/shared_mutex"));
-        assert!(!is_system_header("/home/me/src/include/mutex.h"));
-    }
 }

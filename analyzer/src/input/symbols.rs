@@ -74,6 +74,16 @@ fn within(table: &[(u64, u64, String)], address: u64) -> Option<(&str, u64, u64)
     (*start <= address && address < *end).then(|| (name.as_str(), address - start, end - start))
 }
 
+/// A symbol's name as written in the source. Only mangled names are
+/// demangled: a C variable `a` is no Itanium type code ("signed char").
+pub(crate) fn demangle(name: &str) -> String {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        addr2line::demangle_auto(name.into(), None).into_owned()
+    } else {
+        name.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,9 @@ pub const SCHEMA: &str = "locksuit.report/3";
 mod waiting;
 pub use waiting::*;
 // The modules loaded, for profiles read elsewhere.
+pub mod frames;
 mod modules;
+pub use frames::Frame;
 pub mod names;
 pub mod stacks;
 pub use modules::{from_trace as modules_from_trace, CodeSegment, Module};
@@ -566,19 +568,6 @@ pub struct ModeStats {
     pub wait_ns: u64,
     pub hold_ns: u64,
     pub hold_samples: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Frame {
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    /// Full source path as recorded in the debug information.
-    pub path: Option<String>,
-    pub address: String,
-    pub module: Option<String>,
-    /// `module+0xoffset` when no function name is known.
-    pub offset: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -43,7 +43,7 @@ fn us(ns: u64) -> f64 {
 
 fn process(events: &mut Vec<Value>, flow: &mut u64, p: &Process) {
     let pid = p.pid;
-    let exe = crate::input::symbolize::basename(&p.exe);
+    let exe = crate::base::words::basename(&p.exe);
     events.push(
         json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
         "args": {"name": format!("{exe} (pid {pid})")}}),

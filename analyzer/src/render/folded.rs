@@ -11,11 +11,7 @@ use crate::model::Report;
 pub fn lines(report: &Report, weight: Weight) -> Vec<String> {
     let mut lines = Vec::new();
     for p in &report.processes {
-        let process = format!(
-            "{} (pid {})",
-            crate::input::symbolize::basename(&p.exe),
-            p.pid
-        );
+        let process = format!("{} (pid {})", crate::base::words::basename(&p.exe), p.pid);
         for s in weighted(p, weight) {
             let frames = s.frames.iter().rev().map(frame_name);
             let mut line = clean(&process);

@@ -328,7 +328,7 @@ fn build(report: &Report) -> Profile {
         let p_start = p.start_unix_ns as i64;
         start = start.min(p_start);
         end = end.max(p_start + p.duration_ns.unwrap_or(0) as i64);
-        let exe = b.string(crate::input::symbolize::basename(&p.exe));
+        let exe = b.string(crate::base::words::basename(&p.exe));
         for s in weighted(p, Weight::Wait) {
             let mut location_id = Vec::new();
             if let Some(leaf) = s.leaf {

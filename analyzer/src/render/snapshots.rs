@@ -7,7 +7,7 @@
 
 use super::layout::wrap;
 use super::tables::more;
-use super::{count, duration};
+use crate::base::words::{count, duration};
 use crate::model::*;
 
 /// Snapshots shown in text; JSON has every one.
@@ -64,13 +64,13 @@ const STACK_SHOWN: usize = 3;
 
 /// "`how` f (file:line) ← g ← h" for a copied stack.
 fn called_from(how: &str, stack: &SnapshotStack) -> String {
-    let from = crate::input::symbolize::first_own_frame(&stack.frames);
+    let from = crate::model::frames::first_own_frame(&stack.frames);
     let own: Vec<&Frame> = stack.frames[from..]
         .iter()
         .filter(|f| {
             !f.module
                 .as_deref()
-                .is_some_and(crate::input::symbolize::is_system_module)
+                .is_some_and(crate::model::frames::is_system_module)
         })
         .collect();
     let mut names = own

@@ -3,8 +3,8 @@
 //! columns rather than a table widget: streams run to millions of lines.
 //! A line longer than the width continues under its "where" column.
 
-use super::duration;
 use super::layout::{glued, unglued, width_of, wrap};
+use crate::base::words::duration;
 use crate::model::*;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;

@@ -3,9 +3,9 @@
 //! `layout::Grid`): at 80 columns the rest are left out, and the table
 //! says so.
 
-use super::duration;
 use super::layout::{figure, key, whole, words, wrap, Cell, Grid};
 use super::text::{where_short, Columns, SortKey, TextOptions};
+use crate::base::words::duration;
 use crate::model::*;
 
 /// Rows a table shows, largest first, before "… and N more".
@@ -258,7 +258,7 @@ fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
     for s in order.iter().take(TABLE_ROWS) {
         let own = s
             .call_chain
-            .get(crate::input::symbolize::first_own_frame(&s.call_chain));
+            .get(crate::model::frames::first_own_frame(&s.call_chain));
         let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
         let id = s.id.to_string();
         // A site named function@file:line says where it is already.

@@ -6,7 +6,7 @@
 use super::layout::{glued, wrap, wrap_phrases};
 use super::no_activity;
 use super::tables;
-use super::{count, duration};
+use crate::base::words::{count, duration};
 use crate::model::*;
 
 /// Which column orders the locks and sites tables (largest first).
@@ -72,7 +72,7 @@ fn frame_line(f: &Frame) -> String {
     let module = f
         .module
         .as_deref()
-        .map(crate::input::symbolize::basename)
+        .map(crate::base::words::basename)
         .unwrap_or("?");
     match (&f.function, &f.file, f.line) {
         (Some(func), Some(file), Some(line)) => format!("{func} ({file}:{line})"),
@@ -266,7 +266,7 @@ pub fn suppressed_line(p: &Process) -> Option<String> {
         .collect();
     Some(format!(
         "Suppressed: {}, not listed and not counted by --fail-on-findings: {}",
-        super::count(total, "finding", "findings"),
+        crate::base::words::count(total, "finding", "findings"),
         each.join(", ")
     ))
 }
@@ -300,14 +300,14 @@ fn ids_glued(text: &str, f: &Finding, p: &Process) -> String {
 /// up to where the chain enters the system's libraries again (thread
 /// start-up, `main`'s caller), which says nothing about the program.
 fn shown_frames(chain: &[Frame]) -> impl Iterator<Item = &Frame> {
-    let own = crate::input::symbolize::first_own_frame(chain);
+    let own = crate::model::frames::first_own_frame(chain);
     chain
         .iter()
         .skip(own)
         .take_while(|f| {
             !f.module
                 .as_deref()
-                .is_some_and(crate::input::symbolize::is_system_module)
+                .is_some_and(crate::model::frames::is_system_module)
         })
         .take(FRAMES_SHOWN)
 }

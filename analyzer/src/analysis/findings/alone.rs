@@ -64,7 +64,7 @@ fn taken_alone(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: &[Lock
             first.kind,
             first.id,
             first.address,
-            crate::render::count(first.acquisitions, "time", "times"),
+            crate::base::words::count(first.acquisitions, "time", "times"),
             only_thread(first, threads),
             ev.at(first)
         )
@@ -76,7 +76,7 @@ fn taken_alone(ev: &Evidence, threads: &HashMap<u32, &ThreadInfo>, group: &[Lock
             lock_list(group, NAMED_IN_MESSAGE),
             ev.at(first),
             acquisitions,
-            crate::render::count(ev.threads(group) as u64, "thread", "threads")
+            crate::base::words::count(ev.threads(group) as u64, "thread", "threads")
         )
     }
 }

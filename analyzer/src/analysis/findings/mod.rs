@@ -16,9 +16,9 @@ pub use holds::long_hold_message;
 
 use crate::analysis::contention::{Contention, LongHold, Starved};
 use crate::analysis::families::lock_list;
-use crate::input::symbolize::first_own_frame;
+use crate::base::words::duration;
+use crate::model::frames::first_own_frame;
 use crate::model::*;
-use crate::render::duration;
 use locksuit_format::reader::ThreadInfo;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
@@ -585,7 +585,7 @@ pub fn build(
                     "{} took {} {} in this run and never made a thread wait, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): here the lock rarely guards anything another thread uses at the same time. If that sharing is rare by design (a lock per thread that another reads now and then), it costs only its uncontended acquisitions; otherwise a finer-grained or thread-local design avoids it.",
                     where_of(site),
                     locks_phrase(&site.locks),
-                    crate::render::count(site.engagements, "time", "times"),
+                    crate::base::words::count(site.engagements, "time", "times"),
                     site.ratio,
                     threshold
                 )
@@ -596,7 +596,7 @@ pub fn build(
                     "{} took {} {} in this run, {} of them switching threads, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
                     where_of(site),
                     locks_phrase(&site.locks),
-                    crate::render::count(site.engagements, "time", "times"),
+                    crate::base::words::count(site.engagements, "time", "times"),
                     site.task_switches,
                     site.ratio,
                     threshold

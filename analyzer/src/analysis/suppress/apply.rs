@@ -97,7 +97,7 @@ fn kind_and_locks_match(entry: &Entry, f: &Finding) -> bool {
 /// A module pattern with a `/` is matched against the full path, one
 /// without against the file name (as `--exe` takes either).
 fn module_matches(patterns: &[Pattern], path: &str) -> bool {
-    let base = crate::input::symbolize::basename(path);
+    let base = crate::base::words::basename(path);
     patterns.iter().any(|p| {
         if p.as_str().contains('/') {
             p.matches(path)
@@ -146,7 +146,7 @@ pub fn generate(report: &Report) -> String {
                 let Some((subject, body)) = entry_body(f, p) else {
                     out.push_str(&format!(
                         "# {}: [{}] has no lock, function or module to name: no entry\n\n",
-                        crate::input::symbolize::basename(&p.exe),
+                        crate::base::words::basename(&p.exe),
                         f.kind
                     ));
                     continue;
@@ -156,7 +156,7 @@ pub fn generate(report: &Report) -> String {
                 }
                 out.push_str(&format!(
                     "# {} (pid {}): [{}] {}\n[{} {}]\n{body}\n",
-                    crate::input::symbolize::basename(&p.exe),
+                    crate::base::words::basename(&p.exe),
                     p.pid,
                     f.kind,
                     first_words(&f.message),
@@ -197,7 +197,7 @@ fn entry_body(f: &Finding, p: &Process) -> Option<(String, String)> {
         let names = innermost
             .iter()
             .filter_map(|fr| fr.module.as_deref())
-            .map(crate::input::symbolize::basename);
+            .map(crate::base::words::basename);
         ("module", names.collect())
     } else {
         return None;

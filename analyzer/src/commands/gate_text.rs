@@ -1,7 +1,8 @@
-//! `locksuit diff` and `locksuit history` in text.
+//! `locksuit diff` and `locksuit history` in text: the gate's comparison of
+//! runs, not the report model, so it lives with the gate, not in render/.
 
-use super::duration;
 use crate::analysis::regression::{Diff, FindingChange, Measure};
+use crate::base::words::duration;
 use crate::input::history::Run;
 
 fn value(figure: &str, v: f64) -> String {
