@@ -257,7 +257,7 @@ pub fn analyze(
     // line that made it (see names.rs).
     let mut bases: Vec<(String, bool)> = Vec::with_capacity(locks.len());
     for lock in &mut locks {
-        let size = crate::model::names::lock_size(lock.kind);
+        let size = lock.kind.size();
         match symbolizer.place(&trace.modules, exe, lock.address, size) {
             Some(place) => {
                 lock.in_variable = true;

@@ -133,10 +133,10 @@ pub struct ReportOptions {
     pub classes: Option<PathBuf>,
     /// Text tables: order locks and sites by this column (largest first).
     #[arg(long, value_enum, default_value = "wait")]
-    pub sort: crate::render::text::SortKey,
+    pub sort: crate::render::text_options::SortKey,
     /// Text: the locks table in mutrace's columns (Locked, Changed, Cont., tot.Time, avg.Time, max.Time).
     #[arg(long, value_enum, default_value = "locksuit")]
-    pub columns: crate::render::text::Columns,
+    pub columns: crate::render::text_options::Columns,
     /// Text: also print the waiting call tree (every blocking stack merged from the
     /// outermost frame in, with share, total, count and longest wait per node).
     #[arg(long)]
@@ -335,12 +335,12 @@ impl HistoryOptions {
 
 impl ReportOptions {
     /// The text renderers' options, at `width` columns.
-    pub fn text_options(&self, width: usize) -> render::text::TextOptions {
-        render::text::TextOptions {
+    pub fn text_options(&self, width: usize) -> render::text_options::TextOptions {
+        render::text_options::TextOptions {
             sort: self.sort,
             columns: self.columns,
             width,
-            top: self.top.unwrap_or(render::text::DEFAULT_TOP),
+            top: self.top.unwrap_or(render::text_options::DEFAULT_TOP),
             tree: self.tree.then_some(self.tree_min),
         }
     }

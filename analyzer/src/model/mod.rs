@@ -20,59 +20,9 @@ pub mod frames;
 mod modules;
 pub use frames::Frame;
 pub mod names;
+pub use names::{FamilyId, LockId, SiteId};
 pub mod stacks;
 pub use modules::{from_trace as modules_from_trace, CodeSegment, Module};
-
-/// Report ids are numbers inside the model (a million locks must not mean a
-/// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
-macro_rules! report_id {
-    ($name:ident, $prefix:literal, $what:literal, $named:path) => {
-        #[doc = concat!($what, ": printed by its stable name while its process's names are")]
-        #[doc = concat!("current (see `names.rs`), else as `", $prefix, "` and its index + 1.")]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub u32);
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match $named(*self, f) {
-                    Some(written) => written,
-                    None => write!(f, concat!($prefix, "{}"), u64::from(self.0) + 1),
-                }
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
-            }
-        }
-
-        impl $name {
-            pub fn index(self) -> usize {
-                self.0 as usize
-            }
-        }
-    };
-}
-
-report_id!(
-    LockId,
-    "L",
-    "A lock of the report",
-    crate::model::names::write_lock
-);
-report_id!(
-    SiteId,
-    "S",
-    "A site (line) of the report",
-    crate::model::names::write_site
-);
-report_id!(
-    FamilyId,
-    "F",
-    "A family of locks",
-    crate::model::names::write_family
-);
 
 /// Addresses print as lowercase hex strings, `"0x7ffd1234"`.
 fn hex<S: Serializer>(address: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -363,6 +313,19 @@ pub enum LockKind {
 }
 
 impl LockKind {
+    /// The size of one lock of each kind (glibc, 64-bit): a variable no
+    /// bigger than its lock is the lock, and a path stops at a type the lock
+    /// fills (`std::mutex`) rather than name its insides.
+    pub fn size(self) -> u64 {
+        match self {
+            LockKind::Mutex => 40,
+            LockKind::Rwlock => 56,
+            LockKind::Spin => 4,
+            LockKind::Sem | LockKind::Barrier => 32,
+            LockKind::Unknown => 0,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             LockKind::Mutex => "mutex",

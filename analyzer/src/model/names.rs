@@ -20,10 +20,46 @@
 //! million strings); a process's [`Names`] turn them into text while it is
 //! rendered (see [`with`]).
 
-use crate::model::{FamilyId, LockId, LockKind, SiteId};
+use serde::{Serialize, Serializer};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
+
+/// Report ids are numbers inside the model (a million locks must not mean a
+/// million strings) and strings in the JSON: `L3`, `S7`, `F2`.
+macro_rules! report_id {
+    ($name:ident, $prefix:literal, $what:literal, $named:path) => {
+        #[doc = concat!($what, ": printed by its stable name while its process's names are")]
+        #[doc = concat!("current (see [`with`]), else as `", $prefix, "` and its index + 1.")]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match $named(*self, f) {
+                    Some(written) => written,
+                    None => write!(f, concat!($prefix, "{}"), u64::from(self.0) + 1),
+                }
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+report_id!(LockId, "L", "A lock of the report", write_lock);
+report_id!(SiteId, "S", "A site (line) of the report", write_site);
+report_id!(FamilyId, "F", "A family of locks", write_family);
 
 /// The names of one process's locks, sites and families.
 #[derive(Debug, Default)]
@@ -87,20 +123,7 @@ pub fn write_family(id: FamilyId, f: &mut fmt::Formatter<'_>) -> Option<fmt::Res
     })
 }
 
-/// The size of one lock of each kind (glibc, 64-bit): a variable no
-/// bigger than its lock is the lock, and a path stops at a type the lock
-/// fills (`std::mutex`) rather than name its insides.
-pub fn lock_size(kind: LockKind) -> u64 {
-    match kind {
-        LockKind::Mutex => 40,
-        LockKind::Rwlock => 56,
-        LockKind::Spin => 4,
-        LockKind::Sem | LockKind::Barrier => 32,
-        LockKind::Unknown => 0,
-    }
-}
-
-/// The size of a condition variable (glibc, 64-bit), as [`lock_size`].
+/// The size of a condition variable (glibc, 64-bit), as [`LockKind::size`].
 pub const COND_SIZE: u64 = 48;
 
 /// Builds names. `site_names[i]` is site i's name (see the module doc);

@@ -12,7 +12,8 @@
 //! gzipped, base64) so that a run of a million events stays a few MB; the
 //! page inflates them with the browser's own `DecompressionStream`.
 
-use super::text::{self, TextOptions};
+use super::text;
+use super::text_options::TextOptions;
 use crate::model::*;
 use base64::Engine;
 use serde::Serialize;

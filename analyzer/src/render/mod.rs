@@ -12,12 +12,14 @@ pub mod no_activity;
 pub mod pprof;
 pub mod reasons;
 pub mod sarif;
+pub mod sections;
 pub mod snapshots;
 pub mod stops;
 pub mod streams;
 pub mod summary;
 pub mod tables;
 pub mod text;
+pub mod text_options;
 pub mod tree;
 
 /// A process's first two lines in text output: "== exe (pid N)" and the

@@ -2,7 +2,7 @@
 //! variables and sites where not every wait simply got what it waited for.
 
 use super::layout::{key, words, Cell, Grid};
-use super::tables::{section, TABLE_ROWS};
+use super::sections::{section, TABLE_ROWS};
 use crate::model::*;
 
 /// The reasons that are the normal end of a wait.

@@ -6,7 +6,7 @@
 //! The full call chains are in JSON.
 
 use super::layout::wrap;
-use super::tables::more;
+use super::sections::more;
 use crate::base::words::{count, duration};
 use crate::model::*;
 

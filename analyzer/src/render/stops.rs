@@ -2,7 +2,7 @@
 //! blocking class, and the blocking call stacks that cost the most.
 
 use super::layout::{figure, key, words, wrap, Grid};
-use super::tables::{section, TABLE_ROWS};
+use super::sections::{section, TABLE_ROWS};
 use crate::base::words::duration;
 use crate::model::*;
 

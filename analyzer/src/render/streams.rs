@@ -83,7 +83,7 @@ fn process(out: &mut String, p: &Process, width: usize) {
         .iter()
         .map(|site| {
             let id = site.id.to_string();
-            let place = super::text::where_short(&site.function, &site.file, site.line, &id);
+            let place = super::tables::where_short(&site.function, &site.file, site.line, &id);
             (id, place)
         })
         .collect();

@@ -6,67 +6,12 @@
 use super::layout::{glued, wrap, wrap_phrases};
 use super::no_activity;
 use super::tables;
+use super::text_options::TextOptions;
 use crate::base::words::{count, duration};
 use crate::model::*;
 
-/// Which column orders the locks and sites tables (largest first).
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum SortKey {
-    /// Total time threads waited.
-    Wait,
-    /// Total timed hold time.
-    Hold,
-    Acquisitions,
-    Contended,
-    /// Owner changes.
-    Changes,
-    /// 99th percentile of contended waits.
-    P99,
-    /// Longest contended wait.
-    Max,
-    Threads,
-}
-
-/// The locks table's columns.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Columns {
-    Locksuit,
-    /// mutrace's: Locked, Changed, Cont., tot.Time, avg.Time, max.Time.
-    Mutrace,
-}
-
-/// How the text report is laid out.
-#[derive(Clone, Copy, Debug)]
-pub struct TextOptions {
-    pub sort: SortKey,
-    pub columns: Columns,
-    /// No line is longer than this many columns.
-    pub width: usize,
-    /// Findings listed per process, highest ranked first.
-    pub top: usize,
-    /// `--tree`: print the waiting call tree, leaving out nodes below this
-    /// share of all the time blocked.
-    pub tree: Option<f64>,
-}
-
-/// Findings listed per process unless `--top` says otherwise.
-pub const DEFAULT_TOP: usize = tables::TABLE_ROWS;
-
 /// Frames of a finding's call chain shown under it.
 const FRAMES_SHOWN: usize = 6;
-
-pub(super) fn where_short(
-    function: &Option<String>,
-    file: &Option<String>,
-    line: Option<u32>,
-    fallback: &str,
-) -> String {
-    match (function, file, line) {
-        (Some(f), Some(file), Some(line)) => format!("{f} {file}:{line}"),
-        (Some(f), _, _) => f.clone(),
-        _ => fallback.to_string(),
-    }
-}
 
 fn frame_line(f: &Frame) -> String {
     let module = f
