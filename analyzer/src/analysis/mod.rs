@@ -1,6 +1,7 @@
 //! What a report answers, one module per question.
 
 pub mod classes;
+pub mod conds;
 pub mod contention;
 pub mod data;
 pub mod deadlocks;
@@ -14,10 +15,12 @@ pub mod locks;
 pub mod misuse;
 pub mod periods;
 pub mod process;
+pub mod process_state;
 pub mod reasons;
 pub mod regression;
 pub mod samples;
 pub mod sharing;
+pub mod sites;
 pub mod snapshots;
 pub mod stops;
 pub mod suppress;

@@ -13,57 +13,26 @@
 //!
 //! Past 600 lines: `analyze` is one pass whose stages share the trace's
 //! tables (raw ids to report ids, line names, the symbolizer); until those
-//! tables are one context object the stages read (issue 35), its parts
-//! stay together here.
+//! tables are one context object the stages read, its parts stay together
+//! here. What needs none of them is apart: `sites.rs`, `conds.rs`,
+//! `process_state.rs`, `sharing.rs`.
 
+use crate::analysis::conds::{build_conds, object_name};
 use crate::analysis::findings::Limits;
 use crate::analysis::line_names::{
     caller_line, line_caller, line_name, made_by_helpers, MADE_BY_HELPER,
 };
-use crate::analysis::sharing::site_status;
+use crate::analysis::process_state::{
+    confinement_warnings, live_thread_names, still_running, unrecorded_threads,
+};
+use crate::analysis::sites::{new_site, site_key, SiteKey};
 use crate::input::stream::StreamFilter;
 use crate::input::symbolize::Symbolizer;
-use crate::model::frames::first_own_frame;
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// What makes two recorded sites one site of the report: the first frame in
-/// the program's own code — its line when known, else its code address.
-#[derive(Hash, PartialEq, Eq)]
-enum SiteKey {
-    Line {
-        function: Option<String>,
-        path: String,
-        line: u32,
-    },
-    Code {
-        module: Option<String>,
-        address: String,
-    },
-}
-
-fn site_key(chain: &[Frame]) -> SiteKey {
-    let Some(own) = chain.get(first_own_frame(chain)) else {
-        return SiteKey::Code {
-            module: None,
-            address: String::new(),
-        };
-    };
-    match (&own.path, own.line) {
-        (Some(path), Some(line)) => SiteKey::Line {
-            function: own.function.clone(),
-            path: path.clone(),
-            line,
-        },
-        _ => SiteKey::Code {
-            module: own.module.clone(),
-            address: own.offset.clone().unwrap_or_else(|| own.address.clone()),
-        },
-    }
-}
+use std::collections::{BTreeSet, HashMap};
 
 /// How much of a trace [`analyze`] reads.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -791,246 +760,4 @@ pub fn analyze(
         raw_names,
         names,
     }
-}
-
-/// A site of the report: line `id`, named and with its call chain, and
-/// what was counted there.
-fn new_site(
-    id: SiteId,
-    (name, call_chain): (String, Vec<Frame>),
-    totals: &mut crate::analysis::locks::SiteTotals,
-    threshold: f64,
-) -> Site {
-    let t = totals.totals;
-    let ratio = if t.engagements == 0 {
-        0.0
-    } else {
-        totals.weighted / t.engagements as f64
-    };
-    let own = call_chain.get(first_own_frame(&call_chain));
-    Site {
-        id,
-        name,
-        function: own.and_then(|f| f.function.clone()),
-        file: own.and_then(|f| f.file.clone()),
-        line: own.and_then(|f| f.line),
-        path: own.and_then(|f| f.path.clone()),
-        locks: std::mem::take(&mut totals.locks),
-        engagements: t.engagements,
-        contended: t.contended,
-        task_switches: t.task_switches,
-        wait_ns: t.wait_ns,
-        hold_ns: t.hold_ns,
-        wait: None,
-        ratio,
-        status: site_status(t.engagements, t.task_switches, ratio, threshold),
-        sharing_ratio: ratio,
-        basis: "sharing",
-        suitable_accesses: None,
-        unsuitable_accesses: None,
-        engagement_ratios: None,
-        unsuitable_engagements: None,
-        reasons: Vec::new(),
-        call_chain,
-    }
-}
-
-/// What a confinement (seccomp, the TSC turned off) cost the trace.
-fn confinement_warnings(header: &locksuit_format::reader::HeaderInfo) -> Vec<String> {
-    let mut out = Vec::new();
-    let at =
-        crate::base::words::duration(header.confined_mono_ns.saturating_sub(header.start_mono_ns));
-    if header.flags & FLAG_CONFINED != 0 {
-        let refused = match header.own_calls_refused {
-            0 => String::new(),
-            n => format!(" ({n} of its own calls not made)"),
-        };
-        out.push(format!(
-            "the program confined itself with seccomp {at} after it started: from then on the shim made no system call of its own{refused}, so the trace grew only into blocks set aside before, and thread CPU times, context switches and blocking-call classes by file type are missing after that point{}",
-            match (header.flags & FLAG_EXEC != 0, header.flags & FLAG_CONFINED_SANDBOX != 0) {
-                (true, true) => "; it then exec'd another program, which inherited the sandbox's filter and was not recorded",
-                (true, false) => "; it then exec'd another program, recorded in a trace of its own (the filter was installed with privileges, not as a sandbox's)",
-                _ => "",
-            }
-        ));
-    }
-    if header.flags & FLAG_CONFINED_FULL != 0 {
-        out.push(
-            "confined, the trace used up the blocks set aside for it: later records were dropped (counted below)"
-                .into(),
-        );
-    }
-    if header.flags & FLAG_CUT != 0 {
-        let cut =
-            crate::base::words::duration(header.cut_mono_ns.saturating_sub(header.start_mono_ns));
-        out.push(format!(
-            "the trace file was cut (truncated) while the program ran, {cut} after it started: what it held then is lost (threads, locks and counts from before are missing or partial, and the header's counters restart from the start); what was recorded after the cut is here"
-        ));
-    }
-    if header.flags & FLAG_CLOCK_COARSE != 0 {
-        out.push(format!(
-            "a thread turned its TSC off (seccomp strict mode or PR_SET_TSC) {at} after the start: from then on times come from the coarse clock, at the kernel tick's resolution (1 to 10 ms); short waits and holds read as 0"
-        ));
-    }
-    out
-}
-
-/// Whether the process that wrote an unfinished trace is alive: its pid
-/// runs the same program and started when the trace did (a pid may have
-/// been reused since).
-pub fn still_running(header: &locksuit_format::reader::HeaderInfo) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", header.pid)) else {
-        return false;
-    };
-    // Fields after the command name (which may hold spaces) in parentheses;
-    // the start time is field 22, in clock ticks since boot.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return false;
-    };
-    let Some(start_ticks) = rest
-        .split_whitespace()
-        .nth(19)
-        .and_then(|f| f.parse::<u64>().ok())
-    else {
-        return false;
-    };
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let started_ns = start_ticks.saturating_mul(1_000_000_000 / hz);
-    // The shim starts as the program loads: within seconds of exec.
-    let same_start = started_ns.abs_diff(header.start_mono_ns) < 10_000_000_000;
-    let exe = std::fs::read_link(format!("/proc/{}/exe", header.pid)).ok();
-    let recorded = header.exe.trim_end_matches(" (deleted)");
-    let same_program = exe.is_some_and(|e| {
-        let e = e.to_string_lossy();
-        e.trim_end_matches(" (deleted)") == recorded
-    });
-    same_start && same_program
-}
-
-/// The names of the live process `pid`'s threads that were named: those
-/// whose kernel name differs from the main thread's (a new thread starts
-/// with its creator's name; the main thread's is the program's).
-pub fn live_thread_names(pid: u32) -> std::collections::BTreeMap<u32, String> {
-    let comm = |tid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-            .ok()
-            .map(|c| c.trim_end_matches('\n').to_string())
-    };
-    let Some(program) = comm(pid) else {
-        return Default::default();
-    };
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Default::default();
-    };
-    tasks
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&tid| tid != pid)
-        .filter_map(|tid| Some((tid, comm(tid)?)))
-        .filter(|(_, name)| *name != program)
-        .collect()
-}
-
-/// Whether the live process `pid` has threads its trace does not record.
-fn unrecorded_threads(trace: &Trace, pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    let recorded = crate::analysis::waits::live_threads(trace);
-    tasks
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .any(|tid| !recorded.contains(&tid))
-}
-
-/// A condition variable's (or any object's, of `size` bytes) name: its
-/// place in a variable, as a lock's (`&q.cond`), else the line that made it.
-fn object_name(
-    symbolizer: &mut Symbolizer,
-    (modules, exe): (&[locksuit_format::reader::ModuleInfo], &str),
-    (address, size): (u64, u64),
-    made_at: Option<&str>,
-) -> String {
-    match symbolizer.place(modules, exe, address, size) {
-        Some(place) => place.name(),
-        None => made_at.unwrap_or("cond").to_string(),
-    }
-}
-
-fn build_conds(
-    trace: &Trace,
-    lock_of: &dyn Fn(u32) -> Option<LockId>,
-    name_of: &mut dyn FnMut(Option<u32>, u64) -> String,
-) -> Vec<Cond> {
-    // Each condition variable's address and the line that made it: from
-    // the last record with its id.
-    let mut address: HashMap<u32, Option<u64>> =
-        trace.conds.iter().map(|(_, c)| (c.cond_id, None)).collect();
-    let mut made_at: HashMap<u32, u32> = HashMap::new();
-    for r in &trace.locks {
-        if let Some(a) = address.get_mut(&r.id) {
-            *a = Some(r.address);
-            if r.origin_site != 0 {
-                made_at.insert(r.id, r.origin_site);
-            }
-        }
-    }
-    let mut by_cond: BTreeMap<u32, (Cond, BTreeSet<u32>, BTreeSet<usize>)> = BTreeMap::new();
-    for (thread, c) in &trace.conds {
-        let entry = by_cond.entry(c.cond_id).or_insert_with(|| {
-            (
-                Cond {
-                    id: String::new(),
-                    address: address
-                        .get(&c.cond_id)
-                        .copied()
-                        .flatten()
-                        .map_or_else(String::new, |a| format!("{a:#x}")),
-                    waits: 0,
-                    timeouts: 0,
-                    signals: 0,
-                    broadcasts: 0,
-                    notifies_with_waiters: 0,
-                    wait_ns: 0,
-                    threads: 0,
-                    mutexes: Vec::new(),
-                    notified: 0,
-                    spurious: 0,
-                    cancelled: 0,
-                    notify_latency: None,
-                    notifiers: Vec::new(),
-                    reasons: Vec::new(),
-                },
-                BTreeSet::new(),
-                BTreeSet::new(),
-            )
-        });
-        let cond = &mut entry.0;
-        cond.waits = cond.waits.saturating_add(c.waits);
-        cond.timeouts = cond.timeouts.saturating_add(c.timeouts);
-        cond.signals = cond.signals.saturating_add(c.signals);
-        cond.broadcasts = cond.broadcasts.saturating_add(c.broadcasts);
-        cond.notifies_with_waiters = cond
-            .notifies_with_waiters
-            .saturating_add(c.notifies_with_waiters);
-        cond.wait_ns = cond.wait_ns.saturating_add(c.wait_ns);
-        if c.mutex_id != 0 {
-            entry.1.insert(c.mutex_id);
-        }
-        entry.2.insert(*thread);
-    }
-    let mut unique = crate::model::names::Unique::default();
-    by_cond
-        .into_iter()
-        .map(|(raw, (mut cond, mutexes, threads))| {
-            let at = address.get(&raw).copied().flatten().unwrap_or(0);
-            let name = name_of(made_at.get(&raw).copied(), at);
-            // A second cond made at one line is `#2`.
-            cond.id = unique.take(name);
-            cond.threads = threads.len();
-            cond.mutexes = mutexes.iter().filter_map(|&m| lock_of(m)).collect();
-            cond
-        })
-        .collect()
 }

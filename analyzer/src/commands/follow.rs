@@ -183,7 +183,7 @@ pub fn follow(
             // Gone means no longer running: a trace marked complete may
             // still be written to (exit handlers, other threads, after the
             // `exit` hook marked it).
-            let done = !crate::analysis::process::still_running(header);
+            let done = !crate::analysis::process_state::still_running(header);
             let shape = Shape::of(&trace);
             ended = Some(done);
             if done || named.as_ref().is_none_or(|(_, _, then)| *then != shape) {

@@ -100,7 +100,7 @@ fn read(
         let followed = events.pid == Some(trace.header.pid);
         // Not running any more (a trace marked complete may still be
         // written to while exit handlers run).
-        let gone = followed && !crate::analysis::process::still_running(&trace.header);
+        let gone = followed && !crate::analysis::process_state::still_running(&trace.header);
         if followed {
             events.follower.take(&trace);
         }

@@ -99,7 +99,7 @@ impl Watcher {
             }
             let pid = trace.header.pid;
             return Some(Detected {
-                thread_names: crate::analysis::process::live_thread_names(pid),
+                thread_names: crate::analysis::process_state::live_thread_names(pid),
                 explanation: explain(&path, trace),
                 trace: path,
                 pid,
