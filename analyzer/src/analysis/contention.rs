@@ -11,26 +11,21 @@
 //! One pass, in bounded memory: the events arrive merged across threads by
 //! time ([`Events::for_each_merged`]), so a release and the acquisition it let in
 //! arrive close together. Whichever comes first waits in a window of
-//! [`JOIN_WINDOW`] entries for the other; everything else is aggregated as
+//! `JOIN_WINDOW` entries (`join_window.rs`) for the other; everything else is aggregated as
 //! it arrives, into per-object [`Samples`]. Memory grows with the number
 //! of locks, sites and threads, not with the number of events.
 //!
-//! Past 600 lines: the matching, the hold and wait samples and the holder
-//! samples share one per-lock state in one pass; split, each would need
-//! that state's insides.
+//! What it finds beyond the model is in `contention_result.rs`; the window
+//! partners wait in, in `join_window.rs`.
 
+use crate::analysis::contention_result::{Contention, HolderRan, LongHold, Starved};
+use crate::analysis::join_window::Window;
 use crate::analysis::samples::{ById, Samples};
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
-use std::hash::Hash;
-
-/// How many unmatched releases, acquisitions and notifies are held while
-/// their partner may still come. Partners are normally adjacent in time;
-/// this covers clock skew and long preemptions between them.
-pub const JOIN_WINDOW: usize = 1 << 20;
+use std::collections::BTreeMap;
 
 /// Events between two calls of the progress hook (4 MiB of events).
 pub const PROGRESS_EVERY: u64 = 1 << 16;
@@ -54,55 +49,6 @@ pub struct Targets<'a> {
     pub families: &'a mut [Family],
     pub sites: &'a mut [Site],
     pub conds: &'a mut [Cond],
-}
-
-/// What the events say beyond what they fill into the [`Targets`].
-#[derive(Default)]
-pub struct Contention {
-    pub blocking: Vec<Blocking>,
-    pub blocking_functions: Vec<FunctionBlocking>,
-    /// Events whose lock is unknown (a lost creation record).
-    pub orphans: u64,
-    /// Events read.
-    pub events: u64,
-    /// Event blocks whose records were damaged (the rest of each skipped).
-    pub damaged_blocks: u64,
-    /// Per lock, its longest single timed hold that ended with a thread
-    /// waiting (or began contended), and where it was taken.
-    pub longest_holds: Vec<LongHold>,
-    /// Per lock, its wait that sat through the most other acquisitions.
-    pub starved: Vec<Starved>,
-    /// Locks used against their rules (see `misuse.rs`): never called
-    /// unneeded.
-    pub misused: Vec<LockId>,
-}
-
-/// A lock's longest measured hold that made a thread wait.
-#[derive(Clone, Copy, Debug)]
-pub struct LongHold {
-    pub lock: LockId,
-    pub hold_ns: u64,
-    pub tid: u32,
-    /// The line that took the lock for that hold.
-    pub site: Option<SiteId>,
-    /// Not timed itself: a thread waited this long for it, for it alone.
-    pub at_least: bool,
-    /// What its holder did during a wait for it, when the waiter sampled
-    /// it: how long the holder ran on a CPU, of how long the wait lasted.
-    pub holder_ran: Option<HolderRan>,
-}
-
-/// How long a lock's holder ran during one hold, as a thread waiting for
-/// it sampled (the rest of it was off a CPU: preempted, or blocked): from
-/// when the wait began to the release. The waiter read the holder's clock
-/// again only once it had the lock, so the holder may have run after the
-/// release too: it ran at least `ran_ns` and at most `ran_max_ns` of the
-/// `of_ns` the hold lasted while the waiter waited.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HolderRan {
-    pub ran_ns: u64,
-    pub ran_max_ns: u64,
-    pub of_ns: u64,
 }
 
 /// A waiter's sample of the holder's CPU time, as recorded (see
@@ -134,19 +80,6 @@ impl Sample {
     }
 }
 
-/// One wait for a lock during which other threads took it many times.
-#[derive(Clone, Copy, Debug)]
-pub struct Starved {
-    pub lock: LockId,
-    /// Acquisitions by others (releases of the lock) while it waited.
-    pub passed_over: u32,
-    pub wait_ns: u64,
-    pub tid: u32,
-    pub site: Option<SiteId>,
-    /// It gave up (a timed call) instead of getting the lock.
-    pub timed_out: bool,
-}
-
 /// (hold, tid, raw site, only a lower bound, the release sequence after
 /// it, when it was released)
 type HoldAt = (u64, u32, u32, bool, u32, u64);
@@ -176,63 +109,6 @@ struct Release {
     /// The hold was timed.
     timed: bool,
     at: u64,
-}
-
-/// A map of at most `JOIN_WINDOW` recent entries; the oldest is handed back
-/// when a new one pushes it out.
-struct Window<K, V> {
-    /// key → (insertion stamp, value)
-    map: FxHashMap<K, (u64, V)>,
-    /// Keys with the stamp they were inserted under, oldest first. A key
-    /// taken and inserted again has a newer stamp, so its stale place in
-    /// the queue cannot push the new entry out.
-    order: VecDeque<(K, u64)>,
-    stamp: u64,
-    limit: usize,
-}
-
-impl<K: Copy + Eq + Hash, V> Default for Window<K, V> {
-    fn default() -> Self {
-        Self::with_limit(JOIN_WINDOW)
-    }
-}
-
-impl<K: Copy + Eq + Hash, V> Window<K, V> {
-    fn with_limit(limit: usize) -> Self {
-        Self {
-            map: FxHashMap::default(),
-            order: VecDeque::new(),
-            stamp: 0,
-            limit,
-        }
-    }
-
-    fn insert(&mut self, key: K, value: V) -> Option<V> {
-        self.stamp += 1;
-        self.map.insert(key, (self.stamp, value));
-        self.order.push_back((key, self.stamp));
-        while self.order.len() > self.limit {
-            let (oldest, stamp) = self.order.pop_front()?;
-            // Entries already matched (or inserted again since) just fall out.
-            if self.map.get(&oldest).is_some_and(|(s, _)| *s == stamp) {
-                return self.map.remove(&oldest).map(|(_, v)| v);
-            }
-        }
-        None
-    }
-
-    fn take(&mut self, key: &K) -> Option<V> {
-        self.map.remove(key).map(|(_, v)| v)
-    }
-
-    fn get(&self, key: &K) -> Option<&V> {
-        self.map.get(key).map(|(_, v)| v)
-    }
-
-    fn drain(&mut self) -> impl Iterator<Item = V> + '_ {
-        self.order.clear();
-        self.map.drain().map(|(_, (_, v))| v)
-    }
 }
 
 /// The aggregates, by raw ids until the end.

@@ -181,38 +181,3 @@ fn the_owner_seen_on_asking_wins_over_the_release_match() {
     ];
     assert_eq!(rows(events), vec![(10, 30, 1, 300)]);
 }
-
-#[test]
-fn the_join_window_holds_at_most_its_limit_and_hands_back_the_oldest() {
-    let mut w: Window<u32, u32> = Window::with_limit(4);
-    let evicted: Vec<Option<u32>> = (0..10).map(|k| w.insert(k, k * 10)).collect();
-    assert_eq!(
-        evicted,
-        vec![
-            None,
-            None,
-            None,
-            None,
-            Some(0),
-            Some(10),
-            Some(20),
-            Some(30),
-            Some(40),
-            Some(50)
-        ]
-    );
-    assert_eq!(w.map.len(), 4);
-    // A matched entry leaves at once; its place in the queue just falls out.
-    assert_eq!(w.take(&9), Some(90));
-    assert_eq!(w.insert(10, 100), Some(60));
-    assert_eq!(w.map.len(), 3);
-    assert!(w.order.len() <= 4);
-    // A key taken and inserted again is not pushed out by its old place.
-    let mut w: Window<u32, u32> = Window::with_limit(2);
-    assert_eq!(w.insert(1, 10), None);
-    let again = w.take(&1).unwrap() + 1;
-    assert_eq!(w.insert(1, again), None);
-    assert_eq!(w.insert(2, 20), None, "1's old place falls out, not 1");
-    assert_eq!(w.get(&1), Some(&11));
-    assert_eq!(w.insert(3, 30), Some(11), "now 1 is the oldest");
-}

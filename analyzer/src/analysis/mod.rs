@@ -3,12 +3,14 @@
 pub mod classes;
 pub mod conds;
 pub mod contention;
+pub mod contention_result;
 pub mod data;
 pub mod deadlocks;
 pub mod evidence;
 pub mod families;
 pub mod findings;
 pub mod idle;
+pub mod join_window;
 pub mod line_names;
 pub mod lock_order;
 pub mod locks;

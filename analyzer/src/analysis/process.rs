@@ -266,7 +266,7 @@ pub fn analyze(
     let mut reasons = crate::analysis::reasons::Collector::default();
     let mut misuse = crate::analysis::misuse::Collector::default();
     let mut contention = if depth == Depth::Records {
-        crate::analysis::contention::Contention {
+        crate::analysis::contention_result::Contention {
             events: trace.events.stored(),
             ..Default::default()
         }

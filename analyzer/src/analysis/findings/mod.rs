@@ -14,7 +14,7 @@ use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_d
 use holds::long_hold;
 pub use holds::long_hold_message;
 
-use crate::analysis::contention::{Contention, LongHold, Starved};
+use crate::analysis::contention_result::{Contention, LongHold, Starved};
 use crate::analysis::families::lock_list;
 use crate::base::words::duration;
 use crate::model::frames::first_own_frame;

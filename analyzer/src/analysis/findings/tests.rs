@@ -133,7 +133,7 @@ fn long_hold_is_a_measured_hold_never_a_wait() {
     assert!(kinds(std::slice::from_ref(&l), &[], None).is_empty());
     // One hold of 20 ms that made a thread wait is one.
     let held = |hold_ns| Contention {
-        longest_holds: vec![crate::analysis::contention::LongHold {
+        longest_holds: vec![crate::analysis::contention_result::LongHold {
             lock: LockId(0),
             hold_ns,
             tid: 7,
@@ -157,7 +157,7 @@ fn long_hold_is_a_measured_hold_never_a_wait() {
 fn one_wait_passed_over_many_times_is_starvation() {
     let l = lock("L1", 100, 1, 5_000_000, 2, "S1");
     let starved = |passed_over| Contention {
-        starved: vec![crate::analysis::contention::Starved {
+        starved: vec![crate::analysis::contention_result::Starved {
             lock: LockId(0),
             passed_over,
             wait_ns: 5_000_000,
@@ -366,7 +366,7 @@ fn contention_that_cost_the_run_under_one_percent_is_not_worth_splitting() {
 fn a_starved_waiter_on_an_oversubscribed_machine_is_not_called_an_unfair_lock() {
     let l = lock("L1", 100, 1, 5_000_000, 2, "S1");
     let contention = Contention {
-        starved: vec![crate::analysis::contention::Starved {
+        starved: vec![crate::analysis::contention_result::Starved {
             lock: LockId(0),
             passed_over: 50,
             wait_ns: 5_000_000,
