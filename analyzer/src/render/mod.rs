@@ -4,6 +4,7 @@
 pub mod chrome;
 pub mod flame;
 pub mod folded;
+pub mod grid;
 pub mod html;
 pub mod json;
 pub mod layout;

@@ -1,7 +1,8 @@
 //! A table of the text report under its title, and the line saying what it
 //! left out: every section of the report reads the same.
 
-use super::layout::{wrap, Grid};
+use super::grid::Grid;
+use super::layout::wrap;
 
 /// Rows a table shows, largest first, before "… and N more".
 pub const TABLE_ROWS: usize = 20;

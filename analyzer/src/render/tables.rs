@@ -1,9 +1,9 @@
 //! The text report's tables: locks, sites, who blocks whom, waits,
 //! condition variables, threads. Each says which columns matter most (see
-//! `layout::Grid`): at 80 columns the rest are left out, and the table
+//! `grid::Grid`): at 80 columns the rest are left out, and the table
 //! says so.
 
-use super::layout::{figure, key, whole, words, Cell, Grid};
+use super::grid::{figure, key, whole, words, Cell, Grid};
 use super::sections::{section, TABLE_ROWS};
 use super::text_options::{Columns, SortKey, TextOptions};
 use crate::base::words::duration;
