@@ -90,7 +90,7 @@ pub struct Finding {
     pub blocking_call: Option<String>,
     /// `single-thread-lock` and `long-hold`: what this run saw, in words,
     /// for the message more evidence rewrites (other runs: `evidence.rs`;
-    /// the holder's blocking calls: `analysis.rs`).
+    /// the holder's blocking calls: `analysis/process.rs`).
     #[serde(skip)]
     pub observed: String,
 }
