@@ -17,6 +17,10 @@
 //!
 //! What it finds beyond the model is in `contention_result.rs`; the window
 //! partners wait in, in `join_window.rs`.
+//!
+//! Past 600 lines: the matching, the hold and wait samples and the holder
+//! samples share one per-lock state in one pass; split, each would need
+//! that state's insides.
 
 use crate::analysis::contention_result::{Contention, HolderRan, LongHold, Starved};
 use crate::analysis::join_window::Window;
