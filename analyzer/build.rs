@@ -3,7 +3,7 @@
 //! are installed (Debian's llvm-19-dev; `$LLVM_CONFIG` names another
 //! llvm-config). Without them `locksuit cc` falls back to clang's own
 //! sanitizer coverage, which calls the shim on every access (see
-//! `src/cc.rs`); the build says so once.
+//! `src/commands/cc.rs`); the build says so once.
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,8 +1,8 @@
 /// Out of memory is exit status 2 with a message, not an abort.
 #[global_allocator]
-static ALLOCATOR: locksuit::oom::ExitOnOom = locksuit::oom::ExitOnOom;
+static ALLOCATOR: locksuit::base::oom::ExitOnOom = locksuit::base::oom::ExitOnOom;
 
 fn main() {
-    locksuit::oom::map_large_allocations();
+    locksuit::base::oom::map_large_allocations();
     std::process::exit(locksuit::cli::main());
 }

@@ -4,10 +4,10 @@
 //! threads and counts; what only the events tell (who blocked whom, the
 //! blocking periods) is left empty, and the event count is still right.
 
-use locksuit::analysis::{analyze, Depth};
-use locksuit::findings::Limits;
-use locksuit::stream::StreamFilter;
-use locksuit::symbolize::Symbolizer;
+use locksuit::analysis::findings::Limits;
+use locksuit::analysis::process::{analyze, Depth};
+use locksuit::input::stream::StreamFilter;
+use locksuit::input::symbolize::Symbolizer;
 use locksuit_tests::*;
 use serde_json::Value;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! edge on real runs: tests/c/knob.c (ten acquisitions that surely wait,
 //! each let in by a release) and tests/c/conds.c (a handshake whose every
 //! signal finds its waiter waiting). The properties over random executions
-//! and clock offsets are in analyzer/src/merge_tests.rs.
+//! and clock offsets are in analyzer/src/input/merge_tests.rs.
 
 use locksuit_tests::*;
 use serde_json::Value;

@@ -131,7 +131,7 @@ fn active_process<'a>(report: &'a Value, name: &str) -> Vec<&'a Value> {
 
 /// The key by which the report joins a lock across runs: its name without
 /// its number (`make@a.c:9#3` → `make@a.c:9`, the line that made the
-/// family), as analyzer/src/evidence.rs does.
+/// family), as analyzer/src/analysis/evidence.rs does.
 fn join_key(id: &str) -> &str {
     match id.rsplit_once('#') {
         Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => base,

@@ -3,7 +3,8 @@
 //! checked in under `docs/man` and `docs/completions` are held to this output
 //! by `tests/tests/generated_docs.rs`.
 
-use super::{Cli, EXIT_OK, EXIT_USAGE};
+use super::Cli;
+use crate::base::exit::{EXIT_OK, EXIT_USAGE};
 use clap::{Args, CommandFactory, Subcommand};
 use clap_complete::Shell;
 use clap_mangen::roff::{bold, roman, Inline, Roff};

@@ -2,7 +2,8 @@
 //! blocking classes and stacks, the timeline, idle processors, the policy
 //! in force, and reason codes (see `stops.rs`, `idle.rs`, `reasons.rs`).
 
-use super::{Frame, LockId, SiteId};
+use super::frames::Frame;
+use super::names::{LockId, SiteId};
 use serde::{Serialize, Serializer};
 
 /// A lock's reasons, boxed in [`Lock`] (one pointer), as most locks have

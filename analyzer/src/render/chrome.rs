@@ -17,7 +17,7 @@ pub fn render(report: &Report) -> Value {
     let mut events: Vec<Value> = Vec::new();
     let mut flow = 0u64;
     for p in &report.processes {
-        crate::names::with(&p.names, || process(&mut events, &mut flow, p));
+        crate::model::names::with(&p.names, || process(&mut events, &mut flow, p));
     }
     json!({
         "traceEvents": events,
@@ -43,7 +43,7 @@ fn us(ns: u64) -> f64 {
 
 fn process(events: &mut Vec<Value>, flow: &mut u64, p: &Process) {
     let pid = p.pid;
-    let exe = crate::symbolize::basename(&p.exe);
+    let exe = crate::base::words::basename(&p.exe);
     events.push(
         json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
         "args": {"name": format!("{exe} (pid {pid})")}}),

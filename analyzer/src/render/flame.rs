@@ -1,8 +1,8 @@
 //! A flame graph (SVG) of the stacks under a weight, drawn by the
 //! `inferno` crate from the folded lines.
 
+use crate::model::stacks::Weight;
 use crate::model::Report;
-use crate::stacks::Weight;
 
 pub fn write(report: &Report, weight: Weight, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let lines = super::folded::lines(report, weight);

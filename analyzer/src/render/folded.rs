@@ -4,14 +4,14 @@
 //! process's stacks start with a frame naming it, so several processes
 //! make one graph.
 
+use crate::model::stacks::{frame_name, weighted, Weight};
 use crate::model::Report;
-use crate::stacks::{frame_name, weighted, Weight};
 
 /// Folded lines of every process's stacks under `weight`.
 pub fn lines(report: &Report, weight: Weight) -> Vec<String> {
     let mut lines = Vec::new();
     for p in &report.processes {
-        let process = format!("{} (pid {})", crate::symbolize::basename(&p.exe), p.pid);
+        let process = format!("{} (pid {})", crate::base::words::basename(&p.exe), p.pid);
         for s in weighted(p, weight) {
             let frames = s.frames.iter().rev().map(frame_name);
             let mut line = clean(&process);

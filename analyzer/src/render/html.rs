@@ -12,7 +12,8 @@
 //! gzipped, base64) so that a run of a million events stays a few MB; the
 //! page inflates them with the browser's own `DecompressionStream`.
 
-use super::text::{self, TextOptions};
+use super::text;
+use super::text_options::TextOptions;
 use crate::model::*;
 use base64::Engine;
 use serde::Serialize;
@@ -92,7 +93,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
     // one on top; those with none share one line after them.
     let (active, idle) = super::no_activity::partition(&report.processes);
     for (i, p) in active.iter().enumerate() {
-        crate::names::with(&p.names, || process(&mut page, i, p, report.threshold, o));
+        crate::model::names::with(&p.names, || process(&mut page, i, p, report.threshold, o));
     }
     if !idle.is_empty() {
         let phrases = super::no_activity::phrases(&idle, !active.is_empty());
@@ -109,7 +110,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
 }
 
 fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &TextOptions) {
-    let exe = crate::symbolize::basename(&p.exe);
+    let exe = crate::base::words::basename(&p.exe);
     let _ = writeln!(
         page,
         "<section class=\"process\" id=\"process-{index}\" data-pid=\"{}\">\n<h2>{} <span class=\"pid\">(pid {})</span></h2>",
@@ -121,7 +122,7 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
         page,
         "<p class=\"summary\">{}; {} threads; {} locks; {} blocking periods{}.</p>",
         match p.duration_ns {
-            Some(ns) => format!("ran {}", super::duration(ns)),
+            Some(ns) => format!("ran {}", crate::base::words::duration(ns)),
             None => format!("ended by {}", p.ended_by),
         },
         p.threads.len(),
@@ -209,7 +210,7 @@ fn bars(page: &mut String, p: &Process) {
             page,
             "<span class=\"seg running\" style=\"width:{:.3}%\" title=\"running {}\"></span>",
             pct(t.running_ns),
-            super::duration(t.running_ns)
+            crate::base::words::duration(t.running_ns)
         );
         for c in &t.blocking_classes {
             let i = index_of(&c.class).unwrap_or(0);
@@ -220,18 +221,20 @@ fn bars(page: &mut String, p: &Process) {
                 pct(c.total_ns),
                 colour(&c.class, i),
                 esc(&c.class),
-                super::duration(c.total_ns),
+                crate::base::words::duration(c.total_ns),
                 c.count
             );
         }
-        let why: Vec<String> =
-            std::iter::once(format!("running {}", super::duration(t.running_ns)))
-                .chain(
-                    t.blocking_classes
-                        .iter()
-                        .map(|c| format!("{} {}", c.class, super::duration(c.total_ns))),
-                )
-                .collect();
+        let why: Vec<String> = std::iter::once(format!(
+            "running {}",
+            crate::base::words::duration(t.running_ns)
+        ))
+        .chain(
+            t.blocking_classes
+                .iter()
+                .map(|c| format!("{} {}", c.class, crate::base::words::duration(c.total_ns))),
+        )
+        .collect();
         let _ = writeln!(
             page,
             "</span><span class=\"bar-text\">{}</span></div>",
@@ -260,9 +263,9 @@ fn stacks(page: &mut String, p: &Process) {
             s.count,
             s.count,
             s.total_ns,
-            super::duration(s.total_ns),
+            crate::base::words::duration(s.total_ns),
             s.max_ns,
-            super::duration(s.max_ns),
+            crate::base::words::duration(s.max_ns),
             esc(&s.line),
             frames
                 .iter()

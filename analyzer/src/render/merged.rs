@@ -1,7 +1,8 @@
 //! `locksuit events --merged`: each process's merged stream (see
 //! `merge.rs`) as text, JSON lines or one JSON document.
 
-use super::{duration, layout::wrap};
+use super::layout::wrap;
+use crate::base::words::duration;
 use crate::model::{MergedEvent, Perturbation, Process};
 use std::io::Write;
 

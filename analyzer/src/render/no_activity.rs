@@ -33,7 +33,7 @@ pub fn partition(processes: &[Process]) -> (Vec<&Process>, Vec<&Process>) {
 pub fn phrases(idle: &[&Process], others: bool) -> Vec<String> {
     let mut by_exe: Vec<(&str, Vec<String>)> = Vec::new();
     for p in idle {
-        let exe = crate::symbolize::basename(&p.exe);
+        let exe = crate::base::words::basename(&p.exe);
         let pid = match p.ended_by {
             "died" | "running" => format!("{} {}", p.pid, p.ended_by),
             _ => p.pid.to_string(),

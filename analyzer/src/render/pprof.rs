@@ -13,8 +13,8 @@
 //! waiting for it. The first mapping, which pprof takes for the program
 //! (`File:`), is the program of the process that waited longest for locks.
 
+use crate::model::stacks::{weighted, Weight};
 use crate::model::{Frame, Module, Process, Report};
-use crate::stacks::{weighted, Weight};
 use std::collections::HashMap;
 
 // The messages of profile.proto that a profile needs, by tag.
@@ -228,7 +228,7 @@ impl Builder {
         let address = u64::from_str_radix(first.address.trim_start_matches("0x"), 16).unwrap_or(0);
         let key = (
             u64::from(pid) << 48 ^ address,
-            crate::stacks::frame_name(first),
+            crate::model::stacks::frame_name(first),
         );
         if let Some(&id) = self.locations.get(&key) {
             return id;
@@ -254,7 +254,7 @@ impl Builder {
             .map(|f| {
                 let file = f.path.as_deref().or(f.file.as_deref()).unwrap_or("");
                 Line {
-                    function_id: self.function(&crate::stacks::frame_name(f), file),
+                    function_id: self.function(&crate::model::stacks::frame_name(f), file),
                     line: i64::from(f.line.unwrap_or(0)),
                 }
             })
@@ -328,7 +328,7 @@ fn build(report: &Report) -> Profile {
         let p_start = p.start_unix_ns as i64;
         start = start.min(p_start);
         end = end.max(p_start + p.duration_ns.unwrap_or(0) as i64);
-        let exe = b.string(crate::symbolize::basename(&p.exe));
+        let exe = b.string(crate::base::words::basename(&p.exe));
         for s in weighted(p, Weight::Wait) {
             let mut location_id = Vec::new();
             if let Some(leaf) = s.leaf {

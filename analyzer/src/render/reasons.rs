@@ -1,8 +1,8 @@
 //! The text report's "why waits ended" table: the locks, condition
 //! variables and sites where not every wait simply got what it waited for.
 
-use super::layout::{key, words, Cell, Grid};
-use super::tables::{section, TABLE_ROWS};
+use super::grid::{key, words, Cell, Grid};
+use super::sections::{section, TABLE_ROWS};
 use crate::model::*;
 
 /// The reasons that are the normal end of a wait.

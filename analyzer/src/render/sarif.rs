@@ -189,7 +189,7 @@ pub fn render(report: &Report) -> Value {
         .collect();
     let mut results = Vec::new();
     for p in &report.processes {
-        crate::names::with(&p.names, || {
+        crate::model::names::with(&p.names, || {
             for f in &p.findings {
                 if let Some(i) = RULES.iter().position(|r| r.0 == f.kind) {
                     results.push(result(p, f, i, &root));

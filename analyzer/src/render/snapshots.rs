@@ -6,8 +6,8 @@
 //! The full call chains are in JSON.
 
 use super::layout::wrap;
-use super::tables::more;
-use super::{count, duration};
+use super::sections::more;
+use crate::base::words::{count, duration};
 use crate::model::*;
 
 /// Snapshots shown in text; JSON has every one.
@@ -64,19 +64,19 @@ const STACK_SHOWN: usize = 3;
 
 /// "`how` f (file:line) ← g ← h" for a copied stack.
 fn called_from(how: &str, stack: &SnapshotStack) -> String {
-    let from = crate::symbolize::first_own_frame(&stack.frames);
+    let from = crate::model::frames::first_own_frame(&stack.frames);
     let own: Vec<&Frame> = stack.frames[from..]
         .iter()
         .filter(|f| {
             !f.module
                 .as_deref()
-                .is_some_and(crate::symbolize::is_system_module)
+                .is_some_and(crate::model::frames::is_system_module)
         })
         .collect();
     let mut names = own
         .iter()
         .take(STACK_SHOWN)
-        .map(|f| crate::stacks::frame_name(f));
+        .map(|f| crate::model::stacks::frame_name(f));
     let Some(innermost) = names.next() else {
         return String::new();
     };

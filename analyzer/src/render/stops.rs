@@ -1,9 +1,10 @@
 //! The text report's "why threads stopped" tables: each thread's time by
 //! blocking class, and the blocking call stacks that cost the most.
 
-use super::duration;
-use super::layout::{figure, key, words, wrap, Grid};
-use super::tables::{section, TABLE_ROWS};
+use super::grid::{figure, key, words, Grid};
+use super::layout::wrap;
+use super::sections::{section, TABLE_ROWS};
+use crate::base::words::duration;
 use crate::model::*;
 
 /// Both tables, when anything blocked.

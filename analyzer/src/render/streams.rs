@@ -3,8 +3,8 @@
 //! columns rather than a table widget: streams run to millions of lines.
 //! A line longer than the width continues under its "where" column.
 
-use super::duration;
 use super::layout::{glued, unglued, width_of, wrap};
+use crate::base::words::duration;
 use crate::model::*;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -57,7 +57,7 @@ pub fn render(report: &Report, width: usize) -> String {
     let mut out = String::new();
     for p in &report.processes {
         // Ids print by the process's own names (see `names.rs`).
-        crate::names::with(&p.names, || process(&mut out, p, width));
+        crate::model::names::with(&p.names, || process(&mut out, p, width));
     }
     out
 }
@@ -83,7 +83,7 @@ fn process(out: &mut String, p: &Process, width: usize) {
         .iter()
         .map(|site| {
             let id = site.id.to_string();
-            let place = super::text::where_short(&site.function, &site.file, site.line, &id);
+            let place = super::tables::where_short(&site.function, &site.file, site.line, &id);
             (id, place)
         })
         .collect();

@@ -2,9 +2,9 @@
 //! many processes: how many were recorded, the findings by kind, and which
 //! processes have findings, i.e. fail `--fail-on-findings`.
 
-use super::count;
 use super::layout::{width_of, wrap, wrap_phrases};
 use super::no_activity::is_idle;
+use crate::base::words::count;
 use crate::model::*;
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 const LISTED: usize = 10;
 
 fn name(p: &Process) -> String {
-    format!("{} (pid {})", crate::symbolize::basename(&p.exe), p.pid)
+    format!("{} (pid {})", crate::base::words::basename(&p.exe), p.pid)
 }
 
 /// `label` padded to `column`, then `text`, wrapped under itself.

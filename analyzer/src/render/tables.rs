@@ -1,38 +1,13 @@
 //! The text report's tables: locks, sites, who blocks whom, waits,
 //! condition variables, threads. Each says which columns matter most (see
-//! `layout::Grid`): at 80 columns the rest are left out, and the table
+//! `grid::Grid`): at 80 columns the rest are left out, and the table
 //! says so.
 
-use super::duration;
-use super::layout::{figure, key, whole, words, wrap, Cell, Grid};
-use super::text::{where_short, Columns, SortKey, TextOptions};
+use super::grid::{figure, key, whole, words, Cell, Grid};
+use super::sections::{section, TABLE_ROWS};
+use super::text_options::{Columns, SortKey, TextOptions};
+use crate::base::words::duration;
 use crate::model::*;
-
-/// Rows a table shows, largest first, before "… and N more".
-pub const TABLE_ROWS: usize = 20;
-
-/// A table under its title, then the line saying what it left out.
-pub fn section(
-    out: &mut String,
-    title: &str,
-    grid: &Grid,
-    hidden: usize,
-    what: &str,
-    width: usize,
-) {
-    out.push_str(&wrap(title, width, "", ""));
-    out.push_str(&grid.render(width));
-    more(out, hidden, what, width);
-    out.push('\n');
-}
-
-/// The line under a table or list that left rows out.
-pub fn more(out: &mut String, hidden: usize, what: &str, width: usize) {
-    if hidden > 0 {
-        let line = format!("… and {hidden} more {what} (--format json lists every one)");
-        out.push_str(&wrap(&line, width, "   ", "   "));
-    }
-}
 
 /// A few ids, or how many and the first ones; each id kept whole. Ids go
 /// one a line if one of them has a space of its own (a C++ name).
@@ -258,7 +233,7 @@ fn sites_table(out: &mut String, p: &Process, o: &TextOptions) {
     for s in order.iter().take(TABLE_ROWS) {
         let own = s
             .call_chain
-            .get(crate::symbolize::first_own_frame(&s.call_chain));
+            .get(crate::model::frames::first_own_frame(&s.call_chain));
         let fallback = own.map_or("?", |f| f.offset.as_deref().unwrap_or(&f.address));
         let id = s.id.to_string();
         // A site named function@file:line says where it is already.
@@ -494,4 +469,17 @@ fn threads_table(out: &mut String, p: &Process, width: usize) {
     }
     let hidden = p.threads.len().saturating_sub(shown.len());
     section(out, &title, &grid, hidden, "threads", width);
+}
+
+pub(super) fn where_short(
+    function: &Option<String>,
+    file: &Option<String>,
+    line: Option<u32>,
+    fallback: &str,
+) -> String {
+    match (function, file, line) {
+        (Some(f), Some(file), Some(line)) => format!("{f} {file}:{line}"),
+        (Some(f), _, _) => f.clone(),
+        _ => fallback.to_string(),
+    }
 }

@@ -6,73 +6,18 @@
 use super::layout::{glued, wrap, wrap_phrases};
 use super::no_activity;
 use super::tables;
-use super::{count, duration};
+use super::text_options::TextOptions;
+use crate::base::words::{count, duration};
 use crate::model::*;
-
-/// Which column orders the locks and sites tables (largest first).
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum SortKey {
-    /// Total time threads waited.
-    Wait,
-    /// Total timed hold time.
-    Hold,
-    Acquisitions,
-    Contended,
-    /// Owner changes.
-    Changes,
-    /// 99th percentile of contended waits.
-    P99,
-    /// Longest contended wait.
-    Max,
-    Threads,
-}
-
-/// The locks table's columns.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Columns {
-    Locksuit,
-    /// mutrace's: Locked, Changed, Cont., tot.Time, avg.Time, max.Time.
-    Mutrace,
-}
-
-/// How the text report is laid out.
-#[derive(Clone, Copy, Debug)]
-pub struct TextOptions {
-    pub sort: SortKey,
-    pub columns: Columns,
-    /// No line is longer than this many columns.
-    pub width: usize,
-    /// Findings listed per process, highest ranked first.
-    pub top: usize,
-    /// `--tree`: print the waiting call tree, leaving out nodes below this
-    /// share of all the time blocked.
-    pub tree: Option<f64>,
-}
-
-/// Findings listed per process unless `--top` says otherwise.
-pub const DEFAULT_TOP: usize = tables::TABLE_ROWS;
 
 /// Frames of a finding's call chain shown under it.
 const FRAMES_SHOWN: usize = 6;
-
-pub(super) fn where_short(
-    function: &Option<String>,
-    file: &Option<String>,
-    line: Option<u32>,
-    fallback: &str,
-) -> String {
-    match (function, file, line) {
-        (Some(f), Some(file), Some(line)) => format!("{f} {file}:{line}"),
-        (Some(f), _, _) => f.clone(),
-        _ => fallback.to_string(),
-    }
-}
 
 fn frame_line(f: &Frame) -> String {
     let module = f
         .module
         .as_deref()
-        .map(crate::symbolize::basename)
+        .map(crate::base::words::basename)
         .unwrap_or("?");
     match (&f.function, &f.file, f.line) {
         (Some(func), Some(file), Some(line)) => format!("{func} ({file}:{line})"),
@@ -89,7 +34,7 @@ pub fn render(report: &Report, o: &TextOptions) -> String {
     let (active, idle) = no_activity::partition(&report.processes);
     for p in &active {
         // Ids print by the process's own names (see `names.rs`).
-        crate::names::with(&p.names, || process(&mut out, p, report.threshold, o));
+        crate::model::names::with(&p.names, || process(&mut out, p, report.threshold, o));
     }
     if !idle.is_empty() {
         out.push_str(&idle_line(&idle, !active.is_empty(), o.width));
@@ -266,7 +211,7 @@ pub fn suppressed_line(p: &Process) -> Option<String> {
         .collect();
     Some(format!(
         "Suppressed: {}, not listed and not counted by --fail-on-findings: {}",
-        super::count(total, "finding", "findings"),
+        crate::base::words::count(total, "finding", "findings"),
         each.join(", ")
     ))
 }
@@ -300,14 +245,14 @@ fn ids_glued(text: &str, f: &Finding, p: &Process) -> String {
 /// up to where the chain enters the system's libraries again (thread
 /// start-up, `main`'s caller), which says nothing about the program.
 fn shown_frames(chain: &[Frame]) -> impl Iterator<Item = &Frame> {
-    let own = crate::symbolize::first_own_frame(chain);
+    let own = crate::model::frames::first_own_frame(chain);
     chain
         .iter()
         .skip(own)
         .take_while(|f| {
             !f.module
                 .as_deref()
-                .is_some_and(crate::symbolize::is_system_module)
+                .is_some_and(crate::model::frames::is_system_module)
         })
         .take(FRAMES_SHOWN)
 }

@@ -4,7 +4,7 @@
 //! total are left out, and the tree says how many.
 
 use super::layout::width_of;
-use super::{count, duration};
+use crate::base::words::{count, duration};
 use crate::model::{Process, TreeNode};
 
 /// Deepest indentation before frames stop stepping right.

@@ -1,0 +1,574 @@
+//! Findings: what a person should look at, each with the evidence and one
+//! sentence to act on. The limits are report-time settings (CLI options), so
+//! one trace can be judged under any of them.
+//!
+//! The rules about single locks are applied to every lock; where one holds
+//! for several locks of a family (see `families.rs`), they make one finding
+//! that lists them, not one finding per lock: a grid of 300,000 cell locks
+//! each taken by one thread is one thing to fix.
+
+mod alone;
+mod holds;
+mod limits;
+
+use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_data};
+use holds::long_hold;
+pub use holds::long_hold_message;
+pub use limits::Limits;
+
+use crate::analysis::contention_result::{Contention, LongHold, Starved};
+use crate::analysis::families::lock_list;
+use crate::base::words::duration;
+use crate::model::frames::first_own_frame;
+use crate::model::*;
+use locksuit_format::reader::ThreadInfo;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::HashMap;
+
+pub const FINDING_LONG_HOLD: &str = "long-hold";
+pub const FINDING_HIGH_CONTENTION: &str = "high-contention";
+pub const FINDING_ASYMMETRIC: &str = "asymmetric-contention";
+pub const FINDING_OVER_SYNC: &str = "over-synchronization";
+pub const FINDING_STARVATION: &str = "starvation";
+
+/// Minimum total waiting for `high-contention`.
+const HIGH_CONTENTION_MIN_WAIT_NS: u64 = 1_000_000;
+/// Contended share below which a lock "almost never contends".
+const RARELY_CONTENDED: f64 = 0.001;
+/// Acquisitions a lock needs before its contention share means anything.
+const MIN_ACQUISITIONS: u64 = 100;
+/// Lock ids a message names before "and N more" (JSON `locks` has them all).
+const NAMED_IN_MESSAGE: usize = 5;
+
+fn share(lock: &Lock) -> f64 {
+    if lock.acquisitions == 0 {
+        0.0
+    } else {
+        lock.contended as f64 / lock.acquisitions as f64
+    }
+}
+
+fn kind_plural(kind: LockKind) -> &'static str {
+    match kind {
+        LockKind::Mutex => "mutexes",
+        LockKind::Rwlock => "rwlocks",
+        LockKind::Spin => "spinlocks",
+        LockKind::Sem => "semaphores",
+        LockKind::Barrier => "barriers",
+        LockKind::Unknown => "locks",
+    }
+}
+
+/// "L1, L2" or, past a few, "40 locks (L1, L2, L3, L4, L5 and 35 more)".
+fn locks_phrase(locks: &[LockId]) -> String {
+    if locks.len() <= NAMED_IN_MESSAGE {
+        lock_list(locks, NAMED_IN_MESSAGE)
+    } else {
+        format!(
+            "{} locks ({})",
+            locks.len(),
+            lock_list(locks, NAMED_IN_MESSAGE)
+        )
+    }
+}
+
+/// What the findings are drawn from.
+struct Evidence<'a> {
+    /// The threads' time waiting for a CPU (runnable, not running) and
+    /// their time on one, summed, where the kernel said: waits behind
+    /// others may be scheduling when the first is a large share of the
+    /// second.
+    cpu_queue: Option<(u64, u64)>,
+    locks: &'a [Lock],
+    families: &'a [Family],
+    sites: &'a [Site],
+    starved: &'a [Starved],
+    /// Per lock, its longest measured hold that made a thread wait.
+    long_holds: FxHashMap<LockId, LongHold>,
+    limits: &'a Limits,
+    duration_ns: Option<u64>,
+}
+
+impl<'a> Evidence<'a> {
+    fn new(
+        (locks, families, sites): (&'a [Lock], &'a [Family], &'a [Site]),
+        contention: &'a Contention,
+        limits: &'a Limits,
+        duration_ns: Option<u64>,
+    ) -> Self {
+        Evidence {
+            cpu_queue: None,
+            locks,
+            families,
+            sites,
+            starved: &contention.starved,
+            long_holds: contention
+                .longest_holds
+                .iter()
+                .map(|h| (h.lock, *h))
+                .collect(),
+            limits,
+            duration_ns,
+        }
+    }
+
+    fn lock(&self, id: LockId) -> &Lock {
+        &self.locks[id.index()]
+    }
+
+    /// Where a lock is taken: its first line, and how many others.
+    fn at(&self, lock: &Lock) -> String {
+        let first = lock
+            .sites
+            .first()
+            .and_then(|s| self.sites.get(s.index()))
+            .map_or_else(|| "an unknown line".to_string(), where_of);
+        match lock.sites.len() {
+            0 | 1 => first,
+            2 => format!("{first} and one other line"),
+            n => format!("{first} and {} other lines", n - 1),
+        }
+    }
+
+    /// One finding about `group` (locks of one family, ascending), with the
+    /// message for one lock or for several.
+    fn finding(&self, kind: &'static str, group: Vec<LockId>, message: String) -> Finding {
+        let first = self.lock(group[0]);
+        let (engagements, wait_ns) = group.iter().fold((0u64, 0u64), |(e, w), &id| {
+            let l = self.lock(id);
+            (
+                e.saturating_add(l.acquisitions),
+                w.saturating_add(l.wait_ns),
+            )
+        });
+        Finding {
+            kind,
+            lock: Some(first.id),
+            sites: first.sites.to_vec(),
+            message,
+            engagements,
+            wait_ns,
+            locks: group,
+            family: Some(first.family),
+            family_size: self.families.get(first.family.index()).map(|f| f.size),
+            ..Finding::default()
+        }
+    }
+
+    /// Distinct threads that engaged the locks of `group`.
+    fn threads(&self, group: &[LockId]) -> usize {
+        let mut tids: Vec<u32> = group
+            .iter()
+            .flat_map(|&id| self.lock(id).engagements_by_thread.iter())
+            .filter(|t| t.count > 0)
+            .map(|t| t.tid)
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        tids.len()
+    }
+
+    /// The longest single hold measured that made a thread wait (a wait
+    /// is no hold: under an unfair lock one wait spans many short holds).
+    fn longest(&self, lock: &Lock) -> u64 {
+        self.long_holds.get(&lock.id).map_or(0, |h| h.hold_ns)
+    }
+
+    /// "by thread 12 at f (a.c:3)": who held the longest hold, and where.
+    fn holder(&self, lock: &Lock) -> String {
+        let Some(h) = self.long_holds.get(&lock.id) else {
+            return String::new();
+        };
+        let at = h
+            .site
+            .and_then(|s| self.sites.get(s.index()))
+            .map_or_else(|| "an unknown line".to_string(), where_of);
+        format!(" by thread {} at {at}", h.tid)
+    }
+
+    fn per_sec(&self, lock: &Lock) -> Option<f64> {
+        let ns = self.duration_ns.filter(|&ns| ns > 0)?;
+        Some(lock.acquisitions as f64 * 1e9 / ns as f64)
+    }
+
+    fn is_long_hold(&self, lock: &Lock) -> bool {
+        self.longest(lock) >= self.limits.long_hold_ns
+    }
+
+    /// Waits worth acting on: at least 1 ms in all, and at least 1% of the
+    /// run's wall-clock time (a lock that cost the run less is not worth
+    /// splitting).
+    fn waits_matter(&self, wait_ns: u64) -> bool {
+        wait_ns >= HIGH_CONTENTION_MIN_WAIT_NS
+            && self
+                .duration_ns
+                .is_none_or(|run| wait_ns.saturating_mul(100) >= run)
+    }
+
+    fn is_high_contention(&self, lock: &Lock) -> bool {
+        lock.acquisitions >= MIN_ACQUISITIONS
+            && share(lock) >= self.limits.contention_share
+            && self.waits_matter(lock.wait_ns)
+    }
+
+    /// Taken very often, almost never contended, and its waits cost the
+    /// run little (one long wait is no over-synchronization).
+    fn is_over_sync(&self, lock: &Lock) -> bool {
+        self.per_sec(lock).is_some_and(|rate| {
+            lock.threads >= 2
+                && share(lock) < RARELY_CONTENDED
+                && rate >= self.limits.over_sync_per_sec
+                && !self.waits_matter(lock.wait_ns)
+        })
+    }
+}
+
+/// The locks `applies` holds for, grouped by family; each group ascending,
+/// the groups in the order of their first lock.
+fn by_family(locks: &[Lock], applies: impl Fn(&Lock) -> bool) -> Vec<Vec<LockId>> {
+    let mut index: FxHashMap<FamilyId, usize> = FxHashMap::default();
+    let mut groups: Vec<Vec<LockId>> = Vec::new();
+    for lock in locks.iter().filter(|l| applies(l)) {
+        let next = groups.len();
+        let g = *index.entry(lock.family).or_insert(next);
+        if g == next {
+            groups.push(Vec::new());
+        }
+        groups[g].push(lock.id);
+    }
+    groups
+}
+
+/// The threads' runnable and running time, summed over those the kernel
+/// gave both for.
+fn cpu_queue(threads: &[ThreadInfo]) -> Option<(u64, u64)> {
+    use locksuit_format::{THREAD_RUNNABLE_KNOWN, THREAD_USAGE};
+    let known = threads.iter().filter(|t| {
+        t.record.flags & THREAD_USAGE != 0 && t.record.flags & THREAD_RUNNABLE_KNOWN != 0
+    });
+    let (queued, ran) = known.fold((0u64, 0u64), |(q, r), t| {
+        (
+            q.saturating_add(t.record.runnable_ns),
+            r.saturating_add(t.record.cpu_ns),
+        )
+    });
+    (ran > 0).then_some((queued, ran))
+}
+
+/// One wait that sat through many acquisitions by other threads.
+fn starvation(ev: &Evidence, s: &Starved) -> Finding {
+    let lock = ev.lock(s.lock);
+    let at = s
+        .site
+        .and_then(|site| ev.sites.get(site.index()))
+        .map_or_else(|| "an unknown line".to_string(), where_of);
+    // With threads queuing for CPUs, a woken waiter may have stood in the
+    // queue while running threads took the lock: that is scheduling, and a
+    // lock that hands over in turn would make it worse.
+    let advice = match ev.cpu_queue {
+        Some((queued, ran)) if queued.saturating_mul(2) >= ran => format!(
+            "; but the threads stood waiting for a CPU for {} in all against {} on one: a woken waiter may have waited for a CPU while running threads took the lock, which is scheduling, not an unfair lock. With fewer runnable threads than processors, if it still happens, shorten the others' critical sections (a lock that hands over in turn would only make waiting for CPUs worse).",
+            duration(queued),
+            duration(ran)
+        ),
+        _ => ": the lock is unfair to it; shorten the others' critical sections or hand the lock over in turn (a queue or ticket lock).".to_string(),
+    };
+    let message = format!(
+        "thread {} waited {} for {} {} at {} while other threads took it {} times{}{advice}",
+        s.tid,
+        duration(s.wait_ns),
+        lock.kind,
+        lock.id,
+        at,
+        s.passed_over,
+        if s.timed_out { " (then gave up)" } else { "" }
+    );
+    let mut finding = ev.finding(FINDING_STARVATION, vec![lock.id], message);
+    finding.sites = s.site.into_iter().collect();
+    finding.wait_ns = s.wait_ns;
+    finding
+}
+
+fn high_contention(ev: &Evidence, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let (acquisitions, contended, wait) =
+        group.iter().fold((0u64, 0u64, 0u64), |(a, c, w), &id| {
+            let l = ev.lock(id);
+            (
+                a.saturating_add(l.acquisitions),
+                c.saturating_add(l.contended),
+                w.saturating_add(l.wait_ns),
+            )
+        });
+    let percent = contended as f64 * 100.0 / acquisitions.max(1) as f64;
+    let message = if group.len() == 1 {
+        format!(
+            "{} {} (taken at {}): {:.0}% of its {} acquisitions had to wait, {} in all: split the lock or the data it guards.",
+            first.kind, first.id, ev.at(first), percent, acquisitions, duration(wait)
+        )
+    } else {
+        format!(
+            "{} {} of one family, {}, taken at {}: {:.0}% of their {} acquisitions had to wait, {} in all: split the locks or the data they guard.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            percent,
+            acquisitions,
+            duration(wait)
+        )
+    };
+    ev.finding(FINDING_HIGH_CONTENTION, group, message)
+}
+
+fn over_sync(ev: &Evidence, group: Vec<LockId>) -> Finding {
+    let first = ev.lock(group[0]);
+    let rate: f64 = group.iter().filter_map(|&id| ev.per_sec(ev.lock(id))).sum();
+    let message = if group.len() == 1 {
+        format!(
+            "{} {} (taken at {}) was acquired {:.0} times a second by {} threads and almost never contended: batch the work under one acquisition, or use per-thread data or atomics.",
+            first.kind, first.id, ev.at(first), rate, first.threads
+        )
+    } else {
+        format!(
+            "{} {} of one family, {}, taken at {}, were acquired {:.0} times a second in all by {} threads and almost never contended: batch the work under fewer acquisitions, or use per-thread data or atomics.",
+            group.len(),
+            kind_plural(first.kind),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            rate,
+            ev.threads(&group)
+        )
+    };
+    ev.finding(FINDING_OVER_SYNC, group, message)
+}
+
+fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
+    for group in by_family(ev.locks, |l| ev.is_long_hold(l)) {
+        findings.push(long_hold(ev, group));
+    }
+    for group in by_family(ev.locks, |l| ev.is_high_contention(l)) {
+        findings.push(high_contention(ev, group));
+    }
+    for group in by_family(ev.locks, |l| ev.is_over_sync(l)) {
+        findings.push(over_sync(ev, group));
+    }
+    for s in ev.starved {
+        if s.passed_over >= ev.limits.starvation {
+            findings.push(starvation(ev, s));
+        }
+    }
+    // asymmetric-contention: locks of one family engaged at one line with
+    // very different contention: a hot stripe, a skewed hash. (Unrelated
+    // locks a locking helper takes are not compared.)
+    for site in ev.sites {
+        let mut families: Vec<(FamilyId, Vec<&Lock>)> = Vec::new();
+        for l in site
+            .locks
+            .iter()
+            .filter_map(|id| ev.locks.get(id.index()))
+            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS)
+        {
+            match families.iter_mut().find(|(f, _)| *f == l.family) {
+                Some((_, ls)) => ls.push(l),
+                None => families.push((l.family, vec![l])),
+            }
+        }
+        for (_, at_line) in families {
+            asymmetric(findings, ev, site, &at_line);
+        }
+    }
+}
+
+/// `asymmetric-contention` among `at_line`, locks of one family taken at
+/// `site`, if their contention differs by the limit.
+fn asymmetric(findings: &mut Vec<Finding>, ev: &Evidence, site: &Site, at_line: &[&Lock]) {
+    if at_line.len() < 2 {
+        return;
+    }
+    let (hot, cold) = at_line
+        .iter()
+        .fold((at_line[0], at_line[0]), |(hi, lo), &l| {
+            (
+                if share(l) > share(hi) { l } else { hi },
+                if share(l) < share(lo) { l } else { lo },
+            )
+        });
+    let hot_share = share(hot);
+    if hot_share < ev.limits.contention_share / 2.0 || hot_share < ev.limits.asymmetry * share(cold)
+    {
+        return;
+    }
+    findings.push(Finding {
+        kind: FINDING_ASYMMETRIC,
+        lock: Some(hot.id),
+        sites: vec![site.id],
+        message: format!(
+            "the {} locks of one family taken at {} contend unevenly: {} waited on {:.1}% of its acquisitions, {} on {:.1}%: rebalance what maps to which lock.",
+            at_line.len(),
+            where_of(site),
+            hot.id,
+            hot_share * 100.0,
+            cold.id,
+            share(cold) * 100.0
+        ),
+        engagements: hot.acquisitions,
+        wait_ns: hot.wait_ns,
+        locks: vec![hot.id],
+        family: Some(hot.family),
+        family_size: ev.families.get(hot.family.index()).map(|f| f.size),
+        ..Finding::default()
+    });
+}
+
+fn thread_label(t: &ThreadInfo) -> String {
+    thread_words(t.record.tid, t.name.as_deref())
+}
+
+fn where_of(site: &Site) -> String {
+    match (&site.function, &site.file, site.line) {
+        (Some(f), Some(file), Some(line)) => format!("{f} ({file}:{line})"),
+        (Some(f), _, _) => f.clone(),
+        // No symbols (a stripped binary): name the module and offset.
+        _ => site
+            .call_chain
+            .get(first_own_frame(&site.call_chain))
+            .map_or_else(
+                || "an unknown line".to_string(),
+                |f| f.offset.clone().unwrap_or_else(|| f.address.clone()),
+            ),
+    }
+}
+
+/// Every finding for one process, ranked by wait time, then engagements.
+pub fn build(
+    threads: &[ThreadInfo],
+    (locks, families, sites): (&[Lock], &[Family], &[Site]),
+    contention: &Contention,
+    (limits, data): (&Limits, Option<&crate::analysis::data::Facts>),
+    duration_ns: Option<u64>,
+) -> Vec<Finding> {
+    let threshold = limits.threshold;
+    let thread_by_tid: HashMap<u32, &ThreadInfo> =
+        threads.iter().map(|t| (t.record.tid, t)).collect();
+    let mut ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
+    ev.cpu_queue = cpu_queue(threads);
+    let mut findings = Vec::new();
+    // Locks made at one line are one kind of lock: if threads share some
+    // of them (a hash table's buckets), the ones this run happened to use
+    // from one thread are no evidence of anything.
+    let shared_families: FxHashSet<FamilyId> = locks
+        .iter()
+        .filter(|l| l.askers > 1 || l.process_shared)
+        .map(|l| l.family)
+        .collect();
+    // A lock used against its rules (misuse.rs) is broken, not unneeded;
+    // one taken only inside a system library is not the program's to drop.
+    let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
+    let alone = |l: &Lock| {
+        is_single_thread(l)
+            && !shared_families.contains(&l.family)
+            && !misused.contains(&l.id)
+            && !only_in_libraries(l, sites)
+    };
+    for group in by_family(locks, alone) {
+        // Locks taken a few times in all cost the run nothing worth a
+        // finding (a family of many, each taken twice, may).
+        let engaged = group.iter().fold(0u64, |n, &id| {
+            let l = ev.lock(id);
+            n.saturating_add(l.acquisitions.saturating_add(l.posts))
+        });
+        if engaged < limits.min_acquisitions {
+            continue;
+        }
+        let by_data = data.and_then(|d| unnecessary_by_data(&ev, &thread_by_tid, &group, d));
+        findings.push(by_data.unwrap_or_else(|| single_thread(&ev, &thread_by_tid, group)));
+    }
+    let alone: FxHashSet<LockId> = findings
+        .iter()
+        .flat_map(|f| f.locks.iter().copied())
+        .collect();
+    for site in sites {
+        // A line judged by its data has its own finding (data.rs); one
+        // engaged a few times costs nothing worth changing.
+        if site.status != STATUS_UNSUITABLE
+            || site.ratio >= threshold
+            || site.engagements < limits.min_acquisitions.max(1)
+            || site.basis == "data"
+        {
+            continue;
+        }
+        // A line that only takes locks one thread took is said once, there;
+        // one whose locks were misused is broken, not over-locked.
+        if site
+            .locks
+            .iter()
+            .all(|l| alone.contains(l) || misused.contains(l))
+        {
+            continue;
+        }
+        // Threads are stuck waiting for one of its locks: it is shared.
+        if site
+            .locks
+            .iter()
+            .any(|l| locks.get(l.index()).is_some_and(|l| l.waiting_at_end > 0))
+        {
+            continue;
+        }
+        // A process-shared lock's sharing happens across traces; one
+        // process's ratio says nothing about it.
+        if site
+            .locks
+            .iter()
+            .all(|l| locks.get(l.index()).is_some_and(|l| l.process_shared))
+        {
+            continue;
+        }
+        findings.push(Finding {
+            kind: FINDING_UNSUITABLE,
+            lock: None,
+            sites: vec![site.id],
+            // The ratio is the locks' (each taken mostly by one thread, over
+            // all its lines), not how this line's own engagements spread.
+            message: if site.task_switches == 0 {
+                format!(
+                    "{} took {} {} in this run and never made a thread wait, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): here the lock rarely guards anything another thread uses at the same time. If that sharing is rare by design (a lock per thread that another reads now and then), it costs only its uncontended acquisitions; otherwise a finer-grained or thread-local design avoids it.",
+                    where_of(site),
+                    locks_phrase(&site.locks),
+                    crate::base::words::count(site.engagements, "time", "times"),
+                    site.ratio,
+                    threshold
+                )
+            } else {
+                // It made threads wait or waited: it does guard something
+                // shared, just mostly used by one thread.
+                format!(
+                    "{} took {} {} in this run, {} of them switching threads, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
+                    where_of(site),
+                    locks_phrase(&site.locks),
+                    crate::base::words::count(site.engagements, "time", "times"),
+                    site.task_switches,
+                    site.ratio,
+                    threshold
+                )
+            },
+            engagements: site.engagements,
+            wait_ns: site.wait_ns,
+            locks: Vec::new(),
+            family: None,
+            family_size: None,
+            ..Finding::default()
+        });
+    }
+    contention_findings(&mut findings, &ev);
+    findings.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(b.engagements.cmp(&a.engagements))
+            .then(a.kind.cmp(b.kind))
+    });
+    findings
+}
+
+#[cfg(test)]
+mod tests;

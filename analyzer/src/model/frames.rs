@@ -1,0 +1,85 @@
+//! A frame of a call chain, and which frames are the program's own code
+//! (not the C and C++ runtimes', the loader's or the shim's).
+
+use crate::base::words::basename;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Frame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Full source path as recorded in the debug information.
+    pub path: Option<String>,
+    pub address: String,
+    pub module: Option<String>,
+    /// `module+0xoffset` when no function name is known.
+    pub offset: Option<String>,
+}
+
+/// Modules whose frames are not the program's own code: the C and C++
+/// runtimes, the loader, and the shim itself.
+const SYSTEM_MODULE_PREFIXES: &[&str] = &[
+    "libc.so",
+    "libc-",
+    "libpthread",
+    "libstdc++",
+    "libgcc_s",
+    "ld-linux",
+    "ld64.so",
+    "libsyncshim",
+    "linux-vdso",
+    "linux-gate",
+];
+
+pub fn is_system_module(path: &str) -> bool {
+    let base = basename(path);
+    SYSTEM_MODULE_PREFIXES.iter().any(|p| base.starts_with(p))
+}
+
+/// Source files of the C and C++ runtimes' headers: functions from them
+/// (`std::mutex::lock`, `__gthread_mutex_lock`, …) are not the program's
+/// own lines, whether inlined or compiled into the program.
+pub fn is_system_header(path: &str) -> bool {
+    path.starts_with("/usr/include/")
+        || path.starts_with("/usr/lib/gcc/")
+        || path.contains("/include/c++/")
+        // Rust's standard library, compiled into the program: its sources
+        // are named by the compiler's commit, `/rustc/<hash>/library/…`.
+        || (path.starts_with("/rustc/") && path.contains("/library/"))
+}
+
+/// Index of the first frame in the program's own code (0 if there is none).
+pub fn first_own_frame(chain: &[Frame]) -> usize {
+    chain
+        .iter()
+        .position(|f| {
+            f.module.as_deref().is_some_and(|m| !is_system_module(m))
+                && !f.path.as_deref().is_some_and(is_system_header)
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_modules_are_recognised_by_file_name() {
+        assert!(is_system_module("/lib/x86_64-linux-gnu/libc.so.6"));
+        assert!(is_system_module("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
+        assert!(is_system_module("/work/target/release/libsyncshim.so"));
+        assert!(!is_system_module("/usr/bin/python3.11"));
+        assert!(!is_system_module("/home/me/libcrypto-helper.so"));
+    }
+
+    #[test]
+    fn runtime_headers_are_not_own_code() {
+        assert!(is_system_header("/usr/include/c++/12/bits/std_mutex.h"));
+        assert!(is_system_header(
+            "/usr/include/x86_64-linux-gnu/c++/12/bits/gthr-default.h"
+        ));
+        assert!(is_system_header("/opt/gcc-13/include/c++/13/shared_mutex"));
+        assert!(!is_system_header("/home/me/src/include/mutex.h"));
+    }
+}
