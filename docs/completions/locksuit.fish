@@ -150,7 +150,7 @@ complete -c locksuit -n "__fish_locksuit_using_subcommand events" -s o -l output
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -l merged -d 'One stream per process instead of one per object: every thread\'s events merged into an order that could have happened (happened-before, never clocks across threads; docs/merged-stream.md)'
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -l follow -d '--merged: follow a running program\'s trace (one process): each event is written as soon as it is valid, and the stream ends when the process does'
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksuit -n "__fish_locksuit_using_subcommand export" -l format -r -f -a "chrome\t'Chrome trace-event JSON (Perfetto, chrome://tracing)'"
+complete -c locksuit -n "__fish_locksuit_using_subcommand export" -l format -d 'Output format (one so far): chrome, the trace-event JSON that Perfetto and chrome://tracing open' -r -f -a "chrome\t'Chrome trace-event JSON (Perfetto, chrome://tracing)'"
 complete -c locksuit -n "__fish_locksuit_using_subcommand export" -l classes -d 'Blocking classes of your own (as for `report --classes`)' -r -F
 complete -c locksuit -n "__fish_locksuit_using_subcommand export" -s o -l output -d 'Write to FILE instead of standard output' -r -F
 complete -c locksuit -n "__fish_locksuit_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'

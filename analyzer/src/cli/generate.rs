@@ -11,7 +11,7 @@ use clap_mangen::roff::{bold, roman, Inline, Roff};
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
-pub(super) struct GenerateArgs {
+pub struct GenerateArgs {
     // Optional so that a bare `locksuit generate` is answered here: the
     // usage error clap would raise gets the top level's "no command given
     // (report, run or events)", which names the wrong commands.

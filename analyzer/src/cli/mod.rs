@@ -9,7 +9,7 @@ use crate::commands::options::{
 use crate::commands::{cc, gate, output, run, top};
 use clap::{Parser, Subcommand};
 
-mod generate;
+pub mod generate;
 
 const AFTER_HELP: &str = "\
 Recording:

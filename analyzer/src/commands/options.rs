@@ -168,6 +168,7 @@ pub struct ReportOptions {
 #[derive(Args)]
 pub struct ReportArgs {
     /// Trace files or directories of traces.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub options: ReportOptions,
@@ -176,6 +177,7 @@ pub struct ReportArgs {
 #[derive(Args)]
 pub struct EventsArgs {
     /// Trace files or directories of traces (default: as for `report`).
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Only these objects (report ids such as L3 or C1; repeatable). An id that no
     /// process has is bad usage (exit 2).
@@ -215,7 +217,10 @@ pub enum ExportFormat {
 #[derive(Args)]
 pub struct ExportArgs {
     /// Trace files or directories of traces (default: as for `report`).
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Output format (one so far): chrome, the trace-event JSON that Perfetto and
+    /// chrome://tracing open.
     #[arg(long, value_enum, default_value = "chrome")]
     pub format: ExportFormat,
     /// Blocking classes of your own (as for `report --classes`).
@@ -229,6 +234,7 @@ pub struct ExportArgs {
 #[derive(Args)]
 pub struct FlamegraphArgs {
     /// Trace files or directories of traces (default: as for `report`).
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// What a stack's width measures.
     #[arg(long, value_enum, default_value = "wait")]
