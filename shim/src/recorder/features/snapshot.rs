@@ -229,12 +229,25 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
     let mut omitted = 0u32;
     // SAFETY: reading our own lane's tid (not borrowed mutably here).
     let own_tid = unsafe { (*lane).tid };
+    snapshot_stack::begin();
     lanes::for_each_active(|other| {
         if count == threads.len() {
             omitted = omitted.saturating_add(1);
             return;
         }
         (threads[count], calls[count]) = describe(other, other.tid == own_tid);
+        // A thread in a call is copied at once: one that sleeps briefly
+        // (a 1 ms poll) would have left its call by the time every other
+        // thread was described, and its copy would be dropped. Running
+        // threads are sampled after, within one budget for all.
+        if let Some(seen @ Seen::InCall(..)) = calls[count] {
+            if other.tid != own_tid {
+                // SAFETY: the calling thread's own lane; `other` is another
+                // thread's, the only lane borrowed here.
+                snapshot_stack::write(unsafe { &mut *lane }, number, other.tid, seen);
+                calls[count] = None;
+            }
+        }
         count += 1;
     });
     let record = SnapshotRecord {
@@ -264,7 +277,6 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
     for part in parts {
         write_part(lane, record, part);
     }
-    snapshot_stack::begin();
     for (thread, seen) in threads[..count].iter().zip(&calls[..count]) {
         if let Some(seen) = *seen {
             snapshot_stack::write(lane, number, thread.tid, seen);
