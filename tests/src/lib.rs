@@ -25,6 +25,7 @@ pub use serde_json::Value;
 
 pub mod deadline;
 pub mod instrumented;
+pub mod module_graph;
 pub mod open_posix;
 pub use deadline::*;
 pub use instrumented::*;
