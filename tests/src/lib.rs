@@ -11,6 +11,10 @@
 //! - `CC`: the C compiler (default `cc`).
 //! - `LOCKSUIT_TEST_SHIM`, `LOCKSUIT_TEST_BIN`: use a shim / analyzer other
 //!   than `<root>/target/release/{libsyncshim.so,locksuit}`.
+//!
+//! Past 600 lines: the harness every test file shares, many small helpers
+//! that stand alone (build, run under the shim, read a report); one
+//! `use locksuit_tests::*` gives a test all of them.
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -1,6 +1,9 @@
 //! The command line as users and scripts see it: `locksuit run` exit
 //! statuses and output, `--fail-on-findings`, `--help`, and
 //! `scripts/run-under-shim.sh` over a whole process tree.
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use serde_json::Value;

@@ -7,6 +7,9 @@
 //! tests/c/data_churn.cpp: a C++ program's heap churning under a mutex.
 //! The same program built normally, and the instrumented build run without
 //! the shim, behave and report sensibly.
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use serde_json::Value;

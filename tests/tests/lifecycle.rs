@@ -4,6 +4,9 @@
 //! waits, a thread that ends holding a mutex, signals interrupting waits
 //! and handlers that lock, threads never joined, and PTHREAD_PROCESS_SHARED
 //! locks used by two processes.
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use std::path::{Path, PathBuf};

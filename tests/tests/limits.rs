@@ -3,6 +3,9 @@
 //! than the trace needs, malformed settings, and a symlink planted at the
 //! trace's path. In every case the program runs unchanged and the shim says
 //! at most one line per kind of problem on stderr.
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use std::ffi::OsStr;

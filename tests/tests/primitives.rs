@@ -7,6 +7,9 @@
 //! The program prints return codes and errno names on stdout (compared with
 //! a run without the shim) and the objects' addresses on stderr (they change
 //! with ASLR from run to run).
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use std::sync::OnceLock;

@@ -17,6 +17,9 @@
 //! Every report here is checked against the rules (`check_evidence`): no
 //! `unnecessary-lock` from one run, and no finding that one thread alone
 //! took a lock that any run reported with it shared.
+//!
+//! Past 600 lines: each file under tests/tests is its own test binary,
+//! linked apart; one subject stays in one file rather than pay another link.
 
 use locksuit_tests::*;
 use serde_json::Value;
