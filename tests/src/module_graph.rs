@@ -36,8 +36,10 @@ pub fn modules(src: &Path) -> BTreeMap<String, String> {
                 None if rel == "lib" => "crate".to_string(),
                 None => rel,
             };
-            // Unit-test files are not part of the layering.
-            if name == "main" || name.ends_with("tests") {
+            // Unit-test files (`tests.rs`, `x_tests.rs`) and the binary's
+            // `main.rs` are not part of the layering.
+            let leaf = name.rsplit("::").next().unwrap_or(&name);
+            if name == "main" || leaf == "tests" || leaf.ends_with("_tests") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("a readable source");
