@@ -109,7 +109,7 @@ pub(super) fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             .min()
             .unwrap_or(0);
         format!(
-            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited, {} for {}{}; for that one",
+            "{} {} of one family, {}, were each held for at least {} at a stretch while another thread waited; the longest, {} for {}{}",
             group.len(),
             kind_plural(first.kind),
             lock_list(&group, NAMED_IN_MESSAGE),
