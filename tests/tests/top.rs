@@ -18,12 +18,15 @@ fn pane(session: &str) -> String {
     stdout_str(&tmux(&["capture-pane", "-p", "-t", session]))
 }
 
-/// Polls the pane until `want` holds; the pane as last seen.
+/// Polls the pane until `want` holds on a view at rest; the pane as last
+/// seen. At rest: a second capture right after reads the same, so a
+/// capture taken in the middle of a redraw (the first pane drawn, the
+/// next not yet) is never judged, on a busy machine least of all.
 fn until(session: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
     let started = Instant::now();
     loop {
         let seen = pane(session);
-        if want(&seen) {
+        if want(&seen) && pane(session) == seen {
             return seen;
         }
         assert!(
