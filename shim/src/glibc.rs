@@ -37,6 +37,7 @@ pub fn object_size(kind: locksuit_format::ObjectKind) -> u64 {
         ObjectKind::Cond => core::mem::size_of::<libc::pthread_cond_t>(),
         ObjectKind::Sem => core::mem::size_of::<libc::sem_t>(),
         ObjectKind::Barrier => core::mem::size_of::<libc::pthread_barrier_t>(),
+        ObjectKind::Futex => core::mem::size_of::<u32>(),
     }) as u64
 }
 

@@ -255,3 +255,38 @@ pub fn deadline_ns(t: *const libc::timespec) -> u64 {
         .saturating_mul(1_000_000_000)
         .saturating_add(t.tv_nsec as u64)
 }
+
+/// A futex wait made through `syscall()` (a lock library's contended
+/// path), in the hook that starts at `hook`: recorded as a wait on the
+/// word at `addr`. errno and the result are the real call's.
+pub fn futex_wait(hook: u64, addr: u64, wait: impl FnOnce() -> libc::c_long) -> libc::c_long {
+    let Some(g) = HookGuard::enter() else {
+        return wait();
+    };
+    let before = errno();
+    let Some(waiting) = recorder::futex_wait_begin(&g, addr, hook) else {
+        set_errno(before);
+        return g.blocking(wait);
+    };
+    set_errno(before);
+    let rc = g.blocking(wait);
+    let after = errno();
+    recorder::futex_wait_end(&g, waiting, if rc == -1 { after } else { 0 });
+    set_errno(after);
+    rc
+}
+
+/// A futex wake made through `syscall()` in the hook that starts at
+/// `hook`: recorded if it ended a recorded wait or woke anyone (see
+/// `recorder::futex_woke`).
+pub fn futex_wake(hook: u64, addr: u64, wake: impl FnOnce() -> libc::c_long) -> libc::c_long {
+    let Some(g) = HookGuard::enter() else {
+        return wake();
+    };
+    let started = recorder::futex_wake_begin(addr);
+    let rc = g.blocking(wake);
+    let after = errno();
+    recorder::futex_woke(&g, started, addr, hook, rc);
+    set_errno(after);
+    rc
+}

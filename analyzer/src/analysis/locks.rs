@@ -91,6 +91,7 @@ fn kind_of(rec: Option<&LockRecord>) -> LockKind {
         Some(ObjectKind::Spin) => LockKind::Spin,
         Some(ObjectKind::Sem) => LockKind::Sem,
         Some(ObjectKind::Barrier) => LockKind::Barrier,
+        Some(ObjectKind::Futex) => LockKind::Futex,
         Some(ObjectKind::Cond) | None => LockKind::Unknown,
     }
 }

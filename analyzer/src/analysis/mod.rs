@@ -9,6 +9,7 @@ pub mod deadlocks;
 pub mod evidence;
 pub mod families;
 pub mod findings;
+pub mod futex;
 pub mod idle;
 pub mod join_window;
 pub mod line_names;

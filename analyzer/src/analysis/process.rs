@@ -201,6 +201,9 @@ pub fn analyze(
         ));
     }
     let mut locks = built.locks;
+    crate::analysis::futex::classify(&mut locks, &sites);
+    crate::analysis::futex::unjudged_sites(&mut sites, &locks);
+    warnings.extend(crate::analysis::futex::note(&locks));
     // Waits in progress as the trace ends: a thread waiting for a lock asked
     // for it (so it is not unnecessary), and may be part of a deadlock.
     let waits = crate::analysis::waits::pending(&trace);
@@ -289,6 +292,13 @@ pub fn analyze(
             progress,
         )
     };
+    // A futex word a library signals on is held by nobody: its wakes
+    // ended waits, but blocked no one (see futex.rs).
+    contention.blocking.retain(|b| {
+        locks
+            .get(b.lock.index())
+            .is_none_or(|l| l.futex_role() != Some(crate::model::FutexRole::Signal))
+    });
     let misused = misuse.finish(&pending_conds);
     contention.misused = crate::analysis::misuse::locks(&misused, &lock_of);
     // A line that misused a lock but engaged none is a site too, so its

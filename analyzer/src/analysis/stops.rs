@@ -69,6 +69,7 @@ fn api(p: &Period, inputs: &Inputs) -> &'static str {
             Some(LockKind::Spin) => "pthread_spin_lock",
             Some(LockKind::Sem) => "sem_wait",
             Some(LockKind::Barrier) => "pthread_barrier_wait",
+            Some(LockKind::Futex) => "futex",
             _ => "pthread_mutex_lock",
         },
     }

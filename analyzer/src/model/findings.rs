@@ -142,6 +142,9 @@ pub const STATUS_UNSUITABLE: &str = "apparently-unsuitable";
 /// A line that engaged no lock, a site only because a finding points at it
 /// (a misuse: an unlock of a lock nobody held, say).
 pub const STATUS_NOT_ENGAGED: &str = "not-engaged";
+/// A line that engaged only futex words: its acquisitions that did not
+/// wait are not seen, so its sharing is not judged.
+pub const STATUS_UNJUDGED: &str = "unjudged";
 pub const FINDING_UNNECESSARY: &str = "unnecessary-lock";
 pub const FINDING_SINGLE_THREAD: &str = "single-thread-lock";
 pub const FINDING_UNSUITABLE: &str = "unsuitable-site";

@@ -49,6 +49,27 @@ pub fn is_system_header(path: &str) -> bool {
         || (path.starts_with("/rustc/") && path.contains("/library/"))
 }
 
+/// Lock libraries compiled into the program or its libraries, known by
+/// their functions' names: their locks wait through `syscall()`, so a
+/// wait's first frames are theirs, and the line that took the lock is the
+/// first frame past them.
+const LOCK_LIBRARY_PREFIXES: &[&str] = &[
+    "parking_lot::",
+    "parking_lot_core::",
+    "lock_api::",
+    "absl::",
+    "folly::",
+    "std::sys::sync::",
+];
+
+/// Whether `function` (demangled) belongs to a lock library: its own
+/// name, or a trait method of one of its types (`<parking_lot::RawMutex
+/// as lock_api::RawMutex>::lock`).
+pub fn is_lock_library_function(function: &str) -> bool {
+    let name = function.trim_start_matches('<');
+    LOCK_LIBRARY_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Index of the first frame in the program's own code (0 if there is none).
 pub fn first_own_frame(chain: &[Frame]) -> usize {
     chain
@@ -56,6 +77,7 @@ pub fn first_own_frame(chain: &[Frame]) -> usize {
         .position(|f| {
             f.module.as_deref().is_some_and(|m| !is_system_module(m))
                 && !f.path.as_deref().is_some_and(is_system_header)
+                && !f.function.as_deref().is_some_and(is_lock_library_function)
         })
         .unwrap_or(0)
 }
@@ -71,6 +93,24 @@ mod tests {
         assert!(is_system_module("/work/target/release/libsyncshim.so"));
         assert!(!is_system_module("/usr/bin/python3.11"));
         assert!(!is_system_module("/home/me/libcrypto-helper.so"));
+    }
+
+    #[test]
+    fn lock_libraries_are_known_by_their_functions() {
+        assert!(is_lock_library_function(
+            "<parking_lot::raw_mutex::RawMutex as lock_api::mutex::RawMutex>::lock"
+        ));
+        assert!(is_lock_library_function(
+            "parking_lot_core::parking_lot::park"
+        ));
+        assert!(is_lock_library_function(
+            "absl::lts_20220623::Mutex::Lock()"
+        ));
+        assert!(is_lock_library_function(
+            "<std::sys::sync::mutex::futex::Mutex>::lock_contended"
+        ));
+        assert!(!is_lock_library_function("my_crate::parking_lot_stats"));
+        assert!(!is_lock_library_function("std::thread::sleep"));
     }
 
     #[test]

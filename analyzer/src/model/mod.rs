@@ -264,6 +264,9 @@ pub enum LockKind {
     Spin,
     Sem,
     Barrier,
+    /// A futex word waited on through `syscall()` (Rust's std,
+    /// parking_lot, abseil, folly): only its contended path is seen.
+    Futex,
     Unknown,
 }
 
@@ -277,6 +280,7 @@ impl LockKind {
             LockKind::Rwlock => 56,
             LockKind::Spin => 4,
             LockKind::Sem | LockKind::Barrier => 32,
+            LockKind::Futex => 4,
             LockKind::Unknown => 0,
         }
     }
@@ -288,6 +292,7 @@ impl LockKind {
             LockKind::Spin => "spin",
             LockKind::Sem => "sem",
             LockKind::Barrier => "barrier",
+            LockKind::Futex => "futex",
             LockKind::Unknown => "unknown",
         }
     }
@@ -448,12 +453,49 @@ pub struct RareFigures {
     /// waited for, for each alone: each lasted at least that wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waited_holds: Option<WaitedHolds>,
+    /// Futex words: what the library that waited on it uses it for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub futex: Option<FutexUse>,
+}
+
+/// What a futex word is used for, told by the lock library's functions
+/// its waits went through (see `analysis::futex`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FutexUse {
+    /// `lock` (a mutex's or read-write lock's word: its waiters wait for a
+    /// holder, and the thread whose wake ended a wait held it), `signal` (a
+    /// condition variable, a thread parker, a once: waiters wait for an
+    /// event, which nobody holds), or `unknown` (no library function
+    /// recognised).
+    #[serde(rename = "futex_role")]
+    pub role: FutexRole,
+    /// The library's function the waits went through, if recognised.
+    #[serde(rename = "futex_library")]
+    pub library: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FutexRole {
+    Lock,
+    Signal,
+    Unknown,
 }
 
 impl Lock {
     /// Its rare figures, made on first need.
     pub fn rare_mut(&mut self) -> &mut RareFigures {
         self.rare.get_or_insert_with(Default::default)
+    }
+
+    /// A futex word's role (`Unknown` for one not classified yet).
+    pub fn futex_role(&self) -> Option<FutexRole> {
+        (self.kind == LockKind::Futex).then(|| {
+            self.rare
+                .as_ref()
+                .and_then(|r| r.futex.as_ref())
+                .map_or(FutexRole::Unknown, |f| f.role)
+        })
     }
 
     /// Its holds that were waited for but not timed, if any.

@@ -125,6 +125,7 @@ fn mutrace_table(out: &mut String, p: &Process, o: &TextOptions) {
             LockKind::Spin => "S",
             LockKind::Sem => "s",
             LockKind::Barrier => "B",
+            LockKind::Futex => "F",
             LockKind::Unknown => "?",
         };
         grid.row(vec![

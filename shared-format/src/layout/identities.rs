@@ -13,6 +13,12 @@ pub enum ObjectKind {
     Sem = 4,
     Barrier = 5,
     Cond = 6,
+    /// A futex word a thread waited on through `syscall(SYS_futex, …)`:
+    /// the contended path of a lock library that makes no pthread call
+    /// (Rust's std, parking_lot, abseil, folly). Only its waits and the
+    /// wakes that ended them are seen; acquisitions that did not wait make
+    /// no call and are not counted.
+    Futex = 7,
 }
 
 impl ObjectKind {
@@ -24,6 +30,7 @@ impl ObjectKind {
             4 => Self::Sem,
             5 => Self::Barrier,
             6 => Self::Cond,
+            7 => Self::Futex,
             _ => return None,
         })
     }
@@ -36,6 +43,7 @@ impl ObjectKind {
             Self::Sem => "sem",
             Self::Barrier => "barrier",
             Self::Cond => "cond",
+            Self::Futex => "futex",
         }
     }
 }

@@ -37,7 +37,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
 /// 14: the header's `data_sample_every` and `data_sample_first`.
-pub const FORMAT_VERSION: u32 = 15;
+/// 16: futex words as objects (`ObjectKind::Futex`): their waits and wakes.
+pub const FORMAT_VERSION: u32 = 16;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;

@@ -276,9 +276,28 @@ fn futex_waits(op: c_long) -> bool {
     )
 }
 
-/// `syscall(2)`. A futex wait made through it is timed: that is how
-/// Rust's std locks and condition variables (and hand-written futex code)
-/// block, out of the pthread hooks' sight. `exit_group` and `exit` end the
+/// The futex operations that wake waiters of their first word (a
+/// requeue's count includes the threads moved to the second word; a
+/// `WAKE_OP`'s, those woken on the second).
+fn futex_wakes(op: c_long) -> bool {
+    let cmd = op as c_int & libc::FUTEX_CMD_MASK;
+    matches!(
+        cmd,
+        libc::FUTEX_WAKE
+            | libc::FUTEX_WAKE_BITSET
+            | libc::FUTEX_WAKE_OP
+            | libc::FUTEX_REQUEUE
+            | libc::FUTEX_CMP_REQUEUE
+            | libc::FUTEX_UNLOCK_PI
+            | libc::FUTEX_CMP_REQUEUE_PI
+    )
+}
+
+/// `syscall(2)`. A futex wait or wake made through it is a lock library's
+/// contended path (Rust's std, parking_lot, abseil, folly; hand-written
+/// futex code), out of the pthread hooks' sight: the word is recorded as an
+/// object of kind `futex` (see `intercept::futex_wait`); `futex_waitv` is
+/// timed as a blocking call. `exit_group` and `exit` end the
 /// process or the thread as `_exit` and a thread's end do; `clone`,
 /// `clone3`, `fork` and `vfork` make a process as `children.rs` says. Every
 /// other call goes straight through. Variadic in C: the six words after the
@@ -317,6 +336,20 @@ pub unsafe extern "C-unwind" fn syscall(
     }
     match n {
         libc::SYS_futex if futex_waits(a2) => {
+            let hook = syscall as *const () as usize as u64;
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return crate::intercept::futex_wait(hook, a1 as u64, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        libc::SYS_futex if futex_wakes(a2) => {
+            let hook = syscall as *const () as usize as u64;
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return crate::intercept::futex_wake(hook, a1 as u64, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        libc::SYS_futex_waitv => {
             let from = CallFrom::Hook(syscall as *const () as usize as u64);
             // SAFETY: forwarding the caller's arguments unchanged.
             return timed(BlockingCall::Futex, from, None, || unsafe {

@@ -55,6 +55,7 @@ fn kind_plural(kind: LockKind) -> &'static str {
         LockKind::Spin => "spinlocks",
         LockKind::Sem => "semaphores",
         LockKind::Barrier => "barriers",
+        LockKind::Futex => "futex words",
         LockKind::Unknown => "locks",
     }
 }
@@ -191,8 +192,11 @@ impl<'a> Evidence<'a> {
         Some(lock.acquisitions as f64 * 1e9 / ns as f64)
     }
 
+    /// A futex word nobody holds (a condition variable's, a parker's), or
+    /// one whose library is unknown, has no holds to speak of: the thread
+    /// that woke a waiter signalled it.
     fn is_long_hold(&self, lock: &Lock) -> bool {
-        self.longest(lock) >= self.limits.long_hold_ns
+        holds_known(lock) && self.longest(lock) >= self.limits.long_hold_ns
     }
 
     /// Waits worth acting on: at least 1 ms in all, and at least 1% of the
@@ -205,7 +209,14 @@ impl<'a> Evidence<'a> {
                 .is_none_or(|run| wait_ns.saturating_mul(100) >= run)
     }
 
+    /// A futex word's acquisitions are its waits (the others are not
+    /// seen): its waits alone decide.
     fn is_high_contention(&self, lock: &Lock) -> bool {
+        if lock.kind == LockKind::Futex {
+            return holds_known(lock)
+                && lock.contended >= MIN_ACQUISITIONS
+                && self.waits_matter(lock.wait_ns);
+        }
         lock.acquisitions >= MIN_ACQUISITIONS
             && share(lock) >= self.limits.contention_share
             && self.waits_matter(lock.wait_ns)
@@ -221,6 +232,13 @@ impl<'a> Evidence<'a> {
                 && !self.waits_matter(lock.wait_ns)
         })
     }
+}
+
+/// Whether a thread held the lock while others waited for it: every lock
+/// but a futex word whose library uses it to signal, or is unknown.
+fn holds_known(lock: &Lock) -> bool {
+    lock.futex_role()
+        .is_none_or(|role| role == crate::model::FutexRole::Lock)
 }
 
 /// The locks `applies` holds for, grouped by family; each group ascending,
@@ -301,7 +319,17 @@ fn high_contention(ev: &Evidence, group: Vec<LockId>) -> Finding {
             )
         });
     let percent = contended as f64 * 100.0 / acquisitions.max(1) as f64;
-    let message = if group.len() == 1 {
+    let message = if first.kind == LockKind::Futex {
+        // Only its waits are seen: no share of acquisitions to give.
+        format!(
+            "{} {} (waited for at {}): threads waited for it {} times, {} in all (its acquisitions that did not wait are not seen): split the lock or the data it guards.",
+            first.kind,
+            lock_list(&group, NAMED_IN_MESSAGE),
+            ev.at(first),
+            contended,
+            duration(wait)
+        )
+    } else if group.len() == 1 {
         format!(
             "{} {} (taken at {}): {:.0}% of its {} acquisitions had to wait, {} in all: split the lock or the data it guards.",
             first.kind, first.id, ev.at(first), percent, acquisitions, duration(wait)
@@ -354,7 +382,7 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
         findings.push(over_sync(ev, group));
     }
     for s in ev.starved {
-        if s.passed_over >= ev.limits.starvation {
+        if s.passed_over >= ev.limits.starvation && holds_known(ev.lock(s.lock)) {
             findings.push(starvation(ev, s));
         }
     }
@@ -367,7 +395,7 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
             .locks
             .iter()
             .filter_map(|id| ev.locks.get(id.index()))
-            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS)
+            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS && l.kind != LockKind::Futex)
         {
             match families.iter_mut().find(|(f, _)| *f == l.family) {
                 Some((_, ls)) => ls.push(l),
@@ -465,8 +493,11 @@ pub fn build(
     // A lock used against its rules (misuse.rs) is broken, not unneeded;
     // one taken only inside a system library is not the program's to drop.
     let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
+    // A futex word's acquisitions that did not wait are not seen: no
+    // verdict that needs them all.
     let alone = |l: &Lock| {
-        is_single_thread(l)
+        l.kind != LockKind::Futex
+            && is_single_thread(l)
             && !shared_families.contains(&l.family)
             && !misused.contains(&l.id)
             && !only_in_libraries(l, sites)

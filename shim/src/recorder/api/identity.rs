@@ -43,8 +43,8 @@ fn object_attributes(kind: ObjectKind, addr: u64, shared: Option<bool>) -> (u32,
         ObjectKind::Sem => (flag(word(8) != 0, ATTR_PROCESS_SHARED), u32::MAX),
         ObjectKind::Barrier => (flag(word(12) != 0, ATTR_PROCESS_SHARED), u32::MAX),
         // A spinlock is a bare int (its init call says); a cond's flag is
-        // not worth reading.
-        ObjectKind::Spin | ObjectKind::Cond => (0, u32::MAX),
+        // not worth reading; a futex word has no attributes of its own.
+        ObjectKind::Spin | ObjectKind::Cond | ObjectKind::Futex => (0, u32::MAX),
     };
     // What the init call asked for is the truth where it is known: glibc
     // sets the shared bit inside every robust mutex, shared or not.

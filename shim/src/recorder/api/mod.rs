@@ -4,6 +4,7 @@
 pub(super) mod calls;
 pub(super) mod conds;
 pub(super) mod confinement;
+pub(super) mod futex;
 pub(super) mod identity;
 pub(super) mod locks;
 pub(super) mod misuse;

@@ -145,7 +145,26 @@ fn prepare_uncached(
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
     let seen = seen_of(lane, caller);
-    let context = seen.context;
+    let counter = counter_of(lane, &found, (caller, seen.context), mode)?;
+    lane.remember_hot(
+        (addr, caller, mode),
+        &seen,
+        (found.slot, found.id, counter.cast()),
+    );
+    Some(Prepared {
+        slot: found.slot,
+        counter,
+    })
+}
+
+/// This thread's counter for the lock `found` at the call path
+/// `(caller, context)`, made the first time.
+fn counter_of(
+    lane: &mut Lane,
+    found: &crate::recorder::tables::objects::Found,
+    (caller, context): (Caller, u64),
+    mode: u32,
+) -> Option<*mut CounterRecord> {
     let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),
         None => {
@@ -161,13 +180,24 @@ fn prepare_uncached(
     };
     if found.created {
         // SAFETY: the counter is in this thread's lane, in the live mapping.
-        identity::note_first_use(&found, unsafe { (*counter).site_id });
+        identity::note_first_use(found, unsafe { (*counter).site_id });
     }
-    lane.remember_hot(
-        (addr, caller, mode),
-        &seen,
-        (found.slot, found.id, counter.cast()),
-    );
+    Some(counter)
+}
+
+/// [`prepare`] for a call whose caller and context were found by unwinding
+/// (a hook with no room for a trampoline: `syscall`): no hot cache, whose
+/// key is read off the stack at the caller's stack pointer.
+pub fn prepare_unwound(
+    g: &InHook,
+    addr: u64,
+    kind: ObjectKind,
+    mode: u32,
+    (caller, context): (Caller, u64),
+) -> Option<Prepared> {
+    let lane = current_lane(g)?;
+    let found = object(lane, addr, kind)?;
+    let counter = counter_of(lane, &found, (caller, context), mode)?;
     Some(Prepared {
         slot: found.slot,
         counter,

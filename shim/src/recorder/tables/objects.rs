@@ -177,6 +177,11 @@ impl ObjectSlot {
         self.ident.load(Ordering::Acquire) as u32
     }
 
+    /// The current identity's kind (`ObjectKind` as a number; 0: none).
+    pub fn kind(&self) -> u32 {
+        (self.ident.load(Ordering::Acquire) >> 32) as u32
+    }
+
     /// A thread starts blocking on this lock while its release sequence is
     /// `seq`, i.e. during the hold that sequence number belongs to. The
     /// mark lets that hold's release know its engagement made a thread
