@@ -158,7 +158,9 @@ fn prepare_uncached(
 }
 
 /// This thread's counter for the lock `found` at the call path
-/// `(caller, context)`, made the first time.
+/// `(caller, context)`, made the first time. Inlined: on the lock-table
+/// path of programs with many locks, a call here costs instructions.
+#[inline(always)]
 fn counter_of(
     lane: &mut Lane,
     found: &crate::recorder::tables::objects::Found,
