@@ -96,6 +96,7 @@ const fn row(
 use Applies::{Any, Only};
 const SEMAPHORES: Applies = Only(ObjectKind::Sem);
 const RWLOCKS: Applies = Only(ObjectKind::Rwlock);
+const FUTEXES: Applies = Only(ObjectKind::Futex);
 use Produces::{Nothing as Makes, SequenceAfter};
 use Requires::{AllOf, AllSince, Nothing as Follows, NotifiedDuring, SequenceAt};
 
@@ -112,6 +113,13 @@ pub const RULES: &[Rule] = &[
     // Read-write locks: an acquisition after a wait follows every release
     // made while it waited (a writer waits for every reader).
     row(EVENT_BLOCKED, RWLOCKS, "acquire-after-wait", (Makes, AllSince), On::Object),
+    // Futex words: a wake that ended a recorded wait moved the word's
+    // sequence; the wait it ended follows it (as a lock's release and the
+    // acquisition it lets in, under their own names: nothing is known to
+    // be held).
+    row(EVENT_RELEASED, FUTEXES, "futex-wake", (SequenceAfter, Follows), On::Object),
+    row(EVENT_BLOCKED, FUTEXES, "futex-woken", (Makes, SequenceAt), On::Object),
+    row(EVENT_TIMED_OUT, FUTEXES, "futex-timed-out", (Makes, Follows), On::Object),
     // Locks: a release makes the acquisition it lets in possible.
     row(EVENT_RELEASED, Any, "release", (SequenceAfter, Follows), On::Object),
     row(EVENT_BLOCKED, Any, "acquire-after-wait", (Makes, SequenceAt), On::Object),

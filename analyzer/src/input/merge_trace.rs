@@ -105,7 +105,7 @@ impl Context {
     }
 }
 
-/// The kinds of a trace's semaphores and read-write locks (from its object
+/// The kinds of a trace's semaphores, read-write locks and futex words (from its object
 /// records, which the analysis frees early: take them first).
 pub fn object_kinds(trace: &Trace) -> FxHashMap<u32, ObjectKind> {
     trace
@@ -113,7 +113,11 @@ pub fn object_kinds(trace: &Trace) -> FxHashMap<u32, ObjectKind> {
         .iter()
         .filter_map(|l| {
             let kind = ObjectKind::from_u8(l.kind as u8)?;
-            matches!(kind, ObjectKind::Sem | ObjectKind::Rwlock).then_some((l.id, kind))
+            matches!(
+                kind,
+                ObjectKind::Sem | ObjectKind::Rwlock | ObjectKind::Futex
+            )
+            .then_some((l.id, kind))
         })
         .collect()
 }
