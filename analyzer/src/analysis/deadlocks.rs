@@ -21,6 +21,8 @@ pub struct Ids<'a> {
     /// such as a join's): "f@a.c:3".
     pub line: &'a dyn Fn(u32) -> String,
     pub thread_name: &'a dyn Fn(u32) -> Option<String>,
+    /// Whether a raw lock id is a futex word (whose holder is not seen).
+    pub futex_word: &'a dyn Fn(u32) -> bool,
 }
 
 impl Ids<'_> {
@@ -212,19 +214,35 @@ pub fn deadlock_findings(stuck: &[Stuck], ids: &Ids, end_ns: u64) -> Vec<Finding
             ),
             Stuck::NoRunnableThread(waits) => finding(
                 FINDING_DEADLOCK,
-                waits.iter().map(|w| step(w, None, ids)).collect(),
+                waits
+                    .iter()
+                    .map(|w| step(w, w.holds.first().map(|&(lock, _)| lock), ids))
+                    .collect(),
                 format!(
-                    "no runnable thread: every thread is blocked and none is left to wake another: {}.",
+                    "no runnable thread: every thread is blocked and none is left to wake another: {}.{}",
                     waits
                         .iter()
                         .map(|w| format!(
-                            "{} waits for {} at {}",
+                            "{} waits for {}{} at {}",
                             ids.thread(w.tid),
                             waits_for(w, ids),
+                            if w.kind == WAIT_LOCK && (ids.futex_word)(w.object) {
+                                " (a futex word)"
+                            } else {
+                                ""
+                            },
                             (ids.line)(w.site)
                         ))
                         .collect::<Vec<_>>()
-                        .join("; ")
+                        .join("; "),
+                    if waits
+                        .iter()
+                        .any(|w| w.kind == WAIT_LOCK && (ids.futex_word)(w.object))
+                    {
+                        " Who holds a futex word is not seen (taking it without waiting makes no call): each is held by one of these threads, or by one that ended holding it; two locks taken in opposite orders by two threads look like this."
+                    } else {
+                        ""
+                    }
                 ),
                 waits.iter().map(waited).sum(),
             ),

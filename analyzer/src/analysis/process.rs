@@ -467,6 +467,11 @@ pub fn analyze(
                 }
             },
             thread_name: &|tid| thread_names.get(&tid).cloned(),
+            futex_word: &|raw| {
+                lock_of(raw)
+                    .and_then(|l| locks.get(l.index()))
+                    .is_some_and(|l| l.kind == LockKind::Futex)
+            },
         };
         let blocked =
             crate::analysis::deadlocks::blocked(&waits, &ids, header.start_mono_ns, end_ns);

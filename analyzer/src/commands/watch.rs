@@ -135,7 +135,7 @@ fn explain(path: &Path, trace: locksuit_format::Trace) -> Vec<String> {
                             .map(|n| format!(" ({n})"))
                             .unwrap_or_default(),
                         step.holds
-                            .map_or_else(|| "nothing".into(), |l| l.to_string()),
+                            .map_or_else(|| "no lock the shim saw".into(), |l| l.to_string()),
                         step.waits_for.as_deref().unwrap_or("?"),
                         step.waits_site
                             .map_or_else(|| "an unknown line".into(), |s| s.to_string())
