@@ -113,6 +113,10 @@ struct Release {
     /// The hold was timed.
     timed: bool,
     at: u64,
+    /// Waiters it found, each of which it may have let in (a write release
+    /// lets every waiting reader in; a futex wake wakes as many as it
+    /// says): it settles that many waits that ended at its sequence.
+    waiters: u32,
 }
 
 /// The aggregates, by raw ids until the end.
@@ -176,7 +180,16 @@ impl Pass {
                     };
                     let key = (e.lock_id, e.seq2);
                     match self.releases.take(&key) {
-                        Some(release) => self.settle(&b, Some(release)),
+                        Some(release) => {
+                            if release.waiters > 1 {
+                                let rest = Release {
+                                    waiters: release.waiters - 1,
+                                    ..release
+                                };
+                                let _ = self.releases.insert(key, rest);
+                            }
+                            self.settle(&b, Some(release))
+                        }
                         None => {
                             let mut list = self.waiting.take(&key).unwrap_or_default();
                             list.push(b);
@@ -212,6 +225,7 @@ impl Pass {
                         shim_ns: e.deadline,
                         timed: e.time2 != 0,
                         at: e.time,
+                        waiters: e.other,
                     };
                     match self.waiting.take(&key) {
                         Some(list) => self.settle_all(list, Some(release)),

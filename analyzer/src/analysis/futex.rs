@@ -45,6 +45,22 @@ const LOCK_WORDS: &[&str] = &[
     "::lock",
 ];
 
+/// Functions of libraries that park each waiting thread on a futex word of
+/// its own, by a part of their name.
+const PARKER_WORDS: &[&str] = &["perthreadsem", "parking_lot_core::", "threadparker"];
+
+/// Whether a wait went through a library's per-thread parking.
+fn parks_threads(site: &Site) -> bool {
+    let own = first_own_frame(&site.call_chain);
+    site.call_chain[..own]
+        .iter()
+        .filter_map(|f| f.function.as_deref())
+        .any(|f| {
+            let name = f.to_lowercase();
+            PARKER_WORDS.iter().any(|w| name.contains(w))
+        })
+}
+
 /// The role one library function says, if any (signalling is checked
 /// first: `CondVar::Wait(absl::Mutex*)` names a mutex only as an argument).
 fn role_of_function(function: &str) -> Option<FutexRole> {
@@ -81,7 +97,17 @@ fn role_of_chain(site: &Site) -> Option<(FutexRole, String)> {
 pub fn classify(locks: &mut [Lock], sites: &[Site]) {
     for lock in locks.iter_mut().filter(|l| l.kind == LockKind::Futex) {
         let mut found: Option<(FutexRole, String)> = None;
-        for site in lock.sites.iter().filter_map(|s| sites.get(s.index())) {
+        let mut per_thread = false;
+        // The waits' lines first: their chains say what the program
+        // called (a wake's, only how the lock lets go).
+        let mut lines: Vec<&Site> = lock
+            .sites
+            .iter()
+            .filter_map(|s| sites.get(s.index()))
+            .collect();
+        lines.sort_by_key(|s| s.contended == 0);
+        for site in lines {
+            per_thread |= parks_threads(site);
             match (role_of_chain(site), &found) {
                 (Some(r), None) => found = Some(r),
                 (Some((FutexRole::Lock, f)), Some((FutexRole::Signal, _))) => {
@@ -94,7 +120,11 @@ pub fn classify(locks: &mut [Lock], sites: &[Site]) {
             Some((role, f)) => (role, Some(f)),
             None => (FutexRole::Unknown, None),
         };
-        lock.rare_mut().futex = Some(FutexUse { role, library });
+        lock.rare_mut().futex = Some(FutexUse {
+            role,
+            library,
+            per_thread,
+        });
     }
 }
 
@@ -118,12 +148,26 @@ pub fn unjudged_sites(sites: &mut [Site], locks: &[Lock]) {
 /// process has any.
 pub fn note(locks: &[Lock]) -> Option<String> {
     let words = locks.iter().filter(|l| l.kind == LockKind::Futex).count();
+    let per_thread = locks
+        .iter()
+        .filter(|l| {
+            l.rare
+                .as_ref()
+                .and_then(|r| r.futex.as_ref())
+                .is_some_and(|f| f.per_thread)
+        })
+        .count();
     (words > 0).then(|| {
         format!(
-            "{} futex word{} (locks of libraries that wait through syscall(): Rust's std, parking_lot, abseil, folly) {} seen only when a thread waited: acquisitions that did not wait make no call and are not counted, so these words get no unnecessary-lock, single-thread or sharing verdict, and their 'acquired' figure counts waits",
+            "{} futex word{} (locks of libraries that wait through syscall(): Rust's std, parking_lot, abseil, folly) {} seen only when a thread waited: acquisitions that did not wait make no call and are not counted, so these words get no unnecessary-lock, single-thread or sharing verdict, and their 'acquired' figure counts waits{}",
             words,
             if words == 1 { "" } else { "s" },
-            if words == 1 { "is" } else { "are" }
+            if words == 1 { "is" } else { "are" },
+            if per_thread > 0 {
+                format!("; {per_thread} of them {} a waiting thread's own word, not a lock's (the library parks each waiting thread on a word of its own): such a word is named by the line that first waited on it, and its waits are that thread's, on whichever of the library's locks it waited for", if per_thread == 1 { "is" } else { "are" })
+            } else {
+                String::new()
+            }
         )
     })
 }

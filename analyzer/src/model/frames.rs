@@ -58,6 +58,8 @@ const LOCK_LIBRARY_PREFIXES: &[&str] = &[
     "parking_lot_core::",
     "lock_api::",
     "absl::",
+    // abseil's C-linkage hooks (`AbslInternalPerThreadSemWait_lts_…`).
+    "AbslInternal",
     "folly::",
     "std::sys::sync::",
 ];
@@ -108,6 +110,9 @@ mod tests {
         ));
         assert!(is_lock_library_function(
             "<std::sys::sync::mutex::futex::Mutex>::lock_contended"
+        ));
+        assert!(is_lock_library_function(
+            "AbslInternalPerThreadSemWait_debian3"
         ));
         assert!(!is_lock_library_function("my_crate::parking_lot_stats"));
         assert!(!is_lock_library_function("std::thread::sleep"));

@@ -454,7 +454,7 @@ pub struct RareFigures {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waited_holds: Option<WaitedHolds>,
     /// Futex words: what the library that waited on it uses it for.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(flatten)]
     pub futex: Option<FutexUse>,
 }
 
@@ -472,6 +472,11 @@ pub struct FutexUse {
     /// The library's function the waits went through, if recognised.
     #[serde(rename = "futex_library")]
     pub library: Option<String>,
+    /// The word is the waiting thread's own, not the lock's: the library
+    /// parks each waiting thread on a word of its own (parking_lot,
+    /// abseil's `absl::Mutex`) and the unlocker wakes that word.
+    #[serde(rename = "futex_per_thread")]
+    pub per_thread: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
