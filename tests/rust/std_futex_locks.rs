@@ -40,13 +40,15 @@ fn mutex_phase() {
                     })
                     .unwrap();
                 until_waiting(&about);
+                let seen = Instant::now();
                 thread::sleep(HOLD); // marker: mutex holder sleeps
                 *guard += 1;
+                println!("mutex_held_ns {}", ns_since(seen));
                 drop(guard); // marker: mutex holder unlocks
                 let (waiter_tid, waited) = waiter.join().unwrap();
                 println!("mutex_holder_tid {}", tid());
                 println!("mutex_waiter_tid {waiter_tid}");
-                println!("mutex_wait_ns {waited}");
+                println!("mutex_waiter_wait_ns {waited}");
             })
             .unwrap();
     });
@@ -78,8 +80,10 @@ fn readers_wait_phase() {
                 for a in &about {
                     until_waiting(a);
                 }
+                let seen = Instant::now();
                 thread::sleep(HOLD); // marker: writer holds
                 *guard += 1;
+                println!("rw_held_ns {}", ns_since(seen));
                 drop(guard); // marker: writer unlocks
                 println!("rw_writer_tid {}", tid());
                 for (i, r) in readers.into_iter().enumerate() {
@@ -110,7 +114,9 @@ fn writer_waits_phase() {
                     })
                     .unwrap();
                 until_waiting(&about);
+                let seen = Instant::now();
                 thread::sleep(HOLD); // marker: reader holds
+                println!("wr_held_ns {}", ns_since(seen));
                 drop(guard); // marker: reader unlocks
                 let (writer_tid, waited) = writer.join().unwrap();
                 println!("wr_reader_tid {}", tid());
@@ -139,8 +145,10 @@ fn condvar_phase() {
         named("c_notifier")
             .spawn_scoped(s, || {
                 until_waiting(&about);
+                let seen = Instant::now();
                 thread::sleep(HOLD);
                 *READY.lock().unwrap() = true;
+                println!("condvar_held_ns {}", ns_since(seen));
                 CONDVAR.notify_one(); // marker: condvar notify
                 println!("condvar_notifier_tid {}", tid());
             })
@@ -149,7 +157,7 @@ fn condvar_phase() {
             .unwrap();
         let (waiter_tid, waited) = waiter.join().unwrap();
         println!("condvar_waiter_tid {waiter_tid}");
-        println!("condvar_wait_ns {waited}");
+        println!("condvar_waiter_wait_ns {waited}");
     });
 }
 
