@@ -5,8 +5,8 @@
 //! waiter is seen blocked in futex(2) and then some more, and every waiter
 //! times its own wait; the report must name the lock as a `futex` word of
 //! the right role, the waiter's own source line, the wait within 10 % of
-//! what the program measured, and who blocked whom. Then a futex deadlock
-//! under `locksuit run --deadlock-timeout`.
+//! what the program measured, and who blocked whom. A futex deadlock is
+//! in futex_deadlock.rs.
 
 use locksuit_tests::*;
 use serde_json::Value;
@@ -242,24 +242,6 @@ fn record(bin: &Path, source: PathBuf, tag: &str) -> Recorded {
         stdout: stdout_str(&out),
         report,
     }
-}
-
-/// Compiles a one-file Rust program of tests/rust/ with rustc.
-fn build_rust(name: &str) -> (PathBuf, PathBuf) {
-    let source = workspace_root().join(format!("tests/rust/{name}.rs"));
-    let bin = workspace_root().join(format!("target/c-tests/{name}"));
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    let tmp = bin.with_extension(format!("tmp{}", std::process::id()));
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let built = Command::new(rustc)
-        .args(["-O", "-g", "--edition", "2021", "-o"])
-        .arg(&tmp)
-        .arg(&source)
-        .status()
-        .expect("rustc");
-    assert!(built.success(), "rustc {}", source.display());
-    std::fs::rename(&tmp, &bin).unwrap();
-    (bin, source)
 }
 
 /// The four cases of the programs (each prints the same lines): the words each waited on, in the order Mutex, RwLock with
