@@ -31,8 +31,10 @@ pub mod deadline;
 pub mod instrumented;
 pub mod module_graph;
 pub mod open_posix;
+pub mod rust_programs;
 pub use deadline::*;
 pub use instrumented::*;
+pub use rust_programs::*;
 
 /// How long any single child process may run before the harness kills it.
 pub const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
