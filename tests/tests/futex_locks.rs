@@ -126,9 +126,9 @@ impl Recorded {
         for lock in &locks {
             assert_eq!(str_of(lock, "kind"), "futex", "{what}: {}", short(lock));
             assert_eq!(
-                lock["futex"]["futex_role"], case.role,
+                lock["futex_role"], case.role,
                 "{what}: role of {}: {}",
-                lock["id"], lock["futex"]
+                lock["id"], lock["futex_library"]
             );
         }
         // Their waits, against what the program measured.
@@ -425,25 +425,14 @@ fn abseil_mutex_and_condvar_are_futex_words_woken_at_the_programs_lines() {
     let Some((bin, source)) = build_absl() else {
         return;
     };
-    let mut run = record(&bin, source, "futex-absl");
+    let run = record(&bin, source, "futex-absl");
     assert_eq!(stdout_value(&run.stdout, "mutex_count"), "1");
     // Each waiter parks on its own thread's semaphore word, woken alone by
-    // the holder's unlock: found by the holder's line, every pair there.
-    // The waits themselves are at abseil's AbslInternalPerThreadSemWait
-    // (see the test below), not at the program's own line.
-    run.own_wait_lines = false;
+    // the holder's unlock: found by the holder's line, every pair there,
+    // and the waits at the waiter's own line (past abseil's frames, named
+    // or not).
     let words = cases(&run, Blocked::Each);
     for (ws, waiters) in words.iter().zip([1, 2, 1, 1]) {
         assert_eq!(ws.len(), waiters, "a word per waiting thread: {ws:?}");
     }
-}
-
-#[test]
-#[ignore = "abseil's waits are at AbslInternalPerThreadSemWait_<ns>, a frame of libabsl_synchronization.so that is not taken for a lock library's (no absl:: prefix; the frame under it has no symbol without debug information), so no wait names the .cc line"]
-fn abseil_waits_are_at_the_programs_own_lines() {
-    let Some((bin, source)) = build_absl() else {
-        return;
-    };
-    let run = record(&bin, source, "futex-absl-lines");
-    cases(&run, Blocked::Each);
 }

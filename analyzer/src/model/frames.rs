@@ -72,12 +72,23 @@ pub fn is_lock_library_function(function: &str) -> bool {
     LOCK_LIBRARY_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// Lock libraries' shared objects: their frames are theirs even where a
+/// function has no name (a local function, no debug information).
+const LOCK_LIBRARY_MODULES: &[&str] = &["libabsl_", "libfolly"];
+
+fn is_lock_library_module(path: &str) -> bool {
+    let base = basename(path);
+    LOCK_LIBRARY_MODULES.iter().any(|p| base.starts_with(p))
+}
+
 /// Index of the first frame in the program's own code (0 if there is none).
 pub fn first_own_frame(chain: &[Frame]) -> usize {
     chain
         .iter()
         .position(|f| {
-            f.module.as_deref().is_some_and(|m| !is_system_module(m))
+            f.module
+                .as_deref()
+                .is_some_and(|m| !is_system_module(m) && !is_lock_library_module(m))
                 && !f.path.as_deref().is_some_and(is_system_header)
                 && !f.function.as_deref().is_some_and(is_lock_library_function)
         })
@@ -95,6 +106,9 @@ mod tests {
         assert!(is_system_module("/work/target/release/libsyncshim.so"));
         assert!(!is_system_module("/usr/bin/python3.11"));
         assert!(!is_system_module("/home/me/libcrypto-helper.so"));
+        assert!(is_lock_library_module(
+            "/lib/x86_64-linux-gnu/libabsl_synchronization.so.20220623"
+        ));
     }
 
     #[test]

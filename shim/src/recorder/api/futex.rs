@@ -37,12 +37,21 @@ pub struct FutexWait {
     waiting: Waiting,
 }
 
+/// Return addresses above the caller that tell a futex call's sites apart:
+/// enough to reach the program's own frames through a lock library's
+/// (abseil's `Mutex::Lock` waits seven frames below the line that called
+/// it; Rust's std, two or three).
+const FUTEX_CONTEXT_DEPTH: usize = 12;
+
 /// The caller of the exported hook at `hook`, and its context, found by
 /// unwinding on the lane's own stack (the program's may be small). The
 /// hook itself when the unwinder cannot find it: the wait is still
 /// counted, at a site with no line of the program's.
 fn caller_of(lane: &mut Lane, hook: u64) -> (Caller, u64) {
-    on_own_stack(lane, |_| sites::caller_of_hook(hook)).unwrap_or((Caller { ret: hook, sp: 0 }, 0))
+    on_own_stack(lane, |_| {
+        sites::caller_of_hook_through(hook, FUTEX_CONTEXT_DEPTH)
+    })
+    .unwrap_or((Caller { ret: hook, sp: 0 }, 0))
 }
 
 /// About to wait on the futex word at `addr` in a call to the hook at

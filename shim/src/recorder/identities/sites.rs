@@ -293,6 +293,14 @@ fn create(
 /// the return addresses above the caller as [`Caller::context`] does, so
 /// the callers of a shared helper (Rust's `futex_wait`) are told apart.
 pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
+    caller_of_hook_through(hook, CONTEXT_DEPTH)
+}
+
+/// [`caller_of_hook`] with a context of `levels` return addresses above
+/// the caller: a lock library's futex call sits several frames below the
+/// program's line (abseil's `Mutex::Lock` waits seven frames down), and
+/// every line that takes its locks would share a shorter context.
+pub fn caller_of_hook_through(hook: u64, levels: usize) -> Option<(Caller, u64)> {
     let mut found: Option<usize> = None;
     let mut ret = 0u64;
     let mut context = 0u64;
@@ -314,9 +322,9 @@ pub fn caller_of_hook(hook: u64) -> Option<(Caller, u64)> {
                         ip != 0
                     }
                     Some(level) => {
-                        context ^= ip.rotate_left(16 * (level as u32 - 1) + 1);
+                        context ^= ip.rotate_left((16 * (level as u32 - 1) + 1) % 64);
                         found = Some(level + 1);
-                        ip != 0 && level < CONTEXT_DEPTH
+                        ip != 0 && level < levels
                     }
                 }
             });
