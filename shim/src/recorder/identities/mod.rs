@@ -4,5 +4,6 @@
 pub(super) mod image;
 pub(super) mod interest;
 pub mod modules;
+pub(super) mod python;
 pub mod sites;
 pub(super) mod symbols;
