@@ -127,6 +127,8 @@ static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 /// The interpreter's module's load bias (see `modules::locate`).
 static BIAS: AtomicU64 = AtomicU64::new(0);
 static GET_TSTATE: AtomicUsize = AtomicUsize::new(0);
+/// The interpreter's minor version (3.x), once found.
+static MINOR: AtomicU8 = AtomicU8::new(0);
 
 struct LayoutCell(UnsafeCell<Layout>);
 // SAFETY: written once, by the thread that moved STATE from UNKNOWN to
@@ -198,6 +200,7 @@ fn find() -> bool {
     // SAFETY: see `LayoutCell`: this thread holds BUSY.
     unsafe { *LAYOUT.0.get() = layout };
     BIAS.store(bias, Ordering::Relaxed);
+    MINOR.store(minor as u8, Ordering::Relaxed);
     GET_TSTATE.store(get as usize, Ordering::Relaxed);
     true
 }
@@ -237,6 +240,13 @@ fn debug_offsets(runtime: u64, hex: u32) -> Option<Layout> {
         uni_ascii_size: field(560)?,
         ..V3_13
     })
+}
+
+/// Whether the interpreter found makes its locks of POSIX semaphores
+/// (`Python/thread_pthread.h` with `USE_SEMAPHORES`, up to 3.12; 3.13's
+/// are futex words, and its semaphores are each thread's parking place).
+pub fn locks_are_semaphores() -> bool {
+    STATE.load(Ordering::Acquire) == PRESENT && MINOR.load(Ordering::Relaxed) <= 12
 }
 
 fn layout() -> Option<&'static Layout> {

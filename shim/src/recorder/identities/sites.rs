@@ -14,7 +14,7 @@
 //! takes a pthread mutex of its own.
 
 use crate::recorder::base::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
-use crate::recorder::identities::{modules, python};
+use crate::recorder::identities::{modules, python, python_holds};
 use crate::recorder::tables::lanes::{timed_slow_work, Lane};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -431,16 +431,17 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 pub fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
-        None => seen_unremembered(lane, caller).context,
+        None => seen_unremembered(lane, caller, None).context,
     }
 }
 
-/// The call's context and what it was read from (see [`Caller::seen`]).
+/// The context of a call on lock `addr` of `kind` in `mode`, and what it
+/// was read from (see [`Caller::seen`]).
 #[inline]
-pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
+pub fn seen_of(lane: &mut Lane, caller: Caller, lock: (u64, ObjectKind, u32)) -> Seen {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
-        None => seen_unremembered(lane, caller),
+        None => seen_unremembered(lane, caller, Some(lock)),
     }
 }
 
@@ -454,15 +455,25 @@ const NEVER_HOT: u32 = u32::MAX;
 /// hashes the thread's innermost Python frames (`python::frames_key`), so
 /// such a call never takes the lane's or the hot cache's shortcuts, and
 /// programs without an interpreter never pay for the look.
+/// A call on a lock (`lock`) from the interpreter also keeps the
+/// interpreter's locks' holds (see `python_holds.rs`).
 #[cold]
 #[inline(never)]
-fn seen_unremembered(lane: &mut Lane, caller: Caller) -> Seen {
+fn seen_unremembered(
+    lane: &mut Lane,
+    caller: Caller,
+    lock: Option<(u64, ObjectKind, u32)>,
+) -> Seen {
     timed_slow_work(lane, |lane| {
         let (offsets, python) = context_offsets(caller);
         let mut seen = caller.seen(&offsets);
         if python {
             seen.context ^= python::frames_key();
             seen.epoch = NEVER_HOT;
+            match lock {
+                Some(lock) => python_holds::python_call(lane, lock, (caller.ret, seen.context)),
+                None => python_holds::settle(lane),
+            }
         } else {
             lane.remember_offsets(caller.ret, offsets);
         }

@@ -86,6 +86,17 @@ const OFFSET_CACHE_SLOTS: usize = 64;
 /// Most event blocks a lane remembers for reuse by the flight recorder.
 const EVENT_RING: usize = 256;
 
+/// A CPython lock's acquisition in flight (see `python_holds.rs`): the
+/// counter it counts into, and that counter's engagements before it.
+#[derive(Clone, Copy)]
+pub struct PyPending {
+    pub addr: u64,
+    pub ret: u64,
+    pub context: u64,
+    pub lock_id: u32,
+    pub baseline: u64,
+}
+
 pub struct Lane {
     pub id: u32,
     /// This thread's generation of the lane, already shifted into place
@@ -153,6 +164,9 @@ pub struct Lane {
     /// The engagements whose accesses this thread is counting, by depth in
     /// its held stack (`ratios.rs`).
     pub tallies: [Tally; TALLY_DEPTH],
+    /// A CPython lock's acquisition this thread made, not yet known to
+    /// have succeeded (see `identities/python_holds.rs`); `addr` 0: none.
+    pub py_pending: PyPending,
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
