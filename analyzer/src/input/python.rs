@@ -10,6 +10,13 @@ use locksuit_format::reader::Trace;
 use locksuit_format::PyFrame;
 use rustc_hash::FxHashMap;
 
+/// The innermost Python frames kept in a chain, and the most frames a
+/// chain with them keeps (the C frames nearest the lock call first): a
+/// chain stays about as deep as a native one (`MAX_CHAIN_DEPTH`), so the
+/// waiting tree nests as deep as before.
+const MAX_PYTHON_FRAMES: usize = 24;
+const MAX_CHAIN: usize = 48;
+
 /// Each site's Python frames, by raw site id.
 pub struct PythonFrames {
     by_site: FxHashMap<u32, Vec<PyFrame>>,
@@ -36,6 +43,7 @@ impl PythonFrames {
         let module = native.first().and_then(|f| f.module.clone());
         let mut chain: Vec<Frame> = frames
             .iter()
+            .take(MAX_PYTHON_FRAMES)
             .map(|f| Frame {
                 function: (!f.function.is_empty()).then(|| f.function.clone()),
                 file: (!f.file.is_empty()).then(|| basename(&f.file).to_string()),
@@ -46,6 +54,7 @@ impl PythonFrames {
                 offset: None,
             })
             .collect();
+        native.truncate(MAX_CHAIN.saturating_sub(chain.len()));
         chain.append(&mut native);
         chain
     }
