@@ -144,7 +144,7 @@ fn prepare_uncached(
     caller: Caller,
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
-    let seen = seen_of(lane, caller, (addr, kind, mode));
+    let seen = seen_of(lane, caller);
     let context = seen.context;
     let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
         Some(p) => p.cast(),

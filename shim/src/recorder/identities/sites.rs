@@ -15,6 +15,7 @@
 
 use crate::recorder::base::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
 use crate::recorder::identities::{modules, python, python_holds};
+use crate::recorder::tables::hot_cache::NEVER_HOT;
 use crate::recorder::tables::lanes::{timed_slow_work, Lane};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -431,22 +432,18 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 pub fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
-        None => seen_unremembered(lane, caller, None).context,
+        None => seen_unremembered(lane, caller).context,
     }
 }
 
-/// The context of a call on lock `addr` of `kind` in `mode`, and what it
-/// was read from (see [`Caller::seen`]).
+/// The call's context and what it was read from (see [`Caller::seen`]).
 #[inline]
-pub fn seen_of(lane: &mut Lane, caller: Caller, lock: (u64, ObjectKind, u32)) -> Seen {
+pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
-        None => seen_unremembered(lane, caller, Some(lock)),
+        None => seen_unremembered(lane, caller),
     }
 }
-
-/// A hot-cache epoch no call path is ever in (see `hot_cache.rs`).
-const NEVER_HOT: u32 = u32::MAX;
 
 /// The call's context when the lane does not know its return address: the
 /// offsets are learned (or found in the global table) and the lane
@@ -454,26 +451,19 @@ const NEVER_HOT: u32 = u32::MAX;
 /// calls from every `.py` line share one native path: their context also
 /// hashes the thread's innermost Python frames (`python::frames_key`), so
 /// such a call never takes the lane's or the hot cache's shortcuts, and
-/// programs without an interpreter never pay for the look.
-/// A call on a lock (`lock`) from the interpreter also keeps the
-/// interpreter's locks' holds (see `python_holds.rs`).
+/// programs without an interpreter never pay for the look. The thread's
+/// previous call from the interpreter is judged then (its hold of a
+/// CPython lock, see `python_holds.rs`).
 #[cold]
 #[inline(never)]
-fn seen_unremembered(
-    lane: &mut Lane,
-    caller: Caller,
-    lock: Option<(u64, ObjectKind, u32)>,
-) -> Seen {
+fn seen_unremembered(lane: &mut Lane, caller: Caller) -> Seen {
     timed_slow_work(lane, |lane| {
         let (offsets, python) = context_offsets(caller);
         let mut seen = caller.seen(&offsets);
         if python {
             seen.context ^= python::frames_key();
             seen.epoch = NEVER_HOT;
-            match lock {
-                Some(lock) => python_holds::python_call(lane, lock, (caller.ret, seen.context)),
-                None => python_holds::settle(lane),
-            }
+            python_holds::settle(lane);
         } else {
             lane.remember_offsets(caller.ret, offsets);
         }

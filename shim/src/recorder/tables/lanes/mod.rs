@@ -86,16 +86,8 @@ const OFFSET_CACHE_SLOTS: usize = 64;
 /// Most event blocks a lane remembers for reuse by the flight recorder.
 const EVENT_RING: usize = 256;
 
-/// A CPython lock's acquisition in flight (see `python_holds.rs`): the
-/// counter it counts into, and that counter's engagements before it.
-#[derive(Clone, Copy)]
-pub struct PyPending {
-    pub addr: u64,
-    pub ret: u64,
-    pub context: u64,
-    pub lock_id: u32,
-    pub baseline: u64,
-}
+/// Slots of [`Lane::py_seen`].
+pub const PY_SEEN_SLOTS: usize = 64;
 
 pub struct Lane {
     pub id: u32,
@@ -164,9 +156,9 @@ pub struct Lane {
     /// The engagements whose accesses this thread is counting, by depth in
     /// its held stack (`ratios.rs`).
     pub tallies: [Tally; TALLY_DEPTH],
-    /// A CPython lock's acquisition this thread made, not yet known to
-    /// have succeeded (see `identities/python_holds.rs`); `addr` 0: none.
-    pub py_pending: PyPending,
+    /// CPython locks' counters of this thread and their engagements when
+    /// last looked at (see `identities/python_holds.rs`), by counter.
+    pub py_seen: [(u64, u64); PY_SEEN_SLOTS],
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
@@ -407,6 +399,16 @@ impl Lane {
             offsets,
             epoch: crate::recorder::base::caller::epoch(),
         };
+    }
+
+    /// The last call from the CPython interpreter the hot cache
+    /// remembered, forgotten (see `hot_cache.rs`), and its mode.
+    pub fn take_unhit(&mut self) -> Option<(crate::recorder::tables::hot_cache::UnhitCall, u32)> {
+        let call = self.hot.take_unhit()?;
+        (call.tag & !MODE_MASK == self.tag_base).then(|| {
+            let mode = call.tag & MODE_MASK;
+            (call, mode)
+        })
     }
 
     /// The hot cache's entry for this call (see `hot_cache.rs`).
