@@ -11,9 +11,13 @@
 //! later), else from the tables below, checked against the headers of
 //! CPython 3.11.7 and 3.12.1 (Debian's 3.11.2 alike).
 //!
-//! Every read of the interpreter's memory goes through `process_vm_readv`
-//! (`sys::read_own_memory`): a wrong pointer fails to read, it never
-//! faults. A thread state is trusted only if its `thread_id` is the calling
+//! Reads go through `process_vm_readv` (`sys::read_own_memory`), where a
+//! wrong pointer fails to read instead of faulting — all of them when a
+//! site is first recorded (names, files, location tables). The key made
+//! on every call ([`frames_key`]) reads the calling thread's own state and
+//! frames directly, once its thread state was checked that way (a system
+//! call per frame made a lock-heavy Python program 30 times slower). A
+//! thread state is trusted only if its `thread_id` is the calling
 //! thread's; walks are capped. Nothing here allocates or takes a lock.
 
 use crate::recorder::tables::lanes::Lane;
@@ -265,18 +269,30 @@ fn word(buf: &[u8], at: u32) -> u64 {
         .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
 }
 
-/// The calling thread's innermost Python frame (0: none), checking that
-/// the interpreter's thread state is this thread's.
-fn top_frame(l: &Layout) -> u64 {
+/// The interpreter's thread state of the calling thread (0: none), as
+/// `PyGILState_GetThisThreadState` says (not yet checked).
+fn this_thread_state() -> u64 {
     let get = GET_TSTATE.load(Ordering::Relaxed);
     if get == 0 {
         return 0;
     }
     // SAFETY: the address of `PyGILState_GetThisThreadState`, which takes
     // nothing, returns a pointer (or NULL) and takes no lock.
-    let tstate = unsafe { core::mem::transmute::<usize, GetTstate>(get)() } as u64;
+    unsafe { core::mem::transmute::<usize, GetTstate>(get)() as u64 }
+}
+
+/// The calling thread's innermost Python frame (0: none), read through
+/// `process_vm_readv`, checking that the interpreter's thread state is this
+/// thread's.
+fn top_frame(l: &Layout) -> u64 {
+    top_frame_checked(l, this_thread_state()).unwrap_or(0)
+}
+
+/// [`top_frame`] from thread state `tstate`: `None` if it is not this
+/// thread's (or none).
+fn top_frame_checked(l: &Layout, tstate: u64) -> Option<u64> {
     if tstate == 0 {
-        return 0;
+        return None;
     }
     let mut ts = [0u8; 256];
     let need = (l
@@ -285,19 +301,19 @@ fn top_frame(l: &Layout) -> u64 {
         .max(l.ts_cframe.map_or(0, |c| c.0))
         + 8) as usize;
     if need > ts.len() || !read_own_memory(tstate, &mut ts[..need]) {
-        return 0;
+        return None;
     }
     // SAFETY: pthread_self reads the thread pointer; it cannot fail.
     if word(&ts, l.ts_thread_id) != unsafe { libc::pthread_self() } as u64 {
-        return 0; // not this thread's state, or not a thread state at all
+        return None; // not this thread's state, or not a thread state at all
     }
-    match l.ts_cframe {
+    Some(match l.ts_cframe {
         Some((cframe, current)) => match word(&ts, cframe) {
             0 => 0,
             cf => read_u64(cf + u64::from(current)).unwrap_or(0),
         },
         None => word(&ts, l.ts_frame),
-    }
+    })
 }
 
 /// What a frame says of itself: its previous frame, code object, the
@@ -327,28 +343,63 @@ fn frame_head(l: &Layout, frame: u64) -> Option<FrameHead> {
 
 /// A hash of the calling thread's innermost Python frames (code object and
 /// instruction of each), or 0 without any: what tells apart the `.py`
-/// lines that reach the same native call.
-pub fn frames_key() -> u64 {
+/// lines that reach the same native call. Made on every call from the
+/// interpreter, so it reads memory directly rather than through a system
+/// call — but only what the interpreter keeps for this very thread: its
+/// thread state, once `trusted` (checked through `process_vm_readv` to be
+/// this thread's, the first time the thread shows it; cached by the
+/// caller), and the frames that state chains, which only this thread
+/// changes and which stay in place while it is inside our hook.
+pub fn frames_key(trusted: &mut u64) -> u64 {
     let Some(l) = layout() else { return 0 };
-    let mut frame = top_frame(l);
+    let tstate = this_thread_state();
+    if tstate == 0 {
+        return 0;
+    }
+    if tstate != *trusted {
+        if top_frame_checked(l, tstate).is_none() {
+            return 0;
+        }
+        *trusted = tstate;
+    }
+    // SAFETY (each read below): fields of this thread's own live thread
+    // state (checked above) and of the frames it chains, at the offsets of
+    // this interpreter's version; see the function's comment.
+    let read = |addr: u64| unsafe { core::ptr::read_volatile(addr as *const u64) };
+    let mut frame = match l.ts_cframe {
+        Some((cframe, current)) => match read(tstate + u64::from(cframe)) {
+            0 => 0,
+            cf if plausible(cf) => read(cf + u64::from(current)),
+            _ => 0,
+        },
+        None => read(tstate + u64::from(l.ts_frame)),
+    };
     let (mut key, mut used) = (0u64, 0usize);
     for _ in 0..WALK_CAP {
-        if frame == 0 || used == KEY_FRAMES {
+        if !plausible(frame) || used == KEY_FRAMES {
             break;
         }
-        let Some(head) = frame_head(l, frame) else {
-            break;
-        };
-        if !head.shim {
-            let word = head.code ^ head.instr.wrapping_sub(head.code).rotate_left(40);
+        // SAFETY: as above: a frame of this thread's chain.
+        let owner =
+            unsafe { core::ptr::read_volatile((frame + u64::from(l.fr_owner)) as *const u8) };
+        if l.owner_cstack != Some(owner) {
+            let code = read(frame + u64::from(l.fr_code)) & !7;
+            let instr = read(frame + u64::from(l.fr_instr));
+            let word = code ^ instr.wrapping_sub(code).rotate_left(40);
             key ^= word
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 .rotate_left(13 * used as u32 + 1);
             used += 1;
         }
-        frame = head.previous;
+        frame = read(frame + u64::from(l.fr_previous));
     }
     key
+}
+
+/// A pointer that may be a frame's: in user space, above the first page,
+/// aligned.
+fn plausible(p: u64) -> bool {
+    (4096..1 << 47).contains(&p) && p.is_multiple_of(8)
 }
 
 /// Records the calling thread's Python frames for site `site_id`.

@@ -461,7 +461,7 @@ fn seen_unremembered(lane: &mut Lane, caller: Caller) -> Seen {
         let (offsets, python) = context_offsets(caller);
         let mut seen = caller.seen(&offsets);
         if python {
-            seen.context ^= python::frames_key();
+            seen.context ^= python::frames_key(&mut lane.py_tstate);
             seen.epoch = NEVER_HOT;
             python_holds::settle(lane);
         } else {

@@ -159,6 +159,9 @@ pub struct Lane {
     /// CPython locks' counters of this thread and their engagements when
     /// last looked at (see `identities/python_holds.rs`), by counter.
     pub py_seen: [(u64, u64); PY_SEEN_SLOTS],
+    /// This thread's CPython thread state, once checked to be its own (see
+    /// `identities/python.rs`); 0 until then.
+    pub py_tstate: u64,
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
