@@ -34,5 +34,5 @@ pub use layout::*;
 pub use policy::*;
 pub use reader::{
     read_trace, read_trace_bytes, read_trace_indexed, read_trace_releasing, read_trace_shared,
-    BlockIndex, Trace, TraceError,
+    BlockIndex, PyFrame, PySiteFrames, Trace, TraceError,
 };

@@ -73,6 +73,7 @@ pub(crate) fn trace(events: Vec<(usize, EventRecord)>) -> Trace {
         locks: Vec::new(),
         destroys: Vec::new(),
         sites: Vec::new(),
+        py_frames: Vec::new(),
         counters: Vec::new(),
         conds: Vec::new(),
         edges: Vec::new(),

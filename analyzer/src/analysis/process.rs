@@ -96,15 +96,17 @@ pub fn analyze(
     let mut chains: Vec<Vec<Frame>> = Vec::new();
     let mut caller_of_raw: FxHashMap<u32, String> = FxHashMap::default();
     let mut caller_line_of_raw: FxHashMap<u32, String> = FxHashMap::default();
+    let python = crate::input::python::PythonFrames::take(&mut trace);
     for s in &trace.sites {
         if s.frames.is_empty() {
             continue;
         }
-        let chain: Vec<Frame> = s
+        let native: Vec<Frame> = s
             .frames
             .iter()
             .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, s.module_epoch))
             .collect();
+        let chain = python.chain(s.id, native);
         // Merged lines keep one chain; the caller of each recorded path
         // is kept apart, for messages about a helper's callers.
         if let Some(caller) = line_caller(&chain) {
@@ -504,10 +506,12 @@ pub fn analyze(
                 return Vec::new();
             };
             let mut symbolizer = symbolizer.borrow_mut();
-            s.frames
+            let native = s
+                .frames
                 .iter()
                 .flat_map(|&a| symbolizer.frames(&trace.modules, exe, a, s.module_epoch))
-                .collect()
+                .collect();
+            python.chain(raw, native)
         };
         let lock_kind = |raw: u32| lock_of(raw).map(|l| locks[l.index()].kind);
         let mut stops = crate::analysis::stops::build(

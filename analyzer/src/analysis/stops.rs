@@ -394,8 +394,15 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
         waited_ns: u64,
         waiters: Vec<u32>,
         waiting_sites: Vec<u32>,
+        /// The first period's raw (call, held) sites, which name the group.
+        raw_sites: (u32, u32),
     }
-    let mut groups: FxHashMap<(u32, u32, u32), Group> = FxHashMap::default();
+    // Grouped by the report's lines, not the raw sites: one line reached
+    // by two native paths (a CPython lock taken by `sem_trywait`, or by
+    // `sem_wait` when that failed) is one finding.
+    let ids = inputs.ids;
+    let line = |raw: u32| (ids.site)(raw).map_or(u64::from(raw), |s| 1 << 32 | s.index() as u64);
+    let mut groups: FxHashMap<(u32, u64, u64), Group> = FxHashMap::default();
     for s in &out.stops {
         let p = &s.period;
         let class = out.classes[s.class as usize].as_str();
@@ -419,8 +426,9 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
             continue;
         }
         let g = groups
-            .entry((p.object, p.site, p.other))
+            .entry((p.object, line(p.site), line(p.other)))
             .or_insert_with(|| Group {
+                raw_sites: (p.site, p.other),
                 holder_tid: p.tid,
                 api: out.stacks[s.stack as usize].api.clone(),
                 class: class.to_string(),
@@ -442,10 +450,10 @@ fn blocking_under_lock(out: &Stops, inputs: &Inputs) -> Vec<Finding> {
             }
         }
     }
-    let ids = inputs.ids;
     let mut findings: Vec<Finding> = groups
         .into_iter()
-        .map(|((lock_raw, call_site, held_site), g)| {
+        .map(|((lock_raw, _, _), g)| {
+            let (call_site, held_site) = g.raw_sites;
             let lock = (ids.lock)(lock_raw);
             let kind = (inputs.lock_kind)(lock_raw).unwrap_or(LockKind::Unknown);
             let lock_name = lock.map_or_else(|| "a lock".to_string(), |l| format!("{kind} {l}"));

@@ -13,6 +13,7 @@ pub mod merge_trace;
 pub mod place;
 mod place_dwarf;
 pub mod policy_lines;
+pub mod python;
 pub mod stream;
 pub mod symbolize;
 pub mod symbols;

@@ -81,8 +81,45 @@ fn is_lock_library_module(path: &str) -> bool {
     LOCK_LIBRARY_MODULES.iter().any(|p| base.starts_with(p))
 }
 
+/// The `address` of a Python frame (a `.py` line a CPython interpreter
+/// ran, see `input/python.rs`): it has no machine address.
+pub const PYTHON_ADDRESS: &str = "python";
+
+pub fn is_python_frame(f: &Frame) -> bool {
+    f.address == PYTHON_ADDRESS
+}
+
+/// A file of a Python interpreter's own library (`threading.py`,
+/// `queue.py`, frozen modules), not of the program: the standard library
+/// directory `…/lib/python3.N/`, outside its `site-packages`.
+pub fn is_python_library(path: &str) -> bool {
+    if path.starts_with("<frozen ") {
+        return true;
+    }
+    let Some(at) = path.find("/lib/python3.") else {
+        return false;
+    };
+    let rest = &path[at + "/lib/python3.".len()..];
+    let Some(slash) = rest.find('/') else {
+        return false;
+    };
+    rest[..slash].bytes().all(|b| b.is_ascii_digit())
+        && !rest[slash..].contains("/site-packages/")
+        && !rest[slash..].contains("/dist-packages/")
+}
+
 /// Index of the first frame in the program's own code (0 if there is none).
+/// In a chain with Python frames on top, the first of them outside the
+/// interpreter's library (else the innermost Python frame): the native
+/// frames below are the interpreter's.
 pub fn first_own_frame(chain: &[Frame]) -> usize {
+    if chain.first().is_some_and(is_python_frame) {
+        return chain
+            .iter()
+            .take_while(|f| is_python_frame(f))
+            .position(|f| !f.path.as_deref().is_some_and(is_python_library))
+            .unwrap_or(0);
+    }
     chain
         .iter()
         .position(|f| {
@@ -130,6 +167,21 @@ mod tests {
         ));
         assert!(!is_lock_library_function("my_crate::parking_lot_stats"));
         assert!(!is_lock_library_function("std::thread::sleep"));
+    }
+
+    #[test]
+    fn the_python_library_is_not_own_code() {
+        assert!(is_python_library("/usr/lib/python3.11/threading.py"));
+        assert!(is_python_library(
+            "/root/.pyenv/versions/3.12.1/lib/python3.12/queue.py"
+        ));
+        assert!(is_python_library("<frozen importlib._bootstrap>"));
+        assert!(!is_python_library("/usr/lib/python3/dist-packages/foo.py"));
+        assert!(!is_python_library(
+            "/usr/local/lib/python3.11/site-packages/foo.py"
+        ));
+        assert!(!is_python_library("/home/me/lib/python3.x/app.py"));
+        assert!(!is_python_library("/home/me/app.py"));
     }
 
     #[test]

@@ -11,11 +11,13 @@
 mod counters;
 mod events;
 mod identities;
+mod python;
 mod threads;
 
 pub use counters::*;
 pub use events::*;
 pub use identities::*;
+pub use python::*;
 pub use threads::*;
 
 /// First eight bytes of every trace.
@@ -37,7 +39,8 @@ pub const MAGIC: [u8; 8] = *b"LOCKSUIT";
 ///     snapshots.
 /// 11: data-level accesses (`AccessSummaryRecord`, `AccessRecord`).
 /// 14: the header's `data_sample_every` and `data_sample_first`.
-/// 16: futex words as objects (`ObjectKind::Futex`): their waits and wakes.
+/// 16: futex words as objects (`ObjectKind::Futex`): their waits and wakes;
+///     a site's Python frames (`PyFramesRecord`).
 pub const FORMAT_VERSION: u32 = 16;
 /// Written as a native `u32`; reads back as this value only on a
 /// little-endian machine, which is the only layout the reader accepts.
@@ -263,6 +266,8 @@ pub enum RecordKind {
     SiteRatios = 15,
     /// [`SnapshotStackRecord`](crate::SnapshotStackRecord) and its stack bytes.
     SnapshotStack = 16,
+    /// [`PyFramesRecord`](crate::PyFramesRecord) and its frames.
+    PyFrames = 17,
 }
 
 impl RecordKind {
@@ -284,6 +289,7 @@ impl RecordKind {
             14 => Self::Access,
             15 => Self::SiteRatios,
             16 => Self::SnapshotStack,
+            17 => Self::PyFrames,
             _ => return None,
         })
     }
@@ -313,6 +319,10 @@ unsafe impl Pod for EdgeRecord {}
 unsafe impl Pod for LockDestroyRecord {}
 // SAFETY: see above.
 unsafe impl Pod for SiteRecord {}
+// SAFETY: see above.
+unsafe impl Pod for PyFramesRecord {}
+// SAFETY: see above.
+unsafe impl Pod for PyFrameHead {}
 // SAFETY: see above.
 unsafe impl Pod for CounterRecord {}
 // SAFETY: see above.
@@ -364,6 +374,8 @@ const _: () = {
     assert!(size_of::<EdgeRecord>() == 56);
     assert!(size_of::<LockDestroyRecord>() == 24);
     assert!(size_of::<SiteRecord>() == 16);
+    assert!(size_of::<PyFramesRecord>() == 16);
+    assert!(size_of::<PyFrameHead>() == 8);
     assert!(size_of::<CounterRecord>() == 96);
     assert!(size_of::<CondRecord>() == 72);
     assert!(size_of::<ModuleRecord>() == 96);

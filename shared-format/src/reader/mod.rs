@@ -103,6 +103,22 @@ pub struct SiteInfo {
     pub module_epoch: u32,
 }
 
+/// A site's Python frames, innermost first (see [`PyFramesRecord`]).
+#[derive(Clone, Debug)]
+pub struct PySiteFrames {
+    pub site_id: u32,
+    pub frames: Vec<PyFrame>,
+}
+
+/// One Python frame: `function@file:line`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PyFrame {
+    pub function: String,
+    pub file: String,
+    /// 0 when unknown.
+    pub line: u32,
+}
+
 #[derive(Clone, Debug)]
 pub struct ModuleInfo {
     pub bias: u64,
@@ -126,6 +142,8 @@ pub struct Trace {
     pub locks: Vec<LockRecord>,
     pub destroys: Vec<LockDestroyRecord>,
     pub sites: Vec<SiteInfo>,
+    /// The Python frames of sites whose caller is a CPython interpreter.
+    pub py_frames: Vec<PySiteFrames>,
     /// (index into `threads`, counter)
     pub counters: Vec<(usize, CounterRecord)>,
     /// (index into `threads`, counter)
@@ -372,6 +390,7 @@ pub fn read_trace_indexed(
         locks: Vec::new(),
         destroys: Vec::new(),
         sites: Vec::new(),
+        py_frames: Vec::new(),
         counters: Vec::new(),
         conds: Vec::new(),
         edges: Vec::new(),

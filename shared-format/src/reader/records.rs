@@ -2,7 +2,7 @@
 //! over a block's records, and one decoder per record kind. A malformed
 //! record is skipped with a warning; the rest of the block is still read.
 
-use super::{c_string, ModuleInfo, SiteInfo, ThreadInfo, Trace};
+use super::{c_string, ModuleInfo, PyFrame, PySiteFrames, SiteInfo, ThreadInfo, Trace};
 use crate::access::*;
 use crate::layout::*;
 use crate::policy::*;
@@ -132,6 +132,18 @@ fn decode_record(trace: &mut Trace, rh: RecordHeader, rec: &[u8], reading: &mut 
                 module_epoch: r.module_epoch,
             });
         }
+        RecordKind::PyFrames => {
+            let Some(r) = read_pod::<PyFramesRecord>(rec) else {
+                return false;
+            };
+            let Some(frames) = py_frames(rh.aux as usize, rec, r.len as usize) else {
+                return false;
+            };
+            trace.py_frames.push(PySiteFrames {
+                site_id: r.site_id,
+                frames,
+            });
+        }
         RecordKind::Counter => {
             let Some(r) = read_pod::<CounterRecord>(rec) else {
                 return false;
@@ -249,4 +261,31 @@ fn decode_record(trace: &mut Trace, rh: RecordHeader, rec: &[u8], reading: &mut 
         }
     }
     true
+}
+
+/// The frames of a [`PyFramesRecord`]: `count` of them in the `len` bytes
+/// after its head; `None` if they do not fit or their names are no UTF-8.
+fn py_frames(count: usize, rec: &[u8], len: usize) -> Option<Vec<PyFrame>> {
+    let body = rec.get(size_of::<PyFramesRecord>()..)?.get(..len)?;
+    if count > MAX_PY_FRAMES {
+        return None;
+    }
+    let mut frames = Vec::with_capacity(count);
+    let mut at = 0usize;
+    for _ in 0..count {
+        let head = read_pod::<PyFrameHead>(body.get(at..)?)?;
+        at += size_of::<PyFrameHead>();
+        let (f, l) = (head.function_len as usize, head.file_len as usize);
+        let function = std::str::from_utf8(body.get(at..at + f)?).ok()?.to_string();
+        let file = std::str::from_utf8(body.get(at + f..at + f + l)?)
+            .ok()?
+            .to_string();
+        at += f + l;
+        frames.push(PyFrame {
+            function,
+            file,
+            line: head.line,
+        });
+    }
+    Some(frames)
 }

@@ -202,6 +202,7 @@ pub fn object_opened(g: &InHook, addr: u64, kind: ObjectKind) {
 /// `*_destroy` of the object at `addr`.
 pub fn object_destroyed(g: &InHook, addr: u64) {
     let Some(lane) = current_lane(g) else { return };
+    crate::recorder::identities::python_holds::destroyed(lane, addr);
     if let Some(id) = objects::destroy(addr) {
         let record = LockDestroyRecord {
             hdr: RecordHeader {

@@ -4,5 +4,7 @@
 pub(super) mod image;
 pub(super) mod interest;
 pub mod modules;
+pub(super) mod python;
+pub mod python_holds;
 pub mod sites;
 pub(super) mod symbols;

@@ -14,9 +14,10 @@
 //! takes a pthread mutex of its own.
 
 use crate::recorder::base::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
-use crate::recorder::identities::modules;
+use crate::recorder::identities::{modules, python, python_holds};
+use crate::recorder::tables::hot_cache::NEVER_HOT;
 use crate::recorder::tables::lanes::{timed_slow_work, Lane};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
 
 /// Largest accepted distance from the entry stack pointer to a slot.
@@ -40,6 +41,9 @@ struct OffsetSlot {
     /// Packed offsets; 0 while being learned (published after `learned`).
     offsets: AtomicU64,
     learned: [AtomicU64; CONTEXT_DEPTH - 1],
+    /// Whether `ret` is in the CPython interpreter (see `python.rs`):
+    /// written before `offsets` is published.
+    python: AtomicBool,
 }
 
 static SITES: [SiteSlot; SITE_SLOTS] = [const {
@@ -55,6 +59,7 @@ static OFFSETS: [OffsetSlot; OFFSET_SLOTS] = [const {
         ret: AtomicU64::new(0),
         offsets: AtomicU64::new(0),
         learned: [const { AtomicU64::new(0) }; CONTEXT_DEPTH - 1],
+        python: AtomicBool::new(false),
     }
 }; OFFSET_SLOTS];
 static NEXT_SITE: AtomicU32 = AtomicU32::new(1);
@@ -108,19 +113,24 @@ fn hash(k: u64, bits: u32) -> usize {
 }
 
 /// The stack offsets of the call's context for calls returning to
-/// `caller.ret`, learned by unwinding the first time.
-pub fn context_offsets(caller: Caller) -> Offsets {
+/// `caller.ret`, learned by unwinding the first time, and whether `ret` is
+/// in the CPython interpreter (decided then too).
+pub fn context_offsets(caller: Caller) -> (Offsets, bool) {
     let home = hash(caller.ret, OFFSET_SLOTS.trailing_zeros());
+    let learn = || (learn_offsets(caller), python::is_interpreter(caller.ret));
     for i in 0..PROBES {
         let slot = &OFFSETS[(home + i) & (OFFSET_SLOTS - 1)];
         let cur = slot.ret.load(Ordering::Acquire);
         if cur == caller.ret {
             return match slot.offsets.load(Ordering::Acquire) {
-                0 => learn_offsets(caller), // another thread is learning them
-                packed => Offsets {
-                    packed,
-                    learned: core::array::from_fn(|i| slot.learned[i].load(Ordering::Relaxed)),
-                },
+                0 => learn(), // another thread is learning them
+                packed => (
+                    Offsets {
+                        packed,
+                        learned: core::array::from_fn(|i| slot.learned[i].load(Ordering::Relaxed)),
+                    },
+                    slot.python.load(Ordering::Relaxed),
+                ),
             };
         }
         if cur == 0 {
@@ -129,19 +139,38 @@ pub fn context_offsets(caller: Caller) -> Offsets {
                 .compare_exchange(0, caller.ret, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
-                    let offsets = learn_offsets(caller);
+                    let (offsets, python) = learn();
                     for (to, &from) in slot.learned.iter().zip(&offsets.learned) {
                         to.store(from, Ordering::Relaxed);
                     }
+                    slot.python.store(python, Ordering::Relaxed);
                     slot.offsets.store(offsets.packed, Ordering::Release);
-                    return offsets;
+                    return (offsets, python);
                 }
-                Err(now) if now == caller.ret => return learn_offsets(caller),
+                Err(now) if now == caller.ret => return learn(),
                 Err(_) => continue,
             }
         }
     }
-    learn_offsets(caller)
+    learn()
+}
+
+/// Whether `ret` was found to be in the CPython interpreter when its
+/// offsets were learned.
+fn in_interpreter(ret: u64) -> bool {
+    let home = hash(ret, OFFSET_SLOTS.trailing_zeros());
+    for i in 0..PROBES {
+        let slot = &OFFSETS[(home + i) & (OFFSET_SLOTS - 1)];
+        match slot.ret.load(Ordering::Acquire) {
+            0 => return false,
+            cur if cur == ret => {
+                return slot.offsets.load(Ordering::Acquire) != 0
+                    && slot.python.load(Ordering::Relaxed)
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 fn learn_offsets(caller: Caller) -> Offsets {
@@ -273,6 +302,9 @@ fn create(
     let id = if written { id } else { 0 };
     if written {
         crate::recorder::identities::interest::decide_site(id, &frames[..depth]);
+        if in_interpreter(caller.ret) {
+            python::record_frames(lane, id);
+        }
     }
     if let Some(slot) = slot {
         if id != 0 {
@@ -406,23 +438,43 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 /// The call's context (see [`Caller::context`]), learning and caching the
 /// stack offsets it is read at on the first sight of the return address.
 pub fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
-    caller.context(&offsets_of(lane, caller))
+    match lane.offsets_of(caller.ret) {
+        Some(offsets) => caller.context(&offsets),
+        None => seen_unremembered(lane, caller).context,
+    }
 }
 
 /// The call's context and what it was read from (see [`Caller::seen`]).
 #[inline]
 pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
-    caller.seen(&offsets_of(lane, caller))
+    match lane.offsets_of(caller.ret) {
+        Some(offsets) => caller.seen(&offsets),
+        None => seen_unremembered(lane, caller),
+    }
 }
 
-#[inline]
-fn offsets_of(lane: &mut Lane, caller: Caller) -> Offsets {
-    match lane.offsets_of(caller.ret) {
-        Some(offsets) => offsets,
-        None => timed_slow_work(lane, |lane| {
-            let offsets = context_offsets(caller);
+/// The call's context when the lane does not know its return address: the
+/// offsets are learned (or found in the global table) and the lane
+/// remembers them — unless the caller is the CPython interpreter, whose
+/// calls from every `.py` line share one native path: their context also
+/// hashes the thread's innermost Python frames (`python::frames_key`), so
+/// such a call never takes the lane's or the hot cache's shortcuts, and
+/// programs without an interpreter never pay for the look. The thread's
+/// previous call from the interpreter is judged then (its hold of a
+/// CPython lock, see `python_holds.rs`).
+#[cold]
+#[inline(never)]
+fn seen_unremembered(lane: &mut Lane, caller: Caller) -> Seen {
+    timed_slow_work(lane, |lane| {
+        let (offsets, python) = context_offsets(caller);
+        let mut seen = caller.seen(&offsets);
+        if python {
+            seen.context ^= python::frames_key(&mut lane.py_tstate);
+            seen.epoch = NEVER_HOT;
+            python_holds::settle(lane);
+        } else {
             lane.remember_offsets(caller.ret, offsets);
-            offsets
-        }),
-    }
+        }
+        seen
+    })
 }

@@ -86,6 +86,9 @@ const OFFSET_CACHE_SLOTS: usize = 64;
 /// Most event blocks a lane remembers for reuse by the flight recorder.
 const EVENT_RING: usize = 256;
 
+/// Slots of [`Lane::py_seen`].
+pub const PY_SEEN_SLOTS: usize = 64;
+
 pub struct Lane {
     pub id: u32,
     /// This thread's generation of the lane, already shifted into place
@@ -153,6 +156,12 @@ pub struct Lane {
     /// The engagements whose accesses this thread is counting, by depth in
     /// its held stack (`ratios.rs`).
     pub tallies: [Tally; TALLY_DEPTH],
+    /// CPython locks' counters of this thread and their engagements when
+    /// last looked at (see `identities/python_holds.rs`), by counter.
+    pub py_seen: [(u64, u64); PY_SEEN_SLOTS],
+    /// This thread's CPython thread state, once checked to be its own (see
+    /// `identities/python.rs`); 0 until then.
+    pub py_tstate: u64,
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
@@ -393,6 +402,16 @@ impl Lane {
             offsets,
             epoch: crate::recorder::base::caller::epoch(),
         };
+    }
+
+    /// The last call from the CPython interpreter the hot cache
+    /// remembered, forgotten (see `hot_cache.rs`), and its mode.
+    pub fn take_unhit(&mut self) -> Option<(crate::recorder::tables::hot_cache::UnhitCall, u32)> {
+        let call = self.hot.take_unhit()?;
+        (call.tag & !MODE_MASK == self.tag_base).then(|| {
+            let mode = call.tag & MODE_MASK;
+            (call, mode)
+        })
     }
 
     /// The hot cache's entry for this call (see `hot_cache.rs`).

@@ -87,6 +87,8 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.stack_top = 0;
     lane.resident_page = 0;
     lane.tallies = [Tally::default(); TALLY_DEPTH];
+    lane.py_seen = [(0, 0); super::PY_SEEN_SLOTS];
+    lane.py_tstate = 0;
     lane.blocks_taken = 0;
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;

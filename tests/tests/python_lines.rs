@@ -1,0 +1,210 @@
+//! Python programs at their own `.py` lines: a worker thread waiting on a
+//! `threading` primitive is reported at the line of the program that
+//! waited (not inside CPython's C code), with the waits the program
+//! measured itself, and a `time.sleep` under a held lock is
+//! `blocking-under-lock` at the `.py` line of the sleep.
+//!
+//! `tests/python/primitives.py KIND` is the program: a holder sleeps
+//! 0.1 s holding a Lock, RLock, Condition or Semaphore (or before setting
+//! an Event or filling a Queue) while workers wait for it, and prints each
+//! wait it measured with `time.perf_counter_ns`. Lines are found by their
+//! `# marker:` comments.
+//!
+//! Run under every CPython 3.11 or later the machine has (pyenv's, and
+//! Debian's `/usr/bin/python3`); one missing is skipped, saying so.
+
+use locksuit_tests::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KINDS: &[&str] = &["lock", "rlock", "condition", "semaphore", "event", "queue"];
+const WAITS: usize = 6; // ROUNDS x WORKERS in primitives.py
+
+fn script() -> PathBuf {
+    workspace_root().join("tests/python/primitives.py")
+}
+
+/// The interpreter's (major, minor), or None if it does not run.
+fn version(python: &Path) -> Option<(u32, u32)> {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print(*sys.version_info[:2])"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut v = text.split_whitespace().map(|x| x.parse::<u32>());
+    Some((v.next()?.ok()?, v.next()?.ok()?))
+}
+
+/// Every CPython the test can find: pyenv's 3.11, 3.12, 3.13, and
+/// `/usr/bin/python3`, each with its version.
+fn interpreters() -> Vec<(PathBuf, (u32, u32))> {
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))
+        .unwrap_or_else(|| PathBuf::from("/root/.pyenv"));
+    let mut found = Vec::new();
+    for minor in [11, 12, 13] {
+        let versions = std::fs::read_dir(pyenv.join("versions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("3.{minor}."))
+            })
+            .map(|e| e.path().join(format!("bin/python3.{minor}")))
+            .find(|p| p.is_file());
+        match versions {
+            Some(p) => found.push(p),
+            None => eprintln!(
+                "SKIPPED python 3.{minor} from pyenv: not installed under {}",
+                pyenv.display()
+            ),
+        }
+    }
+    let debian = PathBuf::from("/usr/bin/python3");
+    if debian.exists() {
+        found.push(debian);
+    } else {
+        eprintln!("SKIPPED /usr/bin/python3: not installed");
+    }
+    found
+        .into_iter()
+        .filter_map(|p| match version(&p) {
+            Some(v) if v >= (3, 11) => Some((p, v)),
+            Some(v) => {
+                eprintln!(
+                    "SKIPPED {}: Python {}.{} is older than 3.11",
+                    p.display(),
+                    v.0,
+                    v.1
+                );
+                None
+            }
+            None => {
+                eprintln!("SKIPPED {}: does not run", p.display());
+                None
+            }
+        })
+        .collect()
+}
+
+fn measured_waits(out: &std::process::Output) -> Vec<u64> {
+    stdout_str(out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("wait "))
+        .map(|n| n.trim().parse().expect("a wait in ns"))
+        .collect()
+}
+
+/// The report's site at `primitives.py:line`, if any.
+fn site_at(p: &Value, line: u64) -> Option<&Value> {
+    sites(p)
+        .iter()
+        .find(|s| s["file"] == "primitives.py" && s["line"].as_u64() == Some(line))
+}
+
+fn names_line(site_id: &str, line: u64) -> bool {
+    let at = format!("primitives.py:{line}");
+    site_id.ends_with(&at) || site_id.contains(&format!("{at}#"))
+}
+
+fn check(python: &Path, (major, minor): (u32, u32), kind: &str) {
+    let what = format!("{kind} under Python {major}.{minor} ({})", python.display());
+    let script = script();
+    let dir = fresh_dir(&format!("python_lines_{minor}_{kind}"));
+    let out = run_under_shim(python, &[script.as_os_str(), kind.as_ref()], &dir);
+    assert_success(&out, &what);
+    let waits = measured_waits(&out);
+    assert_eq!(waits.len(), WAITS, "{what}: the program's waits");
+    let measured: u64 = waits.iter().sum();
+
+    let report = report_json(&[&dir], None);
+    let p = only_python_process(&report);
+    let marker = match kind {
+        "event" | "queue" | "semaphore" => format!("# marker: wait-{kind}"),
+        _ => "# marker: wait-held".to_string(),
+    };
+    let wait_line = line_in(&script, &marker);
+    let site = site_at(p, wait_line).unwrap_or_else(|| {
+        panic!(
+            "{what}: no site at primitives.py:{wait_line}; sites: {:?}",
+            sites(p).iter().map(id_of).collect::<Vec<_>>()
+        )
+    });
+    assert_eq!(
+        str_of(site, "function"),
+        "wait_once",
+        "{what}: {}",
+        short(site)
+    );
+    let chain = arr(site, "call_chain");
+    assert_eq!(
+        chain.first().map(|f| &f["address"]),
+        Some(&Value::from("python")),
+        "{what}: the chain starts with the Python frames: {}",
+        short(&site["call_chain"])
+    );
+    assert!(
+        chain.iter().any(|f| f["address"] != "python"),
+        "{what}: the interpreter's C frames are below them"
+    );
+    let reported = u64_of(site, "wait_ns");
+    let diff = reported.abs_diff(measured) as f64;
+    assert!(
+        diff <= 0.10 * measured as f64,
+        "{what}: the report's wait at line {wait_line} is {reported} ns, the program measured {measured} ns: {}",
+        short(site)
+    );
+
+    let held = matches!(kind, "lock" | "rlock" | "condition");
+    if held && minor <= 12 {
+        let sleep_line = line_in(&script, "# marker: sleep");
+        let hold_line = line_in(&script, "# marker: hold");
+        let found = findings(p).iter().find(|f| {
+            f["kind"] == "blocking-under-lock"
+                && arr(f, "sites")
+                    .iter()
+                    .any(|s| s.as_str().is_some_and(|s| names_line(s, sleep_line)))
+        });
+        let f = found.unwrap_or_else(|| {
+            panic!(
+                "{what}: no blocking-under-lock at primitives.py:{sleep_line}; findings: {}",
+                short(&p["findings"])
+            )
+        });
+        assert!(
+            arr(f, "sites")
+                .iter()
+                .any(|s| s.as_str().is_some_and(|s| names_line(s, hold_line))),
+            "{what}: the lock was taken at line {hold_line}: {}",
+            short(f)
+        );
+        assert!(
+            arr(f, "sites")
+                .iter()
+                .any(|s| s.as_str().is_some_and(|s| names_line(s, wait_line))),
+            "{what}: the workers waited at line {wait_line}: {}",
+            short(f)
+        );
+    } else if held {
+        eprintln!(
+            "NOT CHECKED {what}: blocking-under-lock (3.13's threading.Lock is a futex word, not a lock the shim holds)"
+        );
+    }
+}
+
+#[test]
+fn python_waits_are_at_their_py_lines() {
+    let found = interpreters();
+    assert!(
+        !found.is_empty(),
+        "no CPython 3.11 or later on this machine"
+    );
+    for (python, version) in &found {
+        for kind in KINDS {
+            check(python, *version, kind);
+        }
+    }
+}
