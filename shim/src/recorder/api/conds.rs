@@ -36,7 +36,7 @@ fn cond_record(
     mode: u32,
     mutex_id: u32,
 ) -> Option<*mut CondRecord> {
-    let context = context_of(lane, caller);
+    let context = context_of(lane, caller, false);
     if let Some(p) = lane.find(cond_id, key, context, mode) {
         return Some(p.cast());
     }

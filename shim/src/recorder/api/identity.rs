@@ -170,7 +170,7 @@ pub fn object_initialized(
         return;
     };
     timed_slow_work(lane, |lane| {
-        let context = context_of(lane, caller);
+        let context = context_of(lane, caller, false);
         let site = sites::site_id(lane, caller, context);
         match objects::for_init(addr, kind as u32) {
             Some(found) => {

@@ -144,7 +144,7 @@ fn prepare_uncached(
     caller: Caller,
 ) -> Option<Prepared> {
     let found = object(lane, addr, kind)?;
-    let seen = seen_of(lane, caller);
+    let seen = seen_of(lane, caller, kind == ObjectKind::Sem);
     let counter = counter_of(lane, &found, (caller, seen.context), mode)?;
     lane.remember_hot(
         (addr, caller, mode),

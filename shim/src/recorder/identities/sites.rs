@@ -302,9 +302,6 @@ fn create(
     let id = if written { id } else { 0 };
     if written {
         crate::recorder::identities::interest::decide_site(id, &frames[..depth]);
-        if in_interpreter(caller.ret) {
-            python::record_frames(lane, id);
-        }
     }
     if let Some(slot) = slot {
         if id != 0 {
@@ -315,6 +312,11 @@ fn create(
             // Could not record it; let a later call try again.
             slot.key.store(0, Ordering::Release);
         }
+    }
+    // The Python frames after the site is published: reading them takes
+    // system calls, and meanwhile other threads would make copies of it.
+    if written && in_interpreter(caller.ret) {
+        python::record_frames(lane, id);
     }
     id
 }
@@ -437,19 +439,29 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 
 /// The call's context (see [`Caller::context`]), learning and caching the
 /// stack offsets it is read at on the first sight of the return address.
-pub fn context_of(lane: &mut Lane, caller: Caller) -> u64 {
+/// `python_lines`: as for [`seen_of`] (a blocking call's, yes: it is
+/// recorded only when it blocked, and a sleep under a Python lock is found
+/// at its `.py` line; a condition wait's or an initialisation's from the
+/// interpreter, no: the GIL's condition waits on every handoff).
+pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
-        None => seen_unremembered(lane, caller).context,
+        None => seen_unremembered(lane, caller, python_lines).context,
     }
 }
 
 /// The call's context and what it was read from (see [`Caller::seen`]).
+/// `python_lines`: a call from the CPython interpreter is told apart by
+/// its `.py` line (CPython's own locks are semaphores: `threading.Lock`
+/// and its kin up to 3.12, a waiting thread's parking semaphore in 3.13);
+/// other lock calls from the interpreter (the GIL's mutex and condition,
+/// its internal mutexes) keep the lane's and the hot cache's shortcuts:
+/// they gain nothing from a `.py` line of their own.
 #[inline]
-pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
+pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
-        None => seen_unremembered(lane, caller),
+        None => seen_unremembered(lane, caller, python_lines),
     }
 }
 
@@ -464,11 +476,11 @@ pub fn seen_of(lane: &mut Lane, caller: Caller) -> Seen {
 /// CPython lock, see `python_holds.rs`).
 #[cold]
 #[inline(never)]
-fn seen_unremembered(lane: &mut Lane, caller: Caller) -> Seen {
+fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
     timed_slow_work(lane, |lane| {
         let (offsets, python) = context_offsets(caller);
         let mut seen = caller.seen(&offsets);
-        if python {
+        if python && python_lines {
             seen.context ^= python::frames_key(&mut lane.py_tstate);
             seen.epoch = NEVER_HOT;
             python_holds::settle(lane);
