@@ -199,7 +199,7 @@ impl Recorded {
             // case's words (abseil's: every waiter's semaphore is made at
             // one line of abseil), that may be another case's.
             let at = format!("{}:{}", self.file_name(), self.line(case.let_go_marker));
-            let by = format!("by thread {holder} at");
+            let by = format!("by thread {holder}, which let it go at");
             let covers = |f: &&Value| {
                 f["kind"] == "long-hold"
                     && arr(f, "locks")

@@ -184,6 +184,10 @@ impl<'a> Evidence<'a> {
             .site
             .and_then(|s| self.sites.get(s.index()))
             .map_or_else(|| "an unknown line".to_string(), where_of);
+        if lock.kind == LockKind::Futex {
+            // Its taking made no call: the line seen is where it let go.
+            return format!(" by thread {}, which let it go at {at}", h.tid);
+        }
         format!(" by thread {} at {at}", h.tid)
     }
 
