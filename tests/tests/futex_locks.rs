@@ -229,6 +229,9 @@ fn record(bin: &Path, source: PathBuf, tag: &str) -> Recorded {
     let dir = fresh_dir(tag);
     let out = run_under_shim(bin, &[] as &[&str], &dir);
     assert_success(&out, tag);
+    // The shim changes nothing the program does: its exit status, stderr
+    // and the lines it prints (their figures are times) are a plain run's.
+    assert_same_output_keys(&run_plain(bin, &[] as &[&str]), &out);
     let report = report_json(&[&dir], None);
     let p = only_process(&report);
     assert!(

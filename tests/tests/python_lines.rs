@@ -116,6 +116,9 @@ fn check(python: &Path, (major, minor): (u32, u32), kind: &str) {
     let dir = fresh_dir(&format!("python_lines_{minor}_{kind}"));
     let out = run_under_shim(python, &[script.as_os_str(), kind.as_ref()], &dir);
     assert_success(&out, &what);
+    // Exit status, stderr and the printed lines' names are a plain run's.
+    let plain = run_plain(python, &[script.as_os_str(), kind.as_ref()]);
+    assert_same_output_keys(&plain, &out);
     let waits = measured_waits(&out);
     assert_eq!(waits.len(), WAITS, "{what}: the program's waits");
     let measured: u64 = waits.iter().sum();

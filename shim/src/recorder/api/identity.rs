@@ -170,7 +170,8 @@ pub fn object_initialized(
         return;
     };
     timed_slow_work(lane, |lane| {
-        let context = context_of(lane, caller, false);
+        // A CPython lock is named by the `.py` line that made it.
+        let context = context_of(lane, caller, true);
         let site = sites::site_id(lane, caller, context);
         match objects::for_init(addr, kind as u32) {
             Some(found) => {

@@ -356,7 +356,7 @@ pub fn caller_of_hook_through(hook: u64, levels: usize) -> Option<(Caller, u64)>
                         ip != 0
                     }
                     Some(level) => {
-                        context ^= ip.rotate_left((16 * (level as u32 - 1) + 1) % 64);
+                        context ^= ip.rotate_left(16 * (level as u32 - 1) + 1);
                         found = Some(level + 1);
                         ip != 0 && level < levels
                     }
@@ -441,8 +441,9 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 /// stack offsets it is read at on the first sight of the return address.
 /// `python_lines`: as for [`seen_of`] (a blocking call's, yes: it is
 /// recorded only when it blocked, and a sleep under a Python lock is found
-/// at its `.py` line; a condition wait's or an initialisation's from the
-/// interpreter, no: the GIL's condition waits on every handoff).
+/// at its `.py` line; an initialisation's, yes: a lock is named by the line
+/// that made it; a condition wait's from the interpreter, no: the GIL's
+/// condition waits on every handoff).
 pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
