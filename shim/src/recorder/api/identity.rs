@@ -170,8 +170,10 @@ pub fn object_initialized(
         return;
     };
     timed_slow_work(lane, |lane| {
-        // A CPython lock is named by the `.py` line that made it.
-        let context = context_of(lane, caller, true);
+        // Not keyed by a `.py` line: doing so settles the thread's last
+        // CPython lock call early (see `python_holds.rs`), and under load
+        // a hold was lost (python_lines failed 2 in 6 beside busy loops).
+        let context = context_of(lane, caller, false);
         let site = sites::site_id(lane, caller, context);
         match objects::for_init(addr, kind as u32) {
             Some(found) => {

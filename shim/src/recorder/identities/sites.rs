@@ -441,9 +441,9 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 /// stack offsets it is read at on the first sight of the return address.
 /// `python_lines`: as for [`seen_of`] (a blocking call's, yes: it is
 /// recorded only when it blocked, and a sleep under a Python lock is found
-/// at its `.py` line; an initialisation's, yes: a lock is named by the line
-/// that made it; a condition wait's from the interpreter, no: the GIL's
-/// condition waits on every handoff).
+/// at its `.py` line; a condition wait's or an initialisation's from the
+/// interpreter, no: the GIL's condition waits on every handoff, and an
+/// initialisation would settle a CPython lock call early).
 pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
