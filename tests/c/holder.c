@@ -11,8 +11,9 @@
  *                      20 ms under it while main waits for it: holds that
  *                      began uncontended (not timed) but made main wait.
  *                      The holder lets go only once main waits. Prints
- *                      "held-ns N", their total, and "waited-ns N", how
- *                      long main's lock calls took.
+ *                      "held-ns N", their total, "waited-ns N", how
+ *                      long main's lock calls took, and "woken-ns N", how
+ *                      long main took to return after each release.
  *
  * The holder measures its own hold (wall clock and its thread CPU clock)
  * and prints "hold-wall-ns N" and "hold-cpu-ns N": the ground truth the
@@ -24,7 +25,7 @@
 #include <sys/resource.h>
 
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int holding, asking, stop_hogs;
+static atomic_int holding, asking, stop_hogs, hogs_running;
 static int pinned;
 static long long hold_wall, hold_cpu;
 
@@ -49,6 +50,7 @@ static void *hog(void *arg)
     (void)arg;
     if (pinned)
         pin(0);
+    atomic_fetch_add(&hogs_running, 1);
     while (!atomic_load(&stop_hogs))
         ;
     return NULL;
@@ -79,7 +81,7 @@ static void *hold(void *arg)
 }
 
 static atomic_int round_held, round_done;
-static long long held_total, waited_total;
+static long long held_total, waited_total, woken_total, released_at;
 
 static void *hold_rounds(void *arg)
 {
@@ -93,7 +95,8 @@ static void *hold_rounds(void *arg)
            late a busy machine lets it ask. */
         while (__atomic_load_n(&held_lock.__data.__lock, __ATOMIC_ACQUIRE) != 2)
             sleep_ms(1);
-        held_total += now_ns() - t0;
+        released_at = now_ns();
+        held_total += released_at - t0;
         CHECK(pthread_mutex_unlock(&held_lock)); /* @round-release */
         while (atomic_load(&round_done) < i)
             sleep_ms(1);
@@ -110,13 +113,16 @@ static int rounds(void)
             sleep_ms(1);
         long long t0 = now_ns();
         CHECK(pthread_mutex_lock(&held_lock)); /* @round-wait */
-        waited_total += now_ns() - t0;
+        long long t1 = now_ns();
+        waited_total += t1 - t0;
+        woken_total += t1 - released_at;
         CHECK(pthread_mutex_unlock(&held_lock));
         atomic_store(&round_done, i);
     }
     CHECK(pthread_join(holder, NULL));
     printf("held-ns %lld\n", held_total);
     printf("waited-ns %lld\n", waited_total);
+    printf("woken-ns %lld\n", woken_total);
     return 0;
 }
 
@@ -132,6 +138,10 @@ int main(int argc, char **argv)
     if (preempted)
         for (int i = 0; i < 2; i++)
             CHECK(pthread_create(&hogs[i], NULL, hog, NULL));
+    /* The hogs share the holder's CPU before it starts: a holder that
+     * started first could finish its 2 ms before they ran at all. */
+    while (preempted && atomic_load(&hogs_running) < 2)
+        sleep_ms(1);
     CHECK(pthread_create(&holder, NULL, hold, &preempted));
     while (!atomic_load(&holding))
         sleep_ms(1);

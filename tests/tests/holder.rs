@@ -27,7 +27,23 @@ fn long_hold(mode: &str) {
         .iter()
         .filter(|f| f["kind"] == "long-hold")
         .collect();
-    assert_eq!(found.len(), 1, "{mode}: {}", short(&p["findings"]));
+    // A hold shorter than the long-hold limit (10 ms) is no long hold,
+    // however it came about: a busy machine's scheduler decides.
+    if wall < 10_000_000 {
+        assert!(
+            found.is_empty(),
+            "{mode}: a {wall} ns hold: {}",
+            short(&p["findings"])
+        );
+        eprintln!("{mode}: the holder held for only {wall} ns; no verdict to check");
+        return;
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "{mode}: a {wall} ns hold ({cpu} ns running): {}",
+        short(&p["findings"])
+    );
     let f = found[0];
     let holder = &f["holder"];
     let state = str_of(holder, "state");
@@ -92,12 +108,14 @@ fn holds_a_thread_waited_for_count_at_least_the_wait() {
         "{}",
         short(lock)
     );
-    // Each wait began after its hold did and ended after it: a lower bound
-    // of the holds, and about what main measured its lock calls took.
+    let woken: u64 = stdout_value(&stdout, "woken-ns").parse().unwrap();
+    // Each wait began after its hold did and ended after it, once main was
+    // woken: a lower bound of the holds but for the wake-ups (long on a
+    // busy machine), and about what main measured its lock calls took.
     let bound = u64_of(&lock["waited_holds"], "wait_ns");
     assert!(
-        bound <= held && bound * 2 >= waited,
-        "{bound} of {held} held, {waited} waited as main measured: {}",
+        bound <= held + woken && bound * 2 >= waited,
+        "{bound} of {held} held (+{woken} to wake main), {waited} waited as main measured: {}",
         short(lock)
     );
     // The text's hold column says so, as a lower bound.
