@@ -7,7 +7,7 @@ use crate::recorder::api::identity::{self, object};
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::features::lock_order;
-use crate::recorder::identities::sites::{self, seen_of};
+use crate::recorder::identities::sites::{self, seen_of, PYTHON_CALL};
 use crate::recorder::tables::held::{self, HeldEntry};
 use crate::recorder::tables::hot_cache::HotTarget;
 use crate::recorder::tables::lanes::{drop_op, timed_slow_work, Lane};
@@ -143,12 +143,47 @@ fn prepare_uncached(
     (addr, kind, mode): (u64, ObjectKind, u32),
     caller: Caller,
 ) -> Option<Prepared> {
-    let found = object(lane, addr, kind)?;
     let seen = seen_of(lane, caller, kind == ObjectKind::Sem);
+    if seen.epoch == PYTHON_CALL {
+        return prepare_python(lane, (addr, kind, mode), caller, seen.context);
+    }
+    let found = object(lane, addr, kind)?;
     let counter = counter_of(lane, &found, (caller, seen.context), mode)?;
     lane.remember_hot(
         (addr, caller, mode),
         &seen,
+        (found.slot, found.id, counter.cast()),
+    );
+    Some(Prepared {
+        slot: found.slot,
+        counter,
+    })
+}
+
+/// A call from the CPython interpreter on one of its locks, keyed by its
+/// `.py` path: found in the lane's cache of such calls, else looked up as
+/// any call is and cached there; the thread's last such call either way
+/// (see `python_calls.rs`).
+#[cold]
+#[inline(never)]
+fn prepare_python(
+    lane: &'static mut Lane,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    caller: Caller,
+    context: u64,
+) -> Option<Prepared> {
+    if let Some((slot, counter)) = lane.python_call((addr, caller, mode), context) {
+        lane.note_python_call((addr, mode), (slot, slot.id(), counter));
+        return Some(Prepared {
+            slot,
+            counter: counter.cast(),
+        });
+    }
+    let found = object(lane, addr, kind)?;
+    let counter = counter_of(lane, &found, (caller, context), mode)?;
+    lane.remember_python_call(
+        (addr, caller, mode),
+        context,
         (found.slot, found.id, counter.cast()),
     );
     Some(Prepared {

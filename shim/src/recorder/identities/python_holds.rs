@@ -12,8 +12,8 @@
 //! The hook's outcome is not known there (the call has not been made
 //! yet): a call is judged at the thread's next call from the interpreter
 //! (or its next recorded blocking call, which takes the same path, or a
-//! lock's destruction), found as the one entry the hot cache keeps for
-//! such calls (`hot_cache::take_unhit`). An acquisition succeeded if its
+//! lock's destruction), which the lane keeps (`python_calls.rs`). An
+//! acquisition succeeded if its
 //! counter counted one more engagement than when it was last looked at. A
 //! lock released by another thread (a `Condition`'s waiter) stays on the
 //! holder's stack until it is destroyed.
@@ -29,7 +29,7 @@ use locksuit_format::*;
 /// a successful acquisition of a CPython lock goes on the held stack, a
 /// post takes it off.
 pub fn settle(lane: &mut Lane) {
-    let Some((call, mode)) = lane.take_unhit() else {
+    let Some((call, mode)) = lane.take_python_call() else {
         return;
     };
     if !super::python::locks_are_semaphores() || call.slot.is_null() || call.counter.is_null() {

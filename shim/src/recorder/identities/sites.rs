@@ -15,7 +15,6 @@
 
 use crate::recorder::base::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
 use crate::recorder::identities::{modules, python, python_holds};
-use crate::recorder::tables::hot_cache::NEVER_HOT;
 use crate::recorder::tables::lanes::{timed_slow_work, Lane};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -466,28 +465,47 @@ pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
     }
 }
 
+/// An epoch no call path is ever in: a call keyed by its `.py` line says
+/// so in its [`Seen`], and is cached by that (`python_calls.rs`), never in
+/// the hot cache.
+pub const PYTHON_CALL: u32 = u32::MAX;
+
 /// The call's context when the lane does not know its return address: the
 /// offsets are learned (or found in the global table) and the lane
 /// remembers them — unless the caller is the CPython interpreter, whose
 /// calls from every `.py` line share one native path: their context also
-/// hashes the thread's innermost Python frames (`python::frames_key`), so
-/// such a call never takes the lane's or the hot cache's shortcuts, and
-/// programs without an interpreter never pay for the look. The thread's
-/// previous call from the interpreter is judged then (its hold of a
-/// CPython lock, see `python_holds.rs`).
+/// hashes the thread's innermost Python frames (`python::frames_key`), and
+/// the lane keeps their offsets apart, so that such a call never takes the
+/// lane's or the hot cache's shortcuts and programs without an interpreter
+/// never pay for the look.
 #[cold]
 #[inline(never)]
 fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
+    if let Some(offsets) = lane.python_offsets_of(caller.ret) {
+        // Shallow work: no need for the lane's own stack.
+        return python_seen(lane, caller, &offsets, python_lines);
+    }
     timed_slow_work(lane, |lane| {
         let (offsets, python) = context_offsets(caller);
-        let mut seen = caller.seen(&offsets);
         if python && python_lines {
-            seen.context ^= python::frames_key(&mut lane.py_tstate);
-            seen.epoch = NEVER_HOT;
-            python_holds::settle(lane);
+            lane.remember_python_offsets(caller.ret, offsets);
+            python_seen(lane, caller, &offsets, true)
         } else {
             lane.remember_offsets(caller.ret, offsets);
+            caller.seen(&offsets)
         }
-        seen
     })
+}
+
+/// The Python arm of a call's context: its `.py` frames hashed in. The
+/// thread's previous call from the interpreter on a lock is judged now
+/// (its hold of a CPython lock, see `python_holds.rs`).
+fn python_seen(lane: &mut Lane, caller: Caller, offsets: &Offsets, python_lines: bool) -> Seen {
+    let mut seen = caller.seen(offsets);
+    if python_lines {
+        seen.context ^= python::frames_key(&mut lane.py_tstate);
+        seen.epoch = PYTHON_CALL;
+        python_holds::settle(lane);
+    }
+    seen
 }

@@ -22,20 +22,6 @@ use crate::recorder::tables::objects::ObjectSlot;
 /// Entries per lane (a power of two).
 const HOT_SLOTS: usize = 64;
 
-/// An epoch no call path is ever in: an entry remembered with it never
-/// hits. Calls from the CPython interpreter are remembered so (see
-/// `sites.rs`), and [`HotCache::take_unhit`] finds the last of them.
-pub const NEVER_HOT: u32 = u32::MAX;
-
-/// What a [`NEVER_HOT`] entry says of its call.
-pub struct UnhitCall {
-    pub addr: u64,
-    pub tag: u32,
-    pub lock_id: u32,
-    pub slot: *const ObjectSlot,
-    pub counter: *mut u8,
-}
-
 #[derive(Clone, Copy)]
 struct HotEntry {
     addr: u64,
@@ -145,24 +131,6 @@ impl HotCache {
     /// Caches a call path seen on the general path. It takes its first
     /// place, unless that holds another path of the same lock and return
     /// address (a wrapper reached from two places): then the second.
-    /// The [`NEVER_HOT`] entry, if any, forgotten as it is returned (there
-    /// is at most one: each is taken before the next is remembered).
-    pub fn take_unhit(&mut self) -> Option<UnhitCall> {
-        let e = self
-            .entries
-            .iter_mut()
-            .find(|e| e.epoch == NEVER_HOT && e.ret != 0)?;
-        e.ret = 0;
-        e.epoch = 0;
-        Some(UnhitCall {
-            addr: e.addr,
-            tag: e.tag,
-            lock_id: e.lock_id,
-            slot: e.slot,
-            counter: e.counter,
-        })
-    }
-
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),

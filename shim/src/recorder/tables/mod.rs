@@ -7,4 +7,5 @@ pub mod held;
 pub mod hot_cache;
 pub mod lanes;
 pub mod objects;
+pub mod python_calls;
 pub mod thread_state;

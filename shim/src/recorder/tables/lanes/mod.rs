@@ -21,6 +21,7 @@ use crate::recorder::base::own_stack::OwnStack;
 use crate::recorder::tables::by_lock::ByLock;
 use crate::recorder::tables::hot_cache::{HotCache, HotTarget};
 use crate::recorder::tables::objects::ObjectSlot;
+use crate::recorder::tables::python_calls::{PythonCall, PythonCalls};
 use crate::recorder::trace::file;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -82,6 +83,10 @@ struct OffsetEntry {
 }
 
 const OFFSET_CACHE_SLOTS: usize = 64;
+
+/// Marks an offset cache entry of a call keyed by its `.py` line (module-map
+/// epochs never reach it).
+const PYTHON_EPOCH: u32 = 1 << 31;
 
 /// Most event blocks a lane remembers for reuse by the flight recorder.
 const EVENT_RING: usize = 256;
@@ -162,6 +167,8 @@ pub struct Lane {
     /// This thread's CPython thread state, once checked to be its own (see
     /// `identities/python.rs`); 0 until then.
     pub py_tstate: u64,
+    /// Calls from the interpreter by `.py` path (see `python_calls.rs`).
+    py_calls: PythonCalls,
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
@@ -396,6 +403,24 @@ impl Lane {
         (e.ret == ret && e.epoch == crate::recorder::base::caller::epoch()).then_some(e.offsets)
     }
 
+    /// The context offsets of `ret`, a call from the CPython interpreter
+    /// keyed by its `.py` line, if this lane has them: kept in the same
+    /// cache with their epoch marked, so that [`Lane::offsets_of`] never
+    /// finds them and such calls take the Python arm (`sites.rs`).
+    pub fn python_offsets_of(&self, ret: u64) -> Option<Offsets> {
+        let e = &self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize];
+        (e.ret == ret && e.epoch == crate::recorder::base::caller::epoch() | PYTHON_EPOCH)
+            .then_some(e.offsets)
+    }
+
+    pub fn remember_python_offsets(&mut self, ret: u64, offsets: Offsets) {
+        self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize] = OffsetEntry {
+            ret,
+            offsets,
+            epoch: crate::recorder::base::caller::epoch() | PYTHON_EPOCH,
+        };
+    }
+
     pub fn remember_offsets(&mut self, ret: u64, offsets: Offsets) {
         self.offsets[(ret.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize] = OffsetEntry {
             ret,
@@ -404,14 +429,55 @@ impl Lane {
         };
     }
 
-    /// The last call from the CPython interpreter the hot cache
-    /// remembered, forgotten (see `hot_cache.rs`), and its mode.
-    pub fn take_unhit(&mut self) -> Option<(crate::recorder::tables::hot_cache::UnhitCall, u32)> {
-        let call = self.hot.take_unhit()?;
+    /// The thread's last call from the CPython interpreter on a lock not
+    /// yet judged (see `python_calls.rs`), forgotten, and its mode.
+    pub fn take_python_call(&mut self) -> Option<(PythonCall, u32)> {
+        let call = self.py_calls.take_last()?;
         (call.tag & !MODE_MASK == self.tag_base).then(|| {
             let mode = call.tag & MODE_MASK;
             (call, mode)
         })
+    }
+
+    /// The lock slot and counter cached for this call from the interpreter
+    /// by its `.py` path (`context`), if any.
+    #[inline]
+    pub fn python_call(
+        &self,
+        (addr, caller, mode): (u64, Caller, u32),
+        context: u64,
+    ) -> Option<(&'static ObjectSlot, *mut u8)> {
+        self.py_calls
+            .find(addr, (caller.ret, context), self.tag(mode))
+    }
+
+    /// Caches a call from the interpreter by its `.py` path, and notes it
+    /// as the thread's last, to be judged by its next.
+    pub fn remember_python_call(
+        &mut self,
+        (addr, caller, mode): (u64, Caller, u32),
+        context: u64,
+        target: (&ObjectSlot, u32, *mut u8),
+    ) {
+        let tag = self.tag(mode);
+        self.py_calls
+            .remember((addr, caller.ret, context), tag, target);
+        self.py_calls.set_last(addr, tag, target);
+    }
+
+    /// A new thread's lane: the previous thread's last call is not judged.
+    pub fn forget_python_call(&mut self) {
+        self.py_calls.forget_last();
+    }
+
+    /// Notes a call from the interpreter found cached as the thread's last.
+    pub fn note_python_call(
+        &mut self,
+        (addr, mode): (u64, u32),
+        target: (&ObjectSlot, u32, *mut u8),
+    ) {
+        let tag = self.tag(mode);
+        self.py_calls.set_last(addr, tag, target);
     }
 
     /// The hot cache's entry for this call (see `hot_cache.rs`).
