@@ -16,14 +16,14 @@ ROUNDS = 3
 WORKERS = 2
 HELD = KIND in ("lock", "rlock", "condition", "semaphore")
 
-prim = {
+prim = {  # marker: made
     "lock": threading.Lock,
     "rlock": threading.RLock,
     "condition": threading.Condition,
     "semaphore": lambda: threading.Semaphore(1),
     "event": threading.Event,
     "queue": queue.Queue,
-}[KIND]()
+}[KIND]()  # marker: end-made
 go = threading.Barrier(WORKERS + 1)
 waits = []
 waits_lock = threading.Lock()

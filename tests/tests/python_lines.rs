@@ -153,6 +153,24 @@ fn check(python: &Path, (major, minor): (u32, u32), kind: &str) {
         chain.iter().any(|f| f["address"] != "python"),
         "{what}: the interpreter's C frames are below them"
     );
+    // The lock waited for is named by the `.py` line that made it: the
+    // primitive's statement, or (a queue's or event's condition makes a
+    // lock per wait) the waiting line. 3.13's locks are no semaphores: the
+    // semaphores it makes are its parking lot's.
+    if minor <= 12 {
+        let made: Vec<u64> = if matches!(kind, "event" | "queue") {
+            vec![wait_line]
+        } else {
+            (line_in(&script, "# marker: made")..=line_in(&script, "# marker: end-made")).collect()
+        };
+        let locks = arr(site, "locks");
+        assert!(
+            locks.iter().any(|l| l
+                .as_str()
+                .is_some_and(|id| made.iter().any(|&line| names_line(id, line)))),
+            "{what}: the lock waited for at line {wait_line} is named by its making line {made:?}: {locks:?}"
+        );
+    }
     let reported = u64_of(site, "wait_ns");
     let diff = reported.abs_diff(measured) as f64;
     assert!(

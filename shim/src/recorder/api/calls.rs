@@ -68,7 +68,7 @@ pub fn call_blocked(
 fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {
     match from {
         CallFrom::Caller(caller) => {
-            let context = crate::recorder::identities::sites::context_of(lane, caller, true);
+            let context = sites::context_of(lane, caller, sites::PythonLines::Judged);
             sites::site_id(lane, caller, context)
         }
         CallFrom::Hook(hook) => sites::caller_of_hook(hook)

@@ -8,7 +8,7 @@ use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::api::threads::{wait_ended, wait_started, PendingWait};
 use crate::recorder::base::caller::Caller;
 use crate::recorder::features::events;
-use crate::recorder::identities::sites::{self, context_of};
+use crate::recorder::identities::sites::{self, context_of, PythonLines};
 use crate::recorder::tables::held::HELD_HANDOVER;
 use crate::recorder::tables::lanes::{Lane, MODE_COND_NOTIFY, MODE_COND_WAIT};
 use crate::recorder::tables::objects::ObjectSlot;
@@ -36,7 +36,7 @@ fn cond_record(
     mode: u32,
     mutex_id: u32,
 ) -> Option<*mut CondRecord> {
-    let context = context_of(lane, caller, false);
+    let context = context_of(lane, caller, PythonLines::No);
     if let Some(p) = lane.find(cond_id, key, context, mode) {
         return Some(p.cast());
     }

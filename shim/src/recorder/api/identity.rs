@@ -5,7 +5,7 @@
 use crate::glibc;
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
-use crate::recorder::identities::sites::{self, context_of};
+use crate::recorder::identities::sites::{self, context_of, PythonLines};
 use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::lanes::{drop_op, timed_slow_work};
 use crate::recorder::tables::objects;
@@ -170,10 +170,16 @@ pub fn object_initialized(
         return;
     };
     timed_slow_work(lane, |lane| {
-        // Not keyed by a `.py` line: doing so settles the thread's last
-        // CPython lock call early (see `python_holds.rs`), and under load
-        // a hold was lost (python_lines failed 2 in 6 beside busy loops).
-        let context = context_of(lane, caller, false);
+        // A CPython lock is named by the `.py` line that made it; the
+        // thread's last lock call is left for its next one to judge
+        // (judged here, a hold was lost under load: python_lines failed
+        // 2 in 6 beside busy loops).
+        let python_lines = if kind == ObjectKind::Sem {
+            PythonLines::Keyed
+        } else {
+            PythonLines::No
+        };
+        let context = context_of(lane, caller, python_lines);
         let site = sites::site_id(lane, caller, context);
         match objects::for_init(addr, kind as u32) {
             Some(found) => {

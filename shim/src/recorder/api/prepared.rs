@@ -7,7 +7,7 @@ use crate::recorder::api::identity::{self, object};
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::features::lock_order;
-use crate::recorder::identities::sites::{self, seen_of, PYTHON_CALL};
+use crate::recorder::identities::sites::{self, seen_of, PythonLines, PYTHON_CALL};
 use crate::recorder::tables::held::{self, HeldEntry};
 use crate::recorder::tables::hot_cache::HotTarget;
 use crate::recorder::tables::lanes::{drop_op, timed_slow_work, Lane};
@@ -143,7 +143,12 @@ fn prepare_uncached(
     (addr, kind, mode): (u64, ObjectKind, u32),
     caller: Caller,
 ) -> Option<Prepared> {
-    let seen = seen_of(lane, caller, kind == ObjectKind::Sem);
+    let python_lines = if kind == ObjectKind::Sem {
+        PythonLines::Judged
+    } else {
+        PythonLines::No
+    };
+    let seen = seen_of(lane, caller, python_lines);
     if seen.epoch == PYTHON_CALL {
         return prepare_python(lane, (addr, kind, mode), caller, seen.context);
     }

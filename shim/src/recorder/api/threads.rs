@@ -161,7 +161,11 @@ pub fn join_begin(g: &InHook, target: u64, caller: Caller, deadline: u64) -> Joi
         // The joining line, so a hang in a join can name it (first sight of
         // a line unwinds once, like any other site).
         let site = crate::recorder::tables::lanes::timed_slow_work(lane, |lane| {
-            let context = crate::recorder::identities::sites::context_of(lane, caller, false);
+            let context = crate::recorder::identities::sites::context_of(
+                lane,
+                caller,
+                crate::recorder::identities::sites::PythonLines::No,
+            );
             crate::recorder::identities::sites::site_id(lane, caller, context)
         });
         site_id = site;

@@ -436,14 +436,28 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
     Some((depth, Offsets::from_levels(&levels, learned)))
 }
 
+/// Whether a call from the CPython interpreter is told apart by its `.py`
+/// line (CPython's own locks are semaphores: `threading.Lock` and its kin
+/// up to 3.12, a waiting thread's parking semaphore in 3.13). Other calls
+/// from the interpreter (the GIL's mutex and condition, its internal
+/// mutexes) keep the lane's and the hot cache's shortcuts: they gain
+/// nothing from a `.py` line of their own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum PythonLines {
+    No,
+    /// Keyed by its `.py` line (a semaphore's initialisation: the line
+    /// that made a CPython lock), the thread's last lock call left to be
+    /// judged by its next one.
+    Keyed,
+    /// Keyed, and the thread's last lock call judged now (its lock calls,
+    /// and its blocking calls: recorded only when they blocked, and a sleep
+    /// under a CPython lock is found under it, at its `.py` line).
+    Judged,
+}
+
 /// The call's context (see [`Caller::context`]), learning and caching the
 /// stack offsets it is read at on the first sight of the return address.
-/// `python_lines`: as for [`seen_of`] (a blocking call's, yes: it is
-/// recorded only when it blocked, and a sleep under a Python lock is found
-/// at its `.py` line; a condition wait's or an initialisation's from the
-/// interpreter, no: the GIL's condition waits on every handoff, and an
-/// initialisation would settle a CPython lock call early).
-pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> u64 {
+pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> u64 {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.context(&offsets),
         None => seen_unremembered(lane, caller, python_lines).context,
@@ -451,14 +465,8 @@ pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> u64 {
 }
 
 /// The call's context and what it was read from (see [`Caller::seen`]).
-/// `python_lines`: a call from the CPython interpreter is told apart by
-/// its `.py` line (CPython's own locks are semaphores: `threading.Lock`
-/// and its kin up to 3.12, a waiting thread's parking semaphore in 3.13);
-/// other lock calls from the interpreter (the GIL's mutex and condition,
-/// its internal mutexes) keep the lane's and the hot cache's shortcuts:
-/// they gain nothing from a `.py` line of their own.
 #[inline]
-pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
+pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
         None => seen_unremembered(lane, caller, python_lines),
@@ -480,16 +488,16 @@ pub const PYTHON_CALL: u32 = u32::MAX;
 /// never pay for the look.
 #[cold]
 #[inline(never)]
-fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: bool) -> Seen {
+fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
     if let Some(offsets) = lane.python_offsets_of(caller.ret) {
         // Shallow work: no need for the lane's own stack.
         return python_seen(lane, caller, &offsets, python_lines);
     }
     timed_slow_work(lane, |lane| {
         let (offsets, python) = context_offsets(caller);
-        if python && python_lines {
+        if python && python_lines != PythonLines::No {
             lane.remember_python_offsets(caller.ret, offsets);
-            python_seen(lane, caller, &offsets, true)
+            python_seen(lane, caller, &offsets, python_lines)
         } else {
             lane.remember_offsets(caller.ret, offsets);
             caller.seen(&offsets)
@@ -500,11 +508,18 @@ fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: bool) -> See
 /// The Python arm of a call's context: its `.py` frames hashed in. The
 /// thread's previous call from the interpreter on a lock is judged now
 /// (its hold of a CPython lock, see `python_holds.rs`).
-fn python_seen(lane: &mut Lane, caller: Caller, offsets: &Offsets, python_lines: bool) -> Seen {
+fn python_seen(
+    lane: &mut Lane,
+    caller: Caller,
+    offsets: &Offsets,
+    python_lines: PythonLines,
+) -> Seen {
     let mut seen = caller.seen(offsets);
-    if python_lines {
+    if python_lines != PythonLines::No {
         seen.context ^= python::frames_key(&mut lane.py_tstate);
         seen.epoch = PYTHON_CALL;
+    }
+    if python_lines == PythonLines::Judged {
         python_holds::settle(lane);
     }
     seen
