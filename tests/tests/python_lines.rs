@@ -19,6 +19,7 @@ use std::process::Command;
 
 const KINDS: &[&str] = &["lock", "rlock", "condition", "semaphore", "event", "queue"];
 const WAITS: usize = 6; // ROUNDS x WORKERS in primitives.py
+const WORKERS: usize = 2;
 
 fn script() -> PathBuf {
     workspace_root().join("tests/python/primitives.py")
@@ -169,6 +170,23 @@ fn check(python: &Path, (major, minor): (u32, u32), kind: &str) {
                 .as_str()
                 .is_some_and(|id| made.iter().any(|&line| names_line(id, line)))),
             "{what}: the lock waited for at line {wait_line} is named by its making line {made:?}: {locks:?}"
+        );
+    }
+    // Who blocked whom: the holder thread, each worker it made wait.
+    if minor <= 12 && matches!(kind, "lock" | "rlock" | "condition") {
+        let made = line_in(&script, "# marker: made");
+        let rows: Vec<&Value> = arr(p, "blocking")
+            .iter()
+            .filter(|r| r["lock"].as_str().is_some_and(|id| names_line(id, made)))
+            .collect();
+        let blockers: std::collections::BTreeSet<u64> =
+            rows.iter().map(|r| u64_of(r, "blocker_tid")).collect();
+        let blocked: std::collections::BTreeSet<u64> =
+            rows.iter().map(|r| u64_of(r, "blocked_tid")).collect();
+        assert!(
+            blockers.len() == 1 && blocked.len() == WORKERS && blockers.is_disjoint(&blocked),
+            "{what}: the holder blocked both workers: {}",
+            short(&p["blocking"])
         );
     }
     let reported = u64_of(site, "wait_ns");
