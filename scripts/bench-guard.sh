@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # CI regression guard for the hot path: counts instructions under callgrind
 # (deterministic, unlike wall-clock time on a shared VM), with and without
-# the shim, for four workloads:
+# the shim, for five workloads:
 #   pair   one more uncontended pthread_mutex_lock + unlock pair;
+#   random one more such pair on one of 4,096 mutexes picked at random
+#          (bench/uncontended.c random: the per-thread hot cache misses
+#          most of the time, the lock table and counter index answer);
 #   sem    one more sem_trywait + sem_post pair;
 #   cells  one more lock + unlock of a cell in bench/cells.c (65,536 locks,
 #          one thread: every operation misses the per-thread caches);
@@ -43,7 +46,7 @@ trap 'rm -rf "$work"' EXIT
 instructions() { callgrind_instructions "$work" "$@"; }
 # Per operation: the difference between two run lengths cancels start-up
 # costs (and, for cells, the first sweep's first sight of every lock).
-pair() { # PRELOAD [held|sem]
+pair() { # PRELOAD [held|sem|random]
   local a b
   a=$(instructions "$1" "$out/uncontended" 200000 ${2:-})
   b=$(instructions "$1" "$out/uncontended" 400000 ${2:-})
@@ -72,6 +75,9 @@ if [ "${1:-}" = --held ]; then
   echo "with another lock held: $plain_held instructions plain, $shimmed_held with the shim"
   exit 0
 fi
+random_plain=$(pair "" random)
+random_shimmed=$(pair "$shim" random)
+echo "random pair over 4,096 locks: $random_plain instructions plain, $random_shimmed with the shim (ratio $(ratio "$random_plain" "$random_shimmed"))"
 sem_plain=$(pair "" sem)
 sem_shimmed=$(pair "$shim" sem)
 echo "semaphore pair: $sem_plain instructions plain, $sem_shimmed with the shim (ratio $(ratio "$sem_plain" "$sem_shimmed"))"
@@ -97,6 +103,7 @@ check() { # NAME PLAIN SHIMMED BASELINE-KEY
   fi
 }
 check "uncontended pair" "$plain" "$shimmed" ratio
+check "random pair" "$random_plain" "$random_shimmed" random_ratio
 check "semaphore pair" "$sem_plain" "$sem_shimmed" sem_ratio
 check "cells lock+unlock" "$cells_plain" "$cells_shimmed" cells_ratio
 check "hash table operation" "$stripes_plain" "$stripes_shimmed" stripes_ratio
