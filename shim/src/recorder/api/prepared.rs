@@ -127,6 +127,11 @@ fn prepare_slow(
     } else {
         lane
     };
+    if let Some(hit) = lane.warm(addr, caller, mode) {
+        // The second level of the hot cache: fast-path work, sampled.
+        g.thread().call_cost().end(started);
+        return Some(hit.into());
+    }
     let lane_ptr: *mut Lane = lane;
     let slow_before = lane.shim_ns;
     let prepared = prepare_uncached(lane, (addr, kind, mode), caller);

@@ -15,6 +15,14 @@
 //! places) keeps the second in the neighbouring place, looked at only when
 //! the first holds the same call by another path: a plain miss costs one
 //! look.
+//!
+//! A thread that misses often (more call paths on locks than 64 places
+//! hold: arrays of locks taken at random) gets a second level, a table of
+//! the same entries 256 times larger, mapped on its `WARM_AFTER`th miss
+//! and looked at only on a miss of the first: it takes such a call to its
+//! lock and counter without the lock table, the stack offsets and the
+//! counter index. A hit there is not moved to the first level (on such a
+//! program that would only churn it).
 
 use crate::recorder::base::caller::{Caller, Seen, CONTEXT_DEPTH};
 use crate::recorder::tables::objects::ObjectSlot;
@@ -45,6 +53,44 @@ struct HotEntry {
 /// A lane's hot cache. All zero bits is empty (tag 0 is never a lane's).
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
+    /// The second level (`WARM_SLOTS` entries), or null until mapped.
+    warm: *mut HotEntry,
+    /// Misses of the first level so far (up to `WARM_AFTER`).
+    misses: u32,
+    /// Looks at the second level in the current period, and hits.
+    warm_looks: u32,
+    warm_hits: u32,
+    /// The second level stopped serving: it hit too rarely to pay for
+    /// itself (more locks than it holds).
+    warm_off: bool,
+}
+
+/// Looks at the second level after which its hits are counted up: if
+/// fewer than one in eight hit, it stops serving this lane (a look and a store on
+/// every miss of the first level would only add to a program that sweeps
+/// more locks than the table holds).
+const WARM_PERIOD: u32 = 4096;
+
+/// Entries of the second level (a power of two): 1.5 MiB of address space,
+/// its pages made resident as entries land on them.
+const WARM_SLOTS: usize = 1 << 16;
+/// Misses of the first level after which a lane maps the second: a program
+/// whose locks and lines fit the first never does.
+const WARM_AFTER: u32 = 1024;
+
+/// Places of the second level one page of locks shares (addresses 32
+/// bytes apart take neighbouring places): locks side by side in memory,
+/// swept in order, stay side by side in the table, so a sweep does not
+/// miss the processor's caches and its TLB at every step.
+const WARM_RUN_BITS: u32 = 7;
+
+/// An entry's place in the second level: the run of its lock's page (and
+/// return address), then the lock's place in its page.
+#[inline(always)]
+fn warm_home(addr: u64, ret: u64) -> usize {
+    let run = ((addr >> 12) ^ ret.rotate_left(17)).wrapping_mul(0xe22b_64a6_6d32_a901)
+        >> (64 - (WARM_SLOTS.trailing_zeros() - WARM_RUN_BITS));
+    ((run as usize) << WARM_RUN_BITS) | ((addr >> 5) as usize & ((1 << WARM_RUN_BITS) - 1))
 }
 
 /// What an entry leads to.
@@ -128,6 +174,62 @@ impl HotCache {
         })
     }
 
+    /// The second level's entry for this call (see the module's comment),
+    /// if it has one and its lock still lives.
+    #[inline]
+    pub fn find_warm(&mut self, addr: u64, caller: Caller, tag: u32) -> Option<HotTarget> {
+        if self.warm.is_null() || self.warm_off {
+            return None;
+        }
+        self.warm_looks += 1;
+        if self.warm_looks == WARM_PERIOD {
+            self.warm_off = self.warm_hits < WARM_PERIOD / 8;
+            (self.warm_looks, self.warm_hits) = (0, 0);
+        }
+        // SAFETY: `warm` maps WARM_SLOTS entries, and the place is masked
+        // to them by construction of `warm_home`.
+        let e = unsafe { &*self.warm.add(warm_home(addr, caller.ret)) };
+        if !(e.same_key(addr, caller.ret, tag)
+            && e.same_path(caller, crate::recorder::base::caller::epoch()))
+        {
+            return None;
+        }
+        // SAFETY: slots live in the object table for the life of the process.
+        let slot = unsafe { &*e.slot };
+        if slot.id() != e.lock_id {
+            return None;
+        }
+        self.warm_hits += 1;
+        Some(HotTarget {
+            slot,
+            counter: e.counter,
+        })
+    }
+
+    /// A new thread's lane: whether the second level serves it is judged
+    /// afresh (the mapping stays; the previous thread's entries never
+    /// match its tags).
+    pub fn new_thread(&mut self) {
+        (self.warm_looks, self.warm_hits, self.warm_off) = (0, 0, false);
+    }
+
+    /// Counts a miss of the first level; maps the second at the
+    /// `WARM_AFTER`th (if the mapping fails, the first serves alone).
+    fn missed(&mut self) {
+        if !self.warm.is_null() {
+            return;
+        }
+        self.misses += 1;
+        if self.misses == WARM_AFTER {
+            // Zero-filled: no entry is live (tag 0 is never a lane's).
+            if let Some(p) = crate::recorder::base::mapped::map_anonymous(
+                WARM_SLOTS * core::mem::size_of::<HotEntry>(),
+            ) {
+                self.warm = p;
+            }
+        }
+    }
+
     /// Caches a call path seen on the general path. It takes its first
     /// place, unless that holds another path of the same lock and return
     /// address (a wrapper reached from two places): then the second.
@@ -148,7 +250,7 @@ impl HotCache {
         {
             at ^= 1;
         }
-        self.entries[at] = HotEntry {
+        let entry = HotEntry {
             addr,
             ret: caller.ret,
             tag,
@@ -160,6 +262,13 @@ impl HotCache {
             slot,
             counter,
         };
+        self.entries[at] = entry;
+        self.missed();
+        if !self.warm.is_null() && !self.warm_off {
+            // SAFETY: as in `find_warm`. One path per place: a wrapper
+            // reached from two places alternates there.
+            unsafe { *self.warm.add(warm_home(addr, caller.ret)) = entry };
+        }
     }
 }
 
@@ -303,5 +412,68 @@ mod tests {
             cache.find(addr, at(&first), tag).map(|h| h.counter),
             Some(0x30 as *mut u8)
         );
+    }
+
+    /// 4,096 locks taken at random at one line: more than the first level
+    /// holds, so once the lane has missed often, the second level answers
+    /// (and forgets a lock made again), and a lane whose second level
+    /// rarely hits stops using it.
+    #[test]
+    fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
+        // SAFETY: all zero bits is the empty cache (see `HotCache`).
+        let mut cache: Box<HotCache> = Box::new(unsafe { core::mem::zeroed() });
+        let stack = [0x400_000u64, 0xaaa, 0, 0xbbb];
+        let at = Caller {
+            ret: 0x400_000,
+            sp: stack.as_ptr() as u64,
+        };
+        let tag = 9;
+        let lock = |i: u64| 0x10_0000 + 40 * i;
+        let slots: Vec<&ObjectSlot> = (0..4096).map(|i| slot(i as u32 + 1)).collect();
+        let counter = |i: u64| (0x1000 + 8 * i) as *mut u8;
+        let remember = |cache: &mut HotCache, i: u64| {
+            cache.remember(
+                (lock(i), at, &seen(&stack)),
+                tag,
+                (slots[i as usize], i as u32 + 1, counter(i)),
+            );
+        };
+        for i in 0..u64::from(WARM_AFTER) {
+            assert!(
+                cache.find_warm(lock(i), at, tag).is_none(),
+                "not mapped yet"
+            );
+            remember(&mut cache, i);
+        }
+        assert!(!cache.warm.is_null(), "mapped at the {WARM_AFTER}th miss");
+        for i in u64::from(WARM_AFTER)..4096 {
+            remember(&mut cache, i);
+        }
+        let found = (0..4096)
+            .filter(|&i| cache.find_warm(lock(i), at, tag).map(|h| h.counter) == Some(counter(i)))
+            .count();
+        // Remembered since it was mapped, and not displaced (40 bytes apart:
+        // one place each in their page's run; pages' runs may collide).
+        assert!(found >= 2800, "{found} of 4096 found in the second level");
+        assert!(cache.find_warm(lock(5000), at, tag).is_none(), "never seen");
+
+        // A lock destroyed and made again is not found.
+        let i = 4000;
+        assert!(cache.find_warm(lock(i), at, tag).is_some());
+        slots[i as usize]
+            .ident
+            .store(1 << 32 | 99_999, core::sync::atomic::Ordering::Relaxed);
+        assert!(cache.find_warm(lock(i), at, tag).is_none(), "made again");
+
+        // Looks that never hit: within a period it stops serving.
+        let other = Caller {
+            ret: 0x500_000,
+            ..at
+        };
+        for _ in 0..2 * WARM_PERIOD {
+            let _ = cache.find_warm(lock(1), other, tag);
+        }
+        assert!(cache.warm_off, "a second level that never hits is left");
+        assert!(cache.find_warm(lock(4001), at, tag).is_none(), "off");
     }
 }

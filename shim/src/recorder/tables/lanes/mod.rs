@@ -465,9 +465,11 @@ impl Lane {
         self.py_calls.set_last(addr, tag, target);
     }
 
-    /// A new thread's lane: the previous thread's last call is not judged.
-    pub fn forget_python_call(&mut self) {
+    /// A new thread's lane: the previous thread's last call is not judged,
+    /// and the hot cache's second level is judged afresh.
+    pub fn forget_previous_thread(&mut self) {
         self.py_calls.forget_last();
+        self.hot.new_thread();
     }
 
     /// Notes a call from the interpreter found cached as the thread's last.
@@ -484,6 +486,14 @@ impl Lane {
     #[inline(always)]
     pub fn hot(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
         self.hot.find(addr, caller, self.tag(mode))
+    }
+
+    /// The hot cache's second level's entry for this call (see
+    /// `hot_cache.rs`): looked at on a miss of the first.
+    #[inline]
+    pub fn warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
+        let tag = self.tag(mode);
+        self.hot.find_warm(addr, caller, tag)
     }
 
     /// Caches a call path the general path looked up.

@@ -89,7 +89,7 @@ pub fn acquire() -> Option<&'static mut Lane> {
     lane.tallies = [Tally::default(); TALLY_DEPTH];
     lane.py_seen = [(0, 0); super::PY_SEEN_SLOTS];
     lane.py_tstate = 0;
-    lane.forget_python_call();
+    lane.forget_previous_thread();
     lane.blocks_taken = 0;
     // The previous thread's entries are stale (another generation).
     lane.index_live = 0;
