@@ -18,7 +18,7 @@
 //!
 //! A thread that misses often (more call paths on locks than 64 places
 //! hold: arrays of locks taken at random) gets a second level, a table of
-//! the same entries 256 times larger, mapped on its `WARM_AFTER`th miss
+//! the same entries 1,024 times larger, mapped on its `WARM_AFTER`th miss
 //! and looked at only on a miss of the first: it takes such a call to its
 //! lock and counter without the lock table, the stack offsets and the
 //! counter index. A hit there is not moved to the first level (on such a
@@ -66,12 +66,12 @@ pub struct HotCache {
 }
 
 /// Looks at the second level after which its hits are counted up: if
-/// fewer than one in eight hit, it stops serving this lane (a look and a store on
-/// every miss of the first level would only add to a program that sweeps
-/// more locks than the table holds).
+/// fewer than one in eight hit, it stops serving this lane (a look and a
+/// store on every miss of the first level would only add to a program that
+/// sweeps more locks than the table holds).
 const WARM_PERIOD: u32 = 4096;
 
-/// Entries of the second level (a power of two): 1.5 MiB of address space,
+/// Entries of the second level (a power of two): 6 MiB of address space,
 /// its pages made resident as entries land on them.
 const WARM_SLOTS: usize = 1 << 16;
 /// Misses of the first level after which a lane maps the second: a program
