@@ -25,7 +25,7 @@ fn named(name: &str) -> thread::Builder {
 /// `m_holder` holds `MUTEX` while `m_waiter` waits for it.
 fn mutex_phase() {
     let about = AtomicI32::new(0);
-    thread::scope(|s| {
+    thread::scope(|s| { // marker: scope parks
         named("m_holder")
             .spawn_scoped(s, || {
                 let mut guard = MUTEX.lock().unwrap();

@@ -14,6 +14,8 @@ use std::process::Command;
 struct Hung {
     stderr: String,
     deadlock: Value,
+    /// The report's locks.
+    locks: Vec<Value>,
     ab: u64,
     ba: u64,
     line: String,
@@ -55,6 +57,7 @@ fn run_futex_deadlock(tag: &str) -> Hung {
     Hung {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         deadlock,
+        locks: arr(p, "locks").to_vec(),
         ab: tid("ab_tid"),
         ba: tid("ba_tid"),
         line: format!(
@@ -83,10 +86,11 @@ fn a_futex_deadlock_is_explained_by_its_words_and_lines() {
         hung.stderr
     );
     // Each thread stuck on the other's mutex (its futex word, named by the
-    // static), at the line of its second lock.
+    // static the program wrote, not by std's fields it lies in), at the
+    // line of its second lock.
     for (tid, waits_for) in [
-        (hung.ab, "&futex_deadlock::B.inner"),
-        (hung.ba, "&futex_deadlock::A.inner"),
+        (hung.ab, "&futex_deadlock::B"),
+        (hung.ba, "&futex_deadlock::A"),
     ] {
         let step = hung.step(tid);
         assert_eq!(step["waits_for"], waits_for, "{step}");
@@ -101,6 +105,40 @@ fn a_futex_deadlock_is_explained_by_its_words_and_lines() {
         );
         assert!(hung.stderr.contains(&said), "{said}: {}", hung.stderr);
     }
+    // Each word by the program's object; the path into std's own fields
+    // kept in `futex_path`. The `Barrier`'s two words (its condition
+    // variable's, which the first thread to arrive always waits on, and
+    // its mutex's, waited on only when the two arrive at once) are told
+    // apart by the field each lies in. (std's own, `STDOUT`'s lock, may be
+    // there too.)
+    let named: Vec<(&str, &str)> = hung
+        .locks
+        .iter()
+        .map(|l| (str_of(l, "id"), str_of(l, "futex_path")))
+        .filter(|(_, path)| path.starts_with("futex_deadlock::"))
+        .collect();
+    let expected = [
+        ("&futex_deadlock::A", "futex_deadlock::A.inner"),
+        ("&futex_deadlock::B", "futex_deadlock::B.inner"),
+        (
+            "&futex_deadlock::BOTH_HELD/cvar",
+            "futex_deadlock::BOTH_HELD.cvar",
+        ),
+        (
+            "&futex_deadlock::BOTH_HELD/lock",
+            "futex_deadlock::BOTH_HELD.lock.inner",
+        ),
+    ];
+    for (i, word) in expected.iter().enumerate() {
+        assert!(
+            i == 3 || named.contains(word),
+            "{word:?} in {named:?}: {:#?}",
+            hung.locks
+        );
+    }
+    for word in &named {
+        assert!(expected.contains(word), "{word:?}: {:#?}", hung.locks);
+    }
 }
 
 #[test]
@@ -108,8 +146,8 @@ fn a_futex_deadlock_is_explained_by_its_words_and_lines() {
 fn a_futex_deadlock_is_a_cycle_of_holders() {
     let hung = run_futex_deadlock("futex-deadlock-cycle");
     for (tid, holds) in [
-        (hung.ab, "&futex_deadlock::A.inner"),
-        (hung.ba, "&futex_deadlock::B.inner"),
+        (hung.ab, "&futex_deadlock::A"),
+        (hung.ba, "&futex_deadlock::B"),
     ] {
         assert_eq!(hung.step(tid)["holds"], holds, "{:#}", hung.deadlock);
     }
@@ -120,7 +158,7 @@ fn a_futex_deadlock_is_a_cycle_of_holders() {
     locks.sort_unstable();
     assert_eq!(
         locks,
-        ["&futex_deadlock::A.inner", "&futex_deadlock::B.inner"],
+        ["&futex_deadlock::A", "&futex_deadlock::B"],
         "{:#}",
         hung.deadlock
     );

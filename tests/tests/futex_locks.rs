@@ -322,13 +322,52 @@ fn rust_std_mutex_rwlock_and_condvar_are_futex_locks_at_the_programs_lines() {
     // lock's state word; the report gives the writer → reader pair of one
     // of them only.
     let [mutex, readers, writer, condvar] = cases(&run, Blocked::Some);
-    // Each a word of the program's own statics, named by them; std's
-    // RwLock is two words: readers wait on its state, writers on its
-    // writer_notify, and each is an object of the report.
-    assert_eq!(mutex, ["&std_futex_locks::MUTEX.inner"]);
-    assert_eq!(readers, ["&std_futex_locks::RWLOCK.inner.state"]);
-    assert_eq!(writer, ["&std_futex_locks::RWLOCK.inner.writer_notify"]);
+    // Each a word of the program's own statics, named by the static the
+    // program wrote, not by std's private fields; std's RwLock is two
+    // words: readers and writers wait on its state (named as the RwLock),
+    // a writer waits for the readers to go on its writer_notify (named so
+    // after the RwLock). The whole path is `futex_path`.
+    assert_eq!(mutex, ["&std_futex_locks::MUTEX"]);
+    assert_eq!(readers, ["&std_futex_locks::RWLOCK"]);
+    assert_eq!(writer, ["&std_futex_locks::RWLOCK/writer_notify"]);
     assert_eq!(condvar, ["&std_futex_locks::CONDVAR"]);
+    let p = only_process(&run.report);
+    let path = |id: &str| str_of(lock_by_id(p, id), "futex_path").to_string();
+    assert_eq!(
+        path("&std_futex_locks::MUTEX"),
+        "std_futex_locks::MUTEX.inner"
+    );
+    assert_eq!(
+        path("&std_futex_locks::RWLOCK"),
+        "std_futex_locks::RWLOCK.inner.state"
+    );
+    assert_eq!(
+        path("&std_futex_locks::RWLOCK/writer_notify"),
+        "std_futex_locks::RWLOCK.inner.writer_notify"
+    );
+    // The main thread's own parker (`thread::scope` waits on it for the
+    // scope's threads) is no lock of the program: named as a parker, for
+    // the line that first parked on it.
+    let scope_line = run.line("scope parks");
+    let parker = format!("parker(std_futex_locks::mutex_phase@std_futex_locks.rs:{scope_line})");
+    let lock = lock_by_id(p, &parker);
+    assert_eq!(lock["futex_per_thread"], true, "{}", short(lock));
+    assert_eq!(lock["futex_role"], "signal", "{}", short(lock));
+}
+
+/// Every per-thread word (a waiting thread's own, which the library parks
+/// it on) is named as that thread's parker, for the line of its first
+/// wait, never as a lock of the program.
+fn parkers_are_named_so(run: &Recorded, words: &[Vec<String>; 4]) {
+    let p = only_process(&run.report);
+    for id in words.iter().flatten() {
+        let lock = lock_by_id(p, id);
+        assert_eq!(lock["futex_per_thread"], true, "{}", short(lock));
+        assert!(
+            id.starts_with("parker(") && id.contains(&format!("{}:", run.file_name())),
+            "{id}: named as a parker, for its line"
+        );
+    }
 }
 
 /// Builds tests/rust/parking_lot_locks (offline from the registry cache
@@ -383,6 +422,7 @@ fn parking_lot_waits_are_futex_words_of_each_waiting_thread() {
     addresses.sort();
     addresses.dedup();
     assert_eq!(addresses.len(), 5, "five parker words: {all:?}");
+    parkers_are_named_so(&run, &words);
 }
 
 /// Builds tests/cxx/absl_locks.cc against Debian's libabsl-dev (once for
@@ -440,4 +480,5 @@ fn abseil_mutex_and_condvar_are_futex_words_woken_at_the_programs_lines() {
     for (ws, waiters) in words.iter().zip([1, 2, 1, 1]) {
         assert_eq!(ws.len(), waiters, "a word per waiting thread: {ws:?}");
     }
+    parkers_are_named_so(&run, &words);
 }

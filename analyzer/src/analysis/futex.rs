@@ -46,8 +46,15 @@ const LOCK_WORDS: &[&str] = &[
 ];
 
 /// Functions of libraries that park each waiting thread on a futex word of
-/// its own, by a part of their name.
-const PARKER_WORDS: &[&str] = &["perthreadsem", "parking_lot_core::", "threadparker"];
+/// its own, by a part of their name: abseil's per-thread semaphore,
+/// parking_lot's, folly's, and Rust std's thread parker (`thread::park`,
+/// the end of `thread::scope`, a channel's wait).
+const PARKER_WORDS: &[&str] = &[
+    "perthreadsem",
+    "parking_lot_core::",
+    "threadparker",
+    "thread_parking::",
+];
 
 /// Whether a wait went through a library's per-thread parking.
 fn parks_threads(site: &Site) -> bool {
@@ -124,7 +131,36 @@ pub fn classify(locks: &mut [Lock], sites: &[Site]) {
             role,
             library,
             per_thread,
+            path: None,
         });
+    }
+}
+
+/// Notes where in the program's variable a futex word lies, down through
+/// the library's fields (`app::RW.inner.writer_notify`), when its name is
+/// the program's object (`&app::RW/writer_notify`).
+pub fn placed(lock: &mut Lock, path: String) {
+    if let Some(futex) = lock.rare_mut().futex.as_mut() {
+        futex.path = Some(path);
+    }
+}
+
+/// The base name of a futex word that lies in no variable, from `line`,
+/// the line that first used it (a heap or thread-local word has no
+/// initialisation call): a thread's own parker word is no lock of the
+/// program (its waits are that thread's, on whichever lock it waited for),
+/// so it is named `parker(LINE)`, for the line where the thread first
+/// parked on it.
+pub fn line_name(lock: &Lock, line: String) -> String {
+    let per_thread = lock
+        .rare
+        .as_ref()
+        .and_then(|r| r.futex.as_ref())
+        .is_some_and(|f| f.per_thread);
+    if lock.kind == LockKind::Futex && per_thread {
+        format!("parker({line})")
+    } else {
+        line
     }
 }
 
@@ -164,7 +200,7 @@ pub fn note(locks: &[Lock]) -> Option<String> {
             if words == 1 { "" } else { "s" },
             if words == 1 { "is" } else { "are" },
             if per_thread > 0 {
-                format!("; {per_thread} of them {} a waiting thread's own word, not a lock's (the library parks each waiting thread on a word of its own): such a word is named by the line that first waited on it, and its waits are that thread's, on whichever of the library's locks it waited for", if per_thread == 1 { "is" } else { "are" })
+                format!("; {per_thread} of them {} a waiting thread's own word, not a lock's (the library parks each waiting thread on a word of its own): such a word is named parker(LINE), for the line that first waited on it, and its waits are that thread's, on whichever of the library's locks (or events) it waited for: one such word is not one lock of the program", if per_thread == 1 { "is" } else { "are" })
             } else {
                 String::new()
             }

@@ -229,10 +229,18 @@ pub fn analyze(
     }
     // Stable names: a lock in a variable by the variable, any other by the
     // line that made it (see names.rs).
+    // A futex word by the program's own object, not the library's fields
+    // it lies in, and a thread's parker word as a parker (see futex.rs).
     let mut bases: Vec<(String, bool)> = Vec::with_capacity(locks.len());
     for lock in &mut locks {
         let size = lock.kind.size();
         match symbolizer.place(&trace.modules, exe, lock.address, size) {
+            Some(place) if lock.kind == LockKind::Futex => {
+                lock.in_variable = true;
+                bases.push((place.object_name(), false));
+                let path = place.name();
+                crate::analysis::futex::placed(lock, path.trim_start_matches('&').to_string());
+            }
             Some(place) => {
                 lock.in_variable = true;
                 bases.push((place.name(), false));
@@ -245,7 +253,7 @@ pub fn analyze(
                     })
                     .cloned()
                     .unwrap_or_else(|| "lock".to_string());
-                bases.push((line, true));
+                bases.push((crate::analysis::futex::line_name(lock, line), true));
             }
         }
     }

@@ -40,6 +40,11 @@ pub struct Type {
     /// In bytes; 0 if unknown.
     pub size: u64,
     pub shape: Shape,
+    /// A type of a lock library or a language's standard library (Rust's
+    /// `std::sync::Mutex<T>`, `core::cell::UnsafeCell<T>`, C++'s
+    /// `std::atomic<int>`): the steps inside it are the library's private
+    /// fields, not the program's (see [`Place::object`]).
+    pub library: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +81,7 @@ impl Default for Layouts {
             types: vec![Type {
                 size: 0,
                 shape: Shape::Scalar,
+                library: false,
             }],
             vars: Vec::new(),
         }
@@ -93,6 +99,16 @@ pub struct Place {
     /// path through a known type; for a bare variable only if it is no
     /// bigger than the object.
     pub exact: bool,
+    /// `path` without the steps taken inside library types: the object
+    /// the program's own source names (`B` for `B.inner`, a Rust `static
+    /// B: Mutex<u32>`'s futex word; `X.a` for `X.data.value.value.a`, a
+    /// `Mutex` member of a `LazyLock`'s value). Equal to `path` when no
+    /// step was inside a library type or the types are unknown.
+    pub object: String,
+    /// The steps inside library types after `object`'s last one
+    /// (`.inner.writer_notify`): where in the library's object the address
+    /// lies; empty when none.
+    pub inside: String,
 }
 
 impl Place {
@@ -103,9 +119,11 @@ impl Place {
     pub fn of_symbol(name: String, offset: u64, size: u64, object_size: u64) -> Place {
         let exact = offset == 0 && (object_size == 0 || size <= object_size);
         Place {
+            object: name.clone(),
             path: name,
             offset,
             exact,
+            inside: String::new(),
         }
     }
 
@@ -115,6 +133,71 @@ impl Place {
             format!("&{}", self.path)
         } else {
             format!("&{}+{:#x}", self.path, self.offset)
+        }
+    }
+
+    /// The program's own object at this place, as [`Place::name`] names a
+    /// path: `&B` for `B.inner`. With `inside`'s last step that says which
+    /// of the library object's words it is, when that is not one of the
+    /// names a library gives its one word (`inner`, `futex`, `state`, …):
+    /// `&RW/writer_notify` for a Rust `RwLock`'s second word,
+    /// `&BARRIER/cvar` and `&BARRIER/lock` for a `Barrier`'s two.
+    pub fn object_name(&self) -> String {
+        let mut name = if self.exact && self.offset == 0 {
+            format!("&{}", self.object)
+        } else {
+            format!("&{}+{:#x}", self.object, self.offset)
+        };
+        if let Some(word) = self.word() {
+            name.push('/');
+            name.push_str(word);
+        }
+        name
+    }
+
+    /// Which word of a library object the place is, if the steps inside it
+    /// say more than "its word" (see [`Place::object_name`]).
+    pub fn word(&self) -> Option<&str> {
+        self.inside
+            .split(['.', '['])
+            .filter(|step| !step.is_empty() && !step.ends_with(']'))
+            .rfind(|step| !ONE_WORD_NAMES.contains(step))
+    }
+}
+
+/// The names libraries give the one word of a lock, or the field that
+/// holds it: a step named so says nothing a reader needs (`B.inner`,
+/// `M.inner.futex`, `RW.inner.state`, `C.inner`, `x._M_i`).
+const ONE_WORD_NAMES: &[&str] = &[
+    "inner", "futex", "state", "value", "v", "data", "raw", "_M_i", "__0",
+];
+
+/// A path being walked: every step in `full`; in `object` those taken in
+/// the program's types, in `inside` those taken in library types since the
+/// last step in the program's (see [`Place`]).
+#[derive(Default)]
+struct Steps {
+    full: String,
+    object: String,
+    inside: String,
+}
+
+impl Steps {
+    fn start(name: &str) -> Steps {
+        Steps {
+            full: name.to_string(),
+            object: name.to_string(),
+            inside: String::new(),
+        }
+    }
+
+    fn push(&mut self, step: std::fmt::Arguments<'_>, in_library: bool) {
+        let _ = self.full.write_fmt(step);
+        if in_library {
+            let _ = self.inside.write_fmt(step);
+        } else {
+            self.inside.clear();
+            let _ = self.object.write_fmt(step);
         }
     }
 }
@@ -167,12 +250,14 @@ impl Layouts {
     /// and the members and elements down to the object.
     pub fn place(&self, address: u64, object_size: u64) -> Option<Place> {
         let (var, offset) = self.variable(address)?;
-        let mut path = String::from(&*var.name);
-        let (offset, _) = self.walk(var.ty, offset, object_size, &mut path, true);
+        let mut steps = Steps::start(&var.name);
+        let (offset, _) = self.walk(var.ty, offset, object_size, &mut steps, true);
         Some(Place {
-            path,
+            path: steps.full,
             offset,
             exact: true,
+            object: steps.object,
+            inside: steps.inside,
         })
     }
 
@@ -188,7 +273,7 @@ impl Layouts {
         mut ty: TypeId,
         mut offset: u64,
         object_size: u64,
-        path: &mut String,
+        path: &mut Steps,
         choose: bool,
     ) -> (u64, End) {
         for _ in 0..MAX_DEPTH {
@@ -224,7 +309,9 @@ impl Layouts {
                     if count.is_some_and(|n| index >= n) {
                         return (offset, End::Inside);
                     }
-                    let _ = write!(path, "[{index}]");
+                    // An element's index is the program's, even of an
+                    // array inside a library's type.
+                    path.push(format_args!("[{index}]"), false);
                     offset -= index * stride;
                     ty = *element;
                 }
@@ -233,8 +320,7 @@ impl Layouts {
                         return (offset, End::Inside);
                     };
                     if let Some(name) = &member.name {
-                        path.push('.');
-                        path.push_str(name);
+                        path.push(format_args!(".{name}"), t.library);
                     }
                     offset -= member.offset;
                     ty = member.ty;
@@ -276,7 +362,7 @@ impl Layouts {
             return held.first().copied();
         }
         let score = |m: &Member| {
-            let mut scratch = String::new();
+            let mut scratch = Steps::default();
             let (left, end) = self.walk(m.ty, offset - m.offset, object_size, &mut scratch, false);
             (left == 0, end)
         };

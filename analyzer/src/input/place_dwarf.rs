@@ -13,7 +13,7 @@ use crate::input::place::{
 use gimli::{constants as dw, AttributeValue, DebuggingInformationEntry, EndianSlice, Operation};
 use object::{Object, ObjectSection};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 type R<'d> = EndianSlice<'d, gimli::RunTimeEndian>;
 type Entry<'a, 'd> = DebuggingInformationEntry<'a, 'a, R<'d>>;
@@ -68,15 +68,29 @@ pub fn load(file: &std::fs::File) -> Layouts {
         starts,
     };
     let mut build = Build::default();
-    let mut vars = Vec::new();
+    let mut found = Vec::new();
     for u in 0..dies.units.len() {
         let Ok(mut tree) = dies.units[u].entries_tree(None) else {
             continue;
         };
         if let Ok(root) = tree.root() {
-            scope(&dies, &mut build, &mut vars, (u, root), None, 0);
+            let mut at = Scope {
+                found: &mut found,
+                function: None,
+                library: false,
+            };
+            scope(&dies, &mut build, &mut at, (u, root), 0);
         }
     }
+    // Types are read once every unit has said which are a library's.
+    let vars = found
+        .into_iter()
+        .map(|(mut var, die)| {
+            var.ty = die.map_or(UNKNOWN, |die| resolve(&dies, &mut build, die, 0));
+            var.size = build.layouts.type_of(var.ty).size;
+            var
+        })
+        .collect();
     build.layouts.set_variables(vars);
     build.layouts
 }
@@ -165,17 +179,49 @@ struct Build {
     layouts: Layouts,
     /// Types read so far, by their DIE's offset in .debug_info.
     seen: HashMap<usize, TypeId>,
+    /// Struct, class and union DIEs in a library's namespace (see
+    /// [`is_library_namespace`]), by offset in .debug_info.
+    library: HashSet<usize>,
+}
+
+/// Namespaces whose types are a library's, not the program's: a path
+/// through them names the library's private fields (see `Type::library`).
+/// Rust's standard crates and lock crates, C++'s standard library and the
+/// lock libraries locksuit knows.
+fn is_library_namespace(name: &str) -> bool {
+    matches!(
+        name,
+        "std"
+            | "core"
+            | "alloc"
+            | "parking_lot"
+            | "parking_lot_core"
+            | "lock_api"
+            | "spin"
+            | "crossbeam_utils"
+            | "absl"
+            | "folly"
+            | "__gnu_cxx"
+    )
+}
+
+/// Where a scope walk is: what it found so far, the innermost function
+/// around (for naming its statics), and whether it is inside a library's
+/// namespace.
+struct Scope<'v, 'f> {
+    /// Variables with a fixed address, each with its type's DIE.
+    found: &'v mut Vec<(Variable, Option<usize>)>,
+    function: Option<&'f str>,
+    library: bool,
 }
 
 /// Walks a scope (a unit, namespace, function or block) for variables with
-/// a fixed address; `function` is the innermost function around, for
-/// naming its statics.
+/// a fixed address, and notes the types a library's namespace defines.
 fn scope<'d>(
     dies: &Dies<'_, 'd>,
     build: &mut Build,
-    vars: &mut Vec<Variable>,
+    at: &mut Scope<'_, '_>,
     (u, node): (usize, gimli::EntriesTreeNode<'_, '_, '_, R<'d>>),
-    function: Option<&str>,
     depth: usize,
 ) {
     if depth > MAX_DEPTH {
@@ -186,17 +232,44 @@ fn scope<'d>(
         let entry = child.entry();
         match entry.tag() {
             dw::DW_TAG_variable => {
-                if let Some(var) = variable(dies, build, u, entry, function) {
-                    vars.push(var);
+                if let Some(var) = variable(dies, u, entry, at.function) {
+                    at.found.push(var);
                 }
             }
             dw::DW_TAG_subprogram => {
                 let name =
                     linkage_name(dies, u, entry).or_else(|| dies.string(u, entry, dw::DW_AT_name));
-                scope(dies, build, vars, (u, child), name.as_deref(), depth + 1);
+                let mut inner = Scope {
+                    found: &mut *at.found,
+                    function: name.as_deref(),
+                    library: at.library,
+                };
+                scope(dies, build, &mut inner, (u, child), depth + 1);
             }
-            dw::DW_TAG_lexical_block | dw::DW_TAG_namespace | dw::DW_TAG_module => {
-                scope(dies, build, vars, (u, child), function, depth + 1);
+            dw::DW_TAG_namespace => {
+                // Only the outermost namespace says whose it is: `std` in
+                // a program's own `app::std` is the program's.
+                let library = at.library
+                    || (depth == 0
+                        && dies
+                            .string(u, entry, dw::DW_AT_name)
+                            .is_some_and(|n| is_library_namespace(&n)));
+                let mut inner = Scope {
+                    found: &mut *at.found,
+                    function: at.function,
+                    library,
+                };
+                scope(dies, build, &mut inner, (u, child), depth + 1);
+            }
+            dw::DW_TAG_lexical_block | dw::DW_TAG_module => {
+                scope(dies, build, at, (u, child), depth + 1);
+            }
+            dw::DW_TAG_structure_type | dw::DW_TAG_class_type | dw::DW_TAG_union_type
+                if at.library =>
+            {
+                if let Some(die) = dies.starts[u].checked_add(entry.offset().0) {
+                    build.library.insert(die);
+                }
             }
             // Types and the rest: their children are members and
             // parameters, not variables with addresses.
@@ -206,13 +279,14 @@ fn scope<'d>(
 }
 
 /// A variable DIE with a fixed address, if it is one.
+/// Its type is read later (see [`load`]): the variable comes with its
+/// type's DIE, and a type and size of unknown.
 fn variable<'d>(
     dies: &Dies<'_, 'd>,
-    build: &mut Build,
     u: usize,
     entry: &Entry<'_, 'd>,
     function: Option<&str>,
-) -> Option<Variable> {
+) -> Option<(Variable, Option<usize>)> {
     // A location list (`DW_FORM_sec_offset`) is a local's, never a fixed
     // address.
     let expr = entry
@@ -242,15 +316,16 @@ fn variable<'d>(
         },
         (None, None) => return None,
     };
-    let ty = dies
-        .reference(u, entry, dw::DW_AT_type)
-        .map_or(UNKNOWN, |die| resolve(dies, build, die, 0));
-    Some(Variable {
-        start,
-        size: build.layouts.type_of(ty).size,
-        name: name.into(),
+    let ty = dies.reference(u, entry, dw::DW_AT_type);
+    Some((
+        Variable {
+            start,
+            size: 0,
+            name: name.into(),
+            ty: UNKNOWN,
+        },
         ty,
-    })
+    ))
 }
 
 /// A C++ name with its namespaces and classes (`store::shards`,
@@ -289,6 +364,7 @@ fn resolve(dies: &Dies<'_, '_>, build: &mut Build, die: usize, depth: usize) -> 
                 build.layouts.push_type(Type {
                     size,
                     shape: Shape::Lock,
+                    library: false,
                 })
             } else {
                 to
@@ -317,6 +393,7 @@ fn resolve(dies: &Dies<'_, '_>, build: &mut Build, die: usize, depth: usize) -> 
             build.layouts.push_type(Type {
                 size,
                 shape: Shape::Scalar,
+                library: false,
             })
         }
     };
@@ -337,6 +414,7 @@ fn record<'d>(
     let id = build.layouts.push_type(Type {
         size,
         shape: Shape::Scalar,
+        library: build.library.contains(&die),
     });
     build.seen.insert(die, id);
     // An incomplete type (`struct s;`) has no members to name.
@@ -437,6 +515,7 @@ fn array(
         ty = build.layouts.push_type(Type {
             size,
             shape: Shape::Array { element: ty, count },
+            library: false,
         });
     }
     ty

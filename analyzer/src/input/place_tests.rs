@@ -12,7 +12,17 @@ impl Build {
         Build(Layouts::default())
     }
     fn ty(&mut self, size: u64, shape: Shape) -> TypeId {
-        self.0.push_type(Type { size, shape })
+        self.0.push_type(Type {
+            size,
+            shape,
+            library: false,
+        })
+    }
+    /// A record of a library's (its steps are not the program's).
+    fn library(&mut self, size: u64, members: &[(u64, &str, TypeId)]) -> TypeId {
+        let id = self.record(size, members);
+        self.0.types[id as usize].library = true;
+        id
     }
     fn scalar(&mut self, size: u64) -> TypeId {
         self.ty(size, Shape::Scalar)
@@ -226,4 +236,70 @@ fn without_a_type_a_symbol_gives_an_offset_never_an_index() {
         "&table",
         "object of unknown size at the start"
     );
+}
+
+#[test]
+fn a_library_objects_private_fields_are_not_the_programs_object() {
+    // Rust's std, 1.8x: `Mutex<u32>` { inner: sys::Mutex { futex }, poison,
+    // data }, `RwLock<u32>` { inner: sys::RwLock { state, writer_notify },
+    // … }, `Barrier` { lock: Mutex<BarrierState>, cvar: Condvar }.
+    let mut b = Build::new();
+    let word = b.scalar(4);
+    let byte = b.scalar(1);
+    let sys_mutex = b.library(4, &[(0, "futex", word)]);
+    let cell = b.library(4, &[(0, "value", word)]);
+    let mutex = b.library(
+        12,
+        &[
+            (0, "inner", sys_mutex),
+            (4, "poison", byte),
+            (8, "data", cell),
+        ],
+    );
+    let sys_rw = b.library(8, &[(0, "state", word), (4, "writer_notify", word)]);
+    let rwlock = b.library(
+        16,
+        &[
+            (0, "inner", sys_rw),
+            (8, "poison", byte),
+            (12, "data", cell),
+        ],
+    );
+    let condvar = b.library(4, &[(0, "inner", word)]);
+    let barrier = b.library(20, &[(0, "lock", mutex), (12, "cvar", condvar)]);
+    let shared = b.record(28, &[(0, "rw", rwlock), (16, "m", mutex)]);
+    let cells = b.library(
+        36,
+        &[
+            (0, "value", mutex),
+            (12, "value2", mutex),
+            (24, "value3", mutex),
+        ],
+    );
+    let three = b.array(mutex, 3);
+    let wrapped = b.library(36, &[(0, "value", three)]);
+    let l = b.finish(&[
+        (0x100, "app::B", mutex),
+        (0x200, "app::RW", rwlock),
+        (0x300, "app::C", condvar),
+        (0x400, "app::BARRIER", barrier),
+        (0x500, "app::S", shared),
+        (0x600, "app::CELLS", cells),
+        (0x700, "app::M", wrapped),
+    ]);
+    let place = |address| l.place(address, 4).unwrap();
+    let b_ = place(0x100);
+    assert_eq!(b_.name(), "&app::B.inner", "the full path stays");
+    assert_eq!(b_.object_name(), "&app::B");
+    assert_eq!(b_.inside, ".inner");
+    assert_eq!(place(0x200).object_name(), "&app::RW");
+    assert_eq!(place(0x204).object_name(), "&app::RW/writer_notify");
+    assert_eq!(place(0x204).name(), "&app::RW.inner.writer_notify");
+    assert_eq!(place(0x300).object_name(), "&app::C");
+    assert_eq!(place(0x400).object_name(), "&app::BARRIER/lock");
+    assert_eq!(place(0x40c).object_name(), "&app::BARRIER/cvar");
+    assert_eq!(place(0x504).object_name(), "&app::S.rw/writer_notify");
+    assert_eq!(place(0x510).object_name(), "&app::S.m");
+    assert_eq!(place(0x60c).object_name(), "&app::CELLS/value2");
+    assert_eq!(place(0x718).object_name(), "&app::M[2]", "an element stays");
 }

@@ -477,6 +477,12 @@ pub struct FutexUse {
     /// abseil's `absl::Mutex`) and the unlocker wakes that word.
     #[serde(rename = "futex_per_thread")]
     pub per_thread: bool,
+    /// A word in a variable: its whole path, through the library's own
+    /// fields (`app::RW.inner.writer_notify`), where the lock's name
+    /// stops at the program's object (`&app::RW/writer_notify`); null for
+    /// a word in no variable.
+    #[serde(rename = "futex_path")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
