@@ -197,6 +197,17 @@ fn check(python: &Path, (major, minor): (u32, u32), kind: &str) {
         short(site)
     );
 
+    // Findings at the program's .py lines advise what Python code can do:
+    // no atomics, no lock of another kind.
+    for f in findings(p) {
+        let message = str_of(f, "message");
+        if message.contains("primitives.py:") {
+            for c in ["atomic", "ticket lock", "hands over in turn"] {
+                assert!(!message.contains(c), "{what}: {c:?} in {message}");
+            }
+        }
+    }
+
     let held = matches!(kind, "lock" | "rlock" | "condition");
     if held && minor <= 12 {
         let sleep_line = line_in(&script, "# marker: sleep");

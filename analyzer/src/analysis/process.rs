@@ -547,11 +547,16 @@ pub fn analyze(
                 && f.locks.iter().any(|l| blocked_under.contains(l))
         }) {
             if let Some(state) = &f.holder {
+                let python = f
+                    .sites
+                    .first()
+                    .and_then(|s| sites.get(s.index()))
+                    .is_some_and(crate::analysis::findings::is_python_site);
                 f.message = crate::analysis::findings::long_hold_message(
                     &f.observed,
                     state,
                     f.locks.len(),
-                    true,
+                    (true, python),
                 );
             }
         }

@@ -98,6 +98,8 @@ pub(super) fn single_thread(
             "they can go, or the data they guard can be made thread-local",
         )
     };
+    let py = Py::at(ev.first_site(ev.lock(group[0])));
+    let can = py.map_or_else(|| can.to_string(), |py| py.single_thread(group.len() > 1));
     let observed = taken_alone(ev, threads, &group);
     let message = format!(
         "{observed} in this run. If no other code path shares {it} (another run, input or setting may), {can}. One run's thread count is an observation, not proof: report several runs of the program together (or --against-history), or build it with `locksuit cc`, for a verdict."

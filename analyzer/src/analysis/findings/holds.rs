@@ -36,21 +36,26 @@ pub(super) fn holder_state(hold: Option<&LongHold>) -> HolderState {
 /// (a `blocking-under-lock` finding), which explain its time off the CPU.
 /// A `long-hold` finding's message: what was seen (`observed`, of `locks`
 /// locks), then what the holder's state says to do.
+/// `python`: the holder's line is Python code (`is_python_site`), whose
+/// locks are what they are: no lock that hands over in turn to suggest.
 pub fn long_hold_message(
     observed: &str,
     state: &HolderState,
     locks: usize,
-    blocked: bool,
+    (blocked, python): (bool, bool),
 ) -> String {
     let sections = if locks == 1 {
         "the critical section"
     } else {
         "the critical sections"
     };
-    format!("{observed}; {}", long_hold_advice(state, sections, blocked))
+    format!(
+        "{observed}; {}",
+        long_hold_advice(state, sections, blocked, python)
+    )
 }
 
-fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool) -> String {
+fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool, python: bool) -> String {
     let most = state.ran_max_ns.unwrap_or(0);
     match (state.state, state.ran_ns, state.of_ns) {
         ("off-cpu", Some(_), Some(of)) if blocked => format!(
@@ -64,9 +69,14 @@ fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool) -> Strin
             duration(of)
         ),
         ("off-cpu", Some(_), Some(of)) => format!(
-            "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; fewer threads than CPUs, or a lock that hands over in turn, help, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
+            "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; {}, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
             duration(most),
-            duration(of)
+            duration(of),
+            if python {
+                "fewer threads than CPUs help"
+            } else {
+                "fewer threads than CPUs, or a lock that hands over in turn, help"
+            }
         ),
         ("unknown", Some(ran), Some(of)) => format!(
             "its holder ran on a CPU for between {} and {} of the {} a thread waited (it may have run on after letting go before the waiter looked), so whether the critical section itself is long cannot be told: if the holder was preempted, shortening {sections} would not help.",
@@ -119,7 +129,13 @@ pub(super) fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
             ev.holder(longest),
         )
     };
-    let message = long_hold_message(&observed, &state, group.len(), false);
+    // The holder's line, not the lock's first (which may be a waiter's).
+    let site = hold
+        .and_then(|h| h.site)
+        .and_then(|s| ev.sites.get(s.index()))
+        .or_else(|| ev.first_site(first));
+    let python = site.is_some_and(is_python_site);
+    let message = long_hold_message(&observed, &state, group.len(), (false, python));
     let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
     finding.holder = Some(state);
     finding.observed = observed;

@@ -8,13 +8,18 @@
 //! each taken by one thread is one thing to fix.
 
 mod alone;
+mod contended;
 mod holds;
 mod limits;
+mod python;
 
 use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_data};
+use contended::{high_contention, over_sync, starvation};
 use holds::long_hold;
 pub use holds::long_hold_message;
 pub use limits::Limits;
+pub use python::is_python_site;
+use python::Py;
 
 use crate::analysis::contention_result::{Contention, LongHold, Starved};
 use crate::analysis::families::lock_list;
@@ -117,12 +122,15 @@ impl<'a> Evidence<'a> {
         &self.locks[id.index()]
     }
 
+    /// The first line that took `lock`: the one its findings name.
+    fn first_site(&self, lock: &Lock) -> Option<&Site> {
+        lock.sites.first().and_then(|s| self.sites.get(s.index()))
+    }
+
     /// Where a lock is taken: its first line, and how many others.
     fn at(&self, lock: &Lock) -> String {
-        let first = lock
-            .sites
-            .first()
-            .and_then(|s| self.sites.get(s.index()))
+        let first = self
+            .first_site(lock)
             .map_or_else(|| "an unknown line".to_string(), where_of);
         match lock.sites.len() {
             0 | 1 => first,
@@ -275,104 +283,6 @@ fn cpu_queue(threads: &[ThreadInfo]) -> Option<(u64, u64)> {
         )
     });
     (ran > 0).then_some((queued, ran))
-}
-
-/// One wait that sat through many acquisitions by other threads.
-fn starvation(ev: &Evidence, s: &Starved) -> Finding {
-    let lock = ev.lock(s.lock);
-    let at = s
-        .site
-        .and_then(|site| ev.sites.get(site.index()))
-        .map_or_else(|| "an unknown line".to_string(), where_of);
-    // With threads queuing for CPUs, a woken waiter may have stood in the
-    // queue while running threads took the lock: that is scheduling, and a
-    // lock that hands over in turn would make it worse.
-    let advice = match ev.cpu_queue {
-        Some((queued, ran)) if queued.saturating_mul(2) >= ran => format!(
-            "; but the threads stood waiting for a CPU for {} in all against {} on one: a woken waiter may have waited for a CPU while running threads took the lock, which is scheduling, not an unfair lock. With fewer runnable threads than processors, if it still happens, shorten the others' critical sections (a lock that hands over in turn would only make waiting for CPUs worse).",
-            duration(queued),
-            duration(ran)
-        ),
-        _ => ": the lock is unfair to it; shorten the others' critical sections or hand the lock over in turn (a queue or ticket lock).".to_string(),
-    };
-    let message = format!(
-        "thread {} waited {} for {} {} at {} while other threads took it {} times{}{advice}",
-        s.tid,
-        duration(s.wait_ns),
-        lock.kind,
-        lock.id,
-        at,
-        s.passed_over,
-        if s.timed_out { " (then gave up)" } else { "" }
-    );
-    let mut finding = ev.finding(FINDING_STARVATION, vec![lock.id], message);
-    finding.sites = s.site.into_iter().collect();
-    finding.wait_ns = s.wait_ns;
-    finding
-}
-
-fn high_contention(ev: &Evidence, group: Vec<LockId>) -> Finding {
-    let first = ev.lock(group[0]);
-    let (acquisitions, contended, wait) =
-        group.iter().fold((0u64, 0u64, 0u64), |(a, c, w), &id| {
-            let l = ev.lock(id);
-            (
-                a.saturating_add(l.acquisitions),
-                c.saturating_add(l.contended),
-                w.saturating_add(l.wait_ns),
-            )
-        });
-    let percent = contended as f64 * 100.0 / acquisitions.max(1) as f64;
-    let message = if first.kind == LockKind::Futex {
-        // Only its waits are seen: no share of acquisitions to give.
-        format!(
-            "{} {} (waited for at {}): threads waited for it {} times, {} in all (its acquisitions that did not wait are not seen): split the lock or the data it guards.",
-            first.kind,
-            lock_list(&group, NAMED_IN_MESSAGE),
-            ev.at(first),
-            contended,
-            duration(wait)
-        )
-    } else if group.len() == 1 {
-        format!(
-            "{} {} (taken at {}): {:.0}% of its {} acquisitions had to wait, {} in all: split the lock or the data it guards.",
-            first.kind, first.id, ev.at(first), percent, acquisitions, duration(wait)
-        )
-    } else {
-        format!(
-            "{} {} of one family, {}, taken at {}: {:.0}% of their {} acquisitions had to wait, {} in all: split the locks or the data they guard.",
-            group.len(),
-            kind_plural(first.kind),
-            lock_list(&group, NAMED_IN_MESSAGE),
-            ev.at(first),
-            percent,
-            acquisitions,
-            duration(wait)
-        )
-    };
-    ev.finding(FINDING_HIGH_CONTENTION, group, message)
-}
-
-fn over_sync(ev: &Evidence, group: Vec<LockId>) -> Finding {
-    let first = ev.lock(group[0]);
-    let rate: f64 = group.iter().filter_map(|&id| ev.per_sec(ev.lock(id))).sum();
-    let message = if group.len() == 1 {
-        format!(
-            "{} {} (taken at {}) was acquired {:.0} times a second by {} threads and almost never contended: batch the work under one acquisition, or use per-thread data or atomics.",
-            first.kind, first.id, ev.at(first), rate, first.threads
-        )
-    } else {
-        format!(
-            "{} {} of one family, {}, taken at {}, were acquired {:.0} times a second in all by {} threads and almost never contended: batch the work under fewer acquisitions, or use per-thread data or atomics.",
-            group.len(),
-            kind_plural(first.kind),
-            lock_list(&group, NAMED_IN_MESSAGE),
-            ev.at(first),
-            rate,
-            ev.threads(&group)
-        )
-    };
-    ev.finding(FINDING_OVER_SYNC, group, message)
 }
 
 fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
@@ -567,12 +477,17 @@ pub fn build(
             // all its lines), not how this line's own engagements spread.
             message: if site.task_switches == 0 {
                 format!(
-                    "{} took {} {} in this run and never made a thread wait, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): here the lock rarely guards anything another thread uses at the same time. If that sharing is rare by design (a lock per thread that another reads now and then), it costs only its uncontended acquisitions; otherwise a finer-grained or thread-local design avoids it.",
+                    "{} took {} {} in this run and never made a thread wait, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): here the lock rarely guards anything another thread uses at the same time. If that sharing is rare by design (a lock per thread that another reads now and then), it costs only its uncontended acquisitions; otherwise {}.",
                     where_of(site),
                     locks_phrase(&site.locks),
                     crate::base::words::count(site.engagements, "time", "times"),
                     site.ratio,
-                    threshold
+                    threshold,
+                    if is_python_site(site) {
+                        "per-thread data (threading.local) avoids it"
+                    } else {
+                        "a finer-grained or thread-local design avoids it"
+                    }
                 )
             } else {
                 // It made threads wait or waited: it does guard something

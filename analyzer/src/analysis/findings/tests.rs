@@ -400,3 +400,196 @@ fn a_starved_waiter_on_an_oversubscribed_machine_is_not_called_an_unfair_lock() 
         "{queued}"
     );
 }
+
+/// A Python frame (`input/python.rs`): `function`, at `path`:`line`.
+fn py_frame(function: &str, path: &str, line: u32) -> Frame {
+    Frame {
+        function: Some(function.into()),
+        file: Some(crate::base::words::basename(path).into()),
+        line: Some(line),
+        path: Some(path.into()),
+        address: crate::model::frames::PYTHON_ADDRESS.into(),
+        module: Some("/usr/bin/python3.11".into()),
+        offset: None,
+    }
+}
+
+/// Site `id` at `bump (app.py:8)`, a line of Python code, with `library`
+/// (innermost first) between it and the lock.
+fn py_site(id: &str, locks: &[&str], library: &[(&str, &str)]) -> Site {
+    let mut s = site(id, locks);
+    s.function = Some("bump".into());
+    s.file = Some("app.py".into());
+    s.line = Some(8);
+    s.call_chain = library
+        .iter()
+        .map(|(f, path)| py_frame(f, path, 100))
+        .chain([
+            py_frame("bump", "/home/me/app.py", 8),
+            py_frame("<module>", "/home/me/app.py", 20),
+        ])
+        .collect();
+    s
+}
+
+/// The messages of the findings of `kind` for these locks and sites.
+fn messages(
+    locks: &[Lock],
+    sites: &[Site],
+    contention: &Contention,
+    cpu_queue: Option<(u64, u64)>,
+    kind: &str,
+) -> Vec<String> {
+    let mut locks = locks.to_vec();
+    let families = crate::analysis::families::build(&mut locks);
+    let limits = Limits::default();
+    let mut ev = Evidence::new(
+        (&locks, &families, sites),
+        contention,
+        &limits,
+        Some(1_000_000_000),
+    );
+    ev.cpu_queue = cpu_queue;
+    let mut f = Vec::new();
+    contention_findings(&mut f, &ev);
+    f.into_iter()
+        .filter(|f| f.kind == kind)
+        .map(|f| f.message)
+        .collect()
+}
+
+/// Nothing a Python program cannot do.
+fn no_c_remedy(message: &str) {
+    for c in [
+        "atomic",
+        "ticket lock",
+        "hands over in turn",
+        "hand the lock over",
+    ] {
+        assert!(!message.contains(c), "{c:?} in {message}");
+    }
+}
+
+#[test]
+fn over_synchronization_at_a_python_line_gives_python_advice() {
+    let hot = lock("L1", 1_000_000, 0, 0, 4, "S1");
+    let none = Contention::default();
+    let c = messages(
+        std::slice::from_ref(&hot),
+        &[site("S1", &["L1"])],
+        &none,
+        None,
+        FINDING_OVER_SYNC,
+    );
+    assert_eq!(
+        c,
+        vec!["mutex L1 (taken at work (w.c:7)) was acquired 1000000 times a second by 4 threads and almost never contended: batch the work under one acquisition, or use per-thread data or atomics.".to_string()],
+        "C lines keep their wording"
+    );
+    let own = messages(
+        std::slice::from_ref(&hot),
+        &[py_site("S1", &["L1"], &[])],
+        &none,
+        None,
+        FINDING_OVER_SYNC,
+    );
+    assert_eq!(own.len(), 1);
+    no_c_remedy(&own[0]);
+    assert!(
+        own[0].contains("taken at bump (app.py:8)")
+            && own[0].contains("`with lock:`")
+            && own[0].contains("threading.local"),
+        "{}",
+        own[0]
+    );
+    // Taken inside queue.Queue.put, which the program called: the lock is
+    // not the program's to change, how often it calls is.
+    let library = [
+        ("Condition.__enter__", "/usr/lib/python3.11/threading.py"),
+        ("Queue.put", "/usr/lib/python3.11/queue.py"),
+    ];
+    let queue = messages(
+        &[hot],
+        &[py_site("S1", &["L1"], &library)],
+        &none,
+        None,
+        FINDING_OVER_SYNC,
+    );
+    no_c_remedy(&queue[0]);
+    assert!(
+        queue[0].contains("taken inside Queue.put (queue.py); call that less often"),
+        "{}",
+        queue[0]
+    );
+}
+
+#[test]
+fn contention_and_starvation_at_a_python_line_give_python_advice() {
+    let sites = [py_site("S1", &["L1"], &[])];
+    let busy = lock("L1", 1000, 200, 50_000_000, 4, "S1");
+    let none = Contention::default();
+    let high = messages(
+        std::slice::from_ref(&busy),
+        &sites,
+        &none,
+        None,
+        FINDING_HIGH_CONTENTION,
+    );
+    assert!(
+        high[0].ends_with(
+            "hold it around less work (move what needs no lock out of the `with` block), or guard separate data with separate locks."
+        ),
+        "{}",
+        high[0]
+    );
+    let starved = Contention {
+        starved: vec![crate::analysis::contention_result::Starved {
+            lock: LockId(0),
+            passed_over: 50,
+            wait_ns: 5_000_000,
+            tid: 9,
+            site: Some(SiteId(0)),
+            timed_out: false,
+        }],
+        ..Contention::default()
+    };
+    for queue in [(1_000_000, 100_000_000), (80_000_000, 100_000_000)] {
+        let m = messages(
+            std::slice::from_ref(&busy),
+            &sites,
+            &starved,
+            Some(queue),
+            FINDING_STARVATION,
+        );
+        no_c_remedy(&m[0]);
+        assert!(m[0].contains("hold the lock around less work"), "{}", m[0]);
+    }
+}
+
+#[test]
+fn locks_one_python_thread_took_and_long_holds_give_python_advice() {
+    let sites = [py_site("S1", &["L1"], &[])];
+    let mut locks = vec![lock("L1", 2000, 0, 0, 1, "S1")];
+    let families = crate::analysis::families::build(&mut locks);
+    let found = all_findings(&locks, &families, &sites);
+    let single = found
+        .iter()
+        .find(|f| f.kind == FINDING_SINGLE_THREAD)
+        .unwrap();
+    assert!(
+        single
+            .message
+            .contains("it can go, or the data it guards can be kept per thread (threading.local)"),
+        "{}",
+        single.message
+    );
+    let off_cpu = HolderState {
+        state: "off-cpu",
+        ran_ns: Some(1_000_000),
+        ran_max_ns: Some(2_000_000),
+        of_ns: Some(50_000_000),
+    };
+    let c = long_hold_message("seen", &off_cpu, 1, (false, false));
+    assert!(c.contains("or a lock that hands over in turn"), "{c}");
+    no_c_remedy(&long_hold_message("seen", &off_cpu, 1, (false, true)));
+}
