@@ -262,3 +262,55 @@ fn python_waits_are_at_their_py_lines() {
         }
     }
 }
+
+/// A lock one thread takes (tests/python/one_thread.py), under 3.11 and
+/// 3.12: named by its making line; the taking line's site engages that
+/// lock alone (the GIL's calls from the interpreter are not given the
+/// `.py` frames of whichever line first made them); and the finding at
+/// that line is the program's, not hidden as the interpreter's.
+#[test]
+fn a_lock_of_one_thread_is_judged_at_its_own_py_line() {
+    let script = workspace_root().join("tests/python/one_thread.py");
+    let made = line_in(&script, "# marker: made");
+    let take = line_in(&script, "# marker: take");
+    for (python, (major, minor)) in interpreters().into_iter().filter(|(_, v)| v.1 <= 12) {
+        let what = format!("Python {major}.{minor} ({})", python.display());
+        let dir = fresh_dir(&format!("python_one_thread_{minor}"));
+        let out = run_under_shim(&python, &[script.as_os_str()], &dir);
+        assert_success(&out, &what);
+        let report = report_json(&[&dir], None);
+        let p = only_python_process(&report);
+        let at = |line: u64| {
+            move |id: &str| {
+                id.ends_with(&format!("one_thread.py:{line}"))
+                    || id.contains(&format!("one_thread.py:{line}#"))
+            }
+        };
+        let site = sites(p)
+            .iter()
+            .find(|s| s["file"] == "one_thread.py" && s["line"].as_u64() == Some(take))
+            .unwrap_or_else(|| panic!("{what}: no site at line {take}"));
+        let locks: Vec<&str> = arr(site, "locks")
+            .iter()
+            .filter_map(|l| l.as_str())
+            .collect();
+        assert!(
+            !locks.is_empty() && locks.iter().all(|id| at(made)(id)),
+            "{what}: the site at line {take} engages only the lock made at line {made}: {locks:?}"
+        );
+        let found = findings(p).iter().any(|f| {
+            f["kind"] == "single-thread-lock"
+                && arr(f, "locks")
+                    .iter()
+                    .any(|l| l.as_str().is_some_and(at(made)))
+        });
+        assert!(found, "{what}: {}", short(&p["findings"]));
+        assert!(
+            !findings(p)
+                .iter()
+                .any(|f| str_of(f, "message").contains("_PyRuntime")),
+            "{what}: no finding about the interpreter's own locks: {}",
+            short(&p["findings"])
+        );
+    }
+}

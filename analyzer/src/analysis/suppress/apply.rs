@@ -76,9 +76,23 @@ fn matches(entry: &Entry, f: &Finding, p: &Process) -> bool {
                 && (entry.modules.is_empty()
                     || chain
                         .first()
+                        .filter(|fr| !is_programs_python_line(fr))
                         .and_then(|fr| fr.module.as_deref())
                         .is_some_and(|m| module_matches(&entry.modules, m)))
         })
+}
+
+/// A Python frame of the program's own `.py` files: it carries the
+/// interpreter as its module, but it is the program's line, which no
+/// `module` line of an entry covers (frames of the interpreter's own
+/// library, `threading.py`, stay the interpreter's).
+fn is_programs_python_line(frame: &Frame) -> bool {
+    crate::model::frames::is_python_frame(frame)
+        && !frame
+            .path
+            .as_deref()
+            .or(frame.file.as_deref())
+            .is_some_and(crate::model::frames::is_python_library)
 }
 
 /// The entry's `kind` lines (if any) match the finding's kind, and its

@@ -69,10 +69,11 @@ fn site_of(lane: &mut Lane, from: CallFrom) -> u32 {
     match from {
         CallFrom::Caller(caller) => {
             let context = sites::context_of(lane, caller, sites::PythonLines::Judged);
-            sites::site_id(lane, caller, context)
+            sites::site_id(lane, caller, context, sites::PythonLines::Judged)
         }
-        CallFrom::Hook(hook) => sites::caller_of_hook(hook)
-            .map_or(0, |(caller, context)| sites::site_id(lane, caller, context)),
+        CallFrom::Hook(hook) => sites::caller_of_hook(hook).map_or(0, |(caller, context)| {
+            sites::site_id(lane, caller, context, sites::PythonLines::No)
+        }),
         CallFrom::Site(site) => site,
     }
 }

@@ -40,7 +40,7 @@ fn cond_record(
     if let Some(p) = lane.find(cond_id, key, context, mode) {
         return Some(p.cast());
     }
-    let site_id = sites::site_id(lane, caller, context);
+    let site_id = sites::site_id(lane, caller, context, PythonLines::No);
     let record = CondRecord {
         hdr: RecordHeader {
             kind: RecordKind::Cond as u16,

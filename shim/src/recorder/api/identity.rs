@@ -180,7 +180,7 @@ pub fn object_initialized(
             PythonLines::No
         };
         let context = context_of(lane, caller, python_lines);
-        let site = sites::site_id(lane, caller, context);
+        let site = sites::site_id(lane, caller, context, python_lines);
         match objects::for_init(addr, kind as u32) {
             Some(found) => {
                 write_lock_record(lane, (found.id, kind, addr), (ORIGIN_INIT, site), shared);

@@ -63,8 +63,9 @@ fn site(lane: &mut crate::recorder::tables::lanes::Lane, lock_id: u32, what: u32
     {
         return (seen & ((1 << SITE_BITS) - 1)) as u32;
     }
-    let site = sites::caller_of_hook(hook)
-        .map_or(0, |(caller, context)| sites::site_id(lane, caller, context));
+    let site = sites::caller_of_hook(hook).map_or(0, |(caller, context)| {
+        sites::site_id(lane, caller, context, sites::PythonLines::No)
+    });
     if site < 1 << SITE_BITS {
         if seen & !((1 << SITE_BITS) - 1) != key {
             MEMO_UNWOUND[slot].store(0, Ordering::Relaxed);

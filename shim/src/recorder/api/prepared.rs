@@ -158,7 +158,7 @@ fn prepare_uncached(
         return prepare_python(lane, (addr, kind, mode), caller, seen.context);
     }
     let found = object(lane, addr, kind)?;
-    let counter = counter_of(lane, &found, (caller, seen.context), mode)?;
+    let counter = counter_of(lane, &found, (caller, seen.context, PythonLines::No), mode)?;
     lane.remember_hot(
         (addr, caller, mode),
         &seen,
@@ -190,7 +190,7 @@ fn prepare_python(
         });
     }
     let found = object(lane, addr, kind)?;
-    let counter = counter_of(lane, &found, (caller, context), mode)?;
+    let counter = counter_of(lane, &found, (caller, context, PythonLines::Judged), mode)?;
     lane.remember_python_call(
         (addr, caller, mode),
         context,
@@ -209,7 +209,7 @@ fn prepare_python(
 fn counter_of(
     lane: &mut Lane,
     found: &crate::recorder::tables::objects::Found,
-    (caller, context): (Caller, u64),
+    (caller, context, python_lines): (Caller, u64, PythonLines),
     mode: u32,
 ) -> Option<*mut CounterRecord> {
     let counter: *mut CounterRecord = match lane.find_by_lock(found.id, caller.ret, context, mode) {
@@ -218,7 +218,7 @@ fn counter_of(
             let counter = match lane.find(found.id, caller.ret, context, mode) {
                 Some(p) => p.cast(),
                 None => timed_slow_work(lane, |lane| {
-                    new_counter(lane, found.id, caller, context, mode)
+                    new_counter(lane, found.id, (caller, context, python_lines), mode)
                 })?,
             };
             lane.remember_by_lock(found.id, caller.ret, context, mode, counter.cast());
@@ -244,7 +244,7 @@ pub fn prepare_unwound(
 ) -> Option<Prepared> {
     let lane = current_lane(g)?;
     let found = object(lane, addr, kind)?;
-    let counter = counter_of(lane, &found, (caller, context), mode)?;
+    let counter = counter_of(lane, &found, (caller, context, PythonLines::No), mode)?;
     Some(Prepared {
         slot: found.slot,
         counter,
@@ -255,11 +255,10 @@ pub fn prepare_unwound(
 fn new_counter(
     lane: &mut Lane,
     lock_id: u32,
-    caller: Caller,
-    context: u64,
+    (caller, context, python_lines): (Caller, u64, PythonLines),
     mode: u32,
 ) -> Option<*mut CounterRecord> {
-    let site_id = sites::site_id(lane, caller, context);
+    let site_id = sites::site_id(lane, caller, context, python_lines);
     let record = CounterRecord {
         hdr: RecordHeader {
             kind: RecordKind::Counter as u16,

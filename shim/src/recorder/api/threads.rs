@@ -166,7 +166,12 @@ pub fn join_begin(g: &InHook, target: u64, caller: Caller, deadline: u64) -> Joi
                 caller,
                 crate::recorder::identities::sites::PythonLines::No,
             );
-            crate::recorder::identities::sites::site_id(lane, caller, context)
+            crate::recorder::identities::sites::site_id(
+                lane,
+                caller,
+                context,
+                crate::recorder::identities::sites::PythonLines::No,
+            )
         });
         site_id = site;
         let wait = PendingWait {

@@ -181,8 +181,17 @@ fn learn_offsets(caller: Caller) -> Offsets {
 /// The site id for a call from `caller` in `context`, recording the site
 /// (with its call chain) the first time. 0 means "unknown site" (table full
 /// or no room in the trace).
-pub fn site_id(lane: &mut Lane, caller: Caller, context: u64) -> u32 {
-    site_id_with(lane, caller, context, None)
+/// `python_lines`: as the call's context was made (see [`PythonLines`]): a
+/// call keyed by its `.py` line gets the Python frames of its own caller
+/// with its site; a call from the interpreter that was not (the GIL's) gets
+/// none, as any caller's frames would name it after a line it is not at.
+pub fn site_id(lane: &mut Lane, caller: Caller, context: u64, python_lines: PythonLines) -> u32 {
+    site_id_with(
+        lane,
+        caller,
+        context,
+        (None, python_lines != PythonLines::No),
+    )
 }
 
 /// The site of a call chain the kernel gave (a page fault's, innermost
@@ -199,10 +208,15 @@ pub fn site_of_frames(lane: &mut Lane, frames: &[u64]) -> u32 {
         .fold(0u64, |c, (level, &f)| {
             c ^ f.rotate_left(16 * level as u32 + 1)
         });
-    site_id_with(lane, Caller { ret, sp: 0 }, context, Some(frames))
+    site_id_with(lane, Caller { ret, sp: 0 }, context, (Some(frames), false))
 }
 
-fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u64]>) -> u32 {
+fn site_id_with(
+    lane: &mut Lane,
+    caller: Caller,
+    context: u64,
+    (given, python): (Option<&[u64]>, bool),
+) -> u32 {
     let k = key(caller.ret, context);
     let home = hash(k, SITE_SLOTS.trailing_zeros());
     for i in 0..PROBES {
@@ -219,7 +233,7 @@ fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u
             if id == 0 {
                 // Being created by another thread right now: record our own
                 // copy rather than wait; the analyzer merges them.
-                return create_on_own_stack(lane, caller, context, None, given);
+                return create_on_own_stack(lane, caller, context, None, (given, python));
             }
             continue; // a key collision: keep probing
         }
@@ -228,9 +242,11 @@ fn site_id_with(lane: &mut Lane, caller: Caller, context: u64, given: Option<&[u
                 .key
                 .compare_exchange(0, k, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return create_on_own_stack(lane, caller, context, Some(slot), given),
+                Ok(_) => {
+                    return create_on_own_stack(lane, caller, context, Some(slot), (given, python))
+                }
                 Err(now) if now == k => {
-                    return create_on_own_stack(lane, caller, context, None, given)
+                    return create_on_own_stack(lane, caller, context, None, (given, python))
                 }
                 Err(_) => continue,
             }
@@ -247,20 +263,21 @@ fn create_on_own_stack(
     caller: Caller,
     context: u64,
     slot: Option<&SiteSlot>,
-    given: Option<&[u64]>,
+    chain: (Option<&[u64]>, bool),
 ) -> u32 {
     crate::recorder::tables::lanes::on_own_stack(lane, |lane| {
-        create(lane, caller, context, slot, given)
+        create(lane, caller, context, slot, chain)
     })
 }
 
-/// Records a new site: its chain as `given`, else unwound from here.
+/// Records a new site: its chain as `given`, else unwound from here, and
+/// (`python`) the Python frames of its caller.
 fn create(
     lane: &mut Lane,
     caller: Caller,
     context: u64,
     slot: Option<&SiteSlot>,
-    given: Option<&[u64]>,
+    (given, python): (Option<&[u64]>, bool),
 ) -> u32 {
     let id = NEXT_SITE.fetch_add(1, Ordering::Relaxed);
     let mut frames = [0u64; MAX_CHAIN_DEPTH];
@@ -314,7 +331,7 @@ fn create(
     }
     // The Python frames after the site is published: reading them takes
     // system calls, and meanwhile other threads would make copies of it.
-    if written && in_interpreter(caller.ret) {
+    if written && python && in_interpreter(caller.ret) {
         python::record_frames(lane, id);
     }
     id
