@@ -218,6 +218,13 @@ impl Recorded {
                     message.contains(&by) && message.contains(&at),
                     "{what}: a long-hold {by} … {at}: {message}"
                 );
+                // A waiting thread's own parker word is held by nobody.
+                for w in &words {
+                    assert!(
+                        !(w.starts_with("parker(") && message.contains(&format!("{w} was held"))),
+                        "{what}: a parker word is not what was held: {message}"
+                    );
+                }
             }
         }
         words

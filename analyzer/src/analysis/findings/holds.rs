@@ -99,18 +99,42 @@ pub(super) fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
         .unwrap_or(first);
     let hold = ev.long_holds.get(&longest.id);
     let state = holder_state(hold);
-    let observed = if group.len() == 1 {
+    let at_least = if hold.is_some_and(|h| h.at_least) {
+        "at least "
+    } else {
+        ""
+    };
+    let observed = if group.len() == 1 && parks_one_thread(first) {
+        // A waiting thread's own word: nobody holds it; the lock it stood
+        // for (which one is not seen) was held by the thread that woke it.
         format!(
-            "{} {} was held for {}{} at a stretch{} while another thread waited",
-            first.kind,
-            first.id,
-            if hold.is_some_and(|h| h.at_least) {
-                "at least "
-            } else {
-                ""
-            },
+            "a lock was held for {at_least}{} at a stretch{} while another thread waited for it, parked on its own futex word {} (the lock library waits on the waiting thread's word, so which lock is not seen)",
             duration(ev.longest(first)),
             ev.holder(first),
+            first.id,
+        )
+    } else if group.len() == 1 {
+        format!(
+            "{} {} was held for {at_least}{} at a stretch{} while another thread waited",
+            first.kind,
+            first.id,
+            duration(ev.longest(first)),
+            ev.holder(first),
+        )
+    } else if group.iter().all(|&id| parks_one_thread(ev.lock(id))) {
+        format!(
+            "{} threads waited, each parked on its own futex word ({}), for locks held for at least {} at a stretch (which locks is not seen); the longest, {}{}",
+            group.len(),
+            lock_list(&group, NAMED_IN_MESSAGE),
+            duration(
+                group
+                    .iter()
+                    .map(|&id| ev.longest(ev.lock(id)))
+                    .min()
+                    .unwrap_or(0)
+            ),
+            duration(ev.longest(longest)),
+            ev.holder(longest),
         )
     } else {
         let shortest = group
@@ -144,4 +168,15 @@ pub(super) fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
         finding.sites = vec![site];
     }
     finding
+}
+
+/// A futex word one waiting thread parks on (parking_lot's, abseil's,
+/// std's thread parker): no lock of the program, which nobody holds.
+fn parks_one_thread(lock: &crate::model::Lock) -> bool {
+    lock.kind == crate::model::LockKind::Futex
+        && lock
+            .rare
+            .as_ref()
+            .and_then(|r| r.futex.as_ref())
+            .is_some_and(|f| f.per_thread)
 }
