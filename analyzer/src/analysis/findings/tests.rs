@@ -365,17 +365,7 @@ fn contention_that_cost_the_run_under_one_percent_is_not_worth_splitting() {
 #[test]
 fn a_starved_waiter_on_an_oversubscribed_machine_is_not_called_an_unfair_lock() {
     let l = lock("L1", 100, 1, 5_000_000, 2, "S1");
-    let contention = Contention {
-        starved: vec![crate::analysis::contention_result::Starved {
-            lock: LockId(0),
-            passed_over: 50,
-            wait_ns: 5_000_000,
-            tid: 9,
-            site: Some(SiteId(0)),
-            timed_out: false,
-        }],
-        ..Contention::default()
-    };
+    let contention = one_starved_waiter();
     let mut locks = vec![l];
     let families = crate::analysis::families::build(&mut locks);
     let limits = Limits::default();
@@ -542,17 +532,7 @@ fn contention_and_starvation_at_a_python_line_give_python_advice() {
         "{}",
         high[0]
     );
-    let starved = Contention {
-        starved: vec![crate::analysis::contention_result::Starved {
-            lock: LockId(0),
-            passed_over: 50,
-            wait_ns: 5_000_000,
-            tid: 9,
-            site: Some(SiteId(0)),
-            timed_out: false,
-        }],
-        ..Contention::default()
-    };
+    let starved = one_starved_waiter();
     for queue in [(1_000_000, 100_000_000), (80_000_000, 100_000_000)] {
         let m = messages(
             std::slice::from_ref(&busy),
@@ -592,4 +572,20 @@ fn locks_one_python_thread_took_and_long_holds_give_python_advice() {
     let c = long_hold_message("seen", &off_cpu, 1, (false, false));
     assert!(c.contains("or a lock that hands over in turn"), "{c}");
     no_c_remedy(&long_hold_message("seen", &off_cpu, 1, (false, true)));
+}
+
+/// Contention in which thread 9 waited 5 ms at S1 for L1 while others took
+/// it 50 times.
+fn one_starved_waiter() -> Contention {
+    Contention {
+        starved: vec![crate::analysis::contention_result::Starved {
+            lock: LockId(0),
+            passed_over: 50,
+            wait_ns: 5_000_000,
+            tid: 9,
+            site: Some(SiteId(0)),
+            timed_out: false,
+        }],
+        ..Contention::default()
+    }
 }
