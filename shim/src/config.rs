@@ -30,6 +30,17 @@ static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
 static UNTIMED_UNCONTENDED: AtomicBool = AtomicBool::new(true);
+/// `LOCKSUIT_MODE=lean`: see [`lean`].
+static LEAN: AtomicBool = AtomicBool::new(false);
+
+/// `LOCKSUIT_MODE=lean`, the mode for always-on profiling: a plain mutex's
+/// engagement is counted per lock and line and leaves its holder in the
+/// lock's slot, nothing more (see `recorder/api/lean.rs`); no full tracing,
+/// no hold sampling.
+#[inline]
+pub fn lean() -> bool {
+    LEAN.load(Ordering::Relaxed)
+}
 
 /// `LOCKSUIT_CLOCK=monotonic` keeps every timestamp on `clock_gettime`;
 /// the default `auto` reads a calibrated invariant TSC where it is safe.
@@ -48,6 +59,14 @@ pub fn events_all() -> bool {
 /// request, see `recorder::trace::control`); the hot path reads the same flags
 /// it always does.
 pub fn set_events_all(on: bool) {
+    if on && lean() {
+        // A lean trace has no held entries to write releases from.
+        warn_once(
+            Warning::BadSetting,
+            b"full tracing was asked for a lean recording (LOCKSUIT_MODE=lean); it stays lean",
+        );
+        return;
+    }
     EVENTS_ALL.store(on, Ordering::Relaxed);
     UNTIMED_UNCONTENDED.store(!on && hold_sample_period() == 0, Ordering::Relaxed);
 }
@@ -216,6 +235,24 @@ pub fn load() {
         Some(_) => warn_once(
             Warning::BadSetting,
             b"LOCKSUIT_SWITCHES must be 0 or 1; using 0",
+        ),
+    }
+    match getenv(c"LOCKSUIT_MODE") {
+        None | Some(b"full") => {}
+        Some(b"lean") => {
+            LEAN.store(true, Ordering::Relaxed);
+            if events_all() || hold_sample_period() != 0 {
+                warn_once(
+                    Warning::BadSetting,
+                    b"LOCKSUIT_MODE=lean times no uncontended hold; LOCKSUIT_EVENTS=all and LOCKSUIT_HOLD_SAMPLE are ignored",
+                );
+                EVENTS_ALL.store(false, Ordering::Relaxed);
+                HOLD_SAMPLE.store(0, Ordering::Relaxed);
+            }
+        }
+        Some(_) => warn_once(
+            Warning::BadSetting,
+            b"LOCKSUIT_MODE must be 'full' or 'lean'; using 'full'",
         ),
     }
     UNTIMED_UNCONTENDED.store(

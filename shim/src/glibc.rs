@@ -50,6 +50,20 @@ pub unsafe fn mutex_kind(addr: u64) -> u32 {
     unsafe { word(addr, MUTEX_KIND_OFFSET) }
 }
 
+/// Whether a thread may be waiting for the mutex at `addr`, which the
+/// caller holds, by its lock word: a plain mutex's is 2 once a thread
+/// found it taken and went to wait (it stays 2 until the next unlock, so a
+/// true answer is only a "may"); a robust or PI mutex's holds the owner's
+/// thread id, always above 1, so its releases always look.
+///
+/// # Safety
+/// As for [`word`], with `addr` a mutex.
+#[inline(always)]
+pub unsafe fn mutex_may_have_waiters(addr: u64) -> bool {
+    // SAFETY: forwarded contract; __lock is the mutex's first word.
+    unsafe { word(addr, 0) > 1 }
+}
+
 /// How a blocking acquisition of a mutex may proceed.
 #[derive(Clone, Copy)]
 pub enum Attempt {

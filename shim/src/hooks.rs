@@ -16,6 +16,7 @@ use crate::real::{real, syscall_result, StartRoutine};
 use crate::recorder::{self, Caller, Hold};
 use crate::{lifecycle, spawn};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
+use core::sync::atomic::{AtomicPtr, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_barrier_t, pthread_barrierattr_t, pthread_cond_t};
 use libc::{pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t};
 use libc::{pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
@@ -181,6 +182,16 @@ macro_rules! lock_hook {
      real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr,
      attempt: $attempt:expr $(, deadline: $deadline:expr)?) => {
         export_with_caller!($name($obj: $oty $(, $arg: $aty)*) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        lock_handler!($handler($obj: $oty $(, $arg: $aty)*), real: $real, try: $try, kind: $kind, mode: $mode, hold: $hold,
+            valid: $valid, attempt: $attempt $(, deadline: $deadline)?);
+    };
+}
+
+/// The handler a [`lock_hook!`] trampoline jumps to.
+macro_rules! lock_handler {
+    ($handler:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*),
+     real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr,
+     attempt: $attempt:expr $(, deadline: $deadline:expr)?) => {
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let (block, try_once) = real_pair_or!($real, $try, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.
@@ -228,16 +239,32 @@ macro_rules! unlock_hook {
     ($name:ident($obj:ident: $oty:ty) => $real:ident, kind: $kind:expr) => {
         #[unsafe(no_mangle)]
         pub unsafe extern "C-unwind" fn $name($obj: $oty) -> c_int {
-            let unlock = real_or!($real, 0);
-            let quick = HookGuard::enter_quickly()
-                .is_some_and(|g| recorder::released_quickly(&g, $obj as u64));
-            if !quick {
-                released($obj as u64, ($kind, $name as *const () as usize as u64));
-            }
-            // SAFETY: forwarding the caller's argument unchanged.
-            unsafe { unlock($obj) }
+            unlock_body!($obj, $real, $kind, $name)
         }
     };
+}
+
+/// An [`unlock_hook!`]'s body as a handler an exported trampoline jumps to
+/// (the handler's frame is the one whose caller a misuse names).
+macro_rules! unlock_handler {
+    ($handler:ident($obj:ident: $oty:ty) => $real:ident, kind: $kind:expr) => {
+        unsafe extern "C-unwind" fn $handler($obj: $oty) -> c_int {
+            unlock_body!($obj, $real, $kind, $handler)
+        }
+    };
+}
+
+macro_rules! unlock_body {
+    ($obj:ident, $real:ident, $kind:expr, $hook:ident) => {{
+        let unlock = real_or!($real, 0);
+        let quick =
+            HookGuard::enter_quickly().is_some_and(|g| recorder::released_quickly(&g, $obj as u64));
+        if !quick {
+            released($obj as u64, ($kind, $hook as *const () as usize as u64));
+        }
+        // SAFETY: forwarding the caller's argument unchanged.
+        unsafe { unlock($obj) }
+    }};
 }
 
 /// Any release but the common one, recorded in full; an unlock of a lock
@@ -266,17 +293,153 @@ fn mutex_attempt(m: *mut pthread_mutex_t) -> Attempt {
 init_hook!(pthread_mutex_init(m: *mut pthread_mutex_t, attr: *const pthread_mutexattr_t) => mutex_init_handler, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_init, kind: ObjectKind::Mutex, shared: mutexattr_shared(attr));
 destroy_hook!(pthread_mutex_destroy(m: *mut pthread_mutex_t) => mutex_destroy, kind: ObjectKind::Mutex);
-lock_hook!(pthread_mutex_lock(m: *mut pthread_mutex_t) => mutex_lock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
+/// What a mutex engagement holds: in lean mode no held entry (see
+/// `recorder/api/lean.rs`). `pthread_mutex_lock` and `_unlock` have a
+/// handler for each mode instead (below), so that neither tests this.
+#[inline(always)]
+fn mutex_hold() -> Hold {
+    if crate::config::lean() {
+        Hold::Lean
+    } else {
+        Hold::Exclusive
+    }
+}
+
+/// The handlers `pthread_mutex_lock` and `pthread_mutex_unlock` jump to:
+/// the full mode's, or lean mode's, chosen by the first lock once the
+/// settings are read ([`mutex_lock_first`]). An indirect jump in the
+/// trampoline costs what a direct one does, so the full mode pays nothing
+/// for lean mode's being there.
+static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
+static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());
+
+type MutexLockHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, usize, usize) -> c_int;
+
+/// The first `pthread_mutex_lock`s: start recording (which reads
+/// `LOCKSUIT_MODE`), then point both trampolines at the mode's handlers
+/// and go on in its lock handler. While the shim is still starting (a lock
+/// taken inside its own start), the full mode's handler, which passes such
+/// calls through, and the choice waits for a later call.
+unsafe extern "C-unwind" fn mutex_lock_first(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    // Entered as every hook enters (a call nested in the shim's own work
+    // starts nothing), and left at once.
+    drop(HookGuard::enter());
+    let handler: MutexLockHandler = match lifecycle::state() {
+        lifecycle::State::Uninitialized | lifecycle::State::Initializing => mutex_lock,
+        _ if crate::config::lean() => {
+            MUTEX_UNLOCK_HANDLER.store(mutex_unlock_lean as *mut (), Ordering::Relaxed);
+            MUTEX_LOCK_HANDLER.store(mutex_lock_lean as *mut (), Ordering::Relaxed);
+            mutex_lock_lean
+        }
+        _ => {
+            MUTEX_LOCK_HANDLER.store(mutex_lock as *mut (), Ordering::Relaxed);
+            mutex_lock
+        }
+    };
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { handler(m, caller, sp) }
+}
+
+/// `pthread_mutex_lock`: as [`export_with_caller!`], through
+/// [`MUTEX_LOCK_HANDLER`].
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn pthread_mutex_lock(_m: *mut pthread_mutex_t) -> c_int {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!(
+        "mov rsi, qword ptr [rsp]",
+        "mov rdx, rsp",
+        "jmp qword ptr [rip + {h}]",
+        h = sym MUTEX_LOCK_HANDLER
+    );
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!(
+        "mov x1, x30",
+        "mov x2, sp",
+        "adrp x16, {h}",
+        "ldr x16, [x16, :lo12:{h}]",
+        "br x16",
+        h = sym MUTEX_LOCK_HANDLER
+    );
+}
+
+/// `pthread_mutex_unlock`, through [`MUTEX_UNLOCK_HANDLER`].
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!("jmp qword ptr [rip + {h}]", h = sym MUTEX_UNLOCK_HANDLER);
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!(
+        "adrp x16, {h}",
+        "ldr x16, [x16, :lo12:{h}]",
+        "br x16",
+        h = sym MUTEX_UNLOCK_HANDLER
+    );
+}
+
+lock_handler!(mutex_lock(m: *mut pthread_mutex_t),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
+
+/// Lean mode's `pthread_mutex_lock`: no sampled self-cost, no held entry.
+unsafe extern "C-unwind" fn mutex_lock_lean(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
+    // SAFETY (every call below): forwarding the caller's argument unchanged.
+    let Some(guard) = HookGuard::enter() else {
+        return unsafe { block(m) };
+    };
+    let prepared = recorder::prepare_lean(&guard, m as u64, Caller::new(caller, sp));
+    let Some(p) = &prepared else {
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { block(m) };
+    };
+    // SAFETY: forwarding the caller's argument unchanged.
+    acquire(
+        &guard,
+        p,
+        (Hold::Lean, 0, mutex_attempt(m)),
+        || unsafe { try_once(m) },
+        || unsafe { block(m) },
+    )
+}
+
+/// Lean mode's `pthread_mutex_unlock`: nothing is recorded unless the lock
+/// word says a thread may wait for the mutex (see `lean.rs`).
+unsafe extern "C-unwind" fn mutex_unlock_lean(m: *mut pthread_mutex_t) -> c_int {
+    let unlock = real_or!(mutex_unlock, 0);
+    // SAFETY: the program passed `m` to unlock, which reads its lock word too.
+    if unsafe { crate::glibc::mutex_may_have_waiters(m as u64) } {
+        lean_release_with_waiters(m as u64);
+    }
+    // SAFETY: forwarding the caller's argument unchanged.
+    unsafe { unlock(m) }
+}
+
+#[cold]
+#[inline(never)]
+fn lean_release_with_waiters(addr: u64) {
+    if let Some(g) = &HookGuard::enter() {
+        recorder::lean_released_with_waiters(g, addr);
+    }
+}
+
 trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+    real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold());
 lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
-    real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold(),
     valid: valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
 lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
-    real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive,
+    real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold(),
     valid: supported_clock(c) && valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
-unlock_hook!(pthread_mutex_unlock(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
+unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
 
 // ---------------------------------------------------------------- rwlocks
 

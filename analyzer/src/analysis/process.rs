@@ -151,6 +151,9 @@ pub fn analyze(
     // rwlock), which building the locks consumes.
     let lock_order =
         crate::analysis::lock_order::analyze(&trace, &|raw| site_index_of_raw.get(&raw).copied());
+    if trace.header.flags & FLAG_LEAN != 0 {
+        count_lean_task_switches(&mut trace);
+    }
     let mut built = crate::analysis::locks::build(&mut trace, &mut site_of, &origin_of);
     if built.orphans > 0 {
         warnings.push(format!(
@@ -744,6 +747,11 @@ pub fn analyze(
         } else {
             "contended"
         },
+        recording: if header.flags & FLAG_LEAN != 0 {
+            "lean"
+        } else {
+            "full"
+        },
         events: contention.events,
         clock: if header.flags & FLAG_CLOCK_TSC != 0 {
             "tsc"
@@ -791,5 +799,39 @@ pub fn analyze(
         streams,
         raw_names,
         names,
+    }
+}
+
+/// A lean trace's holders count no task switch at their release (they keep
+/// no held entry): each release that found threads waiting is one, at the
+/// line its event names, added to that thread's counter there. Releases
+/// whose events were dropped are missing from it, as they are from the
+/// waits.
+fn count_lean_task_switches(trace: &mut Trace) {
+    use std::collections::HashMap;
+    let index_of_tid: HashMap<u32, usize> = trace
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.record.tid, i))
+        .collect();
+    let mut switches: HashMap<(usize, u32, u32), u64> = HashMap::new();
+    for e in trace.events.iter() {
+        if e.hdr.aux & 0xff == EVENT_RELEASED && e.other > 0 {
+            if let Some(&thread) = index_of_tid.get(&e.tid) {
+                *switches.entry((thread, e.lock_id, e.site_id)).or_default() += 1;
+            }
+        }
+    }
+    if switches.is_empty() {
+        return;
+    }
+    for (thread, c) in &mut trace.counters {
+        if c.hdr.aux != MODE_EXCLUSIVE {
+            continue;
+        }
+        if let Some(n) = switches.remove(&(*thread, c.lock_id, c.site_id)) {
+            c.task_switches = c.task_switches.saturating_add(n);
+        }
     }
 }

@@ -52,6 +52,9 @@ fn named_processes<S: Serializer>(processes: &[Process], s: S) -> Result<S::Ok, 
     seq.end()
 }
 
+/// What a lean trace cannot give, said once in its report.
+pub const LEAN_CANNOT_GIVE: &str = "recorded lean (LOCKSUIT_MODE=lean): no hold times of uncontended mutex holds, lock order, blocking under a mutex, unlocks of mutexes not held, owner changes or call paths above a line, so no potential-deadlock, blocking-under-lock, such misuse or long-hold from uncontended holds can come from it";
+
 #[derive(Debug, Serialize)]
 pub struct Process {
     pub trace: String,
@@ -83,6 +86,10 @@ pub struct Process {
     /// "all" (`LOCKSUIT_EVENTS=all`), or "switched" (`locksuit top` switched
     /// between the two while it ran: every operation for part of the run).
     pub events_mode: &'static str,
+    /// "full", or "lean" (`LOCKSUIT_MODE=lean`): plain mutexes' engagements
+    /// counted per lock and line with their contended waits, and nothing
+    /// that needs every hold watched (see [`LEAN_CANNOT_GIVE`]).
+    pub recording: &'static str,
     /// Events read from the trace.
     pub events: u64,
     /// Where timestamps came from: "tsc" (calibrated invariant TSC, after

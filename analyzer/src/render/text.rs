@@ -120,6 +120,9 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ),
         format!("{} dropped", p.dropped_events),
     ];
+    if p.recording == "lean" {
+        facts.push(LEAN_CANNOT_GIVE.to_string());
+    }
     if !p.sites.is_empty() {
         facts.push(match &p.data_level {
             Some(d) if d.complete => format!(

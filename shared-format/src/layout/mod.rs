@@ -114,6 +114,11 @@ pub const FLAG_CONFINED_SANDBOX: u32 = 1 << 16;
 /// as zeros, the header was put back as it was at the start, with its
 /// counters from then); what was recorded after is there.
 pub const FLAG_CUT: u32 = 1 << 17;
+/// Recorded in lean mode (`LOCKSUIT_MODE=lean`): plain mutexes' engagements
+/// were counted per lock and line with their contended waits, and nothing
+/// that needs every hold watched (hold times of uncontended holds, lock
+/// order, blocking under a lock, owner changes, call paths above the line).
+pub const FLAG_LEAN: u32 = 1 << 18;
 
 /// `FileHeader::control`: write every acquisition and release as an
 /// event from now on (as `LOCKSUIT_EVENTS=all`).

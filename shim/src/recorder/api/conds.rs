@@ -2,6 +2,7 @@
 //! and notifies, counted per thread, line and mutex, and written as events.
 
 use crate::recorder::api::identity::object;
+use crate::recorder::api::lean;
 use crate::recorder::api::locks::{acquired, released};
 use crate::recorder::api::prepared::{prepare, Hold, How, Prepared};
 use crate::recorder::api::thread_lane::current_lane;
@@ -156,7 +157,15 @@ impl Drop for CondWaitInFlight<'_> {
 fn cond_wait_begin(g: &InHook, w: &CondWait, deadline: u64) -> u64 {
     if let Some(m) = &w.mutex {
         w.cond.holder.store(m.lock_id(), Ordering::Relaxed);
-        if !released(g, m.addr(), HELD_HANDOVER) {
+        if crate::config::lean() {
+            // No held entry: the release that names this thread's line
+            // for the mutex's waiters, if its lock word says there are any.
+            // SAFETY: the program passed the mutex to a condition wait,
+            // which unlocks it (reading its words first).
+            if unsafe { crate::glibc::mutex_may_have_waiters(m.addr()) } {
+                lean::released_with_waiters(g, m.addr());
+            }
+        } else if !released(g, m.addr(), HELD_HANDOVER) {
             // SAFETY: the record is in this thread's lane; only this thread writes it.
             let site = unsafe { (*w.record).site_id };
             crate::recorder::api::misuse::wait_unheld(g, m.addr(), site);
@@ -196,7 +205,12 @@ fn cond_wait_end(g: &InHook, w: &CondWait, started: u64, rc: i32) -> u64 {
     }
     if let Some(m) = &w.mutex {
         if rc == 0 || rc == libc::ETIMEDOUT || rc == libc::EOWNERDEAD {
-            acquired(g, m, How::CondReacquire { now }, Hold::Exclusive);
+            let hold = if crate::config::lean() {
+                Hold::Lean
+            } else {
+                Hold::Exclusive
+            };
+            acquired(g, m, How::CondReacquire { now }, hold);
         }
     }
     now

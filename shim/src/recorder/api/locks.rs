@@ -12,7 +12,7 @@ use crate::recorder::api::calls::{call_blocked, CallFrom};
 use crate::recorder::api::prepared::{Hold, How, Prepared};
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::api::threads::{wait_ended, wait_started, PendingWait};
-use crate::recorder::api::untimed;
+use crate::recorder::api::{lean, untimed};
 use crate::recorder::features::events::{self, Waiting};
 use crate::recorder::features::snapshot;
 use crate::recorder::features::switches;
@@ -57,6 +57,8 @@ pub fn acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
             cost.count();
             untimed::acquired_unheld(p);
         }
+        // Lean mode: no sampled self-cost either.
+        Hold::Lean if untimed => lean::acquired(g, p),
         _ => {
             let started = cost.begin();
             record_acquired(g, p, how, hold);
@@ -106,6 +108,15 @@ fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
         }
         Hold::Shared => flags | HELD_SHARED,
         Hold::None => return,
+        Hold::Lean => {
+            if flags & HELD_CONTENDED != 0 {
+                // Its task switch, at once: there is no held entry to count
+                // it at the release.
+                counter.task_switches += 1;
+            }
+            lean::owned(g, p);
+            return;
+        }
     };
     let shim_ns = if since_ns != 0 {
         shim_time_ns(g, p.lane())

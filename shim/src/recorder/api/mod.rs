@@ -6,6 +6,7 @@ pub(super) mod conds;
 pub(super) mod confinement;
 pub(super) mod futex;
 pub(super) mod identity;
+pub(super) mod lean;
 pub(super) mod locks;
 pub(super) mod misuse;
 pub(super) mod prepared;

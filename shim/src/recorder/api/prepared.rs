@@ -45,6 +45,8 @@ pub enum Hold {
     Shared,
     /// Nothing owned (a semaphore wait): counted, never released by us.
     None,
+    /// A plain mutex in lean mode (see `lean.rs`): one owner, no held entry.
+    Lean,
 }
 
 /// How an engagement came about.
@@ -102,6 +104,17 @@ fn prepare_timed(
         return Some(hit.into());
     }
     prepare_slow(g, lane, (addr, kind, mode), caller, started)
+}
+
+/// [`prepare_slow`] for a call that is not sampled (lean mode's mutexes).
+pub(in crate::recorder) fn prepare_missed(
+    g: &InHook,
+    lane: &'static mut Lane,
+    addr: u64,
+    kind: ObjectKind,
+    caller: Caller,
+) -> Option<Prepared> {
+    prepare_slow(g, lane, (addr, kind, MODE_EXCLUSIVE), caller, 0)
 }
 
 /// A miss in the hot cache: the lock table, then this thread's counters.

@@ -62,6 +62,17 @@ impl Caller {
         seen
     }
 
+    /// A context of no levels: the call is its return address alone.
+    pub fn seen_alone(&self) -> Seen {
+        Seen {
+            context: 0,
+            depth: 0,
+            epoch: epoch(),
+            offsets: [0; CONTEXT_DEPTH],
+            above: [0; CONTEXT_DEPTH],
+        }
+    }
+
     /// Reads the context's return addresses, level by level, as far as they
     /// apply (see [`Caller::context`]).
     #[inline(always)]

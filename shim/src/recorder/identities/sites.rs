@@ -484,6 +484,11 @@ pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) ->
 /// The call's context and what it was read from (see [`Caller::seen`]).
 #[inline]
 pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
+    if crate::config::lean() {
+        // Lean mode keys a call by its line alone (and reads no Python
+        // frames): one line, one counter, whichever way it was reached.
+        return caller.seen_alone();
+    }
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
         None => seen_unremembered(lane, caller, python_lines),

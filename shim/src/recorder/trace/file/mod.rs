@@ -436,7 +436,8 @@ pub fn create(
                 FLAG_EVENTS_ALL
             } else {
                 0
-            };
+            }
+            | if config::lean() { FLAG_LEAN } else { 0 };
         let tsc_khz = crate::recorder::time::clock::tsc_khz();
         if tsc_khz != 0 {
             (*h).flags |= FLAG_CLOCK_TSC;

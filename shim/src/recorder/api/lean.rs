@@ -1,0 +1,83 @@
+//! Lean mode (`LOCKSUIT_MODE=lean`), for profiling that stays on: a plain
+//! mutex's engagement is counted per lock and line (no call-path context)
+//! and leaves its holder's thread and line in the lock's slot; nothing else
+//! is kept for it. No held entry, so no hold times, lock order, blocking
+//! under a lock or owner changes; no sampled self-cost. Its release records
+//! nothing unless the C library's lock word says a thread may be waiting:
+//! then it writes the release that names the holder's line for the waiters,
+//! as the full mode does. Contended acquisitions are recorded as in the
+//! full mode (waits, who held the lock, where).
+
+use crate::recorder::api::prepared::Prepared;
+use crate::recorder::api::thread_lane::current_lane;
+use crate::recorder::base::caller::Caller;
+use crate::recorder::features::events;
+use crate::recorder::tables::objects;
+use crate::recorder::tables::thread_state::InHook;
+use crate::recorder::time::clock::now_ns;
+use core::sync::atomic::Ordering;
+use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
+
+/// [`prepare`](crate::recorder::api::prepared::prepare) for a mutex in lean
+/// mode: the same lookups, without the self-cost sampler.
+#[inline(always)]
+pub fn prepare(g: &InHook, addr: u64, caller: Caller) -> Option<Prepared> {
+    let lane = current_lane(g)?;
+    if let Some(hit) = lane.hot(addr, caller, MODE_EXCLUSIVE) {
+        return Some(hit.into());
+    }
+    crate::recorder::api::prepared::prepare_missed(g, lane, addr, ObjectKind::Mutex, caller)
+}
+
+/// An uncontended engagement: counted, and its holder left in the slot.
+#[inline(always)]
+pub fn acquired(g: &InHook, p: &Prepared) {
+    p.counter().engagements += 1;
+    owned(g, p);
+}
+
+/// This thread holds the lock now, taken at the counter's line: what a
+/// waiter reads (`wait_begin`) and the release event names.
+#[inline(always)]
+pub fn owned(g: &InHook, p: &Prepared) {
+    // SAFETY: the guard's thread state has this thread's lane (a Prepared
+    // exists only once it is registered).
+    let tid = unsafe { (*g.thread().lane()).tid };
+    p.slot.holder.store(tid, Ordering::Relaxed);
+    p.slot
+        .last_owner
+        .store(p.counter().site_id, Ordering::Relaxed);
+}
+
+/// The mutex at `addr`, held by this thread, is about to be released and
+/// its lock word says a thread may wait for it: if one does (by the slot's
+/// count of waiters), the release is counted in the lock's sequence and
+/// written, named by the line this thread took it at.
+pub fn released_with_waiters(g: &InHook, addr: u64) {
+    let Some(slot) = objects::find(addr).filter(|s| s.id() != 0) else {
+        return;
+    };
+    let Some(lane) = current_lane(g) else { return };
+    if slot.holder.load(Ordering::Relaxed) != lane.tid {
+        return; // not an engagement this thread recorded
+    }
+    let waiters = slot.waiting();
+    if waiters == 0 {
+        return;
+    }
+    slot.holder.store(0, Ordering::Relaxed);
+    let seq = slot.seq.load(Ordering::Relaxed);
+    slot.take_wait_mark(seq);
+    let seq_after = seq.wrapping_add(1);
+    slot.seq.store(seq_after, Ordering::Relaxed);
+    let site = slot.last_owner.load(Ordering::Relaxed);
+    // The hold's start is not known (0): only its end.
+    events::released(
+        lane,
+        slot.id(),
+        site,
+        (seq_after, waiters),
+        (now_ns(), 0),
+        0,
+    );
+}

@@ -1,0 +1,169 @@
+//! Lean mode (`LOCKSUIT_MODE=lean`, issue 37): counts exact, contended
+//! waits as the program measured them, who blocked whom at the holder's
+//! line, and the findings a lean trace cannot give absent rather than
+//! wrong. Each program is also run plain: the output must not change.
+
+use locksuit_tests::*;
+
+const LEAN: &[(&str, &str)] = &[("LOCKSUIT_MODE", "lean")];
+
+fn run_lean(
+    bin: &std::path::Path,
+    args: &[&str],
+    name: &str,
+) -> (String, Value, std::path::PathBuf) {
+    let plain = run_plain(bin, args);
+    let dir = fresh_dir(name);
+    let out = run_under_shim_env(bin, args, &dir, LEAN);
+    assert_success(&out, name);
+    assert_same_output_keys(&plain, &out);
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report).clone();
+    assert_eq!(str_of(&p, "recording"), "lean", "{name}");
+    (stdout_str(&out), p, dir)
+}
+
+/// tests/c/holder.c `rounds`: ten holds of 20 ms, each made main wait.
+#[test]
+fn lean_counts_are_exact_and_waits_are_the_programs() {
+    let bin = build_c("holder");
+    let (stdout, p, dir) = run_lean(&bin, &["rounds"], "lean_rounds");
+    let waited: u64 = stdout_value(&stdout, "waited-ns").parse().unwrap();
+    let lock = lock_by_id(&p, "&held_lock");
+    // The holder and main each take it once a round; main waits each time.
+    assert_eq!(u64_of(lock, "acquisitions"), 20, "{}", short(lock));
+    assert_eq!(u64_of(lock, "contended"), 10, "{}", short(lock));
+    // Measured inside main's lock calls, which the program timed around.
+    let wait = u64_of(lock, "wait_ns");
+    assert!(
+        wait <= waited && wait * 10 >= waited * 9,
+        "{wait} ns recorded, main measured {waited} ns: {}",
+        short(lock)
+    );
+    // No owner changes or timed holds: lean keeps nothing per hold.
+    assert_eq!(u64_of(lock, "owner_changes"), 0, "{}", short(lock));
+    assert_eq!(u64_of(lock, "hold_samples"), 0, "{}", short(lock));
+    // Who blocked whom, named by the holder's own line.
+    let rows = p["blocking"].as_array().expect("blocking rows");
+    assert!(
+        rows.iter()
+            .any(|r| r["lock"] == "&held_lock" && u64_of(r, "count") == 10),
+        "{}",
+        short(&p["blocking"])
+    );
+    let text = stdout_str(&run_locksuit(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--width",
+        "200",
+    ]));
+    let functions = text
+        .split("Which functions block which")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no function table: {text}"));
+    assert!(
+        functions
+            .lines()
+            .take(6)
+            .any(|l| l.contains("hold_rounds") && l.contains("rounds")),
+        "{text}"
+    );
+    // The report says once what a lean trace cannot give.
+    assert!(text.matches("recorded lean").count() == 1, "{text}");
+    // Both lines made a task switch each round: the holder's is counted
+    // from the releases it wrote, so its line is no less suitable than in
+    // the full mode.
+    for site in p["sites"].as_array().unwrap() {
+        assert_eq!(u64_of(site, "task_switches"), 10, "{}", short(site));
+        assert_ne!(
+            str_of(site, "status"),
+            "apparently-unsuitable",
+            "{}",
+            short(site)
+        );
+    }
+}
+
+/// tests/c/contention.c: the holder sleeps under the lock. The full mode
+/// says blocking-under-lock; lean mode keeps no held locks, so it must say
+/// nothing of the kind, and nothing wrong instead.
+#[test]
+fn what_lean_cannot_see_is_absent_not_wrong() {
+    let bin = build_c("contention");
+    let (stdout, p, _) = run_lean(&bin, &[], "lean_contention");
+    let lock = lock_by_address(&p, &stdout_value(&stdout, "lock"));
+    assert_eq!(u64_of(lock, "acquisitions"), 20, "{}", short(lock));
+    assert_eq!(u64_of(lock, "contended"), 10, "{}", short(lock));
+    let kinds: Vec<&str> = findings(&p).iter().map(|f| str_of(f, "kind")).collect();
+    for absent in [
+        "blocking-under-lock",
+        "misuse",
+        "potential-deadlock",
+        "unnecessary-lock",
+    ] {
+        assert!(
+            !kinds.contains(&absent),
+            "{kinds:?}: {}",
+            short(&p["findings"])
+        );
+    }
+
+    // A lock-order inversion: lean keeps no lock order, so no cycle.
+    let bin = build_c("lock_order");
+    let (_, p, _) = run_lean(&bin, &["abba"], "lean_lock_order");
+    assert!(
+        findings(&p)
+            .iter()
+            .all(|f| str_of(f, "kind") != "potential-deadlock"),
+        "{}",
+        short(&p["findings"])
+    );
+    let taken: u64 = p["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| u64_of(l, "acquisitions"))
+        .sum();
+    assert!(taken > 0, "{}", short(&p["locks"]));
+}
+
+/// Condition waits release and retake their mutex inside the C library:
+/// lean mode must neither call that misuse nor lose the waits.
+#[test]
+fn condition_waits_in_lean_mode_are_no_misuse() {
+    let bin = build_c("conds");
+    let (stdout, p, _) = run_lean(&bin, &[], "lean_conds");
+    // As tests/tests/conds.rs counts them: 12 handshakes, 20 timed waits.
+    let (h, t) = (12, 20);
+    let m = lock_by_address(&p, &stdout_value(&stdout, "mutex"));
+    assert_eq!(u64_of(m, "cond_reacquires"), h + t, "{}", short(m));
+    assert_eq!(u64_of(m, "acquisitions"), h + h + 1 + h + t, "{}", short(m));
+    assert!(
+        findings(&p).iter().all(|f| str_of(f, "kind") != "misuse"),
+        "{}",
+        short(&p["findings"])
+    );
+    let waits: u64 = p["conds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u64_of(c, "waits"))
+        .sum();
+    assert!(waits > 0, "{}", short(&p["conds"]));
+}
+
+/// A mode the shim does not know: one warning, the full mode.
+#[test]
+fn an_unknown_mode_is_said_and_the_full_mode_used() {
+    let bin = build_c("contention");
+    let dir = fresh_dir("lean_bad_mode");
+    let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_MODE", "thin")]);
+    assert_success(&out, "bad mode");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("LOCKSUIT_MODE must be 'full' or 'lean'"),
+        "{stderr}"
+    );
+    let report = report_json(&[&only_trace(&dir)], None);
+    assert_eq!(str_of(only_process(&report), "recording"), "full");
+}
