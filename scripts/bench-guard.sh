@@ -84,6 +84,9 @@ echo "semaphore pair: $sem_plain instructions plain, $sem_shimmed with the shim 
 cells_plain=$(cells "")
 cells_shimmed=$(cells "$shim")
 echo "cells lock+unlock: $cells_plain instructions plain, $cells_shimmed with the shim (ratio $(ratio "$cells_plain" "$cells_shimmed"))"
+lean_shimmed=$(LOCKSUIT_MODE=lean pair "$shim")
+lean_random_shimmed=$(LOCKSUIT_MODE=lean pair "$shim" random)
+echo "lean mode (LOCKSUIT_MODE=lean): uncontended pair $lean_shimmed (ratio $(ratio "$plain" "$lean_shimmed")), random pair $lean_random_shimmed (ratio $(ratio "$random_plain" "$lean_random_shimmed"))"
 stripes_plain=$(stripes "")
 stripes_shimmed=$(stripes "$shim")
 echo "hash table operation, 48-byte stripes: $stripes_plain instructions plain, $stripes_shimmed with the shim (ratio $(ratio "$stripes_plain" "$stripes_shimmed"))"
@@ -107,4 +110,6 @@ check "random pair" "$random_plain" "$random_shimmed" random_ratio
 check "semaphore pair" "$sem_plain" "$sem_shimmed" sem_ratio
 check "cells lock+unlock" "$cells_plain" "$cells_shimmed" cells_ratio
 check "hash table operation" "$stripes_plain" "$stripes_shimmed" stripes_ratio
+check "lean pair" "$plain" "$lean_shimmed" lean_ratio
+check "lean random pair" "$random_plain" "$lean_random_shimmed" lean_random_ratio
 exit $failed

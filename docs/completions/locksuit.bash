@@ -430,7 +430,7 @@ _locksuit() {
             return 0
             ;;
         locksuit__subcmd__run)
-            opts="-o -h --threshold --format --width --top --exe --pid --fail-on-findings --suppress --no-default-suppressions --gen-suppressions --summary --long-hold-ms --contention-share --over-sync-per-sec --asymmetry --starvation --min-acquisitions --min-runs --classes --sort --columns --tree --tree-min --save --history --label --against-history --weight --output --dir --shim --policy --deadlock-timeout --on-deadlock --help"
+            opts="-o -h --threshold --format --width --top --exe --pid --fail-on-findings --suppress --no-default-suppressions --gen-suppressions --summary --long-hold-ms --contention-share --over-sync-per-sec --asymmetry --starvation --min-acquisitions --min-runs --classes --sort --columns --tree --tree-min --save --history --label --against-history --weight --output --dir --shim --policy --lean --deadlock-timeout --on-deadlock --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

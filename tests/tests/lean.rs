@@ -167,3 +167,31 @@ fn an_unknown_mode_is_said_and_the_full_mode_used() {
     let report = report_json(&[&only_trace(&dir)], None);
     assert_eq!(str_of(only_process(&report), "recording"), "full");
 }
+
+/// `locksuit run --lean` records lean.
+#[test]
+fn run_lean_records_lean() {
+    let bin = build_c("contention");
+    let dir = fresh_dir("lean_run");
+    let out = run_locksuit(&[
+        "run",
+        "--lean",
+        "--format",
+        "json",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    assert_eq!(str_of(p, "recording"), "lean");
+    let contended: u64 = p["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| u64_of(l, "contended"))
+        .sum();
+    assert_eq!(contended, 10, "{}", short(&p["locks"]));
+}

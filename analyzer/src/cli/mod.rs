@@ -69,6 +69,8 @@ Environment:
   LOCKSUIT_MAX_MB       size cap of one trace in MiB (default 256)
   LOCKSUIT_HOLD_SAMPLE  also time 1 in N uncontended holds (default 0: only contended)
   LOCKSUIT_EVENTS       contended (default): events for contended operations; all: every one
+  LOCKSUIT_MODE         full (default); lean: mutexes counted per line with their contended
+                        waits and nothing per hold, for profiling left on (`run --lean`)
   LOCKSUIT_FLIGHT       1: once the trace is full, overwrite the oldest events (keep the end)
   LOCKSUIT_CLOCK        auto (default): calibrated invariant TSC where safe; monotonic
   LOCKSUIT_BLOCK_MIN_US record a sleep, poll, I/O call, join or barrier wait only if it

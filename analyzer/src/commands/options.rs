@@ -262,6 +262,14 @@ pub struct RunArgs {
     /// snapshot triggers, sampling and call-chain depth. Counters stay exact.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Record lean (sets $LOCKSUIT_MODE=lean), the mode for profiling left on:
+    /// each mutex's acquisitions per line, its contended waits and who blocked
+    /// whom, at about half the full mode's cost per lock call; no hold times
+    /// of uncontended holds, lock order, blocking under a mutex or owner
+    /// changes (the report says so). `--format pprof` of such a trace is what a
+    /// continuous-profiling backend (Pyroscope, Parca) ingests.
+    #[arg(long)]
+    pub lean: bool,
     /// Watch for deadlocks while the command runs: one that lasts this many
     /// seconds is explained on stderr, acted on (--on-deadlock), reported,
     /// and `run` exits 1.

@@ -182,7 +182,7 @@ fn resolved_policy(path: &Path, program: &OsStr, dir: &Path) -> Result<PathBuf, 
 pub fn record(
     command: &[OsString],
     (dir, shim): (Option<&Path>, Option<&Path>),
-    policy: Option<&Path>,
+    (policy, lean): (Option<&Path>, bool),
     watch: Option<DeadlockWatch>,
 ) -> Result<Recorded, InputError> {
     let shim = find_shim(shim)?;
@@ -243,6 +243,9 @@ pub fn record(
     }
     if let Some(policy) = &policy {
         command.env("LOCKSUIT_POLICY", policy);
+    }
+    if lean {
+        command.env("LOCKSUIT_MODE", "lean");
     }
     let mut child = command.spawn().map_err(|e| {
         stop_forwarding();

@@ -26,7 +26,7 @@ pub fn run(args: RunArgs) -> i32 {
     let recorded = match crate::commands::record::record(
         &args.command,
         (args.dir.as_deref(), args.shim.as_deref()),
-        args.policy.as_deref(),
+        (args.policy.as_deref(), args.lean),
         watch,
     ) {
         Ok(r) => r,

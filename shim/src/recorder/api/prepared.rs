@@ -107,6 +107,8 @@ fn prepare_timed(
 }
 
 /// [`prepare_slow`] for a call that is not sampled (lean mode's mutexes).
+#[cold]
+#[inline(never)]
 pub(in crate::recorder) fn prepare_missed(
     g: &InHook,
     lane: &'static mut Lane,

@@ -484,11 +484,6 @@ pub fn context_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) ->
 /// The call's context and what it was read from (see [`Caller::seen`]).
 #[inline]
 pub fn seen_of(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
-    if crate::config::lean() {
-        // Lean mode keys a call by its line alone (and reads no Python
-        // frames): one line, one counter, whichever way it was reached.
-        return caller.seen_alone();
-    }
     match lane.offsets_of(caller.ret) {
         Some(offsets) => caller.seen(&offsets),
         None => seen_unremembered(lane, caller, python_lines),
@@ -511,6 +506,12 @@ pub const PYTHON_CALL: u32 = u32::MAX;
 #[cold]
 #[inline(never)]
 fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
+    if crate::config::lean() {
+        // Lean mode keys a call by its line alone (and reads no Python
+        // frames): one line, one counter, whichever way it was reached.
+        lane.remember_offsets(caller.ret, Offsets::NONE);
+        return caller.seen_alone();
+    }
     if let Some(offsets) = lane.python_offsets_of(caller.ret) {
         // Shallow work: no need for the lane's own stack.
         return python_seen(lane, caller, &offsets, python_lines);
