@@ -4,8 +4,8 @@
 
 use crate::lifecycle;
 pub use crate::recorder::tables::thread_state::{
-    calling_out, close_gates, close_load_gate, nested_in_bookkeeping, thread_holds_a_lock, InHook,
-    ThreadState,
+    calling_out, close_gates, close_load_gate, nested_in_bookkeeping, outside_hooks,
+    thread_holds_a_lock, InHook, ThreadState,
 };
 
 /// Proof that this thread is inside a hook and the process records;
@@ -53,6 +53,14 @@ impl HookGuard {
     /// frame; `None` sends the hook the general way.
     ///
     /// [`enter`]: HookGuard::enter
+    /// The thread's state if a hook could enter now and recording has
+    /// started, without entering (lean mode's quick engagement).
+    #[inline(always)]
+    pub fn could_enter() -> Option<&'static ThreadState> {
+        let state = outside_hooks()?;
+        lifecycle::recording_started().then_some(state)
+    }
+
     #[inline(always)]
     pub fn enter_quickly() -> Option<HookGuard> {
         let guard = HookGuard(InHook::enter()?);

@@ -385,18 +385,77 @@ pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int
 lock_handler!(mutex_lock(m: *mut pthread_mutex_t),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
 
-/// Lean mode's `pthread_mutex_lock`: no sampled self-cost, no held entry.
+/// Lean mode's `pthread_mutex_lock`: the common engagement whole, with no
+/// hook entered (see `lean.rs`); anything else the general way. Kept
+/// apart from the general way so that its frame is only what lives across
+/// the trylock.
 unsafe extern "C-unwind" fn mutex_lock_lean(
     m: *mut pthread_mutex_t,
     caller: usize,
     sp: usize,
+) -> c_int {
+    if let Some(state) = HookGuard::could_enter() {
+        if let Attempt::TryFirst = mutex_attempt(m) {
+            if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp))
+            {
+                let try_once = real_or!(mutex_trylock, libc::EINVAL);
+                // SAFETY: forwarding the caller's argument unchanged.
+                let rc = unsafe { try_once(m) };
+                if rc == 0 {
+                    recorder::lean_engaged_quickly(state, &p);
+                    return 0;
+                }
+                // SAFETY: forwarding the caller's argument unchanged.
+                return unsafe { mutex_lock_lean_not_taken(m, p, rc) };
+            }
+            // The hot cache has no entry: not looked at again.
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return unsafe { mutex_lock_lean_general(m, caller, sp, true) };
+        }
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { mutex_lock_lean_general(m, caller, sp, false) }
+}
+
+/// Lean mode's quick try found the mutex busy (or got an unusual result):
+/// the general way from there, with the lock's entry already found.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_lock_lean_not_taken(
+    m: *mut pthread_mutex_t,
+    p: recorder::Prepared,
+    rc: c_int,
+) -> c_int {
+    let block = real_or!(mutex_lock, libc::EINVAL);
+    let Some(guard) = HookGuard::enter() else {
+        // Recording stopped since the look: the real call decides.
+        // SAFETY: forwarding the caller's argument unchanged.
+        return if rc == libc::EBUSY {
+            unsafe { block(m) }
+        } else {
+            rc
+        };
+    };
+    // SAFETY: forwarding the caller's argument unchanged.
+    crate::intercept::not_taken_at_once(&guard, p, (Hold::Lean, 0), rc, || unsafe { block(m) })
+}
+
+/// Lean mode's `pthread_mutex_lock` when it is not the common engagement:
+/// no sampled self-cost, no held entry, else as the full mode's. `missed`:
+/// the hot cache was looked at already, and had no entry.
+#[inline(never)]
+unsafe fn mutex_lock_lean_general(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+    missed: bool,
 ) -> c_int {
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
     // SAFETY (every call below): forwarding the caller's argument unchanged.
     let Some(guard) = HookGuard::enter() else {
         return unsafe { block(m) };
     };
-    let prepared = recorder::prepare_lean(&guard, m as u64, Caller::new(caller, sp));
+    let prepared = recorder::prepare_lean(&guard, m as u64, Caller::new(caller, sp), missed);
     let Some(p) = &prepared else {
         // SAFETY: forwarding the caller's argument unchanged.
         return unsafe { block(m) };

@@ -55,7 +55,7 @@ pub fn acquire(
 /// The first try did not simply succeed: busy (wait for it), or an
 /// unusual result, which is the real call's too.
 #[cold]
-fn not_taken_at_once(
+pub fn not_taken_at_once(
     g: &HookGuard,
     p: Prepared,
     (hold, deadline): (Hold, u64),

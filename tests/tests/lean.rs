@@ -195,3 +195,31 @@ fn run_lean_records_lean() {
         .sum();
     assert_eq!(contended, 10, "{}", short(&p["locks"]));
 }
+
+/// tests/c/signal_storm.c: main's two million lock calls interrupted
+/// every 20 µs by a handler that locks another mutex. Lean mode's quick
+/// path enters no hook, so the handler's calls run the shim in the middle
+/// of it: main's count must stay exact, and the handler's be counted or
+/// passed through and counted as dropped, in either mode.
+#[test]
+fn signal_handlers_that_lock_leave_counts_exact() {
+    let bin = build_c("signal_storm");
+    for mode in ["lean", "full"] {
+        let dir = fresh_dir(&format!("signal_storm_{mode}"));
+        let out = run_under_shim_env(&bin, &["2000000"], &dir, &[("LOCKSUIT_MODE", mode)]);
+        assert_success(&out, mode);
+        let stdout = stdout_str(&out);
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        let a = lock_by_address(p, &stdout_value(&stdout, "a"));
+        assert_eq!(u64_of(a, "acquisitions"), 2_000_000, "{mode}: {}", short(a));
+        let handled: u64 = stdout_value(&stdout, "b-locks").parse().unwrap();
+        let b = lock_by_address(p, &stdout_value(&stdout, "b"));
+        let recorded = u64_of(b, "acquisitions");
+        let dropped = u64_of(p, "dropped_events");
+        assert!(
+            recorded <= handled && recorded + dropped >= handled,
+            "{mode}: the handler locked {handled} times; {recorded} recorded, {dropped} dropped"
+        );
+    }
+}

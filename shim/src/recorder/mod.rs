@@ -47,7 +47,10 @@ pub use api::confinement::{
 };
 pub use api::futex::{futex_wait_begin, futex_wait_end, futex_wake_begin, futex_woke};
 pub use api::identity::{object_destroyed, object_initialized, object_opened};
-pub use api::lean::{prepare as prepare_lean, released_with_waiters as lean_released_with_waiters};
+pub use api::lean::{
+    engaged_quickly as lean_engaged_quickly, found_quickly as lean_found_quickly,
+    prepare as prepare_lean, released_with_waiters as lean_released_with_waiters,
+};
 pub use api::locks::{
     acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly, timed_out,
     try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,

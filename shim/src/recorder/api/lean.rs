@@ -13,20 +13,58 @@ use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::features::events;
 use crate::recorder::tables::objects;
-use crate::recorder::tables::thread_state::InHook;
+use crate::recorder::tables::thread_state::{InHook, ThreadState};
 use crate::recorder::time::clock::now_ns;
 use core::sync::atomic::Ordering;
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
 
 /// [`prepare`](crate::recorder::api::prepared::prepare) for a mutex in lean
-/// mode: the same lookups, without the self-cost sampler.
+/// mode: the same lookups, without the self-cost sampler (`missed`: the hot
+/// cache's first level was looked at already, and had no entry).
 #[inline(always)]
-pub fn prepare(g: &InHook, addr: u64, caller: Caller) -> Option<Prepared> {
+pub fn prepare(g: &InHook, addr: u64, caller: Caller, missed: bool) -> Option<Prepared> {
     let lane = current_lane(g)?;
-    if let Some(hit) = lane.hot(addr, caller, MODE_EXCLUSIVE) {
-        return Some(hit.into());
+    if !missed {
+        if let Some(hit) = lane.hot_line(addr, caller.ret, MODE_EXCLUSIVE) {
+            return Some(hit.into());
+        }
     }
     crate::recorder::api::prepared::prepare_missed(g, lane, addr, ObjectKind::Mutex, caller)
+}
+
+/// Lean mode's look for a mutex call, in a thread no hook is running in
+/// (see [`engaged_quickly`]): its hot-cache entry, either level, or `None`
+/// (the caller then goes the general way). Lean entries have no context
+/// (`seen_unremembered` learns none in lean mode), so no path is compared.
+#[inline(always)]
+pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<Prepared> {
+    let lane = state.lane();
+    if lane.is_null() {
+        return None;
+    }
+    // SAFETY: a lane registered to this thread is its own until it ends.
+    let lane = unsafe { &mut *lane };
+    let hit = match lane.hot_line(addr, caller.ret, MODE_EXCLUSIVE) {
+        Some(hit) => hit,
+        None => lane.warm(addr, caller, MODE_EXCLUSIVE)?,
+    };
+    Some(hit.into())
+}
+
+/// The mutex [`found_quickly`] found was taken at once: counted, and its
+/// holder and line left in the slot, with no hook entered (the in-hook
+/// flag neither set nor cleared). A signal handler whose lock call runs
+/// the shim meanwhile may change the hot cache, but `p` was copied out of
+/// its entry; what changes here is the counter (one increment) and the
+/// slot's two words (plain stores), which nothing in between tears.
+#[inline(always)]
+pub fn engaged_quickly(state: &ThreadState, p: &Prepared) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    // SAFETY: the lane is this thread's (found_quickly read it from here).
+    let tid = unsafe { (*state.lane()).tid };
+    p.slot.holder.store(tid, Ordering::Relaxed);
+    p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);
 }
 
 /// An uncontended engagement: counted, and its holder left in the slot.

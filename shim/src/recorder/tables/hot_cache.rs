@@ -174,6 +174,22 @@ impl HotCache {
         })
     }
 
+    /// The entry for a call in lean mode, whose entries have no context
+    /// (depth 0): the key, the module epoch and the lock's identity.
+    #[inline(always)]
+    pub fn find_line(&self, addr: u64, ret: u64, tag: u32) -> Option<HotTarget> {
+        let e = &self.entries[home(addr, ret)];
+        if !e.same_key(addr, ret, tag) || e.epoch != crate::recorder::base::caller::epoch() {
+            return None;
+        }
+        // SAFETY: slots live in the object table for the life of the process.
+        let slot = unsafe { &*e.slot };
+        (slot.id() == e.lock_id).then_some(HotTarget {
+            slot,
+            counter: e.counter,
+        })
+    }
+
     /// The second level's entry for this call (see the module's comment),
     /// if it has one and its lock still lives.
     #[inline]

@@ -400,6 +400,15 @@ fn this_thread() -> &'static ThreadState {
     thread_state()
 }
 
+/// The calling thread's state if it is in no hook (nor retired, nor
+/// forking), without entering one: for lean mode's quick engagement, which
+/// changes nothing a signal handler's hook could tear (see `lean.rs`).
+#[inline(always)]
+pub fn outside_hooks() -> Option<&'static ThreadState> {
+    let state = this_thread();
+    (state.flags.get() == 0).then_some(state)
+}
+
 /// Whether the calling thread holds a lock now (asked without a guard by
 /// the load and store callbacks, before anything else).
 #[inline(always)]

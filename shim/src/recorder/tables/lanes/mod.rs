@@ -488,6 +488,12 @@ impl Lane {
         self.hot.find(addr, caller, self.tag(mode))
     }
 
+    /// Lean mode's hot-cache entry for a call keyed by its line alone.
+    #[inline(always)]
+    pub fn hot_line(&self, addr: u64, ret: u64, mode: u32) -> Option<HotTarget> {
+        self.hot.find_line(addr, ret, self.tag(mode))
+    }
+
     /// The hot cache's second level's entry for this call (see
     /// `hot_cache.rs`): looked at on a miss of the first.
     #[inline]

@@ -1,0 +1,72 @@
+/* Lock calls interrupted by signal handlers that lock too.
+ *
+ *   signal_storm N   main locks and unlocks `a` N times, uncontended, while
+ *                    a helper thread sends it SIGUSR1 every 20 µs until
+ *                    main is done; the handler locks and unlocks `b` once
+ *                    per signal (never `a`, which main may hold) and counts.
+ *
+ * Locking in a handler is outside POSIX's async-signal-safe list, but
+ * programs do it with a lock the interrupted code cannot hold; a profiler
+ * must neither corrupt its counts nor the program's when they do. Every
+ * lock call of main must be counted exactly, whatever the handlers did in
+ * between; the handler's own calls are counted, or passed through and
+ * counted as dropped if they came while main was inside the shim.
+ *
+ * Output: "a <addr>", "b <addr>", "a-locks <n>", "b-locks <n>". */
+#include "common.h"
+#include <stdatomic.h>
+
+static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t b = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t handled;
+static atomic_int done;
+static pthread_t main_thread;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    CHECK(pthread_mutex_lock(&b));
+    handled++;
+    CHECK(pthread_mutex_unlock(&b));
+    errno = saved;
+}
+
+static void *storm(void *arg)
+{
+    (void)arg;
+    struct timespec gap = { 0, 20000 };
+    while (!atomic_load(&done)) {
+        pthread_kill(main_thread, SIGUSR1);
+        nanosleep(&gap, NULL);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 2000000;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    main_thread = pthread_self();
+    pthread_t helper;
+    CHECK(pthread_create(&helper, NULL, storm, NULL));
+    for (long i = 0; i < n; i++) {
+        CHECK(pthread_mutex_lock(&a));
+        CHECK(pthread_mutex_unlock(&a));
+    }
+    atomic_store(&done, 1);
+    CHECK(pthread_join(helper, NULL));
+    /* No signal is in flight once the helper has ended; block it anyway so
+     * the count printed is final. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    printf("a %p\nb %p\na-locks %ld\nb-locks %ld\n", (void *)&a, (void *)&b, n, (long)handled);
+    return 0;
+}
