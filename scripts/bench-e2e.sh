@@ -7,12 +7,17 @@
 # (steadier when client and server share the cores), the others by wall
 # time. The targets are issue 18's.
 #
-#   scripts/bench-e2e.sh [RUNS]     (default 5; called by scripts/bench.sh)
+#   scripts/bench-e2e.sh [RUNS] [ONLY]   (default 5; called by scripts/bench.sh)
+#
+# ONLY: run only the rows whose label contains it (e.g. memcached). The
+# shim runs in the mode the environment asks for: LOCKSUIT_MODE=lean
+# scripts/bench-e2e.sh measures lean mode.
 #
 # A program that is not installed is reported as skipped, not guessed.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}
+only=${2:-}
 shim=$root/target/release/libsyncshim.so
 [ -e "$shim" ] || { echo "bench-e2e.sh: build first: cargo build --release" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-e2e.XXXXXX")
@@ -75,6 +80,9 @@ compare() {
     "$(printf '%s\n' "${ratios[@]}" | median | xargs printf '%.3fx')"
 }
 
+# Whether the row LABEL is asked for (see ONLY above).
+wanted() { [ -z "$only" ] || [[ "$1" == *"$only"* ]]; }
+
 skipped() {
   printf '| %s | skipped: %s is not installed | | | | %s | |\n' "$1" "$2" "$3"
 }
@@ -82,6 +90,7 @@ skipped() {
 # e2e LABEL TARGET CMD…: wall time, lower is better.
 e2e() {
   local label=$1 target=$2; shift 2
+  wanted "$label" || return 0
   if ! command -v "$1" > /dev/null; then
     skipped "$label" "$1" "$target"
     return
@@ -119,6 +128,7 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 memcached_row() {
   local label="memcached -t 4 under memcaslap" target="≥ 0.95x" tool
+  wanted "$label" || return 0
   for tool in memcached memcaslap; do
     command -v "$tool" > /dev/null || { skipped "$label" "$tool" "$target"; return; }
   done
@@ -165,7 +175,9 @@ e2e "cells kernel, 4 threads, short: 2 sweeps" "≤ 1.25x" "$cells" 4 2
 e2e "cells kernel, 4 threads, long: 200 sweeps" "≤ 1.25x" "$cells" 4 200
 e2e "fluid kernel (345,600 locks), 4 threads, short: 2 steps" "≤ 1.25x" "$fluid" 720 480 2 4
 e2e "fluid kernel, 4 threads, long: 40 steps" "≤ 1.25x" "$fluid" 720 480 40 4
-if [ -x /usr/bin/time ]; then
+if ! wanted "fluid kernel, 40 steps: peak memory"; then
+  :
+elif [ -x /usr/bin/time ]; then
   compare "fluid kernel, 40 steps: peak memory" "RSS MiB" "≤ 1.5x" '%.1f' peak_mib "$fluid" 720 480 40 4
 else
   skipped "fluid kernel, 40 steps: peak memory" "GNU time" "≤ 1.5x"

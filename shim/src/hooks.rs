@@ -217,11 +217,21 @@ macro_rules! trylock_hook {
     ($name:ident($obj:ident: $oty:ty) => $handler:ident, x86_64: $x86:tt, aarch64: $arm:tt,
      real: $real:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr) => {
         export_with_caller!($name($obj: $oty) -> c_int => $handler, x86_64: $x86, aarch64: $arm);
+        trylock_handler!($handler($obj: $oty), real: $real, kind: $kind, mode: $mode, hold: $hold);
+    };
+}
+
+/// The handler a [`trylock_hook!`] trampoline jumps to.
+macro_rules! trylock_handler {
+    ($handler:ident($obj:ident: $oty:ty), real: $real:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr) => {
         unsafe extern "C-unwind" fn $handler($obj: $oty, caller: usize, sp: usize) -> c_int {
             let try_once = real_or!($real, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's argument unchanged.
-            let Some(guard) = HookGuard::enter() else { return unsafe { try_once($obj) } };
-            let prepared = recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
+            let Some(guard) = HookGuard::enter() else {
+                return unsafe { try_once($obj) };
+            };
+            let prepared =
+                recorder::prepare(&guard, $obj as u64, $kind, $mode, Caller::new(caller, sp));
             let Some(p) = &prepared else {
                 // SAFETY: forwarding the caller's argument unchanged.
                 return unsafe { try_once($obj) };
@@ -305,40 +315,79 @@ fn mutex_hold() -> Hold {
     }
 }
 
-/// The handlers `pthread_mutex_lock` and `pthread_mutex_unlock` jump to:
-/// the full mode's, or lean mode's, chosen by the first lock once the
-/// settings are read ([`mutex_lock_first`]). An indirect jump in the
+/// The handlers `pthread_mutex_lock`, `_trylock` and `_unlock` jump to:
+/// the full mode's, or lean mode's, chosen by the first lock or trylock once
+/// the settings are read ([`chose_mutex_handlers`]). An indirect jump in the
 /// trampoline costs what a direct one does, so the full mode pays nothing
 /// for lean mode's being there.
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
+static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
 static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());
 
-type MutexLockHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, usize, usize) -> c_int;
+type MutexHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, usize, usize) -> c_int;
 
-/// The first `pthread_mutex_lock`s: start recording (which reads
-/// `LOCKSUIT_MODE`), then point both trampolines at the mode's handlers
-/// and go on in its lock handler. While the shim is still starting (a lock
-/// taken inside its own start), the full mode's handler, which passes such
-/// calls through, and the choice waits for a later call.
+/// Starts recording (which reads `LOCKSUIT_MODE`), then points the three
+/// trampolines at the mode's handlers. False while the shim is still
+/// starting (a lock taken inside its own start): the choice waits for a
+/// later call, and this one goes the full mode's way, which passes such
+/// calls through.
+fn chose_mutex_handlers() -> bool {
+    // Entered as every hook enters (a call nested in the shim's own work
+    // starts nothing), and left at once.
+    drop(HookGuard::enter());
+    if matches!(
+        lifecycle::state(),
+        lifecycle::State::Uninitialized | lifecycle::State::Initializing
+    ) {
+        return false;
+    }
+    let (lock, trylock, unlock): (
+        MutexHandler,
+        MutexHandler,
+        unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int,
+    ) = if crate::config::lean() {
+        (mutex_lock_lean, mutex_trylock_lean, mutex_unlock_lean)
+    } else {
+        (mutex_lock, mutex_trylock, mutex_unlock_full)
+    };
+    MUTEX_UNLOCK_HANDLER.store(unlock as *mut (), Ordering::Relaxed);
+    MUTEX_TRYLOCK_HANDLER.store(trylock as *mut (), Ordering::Relaxed);
+    MUTEX_LOCK_HANDLER.store(lock as *mut (), Ordering::Relaxed);
+    true
+}
+
+/// The handler `slot` points to now.
+fn handler_in(slot: &AtomicPtr<()>) -> MutexHandler {
+    // SAFETY: the slots hold only `MutexHandler`s (stored above or at start).
+    unsafe { core::mem::transmute::<*mut (), MutexHandler>(slot.load(Ordering::Relaxed)) }
+}
+
+/// The first `pthread_mutex_lock`s: the mode's handlers chosen, on in its
+/// lock handler.
 unsafe extern "C-unwind" fn mutex_lock_first(
     m: *mut pthread_mutex_t,
     caller: usize,
     sp: usize,
 ) -> c_int {
-    // Entered as every hook enters (a call nested in the shim's own work
-    // starts nothing), and left at once.
-    drop(HookGuard::enter());
-    let handler: MutexLockHandler = match lifecycle::state() {
-        lifecycle::State::Uninitialized | lifecycle::State::Initializing => mutex_lock,
-        _ if crate::config::lean() => {
-            MUTEX_UNLOCK_HANDLER.store(mutex_unlock_lean as *mut (), Ordering::Relaxed);
-            MUTEX_LOCK_HANDLER.store(mutex_lock_lean as *mut (), Ordering::Relaxed);
-            mutex_lock_lean
-        }
-        _ => {
-            MUTEX_LOCK_HANDLER.store(mutex_lock as *mut (), Ordering::Relaxed);
-            mutex_lock
-        }
+    let handler = if chose_mutex_handlers() {
+        handler_in(&MUTEX_LOCK_HANDLER)
+    } else {
+        mutex_lock
+    };
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { handler(m, caller, sp) }
+}
+
+/// The first `pthread_mutex_trylock`s, as [`mutex_lock_first`].
+unsafe extern "C-unwind" fn mutex_trylock_first(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    let handler = if chose_mutex_handlers() {
+        handler_in(&MUTEX_TRYLOCK_HANDLER)
+    } else {
+        mutex_trylock
     };
     // SAFETY: forwarding the caller's arguments unchanged.
     unsafe { handler(m, caller, sp) }
@@ -490,8 +539,65 @@ fn lean_release_with_waiters(addr: u64) {
     }
 }
 
-trylock_hook!(pthread_mutex_trylock(m: *mut pthread_mutex_t) => mutex_trylock, x86_64: ("rsi", "rdx"), aarch64: ("x1", "x2"),
-    real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold());
+/// `pthread_mutex_trylock`: as [`export_with_caller!`], through
+/// [`MUTEX_TRYLOCK_HANDLER`].
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub unsafe extern "C" fn pthread_mutex_trylock(_m: *mut pthread_mutex_t) -> c_int {
+    #[cfg(target_arch = "x86_64")]
+    core::arch::naked_asm!(
+        "mov rsi, qword ptr [rsp]",
+        "mov rdx, rsp",
+        "jmp qword ptr [rip + {h}]",
+        h = sym MUTEX_TRYLOCK_HANDLER
+    );
+    #[cfg(target_arch = "aarch64")]
+    core::arch::naked_asm!(
+        "mov x1, x30",
+        "mov x2, sp",
+        "adrp x16, {h}",
+        "ldr x16, [x16, :lo12:{h}]",
+        "br x16",
+        h = sym MUTEX_TRYLOCK_HANDLER
+    );
+}
+
+trylock_handler!(mutex_trylock(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+
+/// Lean mode's `pthread_mutex_trylock`: the common engagement whole, with
+/// no hook entered, as [`mutex_lock_lean`]'s.
+unsafe extern "C-unwind" fn mutex_trylock_lean(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    let try_once = real_or!(mutex_trylock, libc::EINVAL);
+    if let Some(state) = HookGuard::could_enter() {
+        if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp)) {
+            // SAFETY: forwarding the caller's argument unchanged.
+            let rc = unsafe { try_once(m) };
+            if rc == 0 {
+                recorder::lean_engaged_quickly(state, &p);
+            } else {
+                mutex_trylock_lean_not_taken(p, rc);
+            }
+            return rc;
+        }
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { mutex_trylock_lean_general(m, caller, sp) }
+}
+
+/// Lean mode's quick trylock did not take the mutex: recorded as the
+/// general way would.
+#[cold]
+fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
+    if let Some(guard) = HookGuard::enter() {
+        crate::intercept::tried(&guard, &p, Hold::Lean, rc);
+    }
+}
+
+trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold(),
     valid: valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));

@@ -145,6 +145,13 @@ pub fn try_acquire(
     try_once: impl FnOnce() -> c_int,
 ) -> c_int {
     let rc = try_once();
+    tried(g, p, hold, rc);
+    rc
+}
+
+/// Records a non-blocking attempt's result `rc`.
+#[inline]
+pub fn tried(g: &HookGuard, p: &Prepared, hold: Hold, rc: c_int) {
     if holds(rc) {
         recorder::acquired(g, p, How::Tried, hold);
     } else if rc == libc::EBUSY {
@@ -153,7 +160,6 @@ pub fn try_acquire(
     if rc != 0 && rc != libc::EBUSY {
         recorder::unusual_outcome(p, rc);
     }
-    rc
 }
 
 extern "C-unwind" {

@@ -223,3 +223,24 @@ fn signal_handlers_that_lock_leave_counts_exact() {
         );
     }
 }
+
+/// tests/c/trylock_counts.c: failed and successful trylocks, counted as
+/// the full mode counts them.
+#[test]
+fn lean_trylocks_are_counted() {
+    let bin = build_c("trylock_counts");
+    for mode in ["lean", "full"] {
+        let dir = fresh_dir(&format!("trylock_counts_{mode}"));
+        let out = run_under_shim_env(&bin, &[] as &[&str], &dir, &[("LOCKSUIT_MODE", mode)]);
+        assert_success(&out, mode);
+        let stdout = stdout_str(&out);
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        assert_eq!(str_of(p, "recording"), mode);
+        let m = lock_by_address(p, &stdout_value(&stdout, "m"));
+        let busy: u64 = stdout_value(&stdout, "busy").parse().unwrap();
+        let taken: u64 = stdout_value(&stdout, "taken").parse().unwrap();
+        assert_eq!(u64_of(m, "try_failures"), busy, "{mode}: {}", short(m));
+        assert_eq!(u64_of(m, "acquisitions"), taken + 1, "{mode}: {}", short(m));
+    }
+}
