@@ -16,7 +16,6 @@ use crate::real::{real, syscall_result, StartRoutine};
 use crate::recorder::{self, Caller, Hold};
 use crate::{lifecycle, spawn};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
-use core::sync::atomic::{AtomicPtr, Ordering};
 use libc::{clockid_t, pthread_attr_t, pthread_barrier_t, pthread_barrierattr_t, pthread_cond_t};
 use libc::{pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t, pthread_rwlock_t};
 use libc::{pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec};
@@ -315,296 +314,12 @@ fn mutex_hold() -> Hold {
     }
 }
 
-/// The handlers `pthread_mutex_lock`, `_trylock` and `_unlock` jump to:
-/// the full mode's, or lean mode's, chosen by the first lock or trylock once
-/// the settings are read ([`chose_mutex_handlers`]). An indirect jump in the
-/// trampoline costs what a direct one does, so the full mode pays nothing
-/// for lean mode's being there.
-static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
-static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
-static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());
-
-type MutexHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, usize, usize) -> c_int;
-
-/// Starts recording (which reads `LOCKSUIT_MODE`), then points the three
-/// trampolines at the mode's handlers. False while the shim is still
-/// starting (a lock taken inside its own start): the choice waits for a
-/// later call, and this one goes the full mode's way, which passes such
-/// calls through.
-fn chose_mutex_handlers() -> bool {
-    // Entered as every hook enters (a call nested in the shim's own work
-    // starts nothing), and left at once.
-    drop(HookGuard::enter());
-    if matches!(
-        lifecycle::state(),
-        lifecycle::State::Uninitialized | lifecycle::State::Initializing
-    ) {
-        return false;
-    }
-    let (lock, trylock, unlock): (
-        MutexHandler,
-        MutexHandler,
-        unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int,
-    ) = if crate::config::lean() {
-        (mutex_lock_lean, mutex_trylock_lean, mutex_unlock_lean)
-    } else {
-        (mutex_lock, mutex_trylock, mutex_unlock_full)
-    };
-    MUTEX_UNLOCK_HANDLER.store(unlock as *mut (), Ordering::Relaxed);
-    MUTEX_TRYLOCK_HANDLER.store(trylock as *mut (), Ordering::Relaxed);
-    MUTEX_LOCK_HANDLER.store(lock as *mut (), Ordering::Relaxed);
-    true
-}
-
-/// The handler `slot` points to now.
-fn handler_in(slot: &AtomicPtr<()>) -> MutexHandler {
-    // SAFETY: the slots hold only `MutexHandler`s (stored above or at start).
-    unsafe { core::mem::transmute::<*mut (), MutexHandler>(slot.load(Ordering::Relaxed)) }
-}
-
-/// The first `pthread_mutex_lock`s: the mode's handlers chosen, on in its
-/// lock handler.
-unsafe extern "C-unwind" fn mutex_lock_first(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-) -> c_int {
-    let handler = if chose_mutex_handlers() {
-        handler_in(&MUTEX_LOCK_HANDLER)
-    } else {
-        mutex_lock
-    };
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { handler(m, caller, sp) }
-}
-
-/// The first `pthread_mutex_trylock`s, as [`mutex_lock_first`].
-unsafe extern "C-unwind" fn mutex_trylock_first(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-) -> c_int {
-    let handler = if chose_mutex_handlers() {
-        handler_in(&MUTEX_TRYLOCK_HANDLER)
-    } else {
-        mutex_trylock
-    };
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { handler(m, caller, sp) }
-}
-
-/// `pthread_mutex_lock`: as [`export_with_caller!`], through
-/// [`MUTEX_LOCK_HANDLER`].
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn pthread_mutex_lock(_m: *mut pthread_mutex_t) -> c_int {
-    #[cfg(target_arch = "x86_64")]
-    core::arch::naked_asm!(
-        "mov rsi, qword ptr [rsp]",
-        "mov rdx, rsp",
-        "jmp qword ptr [rip + {h}]",
-        h = sym MUTEX_LOCK_HANDLER
-    );
-    #[cfg(target_arch = "aarch64")]
-    core::arch::naked_asm!(
-        "mov x1, x30",
-        "mov x2, sp",
-        "adrp x16, {h}",
-        "ldr x16, [x16, :lo12:{h}]",
-        "br x16",
-        h = sym MUTEX_LOCK_HANDLER
-    );
-}
-
-/// `pthread_mutex_unlock`, through [`MUTEX_UNLOCK_HANDLER`].
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int {
-    #[cfg(target_arch = "x86_64")]
-    core::arch::naked_asm!("jmp qword ptr [rip + {h}]", h = sym MUTEX_UNLOCK_HANDLER);
-    #[cfg(target_arch = "aarch64")]
-    core::arch::naked_asm!(
-        "adrp x16, {h}",
-        "ldr x16, [x16, :lo12:{h}]",
-        "br x16",
-        h = sym MUTEX_UNLOCK_HANDLER
-    );
-}
-
-lock_handler!(mutex_lock(m: *mut pthread_mutex_t),
-    real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
-
-/// Lean mode's `pthread_mutex_lock`: the common engagement whole, with no
-/// hook entered (see `lean.rs`); anything else the general way. Kept
-/// apart from the general way so that its frame is only what lives across
-/// the trylock.
-unsafe extern "C-unwind" fn mutex_lock_lean(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-) -> c_int {
-    if let Some(state) = HookGuard::could_enter() {
-        if let Attempt::TryFirst = mutex_attempt(m) {
-            if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp))
-            {
-                let try_once = real_or!(mutex_trylock, libc::EINVAL);
-                // SAFETY: forwarding the caller's argument unchanged.
-                let rc = unsafe { try_once(m) };
-                if rc == 0 {
-                    recorder::lean_engaged_quickly(state, &p);
-                    return 0;
-                }
-                // SAFETY: forwarding the caller's argument unchanged.
-                return unsafe { mutex_lock_lean_not_taken(m, p, rc) };
-            }
-            // The hot cache has no entry: not looked at again.
-            // SAFETY: forwarding the caller's arguments unchanged.
-            return unsafe { mutex_lock_lean_general(m, caller, sp, true) };
-        }
-    }
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { mutex_lock_lean_general(m, caller, sp, false) }
-}
-
-/// Lean mode's quick try found the mutex busy (or got an unusual result):
-/// the general way from there, with the lock's entry already found.
-#[inline(never)]
-#[cold]
-unsafe fn mutex_lock_lean_not_taken(
-    m: *mut pthread_mutex_t,
-    p: recorder::Prepared,
-    rc: c_int,
-) -> c_int {
-    let block = real_or!(mutex_lock, libc::EINVAL);
-    let Some(guard) = HookGuard::enter() else {
-        // Recording stopped since the look: the real call decides.
-        // SAFETY: forwarding the caller's argument unchanged.
-        return if rc == libc::EBUSY {
-            unsafe { block(m) }
-        } else {
-            rc
-        };
-    };
-    // SAFETY: forwarding the caller's argument unchanged.
-    crate::intercept::not_taken_at_once(&guard, p, (Hold::Lean, 0), rc, || unsafe { block(m) })
-}
-
-/// Lean mode's `pthread_mutex_lock` when it is not the common engagement:
-/// no sampled self-cost, no held entry, else as the full mode's. `missed`:
-/// the hot cache was looked at already, and had no entry.
-#[inline(never)]
-unsafe fn mutex_lock_lean_general(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-    missed: bool,
-) -> c_int {
-    let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
-    // SAFETY (every call below): forwarding the caller's argument unchanged.
-    let Some(guard) = HookGuard::enter() else {
-        return unsafe { block(m) };
-    };
-    let prepared = recorder::prepare_lean(&guard, m as u64, Caller::new(caller, sp), missed);
-    let Some(p) = &prepared else {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { block(m) };
-    };
-    // SAFETY: forwarding the caller's argument unchanged.
-    acquire(
-        &guard,
-        p,
-        (Hold::Lean, 0, mutex_attempt(m)),
-        || unsafe { try_once(m) },
-        || unsafe { block(m) },
-    )
-}
-
-/// Lean mode's `pthread_mutex_unlock`: nothing is recorded unless the lock
-/// word says a thread may wait for the mutex (see `lean.rs`).
-unsafe extern "C-unwind" fn mutex_unlock_lean(m: *mut pthread_mutex_t) -> c_int {
-    let unlock = real_or!(mutex_unlock, 0);
-    // SAFETY: the program passed `m` to unlock, which reads its lock word too.
-    if unsafe { crate::glibc::mutex_may_have_waiters(m as u64) } {
-        lean_release_with_waiters(m as u64);
-    }
-    // SAFETY: forwarding the caller's argument unchanged.
-    unsafe { unlock(m) }
-}
-
-#[cold]
-#[inline(never)]
-fn lean_release_with_waiters(addr: u64) {
-    if let Some(g) = &HookGuard::enter() {
-        recorder::lean_released_with_waiters(g, addr);
-    }
-}
-
-/// `pthread_mutex_trylock`: as [`export_with_caller!`], through
-/// [`MUTEX_TRYLOCK_HANDLER`].
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn pthread_mutex_trylock(_m: *mut pthread_mutex_t) -> c_int {
-    #[cfg(target_arch = "x86_64")]
-    core::arch::naked_asm!(
-        "mov rsi, qword ptr [rsp]",
-        "mov rdx, rsp",
-        "jmp qword ptr [rip + {h}]",
-        h = sym MUTEX_TRYLOCK_HANDLER
-    );
-    #[cfg(target_arch = "aarch64")]
-    core::arch::naked_asm!(
-        "mov x1, x30",
-        "mov x2, sp",
-        "adrp x16, {h}",
-        "ldr x16, [x16, :lo12:{h}]",
-        "br x16",
-        h = sym MUTEX_TRYLOCK_HANDLER
-    );
-}
-
-trylock_handler!(mutex_trylock(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
-
-/// Lean mode's `pthread_mutex_trylock`: the common engagement whole, with
-/// no hook entered, as [`mutex_lock_lean`]'s.
-unsafe extern "C-unwind" fn mutex_trylock_lean(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-) -> c_int {
-    let try_once = real_or!(mutex_trylock, libc::EINVAL);
-    if let Some(state) = HookGuard::could_enter() {
-        if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp)) {
-            // SAFETY: forwarding the caller's argument unchanged.
-            let rc = unsafe { try_once(m) };
-            if rc == 0 {
-                recorder::lean_engaged_quickly(state, &p);
-            } else {
-                mutex_trylock_lean_not_taken(p, rc);
-            }
-            return rc;
-        }
-    }
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { mutex_trylock_lean_general(m, caller, sp) }
-}
-
-/// Lean mode's quick trylock did not take the mutex: recorded as the
-/// general way would.
-#[cold]
-fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
-    if let Some(guard) = HookGuard::enter() {
-        crate::intercept::tried(&guard, &p, Hold::Lean, rc);
-    }
-}
-
-trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 lock_hook!(pthread_mutex_timedlock(m: *mut pthread_mutex_t, t: *const timespec) => mutex_timedlock, x86_64: ("rdx", "rcx"), aarch64: ("x2", "x3"),
     real: mutex_timedlock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold(),
     valid: valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
 lock_hook!(pthread_mutex_clocklock(m: *mut pthread_mutex_t, c: clockid_t, t: *const timespec) => mutex_clocklock, x86_64: ("rcx", "r8"), aarch64: ("x3", "x4"),
     real: mutex_clocklock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: mutex_hold(),
     valid: supported_clock(c) && valid_deadline(t), attempt: mutex_attempt(m), deadline: deadline_ns(t));
-unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
 
 // ---------------------------------------------------------------- rwlocks
 
@@ -910,9 +625,15 @@ pub unsafe extern "C-unwind" fn pthread_create(
         Some(h) => {
             let asked_ns = recorder::now_ns();
             let serial = h.serial();
-            let rc = crate::guard::calling_out(|| unsafe {
-                create(thread, attr, spawn::START_WRAPPER, h.as_arg())
-            });
+            // Out of the hook while the real call runs, as a blocking call
+            // is: a signal handler that locks meanwhile is the program's,
+            // recorded (it was passed through uncounted).
+            // SAFETY: forwarding with our wrapper, which calls `start(arg)`.
+            let create_it = || unsafe { create(thread, attr, spawn::START_WRAPPER, h.as_arg()) };
+            let rc = match &guard {
+                Some(g) => g.blocking(create_it),
+                None => create_it(),
+            };
             if rc != 0 {
                 h.release();
             } else if let Some(g) = &guard {
@@ -1403,3 +1124,4 @@ unsafe extern "C" {
 mod access;
 mod calls;
 mod children;
+mod mutexes;

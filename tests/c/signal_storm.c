@@ -53,9 +53,16 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
     main_thread = pthread_self();
+    /* Each line once before the storm: the shim unwinds a line's stack the
+     * first time it sees it, and a handler's lock call during that unwind
+     * passes through uncounted (docs/limits.md). The handler's line is
+     * seen here, in main, as the handler's own call: it is one function. */
+    CHECK(pthread_mutex_lock(&a));
+    CHECK(pthread_mutex_unlock(&a));
+    on_signal(0);
     pthread_t helper;
     CHECK(pthread_create(&helper, NULL, storm, NULL));
-    for (long i = 0; i < n; i++) {
+    for (long i = 1; i < n; i++) {
         CHECK(pthread_mutex_lock(&a));
         CHECK(pthread_mutex_unlock(&a));
     }

@@ -44,19 +44,23 @@ pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<P
     }
     // SAFETY: a lane registered to this thread is its own until it ends.
     let lane = unsafe { &mut *lane };
+    // Inside the hook while reading the cache: a signal handler whose lock
+    // misses would otherwise rewrite the entry between two of its reads.
+    state.looking();
     let hit = match lane.hot_line(addr, caller.ret, MODE_EXCLUSIVE) {
-        Some(hit) => hit,
-        None => lane.warm(addr, caller, MODE_EXCLUSIVE)?,
+        Some(hit) => Some(hit),
+        None => lane.warm(addr, caller, MODE_EXCLUSIVE),
     };
-    Some(hit.into())
+    state.looked();
+    Some(hit?.into())
 }
 
 /// The mutex [`found_quickly`] found was taken at once: counted, and its
-/// holder and line left in the slot, with no hook entered (the in-hook
-/// flag neither set nor cleared). A signal handler whose lock call runs
-/// the shim meanwhile may change the hot cache, but `p` was copied out of
-/// its entry; what changes here is the counter (one increment) and the
-/// slot's two words (plain stores), which nothing in between tears.
+/// holder and line left in the slot, with no hook entered. A signal
+/// handler whose lock call runs the shim meanwhile may change the hot
+/// cache, but `p` was copied out of its entry; what changes here is the
+/// counter (one increment) and the slot's two words (plain stores), which
+/// nothing in between tears.
 #[inline(always)]
 pub fn engaged_quickly(state: &ThreadState, p: &Prepared) {
     let counter = p.counter();
