@@ -244,3 +244,53 @@ fn lean_trylocks_are_counted() {
         assert_eq!(u64_of(m, "acquisitions"), taken + 1, "{mode}: {}", short(m));
     }
 }
+
+/// What a continuous-profiling backend ingests: the pprof profile of a lean
+/// trace, read by `go tool pprof` (skipped, saying so, without Go), has
+/// main's waits in its lock calls as main measured them.
+#[test]
+fn a_lean_trace_makes_a_pprof_profile() {
+    let Some(go) = ["/usr/bin/go", "/usr/lib/go/bin/go"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+    else {
+        eprintln!("go is not installed; the pprof check is skipped");
+        return;
+    };
+    let bin = build_c("holder");
+    let (stdout, _, dir) = run_lean(&bin, &["rounds"], "lean_pprof");
+    let waited: u64 = stdout_value(&stdout, "waited-ns").parse().unwrap();
+    let profile = dir.join("lean.pb.gz");
+    let made = run_locksuit(&[
+        "report",
+        "--format",
+        "pprof",
+        "-o",
+        profile.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_success(&made, "report --format pprof");
+    let out = std::process::Command::new(go)
+        .args(["tool", "pprof", "-top", "-unit=ms"])
+        .arg(&profile)
+        .env("HOME", &dir)
+        .env("PPROF_TMPDIR", &dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let top = stdout_str(&out);
+    // The row of the lock call main waited in: "  196.54ms 47.40% ... pthread_mutex_lock".
+    let shown: f64 = top
+        .lines()
+        .find(|l| l.trim_end().ends_with(" pthread_mutex_lock"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|flat| flat.strip_suffix("ms"))
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("{top}"));
+    let waited_ms = waited as f64 / 1e6;
+    assert!(
+        shown <= waited_ms * 1.01 && shown >= waited_ms * 0.9,
+        "{shown} ms in the profile, main waited {waited_ms} ms: {top}"
+    );
+}
