@@ -267,16 +267,27 @@ fn python_waits_are_at_their_py_lines() {
 /// 3.12: named by its making line; the taking line's site engages that
 /// lock alone (the GIL's calls from the interpreter are not given the
 /// `.py` frames of whichever line first made them); and the finding at
-/// that line is the program's, not hidden as the interpreter's.
+/// that line is the program's, not hidden as the interpreter's. The same
+/// in lean mode (`LOCKSUIT_MODE=lean` keys mutex calls by their line only;
+/// CPython's locks, semaphores, keep their `.py` lines).
 #[test]
 fn a_lock_of_one_thread_is_judged_at_its_own_py_line() {
     let script = workspace_root().join("tests/python/one_thread.py");
     let made = line_in(&script, "# marker: made");
     let take = line_in(&script, "# marker: take");
-    for (python, (major, minor)) in interpreters().into_iter().filter(|(_, v)| v.1 <= 12) {
-        let what = format!("Python {major}.{minor} ({})", python.display());
-        let dir = fresh_dir(&format!("python_one_thread_{minor}"));
-        let out = run_under_shim(&python, &[script.as_os_str()], &dir);
+    let runs = interpreters()
+        .into_iter()
+        .filter(|(_, v)| v.1 <= 12)
+        .flat_map(|run| [(run.clone(), "full"), (run, "lean")]);
+    for ((python, (major, minor)), mode) in runs {
+        let what = format!("Python {major}.{minor} ({}), {mode} mode", python.display());
+        let dir = fresh_dir(&format!("python_one_thread_{minor}_{mode}"));
+        let out = run_under_shim_env(
+            &python,
+            &[script.as_os_str()],
+            &dir,
+            &[("LOCKSUIT_MODE", mode)],
+        );
         assert_success(&out, &what);
         let report = report_json(&[&dir], None);
         let p = only_python_process(&report);

@@ -506,9 +506,10 @@ pub const PYTHON_CALL: u32 = u32::MAX;
 #[cold]
 #[inline(never)]
 fn seen_unremembered(lane: &mut Lane, caller: Caller, python_lines: PythonLines) -> Seen {
-    if crate::config::lean() {
-        // Lean mode keys a call by its line alone (and reads no Python
-        // frames): one line, one counter, whichever way it was reached.
+    if crate::config::lean() && python_lines == PythonLines::No {
+        // Lean mode keys a call by its line alone: one line, one counter,
+        // whichever way it was reached (its mutex lookups compare no path).
+        // Semaphores (CPython's locks) keep their `.py` lines.
         lane.remember_offsets(caller.ret, Offsets::NONE);
         return caller.seen_alone();
     }
