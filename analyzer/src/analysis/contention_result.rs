@@ -23,6 +23,10 @@ pub struct Contention {
     /// Locks used against their rules (see `misuse.rs`): never called
     /// unneeded.
     pub misused: Vec<LockId>,
+    /// Not every release counted in the locks' sequences (a lean trace
+    /// counts a mutex's release only when it found a thread waiting): how
+    /// many times others took a lock during a wait is a lower bound.
+    pub releases_partly_counted: bool,
 }
 
 /// A lock's longest measured hold that made a thread wait.

@@ -29,12 +29,17 @@ pub(super) fn starvation(ev: &Evidence, s: &Starved) -> Finding {
         ),
     };
     let message = format!(
-        "thread {} waited {} for {} {} at {} while other threads took it {} times{}{advice}",
+        "thread {} waited {} for {} {} at {} while other threads took it {}{} times{}{advice}",
         s.tid,
         duration(s.wait_ns),
         lock.kind,
         lock.id,
         at,
+        if ev.releases_partly_counted {
+            "at least "
+        } else {
+            ""
+        },
         s.passed_over,
         if s.timed_out { " (then gave up)" } else { "" }
     );

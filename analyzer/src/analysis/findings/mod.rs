@@ -89,6 +89,8 @@ struct Evidence<'a> {
     families: &'a [Family],
     sites: &'a [Site],
     starved: &'a [Starved],
+    /// See [`Contention::releases_partly_counted`].
+    releases_partly_counted: bool,
     /// Per lock, its longest measured hold that made a thread wait.
     long_holds: FxHashMap<LockId, LongHold>,
     limits: &'a Limits,
@@ -108,6 +110,7 @@ impl<'a> Evidence<'a> {
             families,
             sites,
             starved: &contention.starved,
+            releases_partly_counted: contention.releases_partly_counted,
             long_holds: contention
                 .longest_holds
                 .iter()

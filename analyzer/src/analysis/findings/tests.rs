@@ -589,3 +589,27 @@ fn one_starved_waiter() -> Contention {
         ..Contention::default()
     }
 }
+
+#[test]
+fn a_lean_traces_starvation_counts_are_lower_bounds() {
+    let mut locks = vec![lock("L1", 100, 1, 5_000_000, 2, "S1")];
+    let families = crate::analysis::families::build(&mut locks);
+    let limits = Limits::default();
+    let message = |partly: bool| {
+        let contention = Contention {
+            releases_partly_counted: partly,
+            ..one_starved_waiter()
+        };
+        let ev = Evidence::new((&locks, &families, &[]), &contention, &limits, None);
+        let mut f = Vec::new();
+        contention_findings(&mut f, &ev);
+        f.into_iter()
+            .find(|f| f.kind == FINDING_STARVATION)
+            .unwrap()
+            .message
+    };
+    let full = message(false);
+    assert!(full.contains("took it 50 times"), "{full}");
+    let lean = message(true);
+    assert!(lean.contains("took it at least 50 times"), "{lean}");
+}
