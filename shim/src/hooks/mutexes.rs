@@ -152,7 +152,7 @@ unsafe extern "C-unwind" fn mutex_lock_lean(
                 // SAFETY: forwarding the caller's argument unchanged.
                 let rc = unsafe { try_once(m) };
                 if rc == 0 {
-                    recorder::lean_engaged_quickly(state, &p);
+                    recorder::lean_engaged_quickly(&p);
                     return 0;
                 }
                 // SAFETY: forwarding the caller's argument unchanged.
@@ -278,7 +278,7 @@ unsafe extern "C-unwind" fn mutex_trylock_lean(
             // SAFETY: forwarding the caller's argument unchanged.
             let rc = unsafe { try_once(m) };
             if rc == 0 {
-                recorder::lean_engaged_quickly(state, &p);
+                recorder::lean_engaged_quickly(&p);
             } else {
                 mutex_trylock_lean_not_taken(p, rc);
             }

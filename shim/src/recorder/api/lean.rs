@@ -1,6 +1,7 @@
 //! Lean mode (`LOCKSUIT_MODE=lean`), for profiling that stays on: a plain
 //! mutex's engagement is counted per lock and line (no call-path context)
-//! and leaves its holder's thread and line in the lock's slot; nothing else
+//! and leaves its line in the lock's slot (glibc's `__owner` says who holds
+//! it); nothing else
 //! is kept for it. No held entry, so no hold times, lock order, blocking
 //! under a lock or owner changes; no sampled self-cost. Its release records
 //! nothing unless the C library's lock word says a thread may be waiting:
@@ -15,7 +16,7 @@ use crate::recorder::features::events;
 use crate::recorder::tables::objects;
 use crate::recorder::tables::thread_state::{InHook, ThreadState};
 use crate::recorder::time::clock::now_ns;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{compiler_fence, Ordering};
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
 
 /// [`prepare`](crate::recorder::api::prepared::prepare) for a mutex in lean
@@ -44,14 +45,18 @@ pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<P
     }
     // SAFETY: a lane registered to this thread is its own until it ends.
     let lane = unsafe { &mut *lane };
-    // Inside the hook while reading the cache: a signal handler whose lock
-    // misses would otherwise rewrite the entry between two of its reads.
-    state.looking();
+    // A signal handler whose lock call misses may rewrite the entry between
+    // two of this look's reads: a look during which the cache wrote an
+    // entry is void (the general way looks again, in the hook).
+    let writes = lane.hot_writes();
     let hit = match lane.hot_line(addr, caller.ret, MODE_EXCLUSIVE) {
         Some(hit) => Some(hit),
         None => lane.warm(addr, caller, MODE_EXCLUSIVE),
     };
-    state.looked();
+    compiler_fence(Ordering::SeqCst);
+    if lane.hot_writes() != writes {
+        return None;
+    }
     Some(hit?.into())
 }
 
@@ -62,33 +67,38 @@ pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<P
 /// counter (one increment) and the slot's two words (plain stores), which
 /// nothing in between tears.
 #[inline(always)]
-pub fn engaged_quickly(state: &ThreadState, p: &Prepared) {
+pub fn engaged_quickly(p: &Prepared) {
     let counter = p.counter();
     counter.engagements += 1;
-    // SAFETY: the lane is this thread's (found_quickly read it from here).
-    let tid = unsafe { (*state.lane()).tid };
-    p.slot.holder.store(tid, Ordering::Relaxed);
     p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);
 }
 
-/// An uncontended engagement: counted, and its holder left in the slot.
+/// An uncontended engagement: counted, and its line left in the slot.
 #[inline(always)]
-pub fn acquired(g: &InHook, p: &Prepared) {
+pub fn acquired(p: &Prepared) {
     p.counter().engagements += 1;
-    owned(g, p);
+    owned(p);
 }
 
-/// This thread holds the lock now, taken at the counter's line: what a
-/// waiter reads (`wait_begin`) and the release event names.
+/// This thread holds the lock now, taken at the counter's line, which the
+/// release event names (the holder's thread is glibc's own `__owner`,
+/// which the waiter reads: see [`holder`]).
 #[inline(always)]
-pub fn owned(g: &InHook, p: &Prepared) {
-    // SAFETY: the guard's thread state has this thread's lane (a Prepared
-    // exists only once it is registered).
-    let tid = unsafe { (*g.thread().lane()).tid };
-    p.slot.holder.store(tid, Ordering::Relaxed);
+pub fn owned(p: &Prepared) {
     p.slot
         .last_owner
         .store(p.counter().site_id, Ordering::Relaxed);
+}
+
+/// Who holds the lean-mode mutex of `p` now, for a thread about to wait
+/// for it: glibc's `__owner` (0 if the words say nobody, or not whom).
+pub fn holder(p: &Prepared) -> u32 {
+    // SAFETY: the program passed the mutex to a lock call, which reads
+    // the same words.
+    match unsafe { crate::glibc::holder(p.addr(), ObjectKind::Mutex) } {
+        crate::glibc::Holder::Thread(tid) => tid,
+        _ => 0,
+    }
 }
 
 /// The mutex at `addr`, held by this thread, is about to be released and
@@ -100,14 +110,16 @@ pub fn released_with_waiters(g: &InHook, addr: u64) {
         return;
     };
     let Some(lane) = current_lane(g) else { return };
-    if slot.holder.load(Ordering::Relaxed) != lane.tid {
-        return; // not an engagement this thread recorded
+    // SAFETY: the program passed the mutex to an unlock, which reads the
+    // same words; it still holds it.
+    let own = unsafe { crate::glibc::holder(addr, ObjectKind::Mutex) };
+    if !matches!(own, crate::glibc::Holder::Thread(tid) if tid == lane.tid) {
+        return; // not an engagement of this thread
     }
     let waiters = slot.waiting();
     if waiters == 0 {
         return;
     }
-    slot.holder.store(0, Ordering::Relaxed);
     let seq = slot.seq.load(Ordering::Relaxed);
     slot.take_wait_mark(seq);
     let seq_after = seq.wrapping_add(1);

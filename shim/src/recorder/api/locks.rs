@@ -58,7 +58,7 @@ pub fn acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
             untimed::acquired_unheld(p);
         }
         // Lean mode: no sampled self-cost either.
-        Hold::Lean if untimed => lean::acquired(g, p),
+        Hold::Lean if untimed => lean::acquired(p),
         _ => {
             let started = cost.begin();
             record_acquired(g, p, how, hold);
@@ -114,7 +114,7 @@ fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
                 // it at the release.
                 counter.task_switches += 1;
             }
-            lean::owned(g, p);
+            lean::owned(p);
             return;
         }
     };
@@ -172,7 +172,12 @@ pub fn wait_begin(g: &InHook, p: &Prepared, deadline: u64) -> Waiting {
     // waits for those between this and the acquisition, on a read-write
     // lock or a semaphore).
     let asked = p.slot.seq.load(Ordering::Relaxed);
-    let owner = p.slot.holder.load(Ordering::Relaxed);
+    // A lean-mode mutex's holder is in glibc's words, not the slot.
+    let owner = if config::lean() && p.slot.kind() == ObjectKind::Mutex as u32 {
+        lean::holder(p)
+    } else {
+        p.slot.holder.load(Ordering::Relaxed)
+    };
     let started = now_ns();
     let waiting = Waiting {
         seq: asked,

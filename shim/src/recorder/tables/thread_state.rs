@@ -27,7 +27,7 @@ use crate::recorder::time::call_timer::TimerState;
 use crate::recorder::time::selfcost::CallCost;
 use core::cell::{Cell, UnsafeCell};
 use core::marker::PhantomData;
-use core::sync::atomic::{compiler_fence, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// `ThreadState::flags`: any of them set, a hook passes through. One word,
 /// so that the check every hook makes first is one load and one branch.
@@ -402,34 +402,11 @@ fn this_thread() -> &'static ThreadState {
 
 /// The calling thread's state if it is in no hook (nor retired, nor
 /// forking), without entering one: for lean mode's quick engagement (see
-/// `lean.rs`), which enters only around its look at the hot cache
-/// ([`ThreadState::looking`]).
+/// `lean.rs`).
 #[inline(always)]
 pub fn outside_hooks() -> Option<&'static ThreadState> {
     let state = this_thread();
     (state.flags.get() == 0).then_some(state)
-}
-
-impl ThreadState {
-    /// Enters the hook for a look at the hot cache, in a thread
-    /// [`outside_hooks`] found in none, until [`ThreadState::looked`]: a
-    /// signal handler's lock call meanwhile passes through, counted as
-    /// dropped, instead of rewriting the entry being read. One byte store
-    /// each (the flags were 0).
-    #[inline(always)]
-    pub fn looking(&self) {
-        self.flags.set(IN_HOOK);
-        // A handler sees the store before the look's first read (the
-        // compiler may not move or drop it: nothing else here reads it).
-        compiler_fence(Ordering::SeqCst);
-    }
-
-    /// Leaves the hook [`ThreadState::looking`] entered.
-    #[inline(always)]
-    pub fn looked(&self) {
-        compiler_fence(Ordering::SeqCst);
-        self.flags.set(0);
-    }
 }
 
 /// Whether the calling thread holds a lock now (asked without a guard by

@@ -488,6 +488,12 @@ impl Lane {
         self.hot.find(addr, caller, self.tag(mode))
     }
 
+    /// Entries the hot cache has written so far (see `HotCache::writes`).
+    #[inline(always)]
+    pub fn hot_writes(&self) -> u32 {
+        self.hot.writes()
+    }
+
     /// Lean mode's hot-cache entry for a call keyed by its line alone.
     #[inline(always)]
     pub fn hot_line(&self, addr: u64, ret: u64, mode: u32) -> Option<HotTarget> {
