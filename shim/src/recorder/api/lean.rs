@@ -1,9 +1,8 @@
 //! Lean mode (`LOCKSUIT_MODE=lean`), for profiling that stays on: a plain
 //! mutex's engagement is counted per lock and line (no call-path context)
 //! and leaves its line in the lock's slot (glibc's `__owner` says who holds
-//! it); nothing else
-//! is kept for it. No held entry, so no hold times, lock order, blocking
-//! under a lock or owner changes; no sampled self-cost. Its release records
+//! it); nothing else is kept for it. No held entry, so no hold times, lock
+//! order, blocking under a lock or owner changes; no sampled self-cost. Its release records
 //! nothing unless the C library's lock word says a thread may be waiting:
 //! then it writes the release that names the holder's line for the waiters,
 //! as the full mode does. Contended acquisitions are recorded as in the
@@ -61,11 +60,11 @@ pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<P
 }
 
 /// The mutex [`found_quickly`] found was taken at once: counted, and its
-/// holder and line left in the slot, with no hook entered. A signal
-/// handler whose lock call runs the shim meanwhile may change the hot
-/// cache, but `p` was copied out of its entry; what changes here is the
-/// counter (one increment) and the slot's two words (plain stores), which
-/// nothing in between tears.
+/// line left in the slot, with no hook entered. A signal handler whose
+/// lock call runs the shim meanwhile may change the hot cache, but `p` was
+/// copied out of its entry; what changes here is the counter (one
+/// increment) and one word of the slot (a plain store), which nothing in
+/// between tears.
 #[inline(always)]
 pub fn engaged_quickly(p: &Prepared) {
     let counter = p.counter();

@@ -30,7 +30,8 @@ pub struct ObjectSlot {
     pub waiters: AtomicU32,
     /// Bumped on every release (the per-lock enumerator).
     pub seq: AtomicU32,
-    /// tid of the last exclusive owner, to count owner changes.
+    /// tid of the last exclusive owner, to count owner changes; in lean
+    /// mode (which counts none), a mutex's holder's site (`lean.rs`).
     pub last_owner: AtomicU32,
 }
 
