@@ -23,10 +23,11 @@ pub struct Contention {
     /// Locks used against their rules (see `misuse.rs`): never called
     /// unneeded.
     pub misused: Vec<LockId>,
-    /// Not every release counted in the locks' sequences (a lean trace
-    /// counts a mutex's release only when it found a thread waiting): how
-    /// many times others took a lock during a wait is a lower bound.
-    pub releases_partly_counted: bool,
+    /// A lean trace (`LOCKSUIT_MODE=lean`): a mutex's release is counted
+    /// in its sequence only when it found a thread waiting (how many times
+    /// others took a lock during a wait is a lower bound), and no call that
+    /// blocked under a mutex is seen.
+    pub lean: bool,
 }
 
 /// A lock's longest measured hold that made a thread wait.

@@ -305,7 +305,7 @@ pub fn analyze(
             progress,
         )
     };
-    contention.releases_partly_counted = trace.header.flags & FLAG_LEAN != 0;
+    contention.lean = trace.header.flags & FLAG_LEAN != 0;
     // A futex word a library signals on is held by nobody: its wakes
     // ended waits, but blocked no one (see futex.rs).
     contention.blocking.retain(|b| {
@@ -560,7 +560,7 @@ pub fn analyze(
                     &f.observed,
                     state,
                     f.locks.len(),
-                    (true, python),
+                    (true, python, false),
                 );
             }
         }

@@ -35,11 +35,7 @@ pub(super) fn starvation(ev: &Evidence, s: &Starved) -> Finding {
         lock.kind,
         lock.id,
         at,
-        if ev.releases_partly_counted {
-            "at least "
-        } else {
-            ""
-        },
+        if ev.lean { "at least " } else { "" },
         s.passed_over,
         if s.timed_out { " (then gave up)" } else { "" }
     );

@@ -42,7 +42,7 @@ pub fn long_hold_message(
     observed: &str,
     state: &HolderState,
     locks: usize,
-    (blocked, python): (bool, bool),
+    (blocked, python, lean): (bool, bool, bool),
 ) -> String {
     let sections = if locks == 1 {
         "the critical section"
@@ -51,11 +51,16 @@ pub fn long_hold_message(
     };
     format!(
         "{observed}; {}",
-        long_hold_advice(state, sections, blocked, python)
+        long_hold_advice(state, sections, blocked, (python, lean))
     )
 }
 
-fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool, python: bool) -> String {
+fn long_hold_advice(
+    state: &HolderState,
+    sections: &str,
+    blocked: bool,
+    (python, lean): (bool, bool),
+) -> String {
     let most = state.ran_max_ns.unwrap_or(0);
     match (state.state, state.ran_ns, state.of_ns) {
         ("off-cpu", Some(_), Some(of)) if blocked => format!(
@@ -67,6 +72,16 @@ fn long_hold_advice(state: &HolderState, sections: &str, blocked: bool, python: 
             "its holder ran on a CPU for at least {} of the {} a thread waited: the critical section itself is long; shorten {sections} or move slow work out of it.",
             duration(ran),
             duration(of)
+        ),
+        ("off-cpu", Some(_), Some(of)) if lean => format!(
+            "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section, and shortening {sections} would not help. Which it was, a lean trace does not see (a full one's blocking-under-lock names calls that blocked under a lock): if the holder slept or did I/O holding it, move that out of {sections}; if it was preempted, {}.",
+            duration(most),
+            duration(of),
+            if python {
+                "fewer threads than CPUs help"
+            } else {
+                "fewer threads than CPUs, or a lock that hands over in turn, help"
+            }
         ),
         ("off-cpu", Some(_), Some(of)) => format!(
             "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; {}, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
@@ -159,7 +174,7 @@ pub(super) fn long_hold(ev: &Evidence, group: Vec<LockId>) -> Finding {
         .and_then(|s| ev.sites.get(s.index()))
         .or_else(|| ev.first_site(first));
     let python = site.is_some_and(is_python_site);
-    let message = long_hold_message(&observed, &state, group.len(), (false, python));
+    let message = long_hold_message(&observed, &state, group.len(), (false, python, ev.lean));
     let mut finding = ev.finding(FINDING_LONG_HOLD, group, message);
     finding.holder = Some(state);
     finding.observed = observed;

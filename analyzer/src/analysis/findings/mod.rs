@@ -89,8 +89,8 @@ struct Evidence<'a> {
     families: &'a [Family],
     sites: &'a [Site],
     starved: &'a [Starved],
-    /// See [`Contention::releases_partly_counted`].
-    releases_partly_counted: bool,
+    /// See [`Contention::lean`].
+    lean: bool,
     /// Per lock, its longest measured hold that made a thread wait.
     long_holds: FxHashMap<LockId, LongHold>,
     limits: &'a Limits,
@@ -110,7 +110,7 @@ impl<'a> Evidence<'a> {
             families,
             sites,
             starved: &contention.starved,
-            releases_partly_counted: contention.releases_partly_counted,
+            lean: contention.lean,
             long_holds: contention
                 .longest_holds
                 .iter()

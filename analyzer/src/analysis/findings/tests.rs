@@ -569,9 +569,21 @@ fn locks_one_python_thread_took_and_long_holds_give_python_advice() {
         ran_max_ns: Some(2_000_000),
         of_ns: Some(50_000_000),
     };
-    let c = long_hold_message("seen", &off_cpu, 1, (false, false));
+    let c = long_hold_message("seen", &off_cpu, 1, (false, false, false));
     assert!(c.contains("or a lock that hands over in turn"), "{c}");
-    no_c_remedy(&long_hold_message("seen", &off_cpu, 1, (false, true)));
+    no_c_remedy(&long_hold_message(
+        "seen",
+        &off_cpu,
+        1,
+        (false, true, false),
+    ));
+    let lean = long_hold_message("seen", &off_cpu, 1, (false, false, true));
+    assert!(
+        lean.contains("a lean trace does not see")
+            && lean.contains("if the holder slept or did I/O holding it, move that out")
+            && !lean.contains("blocking-under-lock says so"),
+        "{lean}"
+    );
 }
 
 /// Contention in which thread 9 waited 5 ms at S1 for L1 while others took
@@ -597,7 +609,7 @@ fn a_lean_traces_starvation_counts_are_lower_bounds() {
     let limits = Limits::default();
     let message = |partly: bool| {
         let contention = Contention {
-            releases_partly_counted: partly,
+            lean: partly,
             ..one_starved_waiter()
         };
         let ev = Evidence::new((&locks, &families, &[]), &contention, &limits, None);
