@@ -4,6 +4,7 @@ pub mod classes;
 pub mod conds;
 pub mod contention;
 pub mod contention_result;
+pub mod critical_path;
 pub mod data;
 pub mod deadlocks;
 pub mod evidence;
