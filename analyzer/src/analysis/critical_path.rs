@@ -35,8 +35,10 @@ pub struct Life {
 /// What a wait was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum On {
-    /// A lock (raw id), or a barrier (raw id) — both are objects of the report.
+    /// A lock (raw id): its holder is inside a critical section.
     Object(u32),
+    /// A barrier (raw id): no thread holds it.
+    Barrier(u32),
     /// A join of another thread.
     Join,
     /// A condition variable (raw id): its notifier is not followed.
@@ -58,16 +60,18 @@ pub struct Wait {
 
 /// Which waits a re-play shortens, and to what share of their length.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Shorten {
-    pub on: Option<On>,
+pub struct Shorten<'a> {
+    /// The waits on these (none: on anything).
+    pub on: &'a [On],
+    /// At this line only.
     pub site: Option<u32>,
     /// What is left of each: 0 (no wait), 0.5 (halved), 1 (as it was).
     pub kept: f64,
 }
 
-impl Shorten {
+impl Shorten<'_> {
     fn applies(&self, w: &Wait) -> bool {
-        self.on.is_none_or(|o| o == w.on) && self.site.is_none_or(|s| s == w.site)
+        (self.on.is_empty() || self.on.contains(&w.on)) && self.site.is_none_or(|s| s == w.site)
     }
 }
 

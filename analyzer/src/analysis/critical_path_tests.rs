@@ -23,15 +23,15 @@ fn wait(tid: u32, (start, end): (u64, u64), on: On, ender: Option<(u32, u64)>) -
 const L: On = On::Object(7);
 const M: On = On::Object(8);
 
-fn zero(on: On) -> Shorten {
+fn zero(on: &On) -> Shorten<'_> {
     Shorten {
-        on: Some(on),
+        on: std::slice::from_ref(on),
         site: None,
         kept: 0.0,
     }
 }
 
-fn halve(on: On) -> Shorten {
+fn halve(on: &On) -> Shorten<'_> {
     Shorten {
         kept: 0.5,
         ..zero(on)
@@ -78,20 +78,20 @@ fn the_path_goes_back_through_the_joined_thread_and_the_releaser() {
 fn a_serialising_lock_gains_what_its_waits_cost_the_run() {
     let run = serial();
     assert_eq!(
-        run.gain(&zero(L)),
+        run.gain(&zero(&L)),
         Gain {
             low_ns: 40,
             high_ns: 40
         }
     );
     // Halved: 3 gets the lock at 20.5 instead of 41.
-    let half = run.gain(&halve(L));
+    let half = run.gain(&halve(&L));
     assert_eq!((half.low_ns, half.high_ns), (20, 20));
     // Joins shortened to nothing: main ends at 9, but 3 still works till
     // 90, and the run ends with its last thread.
-    assert_eq!(run.gain(&zero(On::Join)).high_ns, 10);
+    assert_eq!(run.gain(&zero(&On::Join)).high_ns, 10);
     // Nothing shortened: nothing gained.
-    assert_eq!(run.gain(&zero(M)), Gain::default());
+    assert_eq!(run.gain(&zero(&M)), Gain::default());
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn a_lock_whose_waits_overlap_longer_work_gains_nothing() {
             wait(1, (80, 201), On::Join, Some((2, 200))),
         ],
     );
-    assert_eq!(run.gain(&zero(L)), Gain::default());
+    assert_eq!(run.gain(&zero(&L)), Gain::default());
     let path = run.path();
     assert!(!path.shares().contains_key(&Spent::Waiting(L)));
     assert_eq!(path.length_ns, 210);
@@ -131,7 +131,7 @@ fn a_critical_section_entered_by_a_recorded_wait_is_the_locks_share() {
     assert_eq!(shares[&Spent::Holding(7)], 40);
     assert_eq!(shares[&Spent::Waiting(L)], 2);
     // Both waits gone: 4 runs from 10 to 39, but 3 now ends at 50.
-    assert_eq!(run.gain(&zero(L)).low_ns, 90 - 50);
+    assert_eq!(run.gain(&zero(&L)).low_ns, 90 - 50);
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn a_wait_with_no_known_ender_makes_the_gain_a_range() {
     // The condition's wait ended at 50 whatever came sooner (nothing
     // gained), or it was its own 19 ns: 2 ends at 29, 3 still at 30.
     assert_eq!(
-        run.gain(&zero(L)),
+        run.gain(&zero(&L)),
         Gain {
             low_ns: 0,
             high_ns: 30
@@ -163,7 +163,7 @@ fn a_wait_with_no_known_ender_makes_the_gain_a_range() {
 fn a_barrier_round_waits_for_the_last_to_arrive() {
     // Two rounds: 2 arrives at 10 and 50, 3 at 40 and 60; each round ends
     // when the later arrives (3's own barrier waits are its own work).
-    let b = On::Object(5);
+    let b = On::Barrier(5);
     let run = Run::new(
         &[life(2, 0, 0, 70), life(3, 0, 0, 61)],
         &[
@@ -175,11 +175,13 @@ fn a_barrier_round_waits_for_the_last_to_arrive() {
     );
     // Without the barrier 2 works 10 + 19 + 10 (ends at 39) and 3 works
     // 41 (ends at 41): the run ends at 41 instead of 70.
-    assert_eq!(run.gain(&zero(b)).low_ns, 70 - 41);
+    assert_eq!(run.gain(&zero(&b)).low_ns, 70 - 41);
     // On the path: 2's last stretch (41..70), the wake-up from 3's arrival
     // (40..41), 3's first 40.
     let path = run.path();
     assert_eq!(path.shares()[&Spent::Waiting(b)], 1);
+    // Nobody holds a barrier: the stretch after a round is running.
+    assert!(!path.shares().keys().any(|s| matches!(s, Spent::Holding(_))));
     assert_eq!(path.length_ns, 70);
 }
 
@@ -189,7 +191,7 @@ fn shortening_one_line_leaves_the_locks_other_lines_alone() {
     a.site = 11;
     let run = Run::new(&[life(2, 0, 0, 50), life(3, 0, 0, 90)], &[a]);
     let line = |site| Shorten {
-        on: Some(L),
+        on: &[L],
         site: Some(site),
         kept: 0.0,
     };
