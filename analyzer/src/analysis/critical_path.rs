@@ -138,8 +138,11 @@ impl Run {
         for w in waits {
             // A wait its own thread ended (the last to reach a barrier) is
             // its own work.
+            // An acquisition that did not wait (recorded with every
+            // operation) still came after the release before it.
             let own = w.ender.is_some_and(|(by, _)| by == w.tid);
-            if w.end > w.start && lives.contains_key(&w.tid) && !own {
+            let known = w.end > w.start || w.ender.is_some();
+            if known && lives.contains_key(&w.tid) && !own {
                 by.entry(w.tid).or_default().push(*w);
             }
         }
@@ -168,6 +171,9 @@ impl Run {
         let mut first = t;
         // The lock whose release the path came into this thread by.
         let mut entered_by: Option<On> = None;
+        // Going on in the same thread: only its waits before this index
+        // (a wait that took no time ends where the walk goes on).
+        let mut before = usize::MAX;
         // Each step goes back in time, so the walk ends; the bound is a guard
         // against a trace whose clocks disagree.
         let mut budget = self.waits.values().map(Vec::len).sum::<usize>() * 2 + 64;
@@ -178,7 +184,8 @@ impl Run {
             };
             let list = self.waits.get(&tid).map(Vec::as_slice).unwrap_or(&[]);
             // The latest wait that ended by `t`.
-            let at = list.partition_point(|w| w.end <= t);
+            let at = list.partition_point(|w| w.end <= t).min(before);
+            before = usize::MAX;
             let Some(w) = at
                 .checked_sub(1)
                 .map(|i| list[i])
@@ -204,6 +211,12 @@ impl Run {
             };
             push(&mut out, tid, w.end, t, spent);
             match w.ender {
+                // Released before the waiter came: it did not wait for it.
+                Some((_, at_ns)) if at_ns <= w.start => {
+                    t = w.start;
+                    entered_by = None;
+                    before = at - 1;
+                }
                 Some((by, at_ns)) if by != tid && self.lives.contains_key(&by) => {
                     let from = at_ns.clamp(w.start, w.end);
                     push(&mut out, tid, from, w.end, Spent::Waiting(w.on));
@@ -217,6 +230,7 @@ impl Run {
                     first = w.start;
                     t = w.start;
                     entered_by = None;
+                    before = at - 1;
                 }
             }
         }
@@ -264,8 +278,8 @@ impl Run {
             // When it would have ended, shortened or not.
             let ended = match w.ender {
                 Some((by, at)) if by != tid && self.lives.contains_key(&by) => {
-                    let at = at.clamp(w.start, w.end);
-                    let wake = (w.end - at) as i64;
+                    let at = at.min(w.end);
+                    let wake = (w.end - at.max(w.start)) as i64;
                     new_start.max(at as i64 + shift_at(&shifts, by, at)) + wake
                 }
                 _ if free => new_start + (w.end - w.start) as i64,

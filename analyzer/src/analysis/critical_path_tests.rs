@@ -199,3 +199,26 @@ fn shortening_one_line_leaves_the_locks_other_lines_alone() {
     assert_eq!(run.gain(&line(11)).low_ns, 40);
     assert_eq!(run.gain(&line(12)).low_ns, 0);
 }
+
+#[test]
+fn an_acquisition_that_did_not_wait_still_comes_after_the_release_before_it() {
+    // 3 waits for L till 12 (4 released it), then takes M at once (2 had
+    // released it at 10), and ends at 40. Without L's waits 3 reaches M at
+    // 0 but must still wait for 2's release at 10.
+    let run = Run::new(
+        &[life(2, 0, 0, 20), life(3, 0, 0, 40), life(4, 0, 0, 12)],
+        &[
+            wait(3, (0, 12), L, Some((4, 12))),
+            wait(3, (12, 12), M, Some((2, 10))),
+        ],
+    );
+    assert_eq!(run.gain(&zero(&L)).low_ns, 2);
+    // Without that ordering it would have gained all 12.
+    let unordered = Run::new(
+        &[life(2, 0, 0, 20), life(3, 0, 0, 40), life(4, 0, 0, 12)],
+        &[wait(3, (0, 12), L, Some((4, 12)))],
+    );
+    assert_eq!(unordered.gain(&zero(&L)).low_ns, 12);
+    // The path goes on in 3 past an acquisition that did not wait.
+    assert_eq!(run.path().steps.last().map(|s| s.tid), Some(4));
+}

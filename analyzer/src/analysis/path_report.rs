@@ -3,7 +3,7 @@
 //! per blocking class, and each lock's (and finding's) predicted gain.
 
 use crate::analysis::critical_path::{Gain, Life, On, Run, Shorten, Spent, Wait};
-use crate::analysis::periods::{Blocker, Round};
+use crate::analysis::periods::{Blocker, Handoff, Round};
 use crate::analysis::stops::Stop;
 use crate::model::*;
 use locksuit_format::reader::ThreadInfo;
@@ -16,6 +16,8 @@ pub struct Inputs<'a> {
     pub stops: &'a [Stop],
     pub classes: &'a [String],
     pub rounds: &'a [Round],
+    /// Acquisitions that did not wait (`LOCKSUIT_EVENTS=all` only).
+    pub handoffs: &'a [Handoff],
     /// Where a thread that has not ended is taken to end.
     pub end_ns: u64,
     pub lock_of: &'a dyn Fn(u32) -> Option<LockId>,
@@ -106,7 +108,21 @@ pub fn build(inputs: &Inputs) -> Built {
         site: r.site,
         ender: r.last,
     }));
-    let run = Run::new(&lives, &waits);
+    // An acquisition that did not wait keeps its lock's order in the
+    // re-play: shortened waits elsewhere cannot let two threads hold it at
+    // once.
+    let zero_length = inputs.handoffs.iter().map(|h| Wait {
+        tid: h.tid,
+        start: h.at,
+        end: h.at,
+        on: On::Object(h.lock),
+        site: h.site,
+        ender: Some(h.after),
+    });
+    let run = Run::new(
+        &lives,
+        &waits.iter().copied().chain(zero_length).collect::<Vec<_>>(),
+    );
     let start = lives.iter().map(|l| l.start).min().unwrap_or(0);
     let run_ns = run.end().saturating_sub(start);
     let walked = run.path();
@@ -218,7 +234,7 @@ pub fn build(inputs: &Inputs) -> Built {
     let off_path = off_path.iter().map(|l| l.lock).collect();
     let mut limits = Vec::new();
     if !inputs.all_events {
-        limits.push("only contended lock operations were recorded: a critical section is on the path only from a contended acquisition, and uncontended ones count as running (LOCKSUIT_EVENTS=all records every one)".to_string());
+        limits.push("only contended lock operations were recorded: a critical section is on the path only from a contended acquisition, and a prediction may let two threads hold a lock at once that never waited for each other in this run (LOCKSUIT_EVENTS=all records every operation)".to_string());
     }
     match inputs.calls_from_us {
         Some(us) => limits.push(format!(

@@ -76,6 +76,23 @@ pub struct Collector {
     /// bring it before the round's last arrival: rounds are matched at the
     /// end ([`Collector::finish_rounds`]).
     arrivals: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+    /// Under `LOCKSUIT_EVENTS=all`, every acquisition that did not wait,
+    /// with the release it followed.
+    pub handoffs: Vec<Handoff>,
+    /// Releases that found nobody waiting, until the acquisition after
+    /// them (written only with every operation).
+    quiet_releases: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+}
+
+/// An acquisition that did not wait: `tid` took `lock` at `at` (from
+/// `site`) after `after` (thread and time) released it.
+#[derive(Clone, Copy, Debug)]
+pub struct Handoff {
+    pub tid: u32,
+    pub lock: u32,
+    pub site: u32,
+    pub at: u64,
+    pub after: (u32, u64),
 }
 
 /// Most releases kept waiting for their acquisition: one whose acquisition
@@ -102,6 +119,26 @@ impl Collector {
             }
             self.releases
                 .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            return;
+        }
+        if kind == EVENT_RELEASED {
+            if self.quiet_releases.len() >= RELEASES_KEPT {
+                self.quiet_releases.clear();
+            }
+            self.quiet_releases
+                .insert((e.lock_id, e.seq2), (e.tid, e.time));
+            return;
+        }
+        if kind == EVENT_ACQUIRED {
+            if let Some(after) = self.quiet_releases.remove(&(e.lock_id, e.seq2)) {
+                self.handoffs.push(Handoff {
+                    tid: e.tid,
+                    lock: e.lock_id,
+                    site: e.site_id,
+                    at: e.time,
+                    after,
+                });
+            }
             return;
         }
         if kind == EVENT_ARRIVED {

@@ -610,6 +610,7 @@ pub fn analyze(
             stops: &stops.stops,
             classes: &stops.classes,
             rounds: &periods.rounds,
+            handoffs: &periods.handoffs,
             end_ns,
             lock_of: &lock_of,
             all_events: header.flags & FLAG_EVENTS_ALL != 0,
