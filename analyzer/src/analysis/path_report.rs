@@ -230,7 +230,7 @@ pub fn build(inputs: &Inputs) -> Built {
         .iter()
         .filter(|l| l.wait_ns == 0 && l.hold_ns == 0)
         .collect();
-    off_path.sort_by(|a, b| b.total_wait_ns.cmp(&a.total_wait_ns));
+    off_path.sort_by_key(|l| std::cmp::Reverse(l.total_wait_ns));
     let off_path = off_path.iter().map(|l| l.lock).collect();
     let mut limits = Vec::new();
     if !inputs.all_events {
