@@ -257,10 +257,10 @@ impl Run {
         }
         steps.sort_unstable();
         let shift_at = |shifts: &BTreeMap<u32, Vec<(u64, i64)>>, tid: u32, t: u64| -> i64 {
-            shifts
-                .get(&tid)
-                .and_then(|s| s.iter().rev().find(|(from, _)| *from <= t))
-                .map_or(0, |(_, d)| *d)
+            // Each thread's shifts are pushed in time order.
+            let s = shifts.get(&tid).map(Vec::as_slice).unwrap_or(&[]);
+            let at = s.partition_point(|(from, _)| *from <= t);
+            at.checked_sub(1).map_or(0, |i| s[i].1)
         };
         for (_, kind, tid, i) in steps {
             if kind == 0 {
@@ -303,19 +303,27 @@ impl Run {
             .unwrap_or(0)
     }
 
+    /// The run's end re-played as it was (what [`Run::gain`] compares
+    /// with, so that the re-play's own rounding is no gain): with waits of
+    /// unknown enders fixed, and free.
+    pub fn as_it_was(&self) -> (u64, u64) {
+        let same = Shorten {
+            on: &[],
+            site: None,
+            kept: 1.0,
+        };
+        (self.replay(&same, false), self.replay(&same, true))
+    }
+
     /// How much sooner the run would have ended with `shorten`.
     pub fn gain(&self, shorten: &Shorten) -> Gain {
-        let same = Shorten {
-            kept: 1.0,
-            ..*shorten
-        };
-        // Against the re-play of the run as it was, so that the re-play's own
-        // rounding is no gain.
-        let gain = |free| {
-            self.replay(&same, free)
-                .saturating_sub(self.replay(shorten, free))
-        };
-        let (a, b) = (gain(false), gain(true));
+        self.gain_from(self.as_it_was(), shorten)
+    }
+
+    /// The same, given [`Run::as_it_was`].
+    pub fn gain_from(&self, (fixed, free): (u64, u64), shorten: &Shorten) -> Gain {
+        let gain = |free_enders, was: u64| was.saturating_sub(self.replay(shorten, free_enders));
+        let (a, b) = (gain(false, fixed), gain(true, free));
         Gain {
             low_ns: a.min(b),
             high_ns: a.max(b),

@@ -10,6 +10,10 @@ use locksuit_format::reader::ThreadInfo;
 use locksuit_format::{BlockingCall, THREAD_ENDED};
 use std::collections::BTreeMap;
 
+/// Predicted gains are worked out for this many locks (most waited for
+/// first) and findings (first ranked) at most.
+pub const GAINS_FOR: usize = 32;
+
 /// What the path is read from.
 pub struct Inputs<'a> {
     pub threads: &'a [ThreadInfo],
@@ -33,6 +37,8 @@ pub struct Built {
     pub path: CriticalPath,
     run: Run,
     run_ns: u64,
+    /// The run re-played as it was ([`Run::as_it_was`]).
+    was: (u64, u64),
     /// What each lock (or barrier) with recorded waits was waited on as.
     raws: BTreeMap<LockId, Vec<On>>,
 }
@@ -204,10 +210,15 @@ pub fn build(inputs: &Inputs) -> Built {
     path.classes = classes;
     let built = Built {
         path,
+        was: run.as_it_was(),
         run,
         run_ns,
         raws,
     };
+    // Each re-play goes over every wait: the most waited-for locks only.
+    let mut most: Vec<(u64, LockId)> = total.iter().map(|(&l, &ns)| (ns, l)).collect();
+    most.sort_by(|a, b| b.cmp(a));
+    most.truncate(GAINS_FOR);
     let mut locks: Vec<PathLock> = total
         .iter()
         .map(|(&lock, &total_wait_ns)| {
@@ -217,13 +228,18 @@ pub fn build(inputs: &Inputs) -> Built {
                 wait_ns,
                 hold_ns,
                 total_wait_ns,
-                gain: built.gains(&[lock]).unwrap_or_default(),
+                gain: most
+                    .iter()
+                    .any(|(_, l)| *l == lock)
+                    .then(|| built.gains(&[lock]))
+                    .flatten(),
             }
         })
         .collect();
     locks.sort_by(|a, b| {
-        (b.wait_ns + b.hold_ns, b.gain.rank(), b.total_wait_ns)
-            .cmp(&(a.wait_ns + a.hold_ns, a.gain.rank(), a.total_wait_ns))
+        let rank = |l: &PathLock| l.gain.map(|g| g.rank());
+        (b.wait_ns + b.hold_ns, rank(b), b.total_wait_ns)
+            .cmp(&(a.wait_ns + a.hold_ns, rank(a), a.total_wait_ns))
             .then(a.lock.cmp(&b.lock))
     });
     let mut off_path: Vec<&PathLock> = locks
@@ -286,11 +302,14 @@ impl Built {
             return None;
         }
         let gain = |kept| {
-            self.predicted(self.run.gain(&Shorten {
-                on: &on,
-                site: None,
-                kept,
-            }))
+            self.predicted(self.run.gain_from(
+                self.was,
+                &Shorten {
+                    on: &on,
+                    site: None,
+                    kept,
+                },
+            ))
         };
         Some(Gains {
             if_removed: gain(0.0),

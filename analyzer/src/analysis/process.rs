@@ -616,7 +616,9 @@ pub fn analyze(
             all_events: header.flags & FLAG_EVENTS_ALL != 0,
             calls_from_us: Some(header.block_min_us),
         });
-        for f in &mut findings {
+        // In their order so far (wait time): the first ranked only.
+        let ranked = crate::analysis::path_report::GAINS_FOR;
+        for f in findings.iter_mut().filter(|f| f.wait_ns > 0).take(ranked) {
             let locks: Vec<LockId> = if f.locks.is_empty() {
                 f.lock.into_iter().collect()
             } else {

@@ -41,7 +41,8 @@ pub struct PathLock {
     pub hold_ns: u64,
     /// All its recorded waits, on the path or not.
     pub total_wait_ns: u64,
-    pub gain: Gains,
+    /// Null past the 32 most waited-for locks (each takes a re-play).
+    pub gain: Option<Gains>,
 }
 
 /// Time the path spent blocked in one class of call (sleep, I/O, …).

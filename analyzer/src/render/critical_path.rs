@@ -76,12 +76,18 @@ pub fn section(out: &mut String, p: &Process, width: usize) {
         .filter(|l| c.off_path.contains(&l.lock))
         .take(5)
     {
-        let line = format!(
-            "off the path: {} ({} of waits, none on the path; predicted gain without them {})",
+        let mut line = format!(
+            "off the path: {} ({} of waits, none on the path",
             l.lock,
             duration(l.total_wait_ns),
-            gain(&l.gain.if_removed)
         );
+        match &l.gain {
+            Some(g) => line.push_str(&format!(
+                "; predicted gain without them {})",
+                gain(&g.if_removed)
+            )),
+            None => line.push(')'),
+        }
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for limit in &c.limits {
