@@ -43,6 +43,22 @@ pub struct Period {
     /// Lock waits: the thread whose release let this one in, and the raw
     /// site where it had taken the lock (0: not known).
     pub released_by: (u32, u32),
+    /// Lock waits: when that release was made (0: not known).
+    pub released_at: u64,
+}
+
+/// One thread's pass through a barrier round: it arrived at `start`, left
+/// at `end`; the round's last arrival (its thread and time) let it go.
+#[derive(Clone, Copy, Debug)]
+pub struct Round {
+    pub tid: u32,
+    pub barrier: u32,
+    pub site: u32,
+    pub start: u64,
+    pub end: u64,
+    pub last: Option<(u32, u64)>,
+    /// The round's last arrival number.
+    last_arrival: u32,
 }
 
 /// Collects the periods as the events go by.
@@ -52,14 +68,49 @@ pub struct Collector {
     /// Releases that found waiters, by (lock, sequence after them), until
     /// the acquisition they let in is seen (a release is written before the
     /// acquisition it ends; the merged stream keeps that order).
-    releases: rustc_hash::FxHashMap<(u32, u32), (u32, u32)>,
+    releases: rustc_hash::FxHashMap<(u32, u32), (u32, u32, u64)>,
+    /// Barrier passes, with the arrival that ended each round.
+    pub rounds: Vec<Round>,
+    /// Arrivals by (barrier, arrival number): who and when. A departure
+    /// is written at the time its thread arrived, so the merged stream can
+    /// bring it before the round's last arrival: rounds are matched at the
+    /// end ([`Collector::finish_rounds`]).
+    arrivals: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+    /// Under `LOCKSUIT_EVENTS=all`, every acquisition that did not wait,
+    /// with the release it followed.
+    pub handoffs: Vec<Handoff>,
+    /// Releases that found nobody waiting, until the acquisition after
+    /// them (written only with every operation).
+    quiet_releases: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+}
+
+/// An acquisition that did not wait: `tid` took `lock` at `at` (from
+/// `site`) after `after` (thread and time) released it.
+#[derive(Clone, Copy, Debug)]
+pub struct Handoff {
+    pub tid: u32,
+    pub lock: u32,
+    pub site: u32,
+    pub at: u64,
+    pub after: (u32, u64),
 }
 
 /// Most releases kept waiting for their acquisition: one whose acquisition
 /// was never recorded must not be kept forever.
 const RELEASES_KEPT: usize = 1 << 16;
 
+/// Most barrier arrivals kept for matching (24 bytes each).
+const ARRIVALS_KEPT: usize = 1 << 20;
+
 impl Collector {
+    /// Each barrier round's last arrival, once every event has been seen.
+    pub fn finish_rounds(&mut self) {
+        for r in &mut self.rounds {
+            r.last = self.arrivals.get(&(r.barrier, r.last_arrival)).copied();
+        }
+        self.arrivals = Default::default();
+    }
+
     pub fn event(&mut self, e: &EventRecord) {
         let kind = e.hdr.aux & 0xff;
         if kind == EVENT_RELEASED && e.other > 0 {
@@ -67,7 +118,48 @@ impl Collector {
                 self.releases.clear();
             }
             self.releases
-                .insert((e.lock_id, e.seq2), (e.tid, e.site_id));
+                .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            return;
+        }
+        if kind == EVENT_RELEASED {
+            if self.quiet_releases.len() >= RELEASES_KEPT {
+                self.quiet_releases.clear();
+            }
+            self.quiet_releases
+                .insert((e.lock_id, e.seq2), (e.tid, e.time));
+            return;
+        }
+        if kind == EVENT_ACQUIRED {
+            if let Some(after) = self.quiet_releases.remove(&(e.lock_id, e.seq2)) {
+                self.handoffs.push(Handoff {
+                    tid: e.tid,
+                    lock: e.lock_id,
+                    site: e.site_id,
+                    at: e.time,
+                    after,
+                });
+            }
+            return;
+        }
+        if kind == EVENT_ARRIVED {
+            if self.arrivals.len() >= ARRIVALS_KEPT {
+                self.arrivals.clear();
+            }
+            self.arrivals.insert((e.lock_id, e.seq), (e.tid, e.time));
+            return;
+        }
+        if kind == EVENT_DEPARTED {
+            // The round is arrivals seq..=seq2; its last let everyone go.
+            // One round's threads all depart after it: it is not removed.
+            self.rounds.push(Round {
+                tid: e.tid,
+                barrier: e.lock_id,
+                site: e.site_id,
+                start: e.time,
+                end: e.time2.max(e.time),
+                last: None,
+                last_arrival: e.seq2,
+            });
             return;
         }
         let (blocker, other, fd_kind) = match kind {
@@ -84,10 +176,12 @@ impl Collector {
             },
             _ => return,
         };
-        let released_by = if kind == EVENT_BLOCKED {
-            self.releases.remove(&(e.lock_id, e.seq2)).unwrap_or((0, 0))
+        let (by, site, released_at) = if kind == EVENT_BLOCKED {
+            self.releases
+                .remove(&(e.lock_id, e.seq2))
+                .unwrap_or((0, 0, 0))
         } else {
-            (0, 0)
+            (0, 0, 0)
         };
         self.periods.push(Period {
             tid: e.tid,
@@ -99,7 +193,8 @@ impl Collector {
             other,
             fd_kind,
             timed_out: kind == EVENT_TIMED_OUT,
-            released_by,
+            released_by: (by, site),
+            released_at,
         });
     }
 }

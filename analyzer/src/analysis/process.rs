@@ -601,6 +601,43 @@ pub fn analyze(
         });
         (findings, blocked, stops, snapshots)
     });
+    // The critical path, and each finding's predicted gain: findings are
+    // ranked by it (deadlocks still first), wait time breaking ties.
+    periods.finish_rounds();
+    let mut findings = findings;
+    let critical_path = (depth != Depth::Records).then(|| {
+        let built = crate::analysis::path_report::build(&crate::analysis::path_report::Inputs {
+            threads: &trace.threads,
+            stops: &stops.stops,
+            classes: &stops.classes,
+            rounds: &periods.rounds,
+            handoffs: &periods.handoffs,
+            end_ns,
+            lock_of: &lock_of,
+            all_events: header.flags & FLAG_EVENTS_ALL != 0,
+            calls_from_us: Some(header.block_min_us),
+        });
+        // In their order so far (wait time): the first ranked only.
+        let ranked = crate::analysis::path_report::GAINS_FOR;
+        for f in findings.iter_mut().filter(|f| f.wait_ns > 0).take(ranked) {
+            let locks: Vec<LockId> = if f.locks.is_empty() {
+                f.lock.into_iter().collect()
+            } else {
+                f.locks.clone()
+            };
+            f.predicted_gain = built.gains(&locks);
+        }
+        findings.sort_by_key(|f| {
+            let bucket = match f.kind {
+                crate::analysis::deadlocks::FINDING_DEADLOCK => 0,
+                crate::analysis::deadlocks::FINDING_POTENTIAL_DEADLOCK => 1,
+                _ => 2,
+            };
+            let gain = f.predicted_gain.map_or((0, 0), |g| g.rank());
+            (bucket, std::cmp::Reverse(gain))
+        });
+        built.path
+    });
     if lock_order.gated > 0 {
         warnings.push(format!(
             "{} lock-order cycles were left out: every edge of each was taken while holding one common lock, so they cannot deadlock",
@@ -793,6 +830,7 @@ pub fn analyze(
             read_only_unjudged,
         }),
         snapshots,
+        critical_path,
         idle_while_waiting: crate::analysis::idle::build(&stops.timeline, header.cpus),
         timeline: std::mem::take(&mut stops.timeline),
         blocked,

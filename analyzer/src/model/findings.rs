@@ -77,6 +77,11 @@ pub struct Finding {
     /// in cycle order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cycles: Vec<Vec<LockId>>,
+    /// How much sooner the run would have ended with its locks' waits
+    /// removed or halved (see the report's `critical_path`); null when
+    /// it covers no lock with recorded waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_gain: Option<crate::model::Gains>,
     /// `single-thread-lock` and `unnecessary-lock`: what the verdict rests on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,

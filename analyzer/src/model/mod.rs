@@ -17,6 +17,8 @@ pub const SCHEMA: &str = "locksuit.report/3";
 mod waiting;
 pub use waiting::*;
 // The modules loaded, for profiles read elsewhere.
+pub mod critical_path;
+pub use critical_path::{CriticalPath, Gains, PathClass, PathLock, PredictedGain};
 pub mod findings;
 pub use findings::*;
 pub mod frames;
@@ -131,6 +133,9 @@ pub struct Process {
     /// Built with `locksuit cc`: accesses made under a lock, and those the
     /// shim had no room for; null when the verdicts rest on sharing ratios.
     pub data_level: Option<DataLevel>,
+    /// The run's critical path through its waits, and what each lock's
+    /// waits cost it; null when the trace was read without its events.
+    pub critical_path: Option<CriticalPath>,
     /// Processors idle while threads waited; null without the processor
     /// count or threads.
     pub idle_while_waiting: Option<IdleWhileWaiting>,

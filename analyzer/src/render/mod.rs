@@ -2,6 +2,7 @@
 //! computes anything the model does not already hold.
 
 pub mod chrome;
+pub mod critical_path;
 pub mod flame;
 pub mod folded;
 pub mod grid;

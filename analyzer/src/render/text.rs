@@ -155,12 +155,13 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     }
     out.push('\n');
     findings(out, p, threshold, o);
+    super::critical_path::section(out, p, width);
     tables::all(out, p, o);
 }
 
 fn findings(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
     let title = format!(
-        "Findings at threshold {threshold:.2} ({}), ranked by wait time, then engagements",
+        "Findings at threshold {threshold:.2} ({}), ranked by predicted gain (how much sooner the run would end without their waits), then wait time, then engagements",
         p.findings.len()
     );
     out.push_str(&wrap(&title, o.width, "", ""));
@@ -173,6 +174,14 @@ fn findings(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         let number = format!(" {:>numbers$}. ", i + 1);
         let text = ids_glued(&format!("[{}] {}", f.kind, f.message), f, p);
         out.push_str(&wrap(&text, o.width, &number, &hang));
+        if let Some(line) = super::critical_path::finding_line(f) {
+            out.push_str(&wrap(
+                &line,
+                o.width,
+                &format!("{hang}  "),
+                &format!("{hang}    "),
+            ));
+        }
         if let Some(site) = f.sites.first().and_then(|id| p.sites.get(id.index())) {
             let at = format!("{hang}  at ");
             let deeper = format!("{hang}     ");

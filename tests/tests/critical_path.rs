@@ -1,0 +1,181 @@
+//! The critical path's predicted gains (issue 39), against the gains of
+//! changes made by hand: tests/c/critical_path.c runs each program of
+//! known structure as it is ("base") and with a lock (or the barrier) taken
+//! out ("removed"), and measures its own run time. The report of the base
+//! run predicts how much sooner the run would end with that lock's waits
+//! removed; the variant, run plain, says how much sooner it did end.
+//!
+//! Both sides are medians of runs, and the measured side is what the
+//! programs timed themselves: a busy machine slows base and variant alike.
+//! The work is sleeping, so that it takes the same time on a loaded
+//! processor.
+
+use locksuit_tests::*;
+
+const RUNS: usize = 3;
+
+#[derive(Clone, Copy)]
+struct How {
+    /// A finding on the lock (its holder sleeps holding it) must carry the
+    /// lock's gain.
+    finding: bool,
+    /// Record with `LOCKSUIT_EVENTS=all`.
+    all_events: bool,
+}
+
+const FINDING: How = How {
+    finding: true,
+    all_events: false,
+};
+const NO_FINDING: How = How {
+    finding: false,
+    all_events: false,
+};
+const ALL_EVENTS: How = How {
+    finding: true,
+    all_events: true,
+};
+
+/// One program measured at a time: the tests of this file would otherwise
+/// load the machine for each other, unevenly.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn run_ns(out: &std::process::Output, what: &str) -> u64 {
+    assert_success(out, what);
+    stdout_value(&stdout_str(out), "run-ns").parse().unwrap()
+}
+
+/// The predicted gain of removing `lock`'s waits in one recorded base run
+/// (low and high ns), with the run's length under the shim.
+fn predicted(program: &str, lock: &str, i: usize, how: How) -> (u64, u64, u64) {
+    let bin = build_c("critical_path");
+    let dir = fresh_dir(&format!("critical_path_{program}_{i}"));
+    let env: &[(&str, &str)] = if how.all_events {
+        &[("LOCKSUIT_EVENTS", "all")]
+    } else {
+        &[]
+    };
+    let out = run_under_shim_env(&bin, &[program, "base"], &dir, env);
+    run_ns(&out, program);
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let path = &p["critical_path"];
+    let entry = arr(path, "locks")
+        .iter()
+        .find(|l| l["lock"] == lock)
+        .unwrap_or_else(|| panic!("{program}: no {lock} in {}", short(path)));
+    let gain = &entry["gain"]["if_removed"];
+    let (low, high) = (u64_of(gain, "low_ns"), u64_of(gain, "high_ns"));
+    assert!(low <= high, "{}", short(gain));
+    // The finding on the lock (its sleeping holder) carries the same gain.
+    if how.finding {
+        let f = findings_for_lock(p, lock)
+            .into_iter()
+            .find(|f| !f["predicted_gain"].is_null())
+            .unwrap_or_else(|| panic!("{program}: no finding on {lock} has a gain"));
+        assert_eq!(&f["predicted_gain"]["if_removed"], gain);
+    }
+    (low, high, u64_of(path, "run_ns"))
+}
+
+/// Predicted against measured for `program`, with `lock`'s waits removed.
+/// Returns (predicted, measured, base run) in ns.
+fn compare(program: &str, lock: &str, how: How) -> (u64, u64, u64) {
+    let bin = build_c("critical_path");
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut lows = Vec::new();
+    let mut highs = Vec::new();
+    for i in 0..RUNS {
+        let (low, high, run) = predicted(program, lock, i, how);
+        assert_eq!(
+            low, high,
+            "{program}: every wait's ender is recorded, so the gain is one figure"
+        );
+        assert!(high <= run, "{program}: gains {high} of a {run} ns run");
+        lows.push(low);
+        highs.push(high);
+    }
+    let predicted = median(highs);
+    let mut base = Vec::new();
+    let mut removed = Vec::new();
+    for _ in 0..RUNS {
+        base.push(run_ns(&run_plain(&bin, &[program, "base"]), program));
+        removed.push(run_ns(&run_plain(&bin, &[program, "removed"]), program));
+    }
+    let base = median(base);
+    let measured = median(removed);
+    let gain = base.saturating_sub(measured);
+    eprintln!(
+        "{program}: predicted gain {:.2} ms, measured {:.2} ms (base {:.2} ms, removed {:.2} ms)",
+        predicted as f64 / 1e6,
+        gain as f64 / 1e6,
+        base as f64 / 1e6,
+        measured as f64 / 1e6
+    );
+    (predicted, gain, base)
+}
+
+/// Within 25% of the measured gain, or within 3 percentage points of the
+/// run where the gain is small.
+fn assert_close(program: &str, (predicted, measured, base): (u64, u64, u64)) {
+    let off = predicted.abs_diff(measured) as f64;
+    let pct_points = off * 100.0 / base as f64;
+    assert!(
+        off <= measured as f64 * 0.25 || pct_points <= 3.0,
+        "{program}: predicted {predicted} ns, measured {measured} ns of a {base} ns run ({pct_points:.1} points apart)"
+    );
+}
+
+#[test]
+fn a_lock_on_the_path_is_predicted_to_gain_what_removing_it_does() {
+    let got = compare("on-path", "&lock_l", FINDING);
+    // It serialises three workers: removing it halves the run, about.
+    assert!(got.1 * 4 > got.2, "measured gain {} of {}", got.1, got.2);
+    assert_close("on-path", got);
+}
+
+#[test]
+fn a_lock_whose_waits_overlap_other_work_is_predicted_to_gain_nothing() {
+    let got = compare("off-path", "&lock_l", FINDING);
+    assert_close("off-path", got);
+    // Near zero, however long its waits were (about 40 ms).
+    assert!(
+        got.0 * 100 <= got.2 * 3,
+        "predicted {} ns of a {} ns run",
+        got.0,
+        got.2
+    );
+    let bin = build_c("critical_path");
+    let dir = fresh_dir("critical_path_off_path_report");
+    assert_success(
+        &run_under_shim(&bin, &["off-path", "base"], &dir),
+        "off-path",
+    );
+    let report = report_json(&[&only_trace(&dir)], None);
+    let path = &only_process(&report)["critical_path"];
+    assert!(
+        arr(path, "off_path").iter().any(|l| l == "&lock_l"),
+        "{}",
+        short(path)
+    );
+}
+
+/// Recorded with every operation: B, never waited for in this run, becomes
+/// the bottleneck once A is gone, and the re-play keeps its holds apart
+/// (recording contended operations only, it would not know they meet).
+#[test]
+fn of_two_locks_in_series_removing_the_slower_gains_only_down_to_the_other() {
+    let got = compare("series", "&lock_a", ALL_EVENTS);
+    assert_close("series", got);
+}
+
+#[test]
+fn a_barrier_is_predicted_to_gain_what_the_imbalance_between_rounds_costs() {
+    let got = compare("barrier", "&barrier", NO_FINDING);
+    assert_close("barrier", got);
+}
