@@ -1,7 +1,7 @@
 //! The critical path of a process's run and what each lock's waits cost it
 //! (see `analysis/critical_path.rs`).
 
-use crate::model::LockId;
+use super::names::LockId;
 use serde::Serialize;
 
 /// How much sooner the run would have ended: at least `low_ns`, at most

@@ -81,7 +81,7 @@ pub struct Finding {
     /// removed or halved (see the report's `critical_path`); null when
     /// it covers no lock with recorded waits.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_gain: Option<crate::model::Gains>,
+    pub predicted_gain: Option<super::critical_path::Gains>,
     /// `single-thread-lock` and `unnecessary-lock`: what the verdict rests on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
