@@ -85,9 +85,16 @@ impl Recorder {
     /// Loads and attaches the program for process `pid`; the error is one
     /// line saying what is missing.
     pub fn attach(pid: u32) -> Result<Recorder, String> {
-        let why = |what: &str, e: &dyn std::fmt::Display| {
-            let text = e.to_string();
-            let hint = if text.contains("Operation not permitted") || text.contains("EPERM") {
+        let why = |what: &str, e: &dyn std::error::Error| {
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            let hint = if !root || text.contains("Operation not permitted") {
                 " (needs root, or CAP_BPF and CAP_PERFMON)"
             } else {
                 ""

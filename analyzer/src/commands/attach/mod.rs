@@ -68,12 +68,12 @@ pub fn attach(args: AttachArgs) -> i32 {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut modules = match modules::read_modules(pid) {
-        Ok(m) => m,
-        Err(why) => return fail(why),
-    };
     let mut recorder = match bpf::Recorder::attach(pid) {
         Ok(r) => r,
+        Err(why) => return fail(why),
+    };
+    let mut modules = match modules::read_modules(pid) {
+        Ok(m) => m,
         Err(why) => return fail(why),
     };
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
