@@ -142,9 +142,9 @@ pub fn summarize(r: &Recording) -> Summary {
         });
     }
     let mut sites: Vec<Site> = sites.into_values().map(|(s, _)| s).collect();
-    sites.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns));
+    sites.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
     let mut wakes: Vec<Wake> = wakes.into_values().collect();
-    wakes.sort_by(|a, b| b.woken.cmp(&a.woken));
+    wakes.sort_by_key(|w| std::cmp::Reverse(w.woken));
     Summary {
         calls,
         sites,
