@@ -4,6 +4,11 @@
 //! llvm-config). Without them `locksuit cc` falls back to clang's own
 //! sanitizer coverage, which calls the shim on every access (see
 //! `src/commands/cc.rs`); the build says so once.
+//!
+//! Also compiles `locksuit attach`'s BPF program (`bpf/futex.bpf.c`) with
+//! clang-19 (or `$BPF_CLANG`, or clang) `-target bpf`. Without a clang that
+//! can, the build still succeeds and `locksuit attach` says it was built
+//! without its BPF programs; the build says so once.
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -18,6 +23,36 @@ fn main() {
             println!("cargo:warning=locksuit cc will use clang's sanitizer coverage: the access gate plugin was not built ({why})");
             println!("cargo:rustc-env=LOCKSUIT_GATE_PLUGIN=");
         }
+    }
+    build_bpf(&out);
+}
+
+/// Compiles the BPF program to `$OUT_DIR/futex.bpf.o`; on failure leaves
+/// an empty file there (the program then knows it has none).
+fn build_bpf(out: &std::path::Path) {
+    println!("cargo:rerun-if-changed=bpf/futex.bpf.c");
+    println!("cargo:rerun-if-env-changed=BPF_CLANG");
+    let object = out.join("futex.bpf.o");
+    let clang = std::env::var("BPF_CLANG").ok().unwrap_or_else(|| {
+        if on_path("clang-19") {
+            "clang-19".into()
+        } else {
+            "clang".into()
+        }
+    });
+    let built = Command::new(&clang)
+        .args(["-target", "bpf", "-O2", "-g", "-c", "bpf/futex.bpf.c", "-o"])
+        .arg(&object)
+        .status()
+        .map_err(|e| format!("{clang}: {e}"))
+        .and_then(|s| {
+            s.success()
+                .then_some(())
+                .ok_or_else(|| format!("{clang} failed on bpf/futex.bpf.c"))
+        });
+    if let Err(why) = built {
+        println!("cargo:warning=locksuit attach is built without its BPF program ({why}; install clang-19)");
+        std::fs::write(&object, b"").expect("OUT_DIR is writable");
     }
 }
 

@@ -16,6 +16,9 @@ _locksuit() {
             ",$1")
                 cmd="locksuit"
                 ;;
+            locksuit,attach)
+                cmd="locksuit__subcmd__attach"
+                ;;
             locksuit,c++)
                 cmd="locksuit__subcmd__c++"
                 ;;
@@ -62,12 +65,42 @@ _locksuit() {
 
     case "${cmd}" in
         locksuit)
-            opts="-h -V --help --version report run events export flamegraph diff history cc c++ top generate"
+            opts="-h -V --help --version report run attach events export flamegraph diff history cc c++ top generate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        locksuit__subcmd__attach)
+            opts="-o -h --duration --threads --dir --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

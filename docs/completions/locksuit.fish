@@ -28,6 +28,7 @@ complete -c locksuit -n "__fish_locksuit_needs_command" -s h -l help -d 'Print h
 complete -c locksuit -n "__fish_locksuit_needs_command" -s V -l version -d 'Print version'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "report" -d 'Report on recorded traces'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "run" -d 'Record a command and all its children, then report on every process'
+complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "attach" -d 'Record a running process through the kernel (BPF; root), then report on it'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "events" -d 'Print each lock\'s and condition variable\'s events in causal order'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "export" -d 'Export the timeline of every blocking period for other tools'
 complete -c locksuit -n "__fish_locksuit_needs_command" -f -a "flamegraph" -d 'Draw a flame graph (SVG) of the call stacks, weighted by --weight'
@@ -139,6 +140,10 @@ complete -c locksuit -n "__fish_locksuit_using_subcommand run" -l tree -d 'Text:
 complete -c locksuit -n "__fish_locksuit_using_subcommand run" -l save -d 'Save this run\'s summary (per program: locks, sites, findings) in the run history, for `diff --against-history` and `history`'
 complete -c locksuit -n "__fish_locksuit_using_subcommand run" -l lean -d 'Record lean (sets $LOCKSUIT_MODE=lean), the mode for profiling left on: each mutex\'s acquisitions per line, its contended waits and who blocked whom, at about half the full mode\'s cost per lock call; no hold times of uncontended holds, lock order, blocking under a mutex or owner changes (the report says so). `--format pprof` of such a trace is what a continuous-profiling backend (Pyroscope, Parca) ingests'
 complete -c locksuit -n "__fish_locksuit_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -l duration -d 'Stop after this many seconds (default: at Ctrl-C or when the process exits)' -r
+complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -l threads -d 'Report only these threads' -r
+complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -s o -l dir -d 'Directory for the recording, locksuit-attach.PID.json (default: the current one)' -r -F
+complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -l object -d 'Only these objects (report ids such as L3 or C1; repeatable). An id that no process has is bad usage (exit 2)' -r
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -l format -d 'Output format; json is the report schema with a `streams` field per process' -r -f -a "text\t''
 json\t''

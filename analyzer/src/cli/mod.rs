@@ -6,7 +6,7 @@ use crate::base::exit::*;
 use crate::commands::options::{
     CompilerArgs, EventsArgs, ExportArgs, FlamegraphArgs, ReportArgs, RunArgs,
 };
-use crate::commands::{cc, gate, output, run, top};
+use crate::commands::{attach, cc, gate, output, run, top};
 use clap::{Parser, Subcommand};
 
 pub mod generate;
@@ -126,6 +126,14 @@ pub enum Command {
     /// Ctrl-C reaches the command; SIGTERM, SIGHUP, SIGINT and SIGQUIT sent to locksuit
     /// alone (kill) are passed on to it. Either way locksuit waits for it, then reports.
     Run(RunArgs),
+    /// Record a running process through the kernel (BPF; root), then report on it.
+    ///
+    /// Every futex wait and wake of all its threads (also those started while attached),
+    /// with the user stack of each, until --duration ends, Ctrl-C, or it exits; nothing is
+    /// loaded into the process, and detaching leaves it as it was. Writes
+    /// DIR/locksuit-attach.PID.json and prints the futex waits by word and line. Without
+    /// BPF (not root, no clang at build time) it says what is missing and exits 2.
+    Attach(attach::AttachArgs),
     /// Print each lock's and condition variable's events in causal order.
     ///
     /// Events are ordered by the object's own sequence number (its releases or notifies so
@@ -207,6 +215,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Report(args) => output::report(args),
         Command::Run(args) => run::run(args),
+        Command::Attach(args) => attach::attach(args),
         Command::Events(args) => output::events(args),
         Command::Export(args) => output::export(args),
         Command::Flamegraph(args) => output::flamegraph(args),

@@ -1,5 +1,6 @@
 //! What each subcommand does: thin drivers over input, analysis and render.
 
+pub mod attach;
 pub mod cc;
 pub mod follow;
 pub mod gate;

@@ -1,0 +1,136 @@
+//! Loads `locksuit attach`'s BPF program (`analyzer/bpf/futex.bpf.c`, built
+//! by `build.rs`), attaches it to the `sys_enter`/`sys_exit` raw
+//! tracepoints for one process, and reads its futex calls from the ring
+//! buffer. Dropping the [`Recorder`] detaches it: nothing was changed in
+//! the process.
+
+use aya::maps::{Array, MapData, RingBuf};
+use aya::programs::RawTracePoint;
+use aya::Ebpf;
+
+/// The compiled program; empty when the build had no clang that could
+/// compile it (build.rs says so).
+static PROGRAM: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/futex.bpf.o"));
+
+/// Bytes of user stack each event carries at most (`STACK_BYTES` in the C).
+const STACK_BYTES: usize = 8192;
+/// The fixed part of `struct event` before its stack copy.
+const HEAD_BYTES: usize = 72;
+
+/// One futex call of the target, as the BPF program saw it.
+pub struct Event {
+    pub enter_ns: u64,
+    pub exit_ns: u64,
+    pub uaddr: u64,
+    /// User registers at the call: instruction (after the `syscall`),
+    /// stack and frame pointers.
+    pub ip: u64,
+    pub sp: u64,
+    pub bp: u64,
+    pub ret: i64,
+    pub tid: u32,
+    pub op: u32,
+    /// The top of the user stack from `sp` up.
+    pub stack: Vec<u8>,
+}
+
+impl Event {
+    fn parse(bytes: &[u8]) -> Option<Event> {
+        let word = |i: usize| -> Option<u64> {
+            Some(u64::from_ne_bytes(bytes.get(i..i + 8)?.try_into().ok()?))
+        };
+        let half = |i: usize| -> Option<u32> {
+            Some(u32::from_ne_bytes(bytes.get(i..i + 4)?.try_into().ok()?))
+        };
+        let len = (half(64)? as usize).min(STACK_BYTES);
+        Some(Event {
+            enter_ns: word(0)?,
+            exit_ns: word(8)?,
+            uaddr: word(16)?,
+            ip: word(24)?,
+            sp: word(32)?,
+            bp: word(40)?,
+            ret: word(48)? as i64,
+            tid: half(56)?,
+            op: half(60)?,
+            stack: bytes.get(HEAD_BYTES..HEAD_BYTES + len)?.to_vec(),
+        })
+    }
+
+    /// The futex command, without the private and clock flags.
+    pub fn command(&self) -> u32 {
+        self.op & 127
+    }
+
+    /// Whether the call waited (or could): FUTEX_WAIT, LOCK_PI, WAIT_BITSET,
+    /// WAIT_REQUEUE_PI, LOCK_PI2.
+    pub fn is_wait(&self) -> bool {
+        matches!(self.command(), 0 | 6 | 9 | 11 | 13)
+    }
+}
+
+/// The loaded, attached program.
+pub struct Recorder {
+    // Kept for its links: dropping it detaches the program.
+    _ebpf: Ebpf,
+    ring: RingBuf<MapData>,
+}
+
+/// Whether this build carries its BPF program.
+pub fn built_with_bpf() -> bool {
+    !PROGRAM.is_empty()
+}
+
+impl Recorder {
+    /// Loads and attaches the program for process `pid`; the error is one
+    /// line saying what is missing.
+    pub fn attach(pid: u32) -> Result<Recorder, String> {
+        let why = |what: &str, e: &dyn std::error::Error| {
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            let hint = if !root || text.contains("Operation not permitted") {
+                " (needs root, or CAP_BPF and CAP_PERFMON)"
+            } else {
+                ""
+            };
+            format!("cannot {what}: {text}{hint}")
+        };
+        let mut ebpf = Ebpf::load(PROGRAM).map_err(|e| why("load the BPF program", &e))?;
+        let mut config: Array<_, u32> = ebpf
+            .map_mut("config")
+            .ok_or("the BPF program has no config map")?
+            .try_into()
+            .map_err(|e| why("open the config map", &e))?;
+        config
+            .set(0, pid, 0)
+            .map_err(|e| why("set the target process", &e))?;
+        for (program, tracepoint) in [("futex_enter", "sys_enter"), ("futex_exit", "sys_exit")] {
+            let p: &mut RawTracePoint = ebpf
+                .program_mut(program)
+                .ok_or("the BPF program lacks a part")?
+                .try_into()
+                .map_err(|e| why("find the BPF program", &e))?;
+            p.load().map_err(|e| why(&format!("load {program}"), &e))?;
+            p.attach(tracepoint)
+                .map_err(|e| why(&format!("attach to raw tracepoint {tracepoint}"), &e))?;
+        }
+        let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
+            .map_err(|e| why("open the ring buffer", &e))?;
+        Ok(Recorder { _ebpf: ebpf, ring })
+    }
+
+    /// Every event the ring buffer holds now.
+    pub fn drain(&mut self, into: &mut Vec<Event>) {
+        while let Some(item) = self.ring.next() {
+            if let Some(event) = Event::parse(&item) {
+                into.push(event);
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The modules of a running process, from `/proc/PID/maps`, as the
+//! symbolizer and the stack walker take them (`ModuleInfo`, one map epoch).
+
+use locksuit_format::reader::ModuleInfo;
+use object::{Object, ObjectSegment};
+use std::collections::BTreeMap;
+
+/// Each file mapped executable or not, with where it was loaded: its
+/// lowest to highest mapped address, and the load bias (where the mapping
+/// of file offset 0 is, less the page of the segment at offset 0).
+pub fn read_modules(pid: u32) -> Result<Vec<ModuleInfo>, String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| format!("cannot read /proc/{pid}/maps: {e}"))?;
+    // path -> (start, end, start of the offset-0 mapping)
+    let mut files: BTreeMap<String, (u64, u64, Option<u64>)> = BTreeMap::new();
+    for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [range, _perms, offset, _dev, _inode, path, ..] = fields[..] else {
+            continue;
+        };
+        if !path.starts_with('/') {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(start, 16),
+            u64::from_str_radix(end, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        let entry = files.entry(path.to_string()).or_insert((start, end, None));
+        entry.0 = entry.0.min(start);
+        entry.1 = entry.1.max(end);
+        if offset == 0 && entry.2.is_none() {
+            entry.2 = Some(start);
+        }
+    }
+    let mut modules = Vec::new();
+    for (path, (start, end, base)) in files {
+        let Some(base) = base else { continue };
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            continue; // not an ELF file (a mapped data file)
+        };
+        let first = file
+            .segments()
+            .find(|s| s.file_range().0 == 0)
+            .map_or(0, |s| s.address() & !0xfff);
+        let meta = std::fs::metadata(&path).ok();
+        modules.push(ModuleInfo {
+            bias: base.wrapping_sub(first),
+            start,
+            end,
+            epoch: 0,
+            path: path.clone(),
+            file_size: meta.as_ref().map_or(0, |m| m.len()),
+            file_mtime_ns: meta
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64),
+            build_id: object::Object::build_id(&file)
+                .ok()
+                .flatten()
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default(),
+        });
+    }
+    Ok(modules)
+}

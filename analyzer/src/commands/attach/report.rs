@@ -1,0 +1,261 @@
+//! What an attached recording saw: each futex call's stack, unwound and
+//! named like the shim's; waits summed per futex word and line; the text
+//! report and the JSON recording (`locksuit.attach/1`).
+
+use super::bpf::Event;
+use crate::input::symbolize::Symbolizer;
+use crate::input::unwind::StackWalker;
+use crate::model::frames::{first_own_frame, Frame};
+use locksuit_format::reader::ModuleInfo;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::time::SystemTime;
+
+pub struct Recording {
+    pub pid: u32,
+    pub comm: String,
+    pub exe: String,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    pub modules: Vec<ModuleInfo>,
+    pub names: BTreeMap<u32, String>,
+    pub events: Vec<Event>,
+}
+
+/// What the report says the recording was made with.
+const WITH: &str = "BPF on the sys_enter/sys_exit raw tracepoints: futex calls, user stacks copied and unwound by call frame information";
+/// What it cannot say.
+const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): acquisitions, hold times, locks that never waited (--locks is not available yet)";
+
+#[derive(Serialize)]
+pub struct Call {
+    pub tid: u32,
+    pub op: u32,
+    pub uaddr: String,
+    pub enter_ns: u64,
+    pub exit_ns: u64,
+    pub ret: i64,
+    /// The program's own line the call was made from, if named.
+    pub site: Option<String>,
+    pub addresses: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct Site {
+    pub uaddr: String,
+    pub site: String,
+    pub waits: u64,
+    pub wait_ns: u64,
+    pub max_wait_ns: u64,
+    pub threads: usize,
+    pub chain: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct Wake {
+    pub uaddr: String,
+    pub site: String,
+    pub wakes: u64,
+    pub woken: i64,
+}
+
+pub struct Summary {
+    pub calls: Vec<Call>,
+    pub sites: Vec<Site>,
+    pub wakes: Vec<Wake>,
+}
+
+fn frame_text(f: &Frame) -> String {
+    let function = f.function.as_deref().unwrap_or("??");
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{function} at {file}:{line}"),
+        _ => match &f.offset {
+            Some(offset) => format!("{function} ({offset})"),
+            None => format!("{function} ({})", f.address),
+        },
+    }
+}
+
+pub fn summarize(r: &Recording) -> Summary {
+    let mut walker = StackWalker::new(&r.modules, &r.exe);
+    let mut symbolizer = Symbolizer::default();
+    let mut named: HashMap<u64, Vec<Frame>> = HashMap::new();
+    let mut calls = Vec::new();
+    // (uaddr, site) -> (site summary, threads)
+    let mut sites: BTreeMap<(u64, String), (Site, Vec<u32>)> = BTreeMap::new();
+    let mut wakes: BTreeMap<(u64, String), Wake> = BTreeMap::new();
+    for e in &r.events {
+        let walked = walker.walk((e.ip, e.sp, e.bp), false, &e.stack, 0);
+        let mut chain = Vec::new();
+        for &address in &walked.addresses {
+            let frames = named
+                .entry(address)
+                .or_insert_with(|| symbolizer.frames(&r.modules, &r.exe, address, 0));
+            chain.extend(frames.iter().cloned());
+        }
+        let own = first_own_frame(&chain);
+        let site = chain.get(own).filter(|f| f.line.is_some()).map(frame_text);
+        let key = site.clone().unwrap_or_else(|| "(unnamed)".into());
+        let uaddr = format!("{:#x}", e.uaddr);
+        if e.is_wait() {
+            let wait = e.exit_ns.saturating_sub(e.enter_ns);
+            let (s, threads) = sites.entry((e.uaddr, key.clone())).or_insert_with(|| {
+                let chain = chain.iter().skip(own).take(8).map(frame_text).collect();
+                let s = Site {
+                    uaddr: uaddr.clone(),
+                    site: key.clone(),
+                    waits: 0,
+                    wait_ns: 0,
+                    max_wait_ns: 0,
+                    threads: 0,
+                    chain,
+                };
+                (s, Vec::new())
+            });
+            s.waits += 1;
+            s.wait_ns += wait;
+            s.max_wait_ns = s.max_wait_ns.max(wait);
+            if !threads.contains(&e.tid) {
+                threads.push(e.tid);
+                s.threads = threads.len();
+            }
+        } else {
+            let w = wakes.entry((e.uaddr, key.clone())).or_insert_with(|| Wake {
+                uaddr: uaddr.clone(),
+                site: key.clone(),
+                wakes: 0,
+                woken: 0,
+            });
+            w.wakes += 1;
+            w.woken += e.ret.max(0);
+        }
+        calls.push(Call {
+            tid: e.tid,
+            op: e.op,
+            uaddr,
+            enter_ns: e.enter_ns,
+            exit_ns: e.exit_ns,
+            ret: e.ret,
+            site,
+            addresses: walked.addresses.iter().map(|a| format!("{a:#x}")).collect(),
+        });
+    }
+    let mut sites: Vec<Site> = sites.into_values().map(|(s, _)| s).collect();
+    sites.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
+    let mut wakes: Vec<Wake> = wakes.into_values().collect();
+    wakes.sort_by_key(|w| std::cmp::Reverse(w.woken));
+    Summary {
+        calls,
+        sites,
+        wakes,
+    }
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `HH:MM:SS.mmm` UTC.
+fn clock(t: SystemTime) -> String {
+    let ms = unix_ns(t) / 1_000_000;
+    let s = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        s / 3600 % 24,
+        s / 60 % 60,
+        s % 60,
+        ms % 1000
+    )
+}
+
+pub fn text(r: &Recording, s: &Summary) -> String {
+    let mut out = String::new();
+    let seconds = r
+        .ended
+        .duration_since(r.started)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let _ = writeln!(
+        out,
+        "Attached to {} ({}, {}) from {} to {} UTC ({seconds:.2} s), with {WITH}.",
+        r.pid,
+        r.comm,
+        r.exe,
+        clock(r.started),
+        clock(r.ended)
+    );
+    let _ = writeln!(out, "{}.", capitalize(UNSEEN));
+    let waits: u64 = s.sites.iter().map(|x| x.waits).sum();
+    let wait_ns: u64 = s.sites.iter().map(|x| x.wait_ns).sum();
+    let _ = writeln!(
+        out,
+        "\nFutex waits: {waits} in {} threads, {:.3} ms in all",
+        r.names.len(),
+        wait_ns as f64 / 1e6
+    );
+    for site in &s.sites {
+        let _ = writeln!(
+            out,
+            "  {:>10.3} ms  {:>6} waits  max {:.3} ms  {} threads  word {}  {}",
+            site.wait_ns as f64 / 1e6,
+            site.waits,
+            site.max_wait_ns as f64 / 1e6,
+            site.threads,
+            site.uaddr,
+            site.site
+        );
+        for frame in site.chain.iter().skip(1) {
+            let _ = writeln!(out, "      called from {frame}");
+        }
+    }
+    if !s.wakes.is_empty() {
+        let _ = writeln!(out, "\nFutex wakes that woke or moved threads:");
+        for w in &s.wakes {
+            let _ = writeln!(
+                out,
+                "  {:>6} wakes  {:>6} woken  word {}  {}",
+                w.wakes, w.woken, w.uaddr, w.site
+            );
+        }
+    }
+    out
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+pub fn to_json(r: &Recording, s: &Summary) -> String {
+    #[derive(Serialize)]
+    struct Module<'a> {
+        path: &'a str,
+        start: String,
+        end: String,
+        bias: String,
+    }
+    let value = serde_json::json!({
+        "schema": "locksuit.attach/1",
+        "pid": r.pid,
+        "comm": r.comm,
+        "exe": r.exe,
+        "started_unix_ns": unix_ns(r.started),
+        "ended_unix_ns": unix_ns(r.ended),
+        "with": WITH,
+        "unseen": UNSEEN,
+        "threads": r.names.iter().map(|(tid, name)| serde_json::json!({"tid": tid, "name": name})).collect::<Vec<_>>(),
+        "modules": r.modules.iter().map(|m| Module {
+            path: &m.path,
+            start: format!("{:#x}", m.start),
+            end: format!("{:#x}", m.end),
+            bias: format!("{:#x}", m.bias),
+        }).collect::<Vec<_>>(),
+        "sites": s.sites,
+        "wakes": s.wakes,
+        "calls": s.calls,
+    });
+    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+}

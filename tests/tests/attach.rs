@@ -1,0 +1,188 @@
+//! `locksuit attach PID` (issue 38, first step): a running program's futex
+//! waits seen through BPF, checked against what the program measured
+//! itself (tests/c/attach_mutex.c times each pthread_mutex_lock call), its
+//! own line named, and its output and exit status unchanged. Where BPF
+//! cannot be loaded (not root, built without clang) the BPF tests say why
+//! and skip; the paths without BPF are checked everywhere.
+
+use locksuit_tests::*;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Why BPF cannot be used here, if it cannot: attach's own one line.
+fn bpf_missing() -> Option<String> {
+    let pid = std::process::id().to_string();
+    let out = run_locksuit(
+        &["attach", &pid, "--duration", "0", "-o"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([fresh_dir("attach_probe").display().to_string()])
+            .collect::<Vec<_>>(),
+    );
+    match out.status.code() {
+        Some(0) => None,
+        _ => Some(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+    }
+}
+
+/// Runs `bin go-file` attached to from before its first wait: attach is
+/// started, its "attached" line awaited, then the go file made. Returns
+/// the program's output and the recording's JSON.
+fn attached_run(bin: &Path, dir: &Path) -> (std::process::Output, serde_json::Value) {
+    let go = dir.join("go");
+    let program = Command::new(bin)
+        .arg(&go)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    let pid = program.id();
+    let mut attach = Command::new(locksuit_path())
+        .args(["attach", &pid.to_string(), "-o"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start locksuit attach");
+    let mut stderr = BufReader::new(attach.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(
+        first.contains("attached to"),
+        "locksuit attach did not attach: {first}"
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = program.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let report = attach.wait_with_output().unwrap();
+    assert!(
+        report.status.success(),
+        "attach failed: {first}{rest}\n{}",
+        String::from_utf8_lossy(&report.stdout)
+    );
+    let json = std::fs::read_to_string(dir.join(format!("locksuit-attach.{pid}.json"))).unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.starts_with(&format!("Attached to {pid} ("))
+            && text.contains("Not seen when attached"),
+        "the report must say it was attached and what it cannot see:\n{text}"
+    );
+    (out, serde_json::from_str(&json).unwrap())
+}
+
+#[test]
+fn pthread_mutex_waits_match_the_programs_own() {
+    if let Some(why) = bpf_missing() {
+        eprintln!("skipped: locksuit attach cannot use BPF here: {why}");
+        return;
+    }
+    let bin = build_c("attach_mutex");
+    let dir = fresh_dir("attach_mutex");
+    // The program alone, for its output and status.
+    let alone_go = dir.join("go-alone");
+    std::fs::write(&alone_go, "").unwrap();
+    let alone = run_plain(&bin, &[&alone_go]);
+    let (out, rec) = attached_run(&bin, &dir);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(alone.status.code(), out.status.code());
+    let stdout = stdout_str(&out);
+    assert_eq!(
+        stdout_value(&stdout, "acquisitions"),
+        stdout_value(&stdout_str(&alone), "acquisitions")
+    );
+    let lock = parse_addr(&stdout_value(&stdout, "lock"));
+    let measured: u64 = stdout_value(&stdout, "waited-ns").parse().unwrap();
+    let line = format!(
+        "attach_mutex.c:{}",
+        line_of("attach_mutex.c", "attach-wait")
+    );
+    let sites: Vec<&serde_json::Value> = arr(&rec, "sites")
+        .iter()
+        .filter(|s| parse_addr(str_of(s, "uaddr")) == lock)
+        .collect();
+    assert!(
+        !sites.is_empty(),
+        "no waits on {lock:#x}: {}",
+        short(&rec["sites"])
+    );
+    for s in &sites {
+        assert!(
+            str_of(s, "site").ends_with(&line),
+            "a wait on the mutex named {} instead of {line}",
+            str_of(s, "site")
+        );
+    }
+    let seen: u64 = sites.iter().map(|s| u64_of(s, "wait_ns")).sum();
+    let waits: u64 = sites.iter().map(|s| u64_of(s, "waits")).sum();
+    eprintln!("attached: {waits} waits, {seen} ns; the program measured {measured} ns");
+    // Its four threads took turns holding it 100 us at a time: they waited.
+    assert!(
+        waits >= 10 && measured > 10_000_000,
+        "too little contention: {stdout}"
+    );
+    let off = (seen as f64 - measured as f64).abs() / measured as f64;
+    assert!(
+        off <= 0.10,
+        "attached saw {seen} ns of waiting, the program measured {measured} ns ({:.1}% off)",
+        off * 100.0
+    );
+    // Who woke them: the unlocks, at the program's own line.
+    let unlock = format!(
+        "attach_mutex.c:{}",
+        line_of("attach_mutex.c", "pthread_mutex_unlock(&m)")
+    );
+    let woken: i64 = arr(&rec, "wakes")
+        .iter()
+        .filter(|w| parse_addr(str_of(w, "uaddr")) == lock)
+        .inspect(|w| assert!(str_of(w, "site").ends_with(&unlock), "{}", short(w)))
+        .map(|w| w["woken"].as_i64().unwrap())
+        .sum();
+    assert!(woken > 0, "no wakes on the mutex: {}", short(&rec["wakes"]));
+}
+
+#[test]
+fn a_process_that_does_not_exist_is_one_line_and_status_2() {
+    // Pid numbers go up to pid_max; this one is past the largest allowed.
+    let out = run_locksuit(&["attach", "4194305", "--duration", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{}", describe(&out));
+    assert!(
+        stderr.contains("4194305")
+            && (stderr.contains("no running process") || stderr.contains("built without")),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn without_privilege_attach_says_what_is_missing() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+    {
+        eprintln!("skipped: needs root and setpriv to run attach as an unprivileged user");
+        return;
+    }
+    let me = std::process::id().to_string();
+    let out = run_captured({
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(locksuit_path())
+        .args(["attach", &me, "--duration", "1", "-o", "/tmp"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{}", describe(&out));
+    assert!(
+        stderr.contains("needs root") || stderr.contains("built without"),
+        "{}",
+        describe(&out)
+    );
+}
