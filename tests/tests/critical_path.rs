@@ -84,8 +84,8 @@ fn predicted(program: &str, lock: &str, i: usize, how: How) -> (u64, u64, u64) {
 }
 
 /// Predicted against measured for `program`, with `lock`'s waits removed.
-/// Returns (predicted, measured, base run) in ns.
-fn compare(program: &str, lock: &str, how: How) -> (u64, u64, u64) {
+/// Returns (predicted, measured, base run, the plain runs' spread) in ns.
+fn compare(program: &str, lock: &str, how: How) -> (u64, u64, u64, u64) {
     let bin = build_c("critical_path");
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut lows = Vec::new();
@@ -107,6 +107,11 @@ fn compare(program: &str, lock: &str, how: How) -> (u64, u64, u64) {
         base.push(run_ns(&run_plain(&bin, &[program, "base"]), program));
         removed.push(run_ns(&run_plain(&bin, &[program, "removed"]), program));
     }
+    // How far apart the plain runs of each variant came: on a busy machine
+    // their wake-ups are late by different amounts, and no prediction can
+    // be checked closer than the measurement repeats itself.
+    let spread = |v: &[u64]| v.iter().max().unwrap() - v.iter().min().unwrap();
+    let noise = spread(&base) + spread(&removed);
     let base = median(base);
     let measured = median(removed);
     let gain = base.saturating_sub(measured);
@@ -117,17 +122,19 @@ fn compare(program: &str, lock: &str, how: How) -> (u64, u64, u64) {
         base as f64 / 1e6,
         measured as f64 / 1e6
     );
-    (predicted, gain, base)
+    (predicted, gain, base, noise)
 }
 
 /// Within 25% of the measured gain, or within 3 percentage points of the
-/// run where the gain is small.
-fn assert_close(program: &str, (predicted, measured, base): (u64, u64, u64)) {
-    let off = predicted.abs_diff(measured) as f64;
+/// run where the gain is small, beyond what the plain runs themselves
+/// varied (`noise`: the spread of the base runs plus that of the changed
+/// ones; on a quiet machine well under a millisecond).
+fn assert_close(program: &str, (predicted, measured, base, noise): (u64, u64, u64, u64)) {
+    let off = predicted.abs_diff(measured).saturating_sub(noise) as f64;
     let pct_points = off * 100.0 / base as f64;
     assert!(
         off <= measured as f64 * 0.25 || pct_points <= 3.0,
-        "{program}: predicted {predicted} ns, measured {measured} ns of a {base} ns run ({pct_points:.1} points apart)"
+        "{program}: predicted {predicted} ns, measured {measured} ns of a {base} ns run ({pct_points:.1} points apart beyond the runs' own spread of {noise} ns)"
     );
 }
 
