@@ -94,28 +94,34 @@ unsafe extern "C-unwind" fn mutex_trylock_first(
     unsafe { handler(m, caller, sp) }
 }
 
-/// `pthread_mutex_lock`: as [`export_with_caller!`], through
-/// [`MUTEX_LOCK_HANDLER`].
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn pthread_mutex_lock(_m: *mut pthread_mutex_t) -> c_int {
-    #[cfg(target_arch = "x86_64")]
-    core::arch::naked_asm!(
-        "mov rsi, qword ptr [rsp]",
-        "mov rdx, rsp",
-        "jmp qword ptr [rip + {h}]",
-        h = sym MUTEX_LOCK_HANDLER
-    );
-    #[cfg(target_arch = "aarch64")]
-    core::arch::naked_asm!(
-        "mov x1, x30",
-        "mov x2, sp",
-        "adrp x16, {h}",
-        "ldr x16, [x16, :lo12:{h}]",
-        "br x16",
-        h = sym MUTEX_LOCK_HANDLER
-    );
+/// Exports `$name` as a trampoline like [`export_with_caller!`]'s that
+/// jumps through the handler pointer `$slot` instead of to one handler.
+macro_rules! export_through {
+    ($name:ident => $slot:ident) => {
+        #[unsafe(no_mangle)]
+        #[unsafe(naked)]
+        pub unsafe extern "C" fn $name(_m: *mut pthread_mutex_t) -> c_int {
+            #[cfg(target_arch = "x86_64")]
+            core::arch::naked_asm!(
+                "mov rsi, qword ptr [rsp]",
+                "mov rdx, rsp",
+                "jmp qword ptr [rip + {h}]",
+                h = sym $slot
+            );
+            #[cfg(target_arch = "aarch64")]
+            core::arch::naked_asm!(
+                "mov x1, x30",
+                "mov x2, sp",
+                "adrp x16, {h}",
+                "ldr x16, [x16, :lo12:{h}]",
+                "br x16",
+                h = sym $slot
+            );
+        }
+    };
 }
+
+export_through!(pthread_mutex_lock => MUTEX_LOCK_HANDLER);
 
 /// `pthread_mutex_unlock`, through [`MUTEX_UNLOCK_HANDLER`].
 #[unsafe(no_mangle)]
@@ -240,28 +246,7 @@ fn lean_release_with_waiters(addr: u64) {
     }
 }
 
-/// `pthread_mutex_trylock`: as [`export_with_caller!`], through
-/// [`MUTEX_TRYLOCK_HANDLER`].
-#[unsafe(no_mangle)]
-#[unsafe(naked)]
-pub unsafe extern "C" fn pthread_mutex_trylock(_m: *mut pthread_mutex_t) -> c_int {
-    #[cfg(target_arch = "x86_64")]
-    core::arch::naked_asm!(
-        "mov rsi, qword ptr [rsp]",
-        "mov rdx, rsp",
-        "jmp qword ptr [rip + {h}]",
-        h = sym MUTEX_TRYLOCK_HANDLER
-    );
-    #[cfg(target_arch = "aarch64")]
-    core::arch::naked_asm!(
-        "mov x1, x30",
-        "mov x2, sp",
-        "adrp x16, {h}",
-        "ldr x16, [x16, :lo12:{h}]",
-        "br x16",
-        h = sym MUTEX_TRYLOCK_HANDLER
-    );
-}
+export_through!(pthread_mutex_trylock => MUTEX_TRYLOCK_HANDLER);
 
 trylock_handler!(mutex_trylock(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 

@@ -55,6 +55,16 @@ pub fn long_hold_message(
     )
 }
 
+/// What helps a lock whose holders are preempted (no lock that hands
+/// over in turn for Python code).
+fn preemption_help(python: bool) -> &'static str {
+    if python {
+        "fewer threads than CPUs help"
+    } else {
+        "fewer threads than CPUs, or a lock that hands over in turn, help"
+    }
+}
+
 fn long_hold_advice(
     state: &HolderState,
     sections: &str,
@@ -77,21 +87,13 @@ fn long_hold_advice(
             "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section, and shortening {sections} would not help. Which it was, a lean trace does not see (a full one's blocking-under-lock names calls that blocked under a lock): if the holder slept or did I/O holding it, move that out of {sections}; if it was preempted, {}.",
             duration(most),
             duration(of),
-            if python {
-                "fewer threads than CPUs help"
-            } else {
-                "fewer threads than CPUs, or a lock that hands over in turn, help"
-            }
+            preemption_help(python)
         ),
         ("off-cpu", Some(_), Some(of)) => format!(
             "but its holder ran on a CPU for at most {} of the {} a thread waited, and was off the CPU the rest (preempted while holding the lock, or blocked in a call or a page fault): not a long critical section. Preemption of lock holders comes with more runnable threads than CPUs; {}, and shortening {sections} would not (where the holder slept or did I/O holding it, blocking-under-lock says so).",
             duration(most),
             duration(of),
-            if python {
-                "fewer threads than CPUs help"
-            } else {
-                "fewer threads than CPUs, or a lock that hands over in turn, help"
-            }
+            preemption_help(python)
         ),
         ("unknown", Some(ran), Some(of)) => format!(
             "its holder ran on a CPU for between {} and {} of the {} a thread waited (it may have run on after letting go before the waiter looked), so whether the critical section itself is long cannot be told: if the holder was preempted, shortening {sections} would not help.",
