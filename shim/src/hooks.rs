@@ -227,6 +227,7 @@ macro_rules! trylock_handler {
             let try_once = real_or!($real, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's argument unchanged.
             let Some(guard) = HookGuard::enter() else {
+                // SAFETY: forwarding the caller's argument unchanged.
                 return unsafe { try_once($obj) };
             };
             let prepared =

@@ -216,12 +216,13 @@ unsafe fn mutex_lock_lean_general(
         // SAFETY: forwarding the caller's argument unchanged.
         return unsafe { block(m) };
     };
-    // SAFETY: forwarding the caller's argument unchanged.
     acquire(
         &guard,
         p,
         (Hold::Lean, 0, mutex_attempt(m)),
+        // SAFETY: forwarding the caller's argument unchanged.
         || unsafe { try_once(m) },
+        // SAFETY: forwarding the caller's argument unchanged.
         || unsafe { block(m) },
     )
 }
