@@ -309,6 +309,18 @@ fn a_lock_of_one_thread_is_judged_at_its_own_py_line() {
             !locks.is_empty() && locks.iter().all(|id| at(made)(id)),
             "{what}: the site at line {take} engages only the lock made at line {made}: {locks:?}"
         );
+        // `with lock:` takes and posts the semaphore at one line: one
+        // engagement per take, as the lock's own count says.
+        let taken: u64 = locksuit_tests::locks(p)
+            .iter()
+            .filter(|l| l["id"].as_str().is_some_and(at(made)))
+            .map(|l| l["acquisitions"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(
+            (site["engagements"].as_u64(), taken),
+            (Some(200_000), 200_000),
+            "{what}: the line's engagements and the lock's acquisitions are the script's takes"
+        );
         let found = findings(p).iter().any(|f| {
             f["kind"] == "single-thread-lock"
                 && arr(f, "locks")

@@ -67,6 +67,25 @@ pub struct SiteTotals {
     pub locks: Vec<LockId>,
 }
 
+/// What one line did with one lock: acquisitions, and posts (semaphores).
+#[derive(Default)]
+struct AtLine {
+    chain: usize,
+    acquisitions: u64,
+    posts: u64,
+}
+
+impl AtLine {
+    /// Posts that are the release of an acquisition at the same line, not
+    /// engagements of their own: a CPython lock is a semaphore, and
+    /// `with lock:` takes and posts it at one `.py` line (as a mutex's
+    /// unlock is no engagement of its line). A line that only posts (a
+    /// producer) keeps its posts as its engagements.
+    fn paired_posts(&self) -> u64 {
+        self.posts.min(self.acquisitions)
+    }
+}
+
 /// Locks (numbered L1.. in the order of their raw ids, that is creation)
 /// and what the counters say about lines and threads.
 pub struct Built {
@@ -204,8 +223,8 @@ pub fn build(
         let mut totals = Totals::default();
         // [shared, exclusive] for rwlocks.
         let mut modes = [Totals::default(); 2];
-        // (chain index, engagements) at each line.
-        let mut at_lines: SmallVec<[(usize, u64); 4]> = SmallVec::new();
+        // What each line did with the lock (see `AtLine`).
+        let mut at_lines: SmallVec<[AtLine; 4]> = SmallVec::new();
         while let Some(&(thread, c)) = counters.last() {
             if c.lock_id < raw {
                 break;
@@ -254,9 +273,20 @@ pub fn build(
                 sites.resize_with(chain + 1, SiteTotals::default);
             }
             sites[chain].totals.add(&c);
-            match at_lines.iter_mut().find(|(s, _)| *s == chain) {
-                Some(line) => line.1 = line.1.saturating_add(c.engagements),
-                None => at_lines.push((chain, c.engagements)),
+            let line = match at_lines.iter_mut().position(|l| l.chain == chain) {
+                Some(i) => &mut at_lines[i],
+                None => {
+                    at_lines.push(AtLine {
+                        chain,
+                        ..AtLine::default()
+                    });
+                    at_lines.last_mut().expect("just pushed")
+                }
+            };
+            if c.hdr.aux == MODE_POST {
+                line.posts = line.posts.saturating_add(c.engagements);
+            } else {
+                line.acquisitions = line.acquisitions.saturating_add(c.engagements);
             }
         }
         if consumed >= SHRINK_EVERY {
@@ -288,9 +318,13 @@ pub fn build(
             .filter(|t| t.asked || t.count > 0)
             .count() as u32;
         lock.sharing_ratio = sharing_ratio(lock.engagements_by_thread.iter().map(|t| t.count));
-        at_lines.sort_unstable();
-        for &(chain, engagements) in &at_lines {
+        at_lines.sort_unstable_by_key(|l| l.chain);
+        for line in &at_lines {
+            let chain = line.chain;
             let site = &mut sites[chain];
+            let paired = line.paired_posts();
+            site.totals.engagements = site.totals.engagements.saturating_sub(paired);
+            let engagements = (line.acquisitions + line.posts).saturating_sub(paired);
             site.weighted += engagements as f64 * lock.sharing_ratio;
             site.locks.push(lock.id);
             // Chain indexes for now; numbered once every engaged line is known.
