@@ -337,3 +337,85 @@ fn a_lock_of_one_thread_is_judged_at_its_own_py_line() {
         );
     }
 }
+
+/// A ThreadPoolExecutor and a SimpleQueue (tests/python/pool.py), under
+/// 3.11 and 3.12, read as the programmer acting on the report would: the
+/// `with lock:` line engaged the lock once per task (a CPython lock is a
+/// semaphore taken and posted at that line); the SimpleQueue's lock, which
+/// the consumer takes and the main thread posts, signals (`signals`) and
+/// is in no contention finding and no "who blocks whom" row; and no
+/// single-thread-lock finding is about a lock made as the program imported
+/// `concurrent.futures` (the library's own, taken by the main thread alone
+/// inside `submit`).
+#[test]
+fn a_thread_pool_and_a_queue_are_read_as_the_programmer_would() {
+    let script = workspace_root().join("tests/python/pool.py");
+    let import = line_in(&script, "# marker: import");
+    let take = line_in(&script, "# marker: take");
+    let made_queue = line_in(&script, "# marker: queue");
+    let runs: Vec<_> = interpreters()
+        .into_iter()
+        .filter(|(_, v)| v.1 <= 12)
+        .collect();
+    assert!(!runs.is_empty(), "no CPython 3.11 or 3.12 on this machine");
+    for (python, (major, minor)) in runs {
+        let what = format!("Python {major}.{minor} ({})", python.display());
+        let dir = fresh_dir(&format!("python_pool_{minor}"));
+        let out = run_under_shim(&python, &[script.as_os_str()], &dir);
+        assert_success(&out, &what);
+        assert!(
+            stdout_str(&out).contains("tasks 2000 total 39800000 got 5"),
+            "{what}: {}",
+            stdout_str(&out)
+        );
+        let report = report_json(&[&dir], None);
+        let p = only_python_process(&report);
+        let site = sites(p)
+            .iter()
+            .find(|s| s["file"] == "pool.py" && s["line"].as_u64() == Some(take))
+            .unwrap_or_else(|| panic!("{what}: no site at line {take}"));
+        assert_eq!(
+            site["engagements"].as_u64(),
+            Some(2000),
+            "{what}: one engagement per task at line {take}"
+        );
+        let queue_name = format!("<module>@pool.py:{made_queue}");
+        let queue_lock = locks(p)
+            .iter()
+            .find(|l| str_of(l, "id") == queue_name)
+            .unwrap_or_else(|| panic!("{what}: no lock {queue_name}"));
+        assert_eq!(
+            queue_lock["signals"],
+            true,
+            "{what}: the SimpleQueue's lock signals: {}",
+            short(queue_lock)
+        );
+        for f in findings(p) {
+            let kind = str_of(f, "kind");
+            let about: Vec<&str> = arr(f, "locks").iter().filter_map(|l| l.as_str()).collect();
+            assert!(
+                !(about.contains(&queue_name.as_str())
+                    && matches!(
+                        kind,
+                        "high-contention" | "asymmetric-contention" | "starvation" | "long-hold"
+                    )),
+                "{what}: a {kind} finding about the queue's signal: {}",
+                short(f)
+            );
+            let made_by_import = format!("<module>@pool.py:{import}");
+            assert!(
+                !(kind == "single-thread-lock"
+                    && about.iter().any(|l| l.starts_with(&made_by_import))),
+                "{what}: the library's lock made at the import is not the program's to drop: {}",
+                short(f)
+            );
+        }
+        assert!(
+            !arr(p, "blocking")
+                .iter()
+                .any(|b| str_of(b, "lock") == queue_name),
+            "{what}: nobody held the queue's signal: {}",
+            short(&p["blocking"])
+        );
+    }
+}

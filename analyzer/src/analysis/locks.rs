@@ -86,6 +86,17 @@ impl AtLine {
     }
 }
 
+/// A semaphore used to signal, told by who posts it: at least half its
+/// posts were made by threads beyond what they had taken it themselves (a
+/// producer's posts, a notifier's release of a Python condition's waiter
+/// lock). A semaphore used as a lock is posted by the threads that took it
+/// (a CPython `threading.Lock`, a pool of N resources).
+fn signals(by_thread: &[(usize, u64, u64)]) -> bool {
+    let posts: u64 = by_thread.iter().map(|t| t.2).sum();
+    let unpaired: u64 = by_thread.iter().map(|t| t.2.saturating_sub(t.1)).sum();
+    posts > 0 && unpaired.saturating_mul(2) >= posts
+}
+
 /// Locks (numbered L1.. in the order of their raw ids, that is creation)
 /// and what the counters say about lines and threads.
 pub struct Built {
@@ -163,6 +174,7 @@ pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) 
         reasons: None,
         family: FamilyId(0),
         origin_chain: u32::MAX,
+        made_by_library_import: false,
         in_variable: false,
     }
 }
@@ -176,7 +188,7 @@ pub(crate) fn new_lock(index: usize, rec: Option<&LockRecord>, destroyed: bool) 
 pub fn build(
     trace: &mut Trace,
     site_of: &mut dyn FnMut(u32) -> usize,
-    origin_of: &dyn Fn(u32) -> u32,
+    origin_of: &dyn Fn(u32) -> (u32, bool),
 ) -> Built {
     // Locks (not conds), numbered in creation order.
     let mut raw_ids: Vec<u32> = trace
@@ -218,13 +230,15 @@ pub fn build(
         let rec = trace.locks.get(record_of[index] as usize);
         let mut lock = new_lock(index, rec, destroyed[index]);
         if let Some(origin) = rec.map(|r| r.origin_site).filter(|&s| s != 0) {
-            lock.origin_chain = origin_of(origin);
+            (lock.origin_chain, lock.made_by_library_import) = origin_of(origin);
         }
         let mut totals = Totals::default();
         // [shared, exclusive] for rwlocks.
         let mut modes = [Totals::default(); 2];
         // What each line did with the lock (see `AtLine`).
         let mut at_lines: SmallVec<[AtLine; 4]> = SmallVec::new();
+        // (thread, acquisitions, posts): whether a semaphore signals.
+        let mut by_thread_posts: SmallVec<[(usize, u64, u64); 4]> = SmallVec::new();
         while let Some(&(thread, c)) = counters.last() {
             if c.lock_id < raw {
                 break;
@@ -283,15 +297,27 @@ pub fn build(
                     at_lines.last_mut().expect("just pushed")
                 }
             };
+            let i = match by_thread_posts.iter().position(|t| t.0 == thread) {
+                Some(i) => i,
+                None => {
+                    by_thread_posts.push((thread, 0, 0));
+                    by_thread_posts.len() - 1
+                }
+            };
             if c.hdr.aux == MODE_POST {
                 line.posts = line.posts.saturating_add(c.engagements);
+                by_thread_posts[i].2 = by_thread_posts[i].2.saturating_add(c.engagements);
             } else {
                 line.acquisitions = line.acquisitions.saturating_add(c.engagements);
+                by_thread_posts[i].1 = by_thread_posts[i].1.saturating_add(c.engagements);
             }
         }
         if consumed >= SHRINK_EVERY {
             counters.shrink_to_fit();
             consumed = 0;
+        }
+        if signals(&by_thread_posts) {
+            lock.rare_mut().signals = true;
         }
         lock.acquisitions = totals.engagements;
         lock.contended = totals.contended;

@@ -31,7 +31,7 @@ use crate::input::symbolize::Symbolizer;
 use crate::model::*;
 use locksuit_format::reader::Trace;
 use locksuit_format::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeSet, HashMap};
 
 /// How much of a trace [`analyze`] reads.
@@ -91,7 +91,14 @@ pub fn analyze(
     // callers of a shared wrapper are told apart, the callers of one line
     // are merged). The first record's chain is kept.
     let exe = header.exe.as_str();
-    let mut site_by_line: HashMap<SiteKey, usize> = HashMap::new();
+    // (site index, engagements of the raw site whose chain it shows).
+    let mut site_by_line: HashMap<SiteKey, (usize, u64)> = HashMap::new();
+    let mut engaged_through: FxHashMap<u32, u64> = FxHashMap::default();
+    // Raw sites inside an import run by Python's library (see frames.rs).
+    let mut made_by_import: FxHashSet<u32> = FxHashSet::default();
+    for (_, c) in &trace.counters {
+        *engaged_through.entry(c.site_id).or_default() += c.engagements;
+    }
     let mut site_index_of_raw: FxHashMap<u32, usize> = FxHashMap::default();
     let mut chains: Vec<Vec<Frame>> = Vec::new();
     let mut caller_of_raw: FxHashMap<u32, String> = FxHashMap::default();
@@ -115,11 +122,28 @@ pub fn analyze(
         if let Some(line) = caller_line(&chain) {
             caller_line_of_raw.insert(s.id, line);
         }
+        if crate::model::frames::made_by_library_import(&chain) {
+            made_by_import.insert(s.id);
+        }
         let key = site_key(&chain);
-        let index = *site_by_line.entry(key).or_insert_with(|| {
-            chains.push(chain);
-            chains.len() - 1
-        });
+        let engaged = engaged_through.get(&s.id).copied().unwrap_or(0);
+        let index = match site_by_line.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                // A merged line shows the chain most of its engagements
+                // came through, not whichever reached it first (a library
+                // line's first caller is often the interpreter's start-up).
+                let (index, most) = e.into_mut();
+                if engaged > *most {
+                    *most = engaged;
+                    chains[*index] = chain;
+                }
+                *index
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                chains.push(chain);
+                e.insert((chains.len() - 1, engaged)).0
+            }
+        };
         site_index_of_raw.insert(s.id, index);
     }
     let mut warnings = std::mem::take(&mut trace.warnings);
@@ -141,11 +165,12 @@ pub fn analyze(
     // pigz) are not one kind of lock: each caller's are a family of their
     // own, named by the caller's line.
     let helper_made = made_by_helpers(&trace.locks, &site_index_of_raw, &caller_line_of_raw);
-    let origin_of = |raw: u32| -> u32 {
-        match helper_made.get(&raw) {
+    let origin_of = |raw: u32| -> (u32, bool) {
+        let chain = match helper_made.get(&raw) {
             Some(&caller) => MADE_BY_HELPER + caller,
             None => site_index_of_raw.get(&raw).map_or(u32::MAX, |&c| c as u32),
-        }
+        };
+        (chain, made_by_import.contains(&raw))
     };
     // The lock-order graph needs the counter records (who write-locks an
     // rwlock), which building the locks consumes.
@@ -306,12 +331,13 @@ pub fn analyze(
         )
     };
     contention.lean = trace.header.flags & FLAG_LEAN != 0;
-    // A futex word a library signals on is held by nobody: its wakes
-    // ended waits, but blocked no one (see futex.rs).
+    // A semaphore or futex word used to signal is held by nobody: its
+    // posts and wakes ended waits, but blocked no one (see futex.rs and
+    // `AtLine` in locks.rs).
     contention.blocking.retain(|b| {
         locks
             .get(b.lock.index())
-            .is_none_or(|l| l.futex_role() != Some(crate::model::FutexRole::Signal))
+            .is_none_or(|l| !l.signals() && l.futex_role() != Some(crate::model::FutexRole::Signal))
     });
     let misused = misuse.finish(&pending_conds);
     contention.misused = crate::analysis::misuse::locks(&misused, &lock_of);
@@ -619,7 +645,15 @@ pub fn analyze(
         });
         // In their order so far (wait time): the first ranked only.
         let ranked = crate::analysis::path_report::GAINS_FOR;
-        for f in findings.iter_mut().filter(|f| f.wait_ns > 0).take(ranked) {
+        // A starved thread's waits are its own share of the lock's: making
+        // the lock fair moves waits between threads, it does not remove
+        // the lock's, so no gain is predicted for it.
+        let starvation = crate::analysis::findings::FINDING_STARVATION;
+        for f in findings
+            .iter_mut()
+            .filter(|f| f.wait_ns > 0 && f.kind != starvation)
+            .take(ranked)
+        {
             let locks: Vec<LockId> = if f.locks.is_empty() {
                 f.lock.into_iter().collect()
             } else {

@@ -132,6 +132,17 @@ pub fn first_own_frame(chain: &[Frame]) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether a lock made at `chain` was made by Python's library while an
+/// `import` ran: the import machinery (`_find_and_load`) lies between the
+/// making frame and the program's own line (a module of the program's own
+/// is its own line).
+pub fn made_by_library_import(chain: &[Frame]) -> bool {
+    let own = first_own_frame(chain);
+    chain[..own.min(chain.len())]
+        .iter()
+        .any(|f| f.function.as_deref() == Some("_find_and_load"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -418,6 +418,11 @@ pub struct Lock {
     /// It lives in a global or static variable (and is named by it).
     #[serde(skip)]
     pub in_variable: bool,
+    /// Made by Python's library while an `import` ran (a module's own
+    /// lock, `concurrent.futures.thread`'s `_global_shutdown_lock`): the
+    /// library's, whatever line of the program imported it.
+    #[serde(skip)]
+    pub made_by_library_import: bool,
 }
 
 /// Locks of one kind engaged at exactly the same lines (see
@@ -468,6 +473,12 @@ pub struct RareFigures {
     /// Futex words: what the library that waited on it uses it for.
     #[serde(flatten)]
     pub futex: Option<FutexUse>,
+    /// Semaphores posted mostly by threads that had not taken them: used
+    /// to signal (a queue's "not empty", a Python condition's waiter), not
+    /// to guard data, so nobody held it while its waiters waited. Written
+    /// as `"signals": true`; absent for a semaphore used as a lock.
+    #[serde(rename = "signals", skip_serializing_if = "std::ops::Not::not")]
+    pub signals: bool,
 }
 
 /// What a futex word is used for, told by the lock library's functions
@@ -519,6 +530,18 @@ impl Lock {
                 .and_then(|r| r.futex.as_ref())
                 .map_or(FutexRole::Unknown, |f| f.role)
         })
+    }
+
+    /// A semaphore used to signal (see [`RareFigures::signals`]).
+    pub fn signals(&self) -> bool {
+        self.rare.as_ref().is_some_and(|r| r.signals)
+    }
+
+    /// Whether a thread held it while others waited for it: every lock but
+    /// a semaphore used to signal and a futex word whose library uses it to
+    /// signal (or is not known).
+    pub fn holds_known(&self) -> bool {
+        !self.signals() && self.futex_role().is_none_or(|role| role == FutexRole::Lock)
     }
 
     /// Its holds that were waited for but not timed, if any.

@@ -26,10 +26,13 @@ pub(super) fn only_in_libraries(lock: &Lock, sites: &[Site]) -> bool {
     !lock.sites.is_empty()
         && lock.sites.iter().all(|s| {
             sites.get(s.index()).is_some_and(|site| {
-                site.call_chain
-                    .get(first_own_frame(&site.call_chain))
-                    .and_then(|f| f.module.as_deref())
-                    .is_some_and(|m| LIBRARY_DIRS.iter().any(|d| m.starts_with(d)))
+                let own = site.call_chain.get(first_own_frame(&site.call_chain));
+                // Python's own library: no line of the program on the way.
+                own.and_then(|f| f.path.as_deref())
+                    .is_some_and(crate::model::frames::is_python_library)
+                    || own
+                        .and_then(|f| f.module.as_deref())
+                        .is_some_and(|m| LIBRARY_DIRS.iter().any(|d| m.starts_with(d)))
             })
         })
 }

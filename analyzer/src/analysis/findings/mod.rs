@@ -232,7 +232,8 @@ impl<'a> Evidence<'a> {
                 && lock.contended >= MIN_ACQUISITIONS
                 && self.waits_matter(lock.wait_ns);
         }
-        lock.acquisitions >= MIN_ACQUISITIONS
+        holds_known(lock)
+            && lock.acquisitions >= MIN_ACQUISITIONS
             && share(lock) >= self.limits.contention_share
             && self.waits_matter(lock.wait_ns)
     }
@@ -242,6 +243,7 @@ impl<'a> Evidence<'a> {
     fn is_over_sync(&self, lock: &Lock) -> bool {
         self.per_sec(lock).is_some_and(|rate| {
             lock.threads >= 2
+                && !lock.signals()
                 && share(lock) < RARELY_CONTENDED
                 && rate >= self.limits.over_sync_per_sec
                 && !self.waits_matter(lock.wait_ns)
@@ -249,11 +251,9 @@ impl<'a> Evidence<'a> {
     }
 }
 
-/// Whether a thread held the lock while others waited for it: every lock
-/// but a futex word whose library uses it to signal, or is unknown.
+/// Whether a thread held the lock while others waited for it.
 fn holds_known(lock: &Lock) -> bool {
-    lock.futex_role()
-        .is_none_or(|role| role == crate::model::FutexRole::Lock)
+    lock.holds_known()
 }
 
 /// The locks `applies` holds for, grouped by family; each group ascending,
@@ -312,7 +312,9 @@ fn contention_findings(findings: &mut Vec<Finding>, ev: &Evidence) {
             .locks
             .iter()
             .filter_map(|id| ev.locks.get(id.index()))
-            .filter(|l| l.acquisitions >= MIN_ACQUISITIONS && l.kind != LockKind::Futex)
+            .filter(|l| {
+                l.acquisitions >= MIN_ACQUISITIONS && l.kind != LockKind::Futex && !l.signals()
+            })
         {
             match families.iter_mut().find(|(f, _)| *f == l.family) {
                 Some((_, ls)) => ls.push(l),
@@ -331,14 +333,26 @@ fn asymmetric(findings: &mut Vec<Finding>, ev: &Evidence, site: &Site, at_line: 
     if at_line.len() < 2 {
         return;
     }
-    let (hot, cold) = at_line
+    let hot = at_line.iter().fold(
+        at_line[0],
+        |hi, &l| if share(l) > share(hi) { l } else { hi },
+    );
+    // Stripes are taken at the same lines; locks of one object made
+    // together but taken at different lines (an executor's queue and its
+    // shutdown lock, both taken inside one library call of the program's
+    // line) are different things, not a hot stripe and a cold one.
+    let stripes: Vec<&Lock> = at_line
         .iter()
-        .fold((at_line[0], at_line[0]), |(hi, lo), &l| {
-            (
-                if share(l) > share(hi) { l } else { hi },
-                if share(l) < share(lo) { l } else { lo },
-            )
-        });
+        .copied()
+        .filter(|l| l.sites == hot.sites)
+        .collect();
+    if stripes.len() < 2 {
+        return;
+    }
+    let cold = stripes.iter().fold(
+        stripes[0],
+        |lo, &l| if share(l) < share(lo) { l } else { lo },
+    );
     let hot_share = share(hot);
     if hot_share < ev.limits.contention_share / 2.0 || hot_share < ev.limits.asymmetry * share(cold)
     {
@@ -350,7 +364,7 @@ fn asymmetric(findings: &mut Vec<Finding>, ev: &Evidence, site: &Site, at_line: 
         sites: vec![site.id],
         message: format!(
             "the {} locks of one family taken at {} contend unevenly: {} waited on {:.1}% of its acquisitions, {} on {:.1}%: rebalance what maps to which lock.",
-            at_line.len(),
+            stripes.len(),
             where_of(site),
             hot.id,
             hot_share * 100.0,
@@ -408,7 +422,8 @@ pub fn build(
         .map(|l| l.family)
         .collect();
     // A lock used against its rules (misuse.rs) is broken, not unneeded;
-    // one taken only inside a system library is not the program's to drop.
+    // one taken only inside a system library, or made by Python's library
+    // as an import ran, is not the program's to drop.
     let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
     // A futex word's acquisitions that did not wait are not seen: no
     // verdict that needs them all.
@@ -418,6 +433,7 @@ pub fn build(
             && !shared_families.contains(&l.family)
             && !misused.contains(&l.id)
             && !only_in_libraries(l, sites)
+            && !l.made_by_library_import
     };
     for group in by_family(locks, alone) {
         // Locks taken a few times in all cost the run nothing worth a

@@ -7,7 +7,7 @@
 //! code has neither. Other lines keep the C wording.
 
 use super::*;
-use crate::model::frames::is_python_frame;
+use crate::model::frames::{is_python_frame, is_python_library};
 
 /// Whether `site` is a line of Python code: its first own frame is a
 /// Python frame.
@@ -23,30 +23,77 @@ pub fn is_python_site(site: &Site) -> bool {
 /// touch, only how often it calls.
 pub(super) struct Py {
     call: Option<String>,
+    /// Taken by Python's library on threads it runs itself (a
+    /// `ThreadPoolExecutor`'s workers): no line of the program is on the
+    /// way; `call` is then the function the thread runs (`_worker
+    /// (thread.py)`).
+    library_only: bool,
+}
+
+/// Frames of `threading.Thread`'s start-up, above the function a thread
+/// runs.
+fn thread_start_up(f: &Frame) -> bool {
+    f.file.as_deref() == Some("threading.py")
+        && f.function
+            .as_deref()
+            .is_some_and(|name| name.starts_with("Thread.") || name == "Thread")
+}
+
+fn called(f: &Frame) -> Option<String> {
+    Some(format!(
+        "{} ({})",
+        f.function.as_deref()?,
+        f.file.as_deref()?
+    ))
 }
 
 impl Py {
     /// `Some` when `site` is a Python line.
     pub(super) fn at(site: Option<&Site>) -> Option<Py> {
         let site = site.filter(|s| is_python_site(s))?;
-        let own = first_own_frame(&site.call_chain);
+        let chain = &site.call_chain;
+        let own = first_own_frame(chain);
+        let library_only = chain
+            .get(own)
+            .and_then(|f| f.path.as_deref())
+            .is_some_and(is_python_library);
+        if library_only {
+            // The outermost Python frame below the thread's start-up: what
+            // the library's thread runs.
+            let python = chain.iter().take_while(|f| is_python_frame(f));
+            let call = python
+                .filter(|f| !thread_start_up(f))
+                .last()
+                .and_then(called);
+            return Some(Py { call, library_only });
+        }
         // The frame just inside the program's own: the library function
         // it called (the frames further in are that function's helpers).
         let call = own
             .checked_sub(1)
-            .and_then(|i| site.call_chain.get(i))
-            .and_then(|f| {
-                Some(format!(
-                    "{} ({})",
-                    f.function.as_deref()?,
-                    f.file.as_deref()?
-                ))
-            });
-        Some(Py { call })
+            .and_then(|i| chain.get(i))
+            .and_then(called);
+        Some(Py { call, library_only })
+    }
+
+    /// Where a lock no line of the program takes is taken.
+    fn inside_library(&self) -> String {
+        match &self.call {
+            Some(call) => {
+                format!("it is taken by Python's library in {call}, at no line of the program")
+            }
+            None => "it is taken inside Python's library, at no line of the program".to_string(),
+        }
     }
 
     /// Take it less often.
     fn fewer(&self) -> String {
+        if self.library_only {
+            return format!(
+                "{}; hand it fewer, larger pieces of work (more work in each task submitted or item queued)",
+                self.inside_library()
+            );
+        }
         match &self.call {
             Some(call) => {
                 format!("it is taken inside {call}; call that less often, with more work per call")
@@ -68,6 +115,7 @@ impl Py {
         let it = if them { "them" } else { "it" };
         match &self.call {
             Some(_) => format!("{}.", self.fewer()),
+            None if self.library_only => format!("{}.", self.fewer()),
             None => format!(
                 "hold {it} around less work (move what needs no lock out of the `with` block), or guard separate data with separate locks."
             ),
@@ -78,6 +126,10 @@ impl Py {
     /// that queued for CPUs.
     pub(super) fn starvation(&self, scheduling: bool) -> String {
         let remedy = match &self.call {
+            _ if self.library_only => format!(
+                "{}; hand it fewer, larger pieces of work",
+                self.inside_library()
+            ),
             Some(call) => format!("call {call} less often, with more work per call"),
             None => "hold the lock around less work where the others take it".to_string(),
         };
@@ -88,6 +140,7 @@ impl Py {
         }
         match &self.call {
             Some(_) => format!(": the lock is unfair to it; {remedy}."),
+            None if self.library_only => format!(": the lock is unfair to it; {remedy}."),
             None => format!(
                 ": the lock is unfair to it; {remedy}, or give the data to one thread and send it work through a queue.Queue."
             ),
@@ -98,6 +151,10 @@ impl Py {
     /// several.
     pub(super) fn single_thread(&self, them: bool) -> String {
         match (&self.call, them) {
+            _ if self.library_only => format!(
+                "{}: the program has nothing here to change",
+                self.inside_library()
+            ),
             (Some(call), _) => format!(
                 "the object whose {call} takes it needs no lock: one that takes none can replace it (a collections.deque for a queue.Queue)"
             ),

@@ -625,3 +625,66 @@ fn a_lean_traces_starvation_counts_are_lower_bounds() {
     let lean = message(true);
     assert!(lean.contains("took it at least 50 times"), "{lean}");
 }
+
+/// A lock taken by Python's library on a thread it runs itself (a
+/// ThreadPoolExecutor's worker): no line of the program is on the way,
+/// so the advice names the library's function and what the program can
+/// do (hand it fewer, larger pieces of work), never "hold it around less
+/// work", which is the library's code.
+#[test]
+fn contention_inside_pythons_library_names_the_library_not_a_with_block() {
+    let lib = "/usr/lib/python3.11";
+    let mut site = site("S1", &["L1"]);
+    site.call_chain = vec![
+        py_frame("Condition.__enter__", &format!("{lib}/threading.py"), 272),
+        py_frame(
+            "_worker",
+            &format!("{lib}/concurrent/futures/thread.py"),
+            83,
+        ),
+        py_frame("Thread.run", &format!("{lib}/threading.py"), 982),
+        py_frame(
+            "Thread._bootstrap_inner",
+            &format!("{lib}/threading.py"),
+            1045,
+        ),
+    ];
+    let busy = lock("L1", 1000, 200, 50_000_000, 4, "S1");
+    let high = messages(
+        std::slice::from_ref(&busy),
+        std::slice::from_ref(&site),
+        &Contention::default(),
+        None,
+        FINDING_HIGH_CONTENTION,
+    );
+    no_c_remedy(&high[0]);
+    assert!(
+        high[0].contains("taken by Python's library in _worker (thread.py), at no line of the program; hand it fewer, larger pieces of work")
+            && !high[0].contains("`with` block"),
+        "{}",
+        high[0]
+    );
+}
+
+/// A semaphore posted by threads that did not take it signals (a queue's
+/// "not empty"): its waits are waits for work, not for a holder, so no
+/// contention finding and no asymmetry with its family's locks.
+#[test]
+fn a_semaphore_that_signals_gets_no_contention_finding() {
+    let mut busy = lock("L1", 1000, 900, 50_000_000, 4, "S1");
+    busy.kind = LockKind::Sem;
+    let sites = [site("S1", &["L1"])];
+    let found = |l: &Lock| {
+        messages(
+            std::slice::from_ref(l),
+            &sites,
+            &Contention::default(),
+            None,
+            FINDING_HIGH_CONTENTION,
+        )
+        .len()
+    };
+    assert_eq!(found(&busy), 1, "a semaphore used as a lock is judged");
+    busy.rare_mut().signals = true;
+    assert_eq!(found(&busy), 0, "a semaphore that signals is not");
+}
