@@ -316,7 +316,9 @@ pub fn build(
             counters.shrink_to_fit();
             consumed = 0;
         }
-        if signals(&by_thread_posts) {
+        // A futex word's wakes are posts too; its role is its library's
+        // (futex.rs).
+        if lock.kind == LockKind::Sem && signals(&by_thread_posts) {
             lock.rare_mut().signals = true;
         }
         lock.acquisitions = totals.engagements;

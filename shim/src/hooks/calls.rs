@@ -293,11 +293,20 @@ fn futex_wakes(op: c_long) -> bool {
     )
 }
 
+/// The word of `futex_waitv`'s one `struct futex_waitv` at `waiters`
+/// (`{u64 val; u64 uaddr; u32 flags; u32 reserved}`), read without
+/// faulting; `None` if it cannot be read.
+fn futex_waitv_word(waiters: u64) -> Option<u64> {
+    let mut uaddr = [0u8; 8];
+    crate::sys::read_own_memory(waiters.checked_add(8)?, &mut uaddr)
+        .then(|| u64::from_ne_bytes(uaddr))
+}
+
 /// `syscall(2)`. A futex wait or wake made through it is a lock library's
 /// contended path (Rust's std, parking_lot, abseil, folly; hand-written
 /// futex code), out of the pthread hooks' sight: the word is recorded as an
-/// object of kind `futex` (see `intercept::futex_wait`); `futex_waitv` is
-/// timed as a blocking call. `exit_group` and `exit` end the
+/// object of kind `futex` (see `intercept::futex_wait`), as is a
+/// `futex_waitv` on one word; one on several is timed as a blocking call. `exit_group` and `exit` end the
 /// process or the thread as `_exit` and a thread's end do; `clone`,
 /// `clone3`, `fork` and `vfork` make a process as `children.rs` says. Every
 /// other call goes straight through. Variadic in C: the six words after the
@@ -349,6 +358,26 @@ pub unsafe extern "C-unwind" fn syscall(
                 f(n, a1, a2, a3, a4, a5, a6)
             });
         }
+        libc::SYS_futex_waitv if a2 == 1 => {
+            let hook = syscall as *const () as usize as u64;
+            // One word: a wait on it, as FUTEX_WAIT's. Its address is read
+            // as the kernel will (a bad pointer is the kernel's EFAULT,
+            // never a fault here); unreadable, it is timed as below.
+            if let Some(addr) = futex_waitv_word(a1 as u64) {
+                // SAFETY: forwarding the caller's arguments unchanged.
+                return crate::intercept::futex_wait(hook, addr, || unsafe {
+                    f(n, a1, a2, a3, a4, a5, a6)
+                });
+            }
+            let from = CallFrom::Hook(hook);
+            // SAFETY: forwarding the caller's arguments unchanged.
+            return timed(BlockingCall::Futex, from, None, || unsafe {
+                f(n, a1, a2, a3, a4, a5, a6)
+            });
+        }
+        // Several words: which one ends the wait is known only after it,
+        // and a thread waits for one lock at a time in the report; timed
+        // as a blocking call (docs/limits.md).
         libc::SYS_futex_waitv => {
             let from = CallFrom::Hook(syscall as *const () as usize as u64);
             // SAFETY: forwarding the caller's arguments unchanged.
