@@ -125,12 +125,15 @@ impl Py {
     /// `starvation`'s advice: an unfair lock, or (`scheduling`) threads
     /// that queued for CPUs.
     pub(super) fn starvation(&self, scheduling: bool) -> String {
+        // A library's lock cannot be made fair by the program, and calling
+        // it less often is not always possible (every `Queue.get` needs its
+        // `task_done`): fewer threads sharing the object pass it over less.
         let remedy = match &self.call {
             _ if self.library_only => format!(
-                "{}; hand it fewer, larger pieces of work",
+                "{}, which the program cannot make fair; fewer threads sharing it leave fewer to pass a thread over",
                 self.inside_library()
             ),
-            Some(call) => format!("call {call} less often, with more work per call"),
+            Some(call) => format!("it is taken inside {call}, which the program cannot make fair; fewer threads sharing that object (one per thread, or fewer workers) leave fewer to pass a thread over"),
             None => "hold the lock around less work where the others take it".to_string(),
         };
         if scheduling {

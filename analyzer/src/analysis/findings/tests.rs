@@ -688,3 +688,30 @@ fn a_semaphore_that_signals_gets_no_contention_finding() {
     busy.rare_mut().signals = true;
     assert_eq!(found(&busy), 0, "a semaphore that signals is not");
 }
+
+/// Starvation on a lock inside a library call the program must make once
+/// per item (`Queue.task_done`): never "call it less often"; the remedy is
+/// fewer threads sharing the object.
+#[test]
+fn starvation_inside_a_library_call_does_not_ask_for_fewer_calls() {
+    let library = [
+        ("Condition.__enter__", "/usr/lib/python3.11/threading.py"),
+        ("Queue.task_done", "/usr/lib/python3.11/queue.py"),
+    ];
+    let sites = [py_site("S1", &["L1"], &library)];
+    let busy = lock("L1", 1000, 200, 50_000_000, 4, "S1");
+    let m = messages(
+        std::slice::from_ref(&busy),
+        &sites,
+        &one_starved_waiter(),
+        Some((1_000_000, 100_000_000)),
+        FINDING_STARVATION,
+    );
+    no_c_remedy(&m[0]);
+    assert!(
+        m[0].contains("taken inside Queue.task_done (queue.py), which the program cannot make fair; fewer threads sharing that object")
+            && !m[0].contains("less often"),
+        "{}",
+        m[0]
+    );
+}
