@@ -597,8 +597,13 @@ pub fn analyze(
         }
         let mut walker = crate::input::unwind::StackWalker::new(&trace.modules, exe);
         let mut unwound = |r: &SnapshotStackRecord, bytes: &[u8]| {
-            let running = r.flags & SNAPSHOT_STACK_RUNNING != 0;
-            let walked = walker.walk((r.pc, r.sp, r.bp), running, bytes, r.module_epoch);
+            use crate::input::unwind::StoppedAt;
+            let at = if r.flags & SNAPSHOT_STACK_RUNNING != 0 {
+                StoppedAt::Running
+            } else {
+                StoppedAt::InCall
+            };
+            let walked = walker.walk((r.pc, r.sp, r.bp), at, bytes, r.module_epoch);
             let mut symbolizer = symbolizer.borrow_mut();
             // Addresses are named as return addresses (by the byte before
             // them); so is the first after a system call, but a running

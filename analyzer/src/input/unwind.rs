@@ -92,6 +92,21 @@ impl Mapped {
     }
 }
 
+/// Where a thread whose stack is walked was stopped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StoppedAt {
+    /// Running: `pc` is the instruction it was at, and its frame pointer
+    /// is known.
+    Running,
+    /// In a system call, seen from user space (a snapshot): `pc` follows
+    /// the call instruction, and the frame pointer is not known.
+    InCall,
+    /// In a system call, seen by the kernel (`locksuit attach`): `pc`
+    /// follows the call instruction, and the frame pointer is the one the
+    /// kernel saved on entry, exact.
+    InCallWithBp,
+}
+
 pub struct StackWalker<'t> {
     modules: &'t [ModuleInfo],
     exe: &'t str,
@@ -109,16 +124,17 @@ impl<'t> StackWalker<'t> {
         }
     }
 
-    /// Walks the stack copied from `sp` (`bytes`), starting at `pc`: the
-    /// instruction after a system call, or with `running` the instruction
-    /// a running thread was at, whose frame pointer `bp` is then known.
+    /// Walks the stack copied from `sp` (`bytes`), starting at `pc`, where
+    /// the thread was stopped `at` (see [`StoppedAt`]).
     pub fn walk(
         &mut self,
         (pc, sp, bp): (u64, u64, u64),
-        running: bool,
+        at: StoppedAt,
         bytes: &[u8],
         epoch: u32,
     ) -> Walked {
+        let running = at == StoppedAt::Running;
+        let bp_known = at != StoppedAt::InCall;
         let (modules, exe) = (self.modules, self.exe);
         let mapped = self
             .by_epoch
@@ -130,7 +146,7 @@ impl<'t> StackWalker<'t> {
             Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
         };
         let mut read_stack = read;
-        let mut regs = UnwindRegsX86_64::new(pc, sp, if running { bp } else { UNKNOWN_BP });
+        let mut regs = UnwindRegsX86_64::new(pc, sp, if bp_known { bp } else { UNKNOWN_BP });
         // After a system call, pc follows the call instruction: looked up
         // like a return address, in the call's own function, and with no
         // prologue or epilogue to allow for.

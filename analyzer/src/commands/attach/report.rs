@@ -86,7 +86,10 @@ pub fn summarize(r: &Recording) -> Summary {
     let mut sites: BTreeMap<(u64, String), (Site, Vec<u32>)> = BTreeMap::new();
     let mut wakes: BTreeMap<(u64, String), Wake> = BTreeMap::new();
     for e in &r.events {
-        let walked = walker.walk((e.ip, e.sp, e.bp), false, &e.stack, 0);
+        // The kernel saved the frame pointer at the call: a frame that
+        // needs it is unwound exactly, not by searching the copy.
+        let at = crate::input::unwind::StoppedAt::InCallWithBp;
+        let walked = walker.walk((e.ip, e.sp, e.bp), at, &e.stack, 0);
         let mut chain = Vec::new();
         for &address in &walked.addresses {
             let frames = named
