@@ -287,3 +287,92 @@ fn a_rust_std_mutex_is_seen_at_the_programs_line() {
          the waiter blocked, the waiter measured {waited} ns"
     );
 }
+
+/// Whether thread `tid` of `pid` is blocked in futex(2) (202 on x86-64).
+fn in_futex(pid: u32, tid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall"))
+        .is_ok_and(|s| s.split_whitespace().next() == Some("202"))
+}
+
+/// A program hung in a deadlock (tests/c/attach_deadlock.c: two mutexes
+/// taken in opposite orders) is attached to after it hung: both threads'
+/// waits began before attaching, and the report names each one's line,
+/// the mutex's holder, and the cycle.
+#[test]
+fn a_hung_deadlock_is_explained_when_attached() {
+    if let Some(why) = bpf_missing() {
+        eprintln!("skipped: locksuit attach cannot use BPF here: {why}");
+        return;
+    }
+    let bin = build_c("attach_deadlock");
+    let dir = fresh_dir("attach_deadlock");
+    let mut program = Command::new(&bin)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the program");
+    let pid = program.id();
+    let mut lines = BufReader::new(program.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if printed.contains("tid-ab") && printed.contains("tid-ba") && printed.contains("hung") {
+            break;
+        }
+    }
+    let tid = |key: &str| -> u64 { stdout_value(&printed, key).parse().unwrap() };
+    let (ab, ba) = (tid("tid-ab"), tid("tid-ba"));
+    // Hung: both in futex(2) for good (the barrier is passed, each waits
+    // for the other's mutex).
+    while !(in_futex(pid, ab) && in_futex(pid, ba)) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let out = run_locksuit(&[
+        "attach",
+        &pid.to_string(),
+        "--duration",
+        "0.2",
+        "-o",
+        &dir.display().to_string(),
+    ]);
+    program.kill().unwrap();
+    program.wait().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout_str(&out);
+    let rec: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("locksuit-attach.{pid}.json"))).unwrap(),
+    )
+    .unwrap();
+    let blocked = arr(&rec, "blocked_at_attach");
+    let of = |t: u64| {
+        blocked
+            .iter()
+            .find(|b| u64_of(b, "tid") == t)
+            .unwrap_or_else(|| panic!("thread {t} not blocked: {}", short(&rec)))
+    };
+    let (a, b) = (
+        parse_addr(&stdout_value(&printed, "mutex-a")),
+        parse_addr(&stdout_value(&printed, "mutex-b")),
+    );
+    for (waiter, holder, mutex, marker) in [(ab, ba, b, "deadlock-b"), (ba, ab, a, "deadlock-a")] {
+        let w = of(waiter);
+        let line = format!("attach_deadlock.c:{}", line_of("attach_deadlock.c", marker));
+        assert!(
+            str_of(w, "site").ends_with(&line)
+                && parse_addr(str_of(w, "uaddr")) == mutex
+                && u64_of(w, "holder") == holder,
+            "thread {waiter} waits at {line} for {mutex:#x} held by {holder}: {}",
+            short(w)
+        );
+    }
+    let mut cycle = [ab, ba];
+    cycle.sort_unstable();
+    assert_eq!(
+        rec["deadlocks"],
+        serde_json::json!([cycle]),
+        "the one cycle: {}",
+        short(&rec["deadlocks"])
+    );
+    assert!(text.contains("Deadlock: thread"), "{text}");
+}

@@ -5,6 +5,7 @@
 //! and prints its report. Detaching leaves the process as it was.
 
 mod bpf;
+mod hung;
 mod modules;
 mod report;
 
@@ -72,6 +73,8 @@ pub fn attach(args: AttachArgs) -> i32 {
         Ok(r) => r,
         Err(why) => return fail(why),
     };
+    // After the tracepoints: a wait that began before them is read here.
+    let blocked = hung::blocked_threads(pid);
     let mut modules = match modules::read_modules(pid) {
         Ok(m) => m,
         Err(why) => return fail(why),
@@ -122,8 +125,15 @@ pub fn attach(args: AttachArgs) -> i32 {
             }
         }
     }
+    let mut blocked = blocked;
     if !args.threads.is_empty() {
         events.retain(|e| args.threads.contains(&e.tid));
+        blocked.retain(|b| args.threads.contains(&b.tid));
+    }
+    for b in &blocked {
+        names.entry(b.tid).or_insert_with(|| {
+            read_name(format!("/proc/{pid}/task/{}/comm", b.tid)).unwrap_or_default()
+        });
     }
     let recording = report::Recording {
         pid,
@@ -134,6 +144,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         modules,
         names,
         events,
+        blocked,
     };
     let summary = report::summarize(&recording);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));

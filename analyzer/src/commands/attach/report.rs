@@ -21,6 +21,8 @@ pub struct Recording {
     pub modules: Vec<ModuleInfo>,
     pub names: BTreeMap<u32, String>,
     pub events: Vec<Event>,
+    /// Threads blocked in a futex wait when attach began (see hung.rs).
+    pub blocked: Vec<super::hung::Blocked>,
 }
 
 /// What the report says the recording was made with.
@@ -60,10 +62,40 @@ pub struct Wake {
     pub woken: i64,
 }
 
+/// A thread blocked in a futex wait when attach began.
+#[derive(Serialize)]
+pub struct BlockedAt {
+    pub tid: u32,
+    pub uaddr: String,
+    pub site: String,
+    pub chain: Vec<String>,
+    /// The thread holding the word's lock (a glibc mutex's owner), if known.
+    pub holder: Option<u32>,
+}
+
 pub struct Summary {
     pub calls: Vec<Call>,
     pub sites: Vec<Site>,
     pub wakes: Vec<Wake>,
+    pub blocked: Vec<BlockedAt>,
+    /// Cycles of `blocked` (indexes), each waiting for the next's lock.
+    pub deadlocks: Vec<Vec<usize>>,
+}
+
+/// The program's own line of a stack, and its chain from there.
+fn named_stack(
+    symbolizer: &mut Symbolizer,
+    r: &Recording,
+    walked: &[u64],
+) -> (Option<String>, Vec<String>) {
+    let mut chain = Vec::new();
+    for &address in walked {
+        chain.extend(symbolizer.frames(&r.modules, &r.exe, address, 0));
+    }
+    let own = first_own_frame(&chain);
+    let site = chain.get(own).filter(|f| f.line.is_some()).map(frame_text);
+    let rest = chain.iter().skip(own).take(8).map(frame_text).collect();
+    (site, rest)
 }
 
 fn frame_text(f: &Frame) -> String {
@@ -148,10 +180,29 @@ pub fn summarize(r: &Recording) -> Summary {
     sites.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
     let mut wakes: Vec<Wake> = wakes.into_values().collect();
     wakes.sort_by_key(|w| std::cmp::Reverse(w.woken));
+    // Read from user space, the frame pointer is not known: as a snapshot's.
+    let in_call = crate::input::unwind::StoppedAt::InCall;
+    let blocked = r
+        .blocked
+        .iter()
+        .map(|b| {
+            let walked = walker.walk((b.pc, b.sp, 0), in_call, &b.stack, 0);
+            let (site, chain) = named_stack(&mut symbolizer, r, &walked.addresses);
+            BlockedAt {
+                tid: b.tid,
+                uaddr: format!("{:#x}", b.uaddr),
+                site: site.unwrap_or_else(|| "(unnamed)".into()),
+                chain,
+                holder: b.holder,
+            }
+        })
+        .collect();
     Summary {
         calls,
         sites,
         wakes,
+        blocked,
+        deadlocks: super::hung::deadlocks(&r.blocked),
     }
 }
 
@@ -212,6 +263,41 @@ pub fn text(r: &Recording, s: &Summary) -> String {
             let _ = writeln!(out, "      called from {frame}");
         }
     }
+    if !s.blocked.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nBlocked when attached (waits that began before; how long they had lasted is not known):"
+        );
+        for b in &s.blocked {
+            let held = match b.holder {
+                Some(h) => format!(", held by thread {}", thread_text(r, h)),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "  thread {} waits on word {} at {}{held}",
+                thread_text(r, b.tid),
+                b.uaddr,
+                b.site
+            );
+        }
+    }
+    for cycle in &s.deadlocks {
+        let steps: Vec<String> = cycle
+            .iter()
+            .map(|&i| {
+                let b = &s.blocked[i];
+                format!(
+                    "thread {} waits at {} for the mutex at {}, held by thread {}",
+                    thread_text(r, b.tid),
+                    b.site,
+                    b.uaddr,
+                    b.holder.map_or_else(|| "?".into(), |h| thread_text(r, h))
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "\nDeadlock: {}; none can go on.", steps.join("; "));
+    }
     if !s.wakes.is_empty() {
         let _ = writeln!(out, "\nFutex wakes that woke or moved threads:");
         for w in &s.wakes {
@@ -223,6 +309,14 @@ pub fn text(r: &Recording, s: &Summary) -> String {
         }
     }
     out
+}
+
+/// `TID (name)`.
+fn thread_text(r: &Recording, tid: u32) -> String {
+    match r.names.get(&tid).filter(|n| !n.is_empty()) {
+        Some(name) => format!("{tid} ({name})"),
+        None => tid.to_string(),
+    }
 }
 
 fn capitalize(s: &str) -> String {
@@ -258,6 +352,8 @@ pub fn to_json(r: &Recording, s: &Summary) -> String {
         }).collect::<Vec<_>>(),
         "sites": s.sites,
         "wakes": s.wakes,
+        "blocked_at_attach": s.blocked,
+        "deadlocks": s.deadlocks.iter().map(|c| c.iter().map(|&i| s.blocked[i].tid).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "calls": s.calls,
     });
     serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
