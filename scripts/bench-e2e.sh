@@ -11,7 +11,10 @@
 #
 # ONLY: run only the rows whose label contains it (e.g. memcached). The
 # shim runs in the mode the environment asks for: LOCKSUIT_MODE=lean
-# scripts/bench-e2e.sh measures lean mode.
+# scripts/bench-e2e.sh measures lean mode. LOCKSUIT_E2E_ATTACH=1 measures
+# `locksuit attach` instead of the shim, in the memcached rows only (as
+# root): the "shim" runs are a plain server attached to for the whole
+# load (BPF's own time is charged to the server's threads).
 #
 # A program that is not installed is reported as skipped, not guessed.
 set -eu
@@ -22,7 +25,9 @@ shim=$root/target/release/libsyncshim.so
 [ -e "$shim" ] || { echo "bench-e2e.sh: build first: cargo build --release" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/locksuit-e2e.XXXXXX")
 memcached_pid=
+attach_pid=
 cleanup() {
+  [ -n "$attach_pid" ] && kill "$attach_pid" 2>/dev/null || true
   [ -n "$memcached_pid" ] && kill "$memcached_pid" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -105,6 +110,17 @@ memcached_tps() {
   local mode=$1 port=$((memcached_port + 2 * $2)) tps
   if [ "$mode" = plain ]; then
     memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
+  elif [ "${LOCKSUIT_E2E_ATTACH:-}" = 1 ]; then
+    port=$((port + 1))
+    rm -rf "$work/traces"; mkdir "$work/traces"
+    memcached -u "$(id -un)" -t 4 -p "$port" -l 127.0.0.1 -U 0 & memcached_pid=$!
+    sleep 0.2
+    "$root/target/release/locksuit" attach "$memcached_pid" -o "$work/traces" \
+      > /dev/null 2> "$work/attach.err" & attach_pid=$!
+    until grep -q "attached to" "$work/attach.err" 2>/dev/null; do
+      kill -0 "$attach_pid" 2>/dev/null || { cat "$work/attach.err" >&2; exit 2; }
+      sleep 0.05
+    done
   else
     port=$((port + 1))
     rm -rf "$work/traces"; mkdir "$work/traces"
@@ -116,6 +132,9 @@ memcached_tps() {
   ticks0=$(cpu_ticks "$memcached_pid")
   tps=$(memcaslap -s "127.0.0.1:$port" -T 2 -c 32 -t 3s 2>&1 | sed -n 's/.*TPS: \([0-9]*\).*/\1/p' | tail -1)
   ticks1=$(cpu_ticks "$memcached_pid")
+  if [ -n "$attach_pid" ]; then
+    kill -INT "$attach_pid"; wait "$attach_pid" 2>/dev/null || true; attach_pid=
+  fi
   kill "$memcached_pid"; wait "$memcached_pid" 2>/dev/null || true; memcached_pid=
   awk -v t=$((ticks1 - ticks0)) -v hz="$(getconf CLK_TCK)" -v tps="${tps:-0}" \
     'BEGIN {if (tps > 0) printf "%.3f\n", t / hz / (tps * 3) * 1e6; else print 0}' >> "$work/cpu.$mode"
