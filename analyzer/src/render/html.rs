@@ -2,8 +2,9 @@
 //! network, opens from disk). Per process: a timeline per thread of its
 //! running and blocked periods coloured by class, zoomable and pannable,
 //! with a tooltip on every period and the handoff from the thread that
-//! released a lock; per-thread bars of time by class; the blocking call
-//! stacks, sortable; and the text report's tables, all after the findings.
+//! released a lock, and the critical path drawn over the lanes (see
+//! `path_legend` and `page.js`: `drawPath`); per-thread bars of time by
+//! class; the blocking call stacks, sortable; and the text report's tables, all after the findings.
 //! As in the text report, processes with no lock activity share one line
 //! at the end (see `no_activity.rs`).
 //!
