@@ -186,3 +186,59 @@ fn a_barrier_is_predicted_to_gain_what_the_imbalance_between_rounds_costs() {
     let got = compare("barrier", "&barrier", NO_FINDING);
     assert_close("barrier", got);
 }
+
+/// `locksuit diff` of `program`'s "removed" run (base) against its "base"
+/// run (current): the JSON diff's critical path and the text.
+fn diff_of(program: &str) -> (serde_json::Value, String, u64, u64) {
+    let bin = build_c("critical_path");
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = fresh_dir(&format!("critical_path_diff_{program}_removed"));
+    let after = fresh_dir(&format!("critical_path_diff_{program}_base"));
+    let was = run_ns(
+        &run_under_shim(&bin, &[program, "removed"], &before),
+        program,
+    );
+    let now = run_ns(&run_under_shim(&bin, &[program, "base"], &after), program);
+    let (b, a) = (before.to_str().unwrap(), after.to_str().unwrap());
+    let json = run_locksuit(&["diff", b, a, "--format", "json"]);
+    let diffs: serde_json::Value = serde_json::from_str(&stdout_str(&json))
+        .unwrap_or_else(|e| panic!("{e}: {}", describe(&json)));
+    let text = stdout_str(&run_locksuit(&["diff", b, a]));
+    (diffs[0]["critical_path"].clone(), text, was, now)
+}
+
+#[test]
+fn a_diff_ranks_a_lock_by_its_share_of_the_path_and_says_when_it_is_off_it() {
+    // On the path: L serialises the workers; the run got slower (the
+    // program's own measure) by what the path through L grew.
+    let (path, text, was, now) = diff_of("on-path");
+    assert!(now > was, "base {now} ns, removed {was} ns");
+    assert!(i64_of(&path, "length_change_ns") > 0, "{}", short(&path));
+    let l = &arr(&path, "locks")[0];
+    assert_eq!(l["lock"], "&lock_l", "{}", short(&path));
+    assert_eq!(l["off_path"], false);
+    assert!(i64_of(l, "path_change_ns") > 0, "{}", short(&path));
+    assert!(text.contains("&lock_l: on the critical path +"), "{text}");
+
+    // Off the path: its waits grew as much, but overlap the other work.
+    let (path, text, _, _) = diff_of("off-path");
+    let l = arr(&path, "locks")
+        .iter()
+        .find(|l| l["lock"] == "&lock_l")
+        .unwrap_or_else(|| panic!("{}", short(&path)))
+        .clone();
+    assert_eq!(l["off_path"], true, "{}", short(&path));
+    assert!(i64_of(&l, "wait_change_ns") > 0, "{}", short(&path));
+    assert_eq!(i64_of(&l, "path_change_ns"), 0);
+    assert!(
+        text.contains("&lock_l: waits +")
+            && text.contains("off the critical path: the run did not get slower for it"),
+        "{text}"
+    );
+}
+
+fn i64_of(v: &serde_json::Value, key: &str) -> i64 {
+    v[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no {key} in {}", short(v)))
+}

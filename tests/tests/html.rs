@@ -511,3 +511,70 @@ fn the_chrome_export_is_valid_trace_event_json() {
         assert!(inside, "a flow ends at no wait's inside: {f}");
     }
 }
+
+/// The critical path over the lanes (issue 39): tests/c/critical_path.c's
+/// "series" run is serialised by &lock_a, so the path goes from worker to
+/// worker through its waits; every segment is drawn, the lock's holds
+/// and waits say so, and the path jumps lanes where a release let the
+/// next worker in.
+#[test]
+fn the_timeline_draws_the_critical_path_through_the_lock_that_serialises_the_run() {
+    let Some(browser) = chromium() else {
+        eprintln!("no chromium: the critical path's drawing is not checked");
+        return;
+    };
+    let bin = build_c("critical_path");
+    let dir = fresh_dir("html-critical-path");
+    assert_success(
+        &run_under_shim(&bin, &["series", "base"], &dir),
+        "critical_path series",
+    );
+    let report = report_json_of(&dir);
+    let path = &only_process(&report)["critical_path"];
+    let on_path = arr(path, "locks")
+        .iter()
+        .find(|l| l["lock"] == "&lock_a")
+        .unwrap_or_else(|| panic!("no &lock_a in {}", short(path)));
+    assert!(u64_of(on_path, "hold_ns") > 0, "{}", short(path));
+    let page = html_report(&dir, "critical-path.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let legend = tags(&html, "div", "path-legend");
+    assert_eq!(legend.len(), 1, "one legend for the one process");
+    let segments: usize = attr(legend[0], "data-segments").unwrap().parse().unwrap();
+    assert!(segments > 2, "{segments} segments");
+    let legend_text = &html[html.find("class=\"path-legend\"").unwrap()..];
+    let legend_text = &legend_text[..legend_text.find("</div>").unwrap()];
+    assert!(legend_text.contains("on it: &amp;lock_a"), "{legend_text}");
+
+    let dom = dump_dom(&browser, &page);
+    let drawn = tags(&dom, "rect", "path-seg");
+    assert_eq!(drawn.len(), segments, "every segment is drawn at full view");
+    let tip_of = |kind: &str| -> Vec<String> {
+        drawn
+            .iter()
+            .filter(|t| attr(t, "data-kind").as_deref() == Some(kind))
+            .filter_map(|t| attr(t, "data-tip"))
+            .collect()
+    };
+    let holding = tip_of("holding");
+    assert!(
+        holding
+            .iter()
+            .any(|t| t.contains("in a critical section of lock &lock_a")),
+        "{holding:?}"
+    );
+    let waiting = tip_of("waiting");
+    assert!(
+        waiting
+            .iter()
+            .any(|t| t.contains("waiting for lock &lock_a")
+                && t.contains("until released by thread")
+                && t.contains("critical_path.c:")),
+        "{waiting:?}"
+    );
+    assert!(
+        !tags(&dom, "line", "path-jump").is_empty(),
+        "the path goes on in the thread that ended each wait"
+    );
+    screenshot(&browser, &page, "critical-path.png");
+}

@@ -102,6 +102,10 @@ pub struct Step {
     pub start: u64,
     pub end: u64,
     pub spent: Spent,
+    /// Waits: the raw site that waited (0: unknown or not a wait), and the
+    /// thread the path went on in (0: none, it went on in the waiter).
+    pub site: u32,
+    pub ender: u32,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -219,14 +223,14 @@ impl Run {
                 }
                 Some((by, at_ns)) if by != tid && self.lives.contains_key(&by) => {
                     let from = at_ns.clamp(w.start, w.end);
-                    push(&mut out, tid, from, w.end, Spent::Waiting(w.on));
+                    push_wait(&mut out, &w, from, by);
                     first = from;
                     (tid, t) = (by, from);
                     entered_by = Some(w.on);
                 }
                 _ => {
                     out.unknown_enders += 1;
-                    push(&mut out, tid, w.start, w.end, Spent::Waiting(w.on));
+                    push_wait(&mut out, &w, w.start, 0);
                     first = w.start;
                     t = w.start;
                     entered_by = None;
@@ -338,6 +342,21 @@ fn push(out: &mut CriticalPath, tid: u32, start: u64, end: u64, spent: Spent) {
             start,
             end,
             spent,
+            site: 0,
+            ender: 0,
+        });
+    }
+}
+
+fn push_wait(out: &mut CriticalPath, w: &Wait, from: u64, ender: u32) {
+    if w.end > from {
+        out.steps.push(Step {
+            tid: w.tid,
+            start: from,
+            end: w.end,
+            spent: Spent::Waiting(w.on),
+            site: w.site,
+            ender,
         });
     }
 }

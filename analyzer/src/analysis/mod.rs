@@ -17,6 +17,7 @@ pub mod line_names;
 pub mod lock_order;
 pub mod locks;
 pub mod misuse;
+pub mod path_diff;
 pub mod path_report;
 pub mod periods;
 pub mod process;

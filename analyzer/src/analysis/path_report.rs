@@ -25,6 +25,11 @@ pub struct Inputs<'a> {
     /// Where a thread that has not ended is taken to end.
     pub end_ns: u64,
     pub lock_of: &'a dyn Fn(u32) -> Option<LockId>,
+    /// A raw site's line ("f@a.c:3").
+    pub line_of: &'a dyn Fn(u32) -> String,
+    /// The timeline's origin (the process's start): segments' times are
+    /// since it.
+    pub origin_ns: u64,
     /// `LOCKSUIT_EVENTS=all` was in force (every lock operation recorded).
     pub all_events: bool,
     /// Blocking calls were recorded (`LOCKSUIT_BLOCK_MIN_US` not "off"),
@@ -208,6 +213,7 @@ pub fn build(inputs: &Inputs) -> Built {
         .collect();
     classes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.class.cmp(&b.class)));
     path.classes = classes;
+    path.segments = segments(&walked.steps, inputs);
     let built = Built {
         path,
         was: run.as_it_was(),
@@ -270,6 +276,51 @@ pub fn build(inputs: &Inputs) -> Built {
         },
         ..built
     }
+}
+
+/// The path's steps, earliest first, as the timeline shows them.
+fn segments(steps: &[crate::analysis::critical_path::Step], inputs: &Inputs) -> Vec<PathSegment> {
+    // Where the releaser of a lock wait on the path had taken the lock.
+    let wanted: std::collections::HashSet<(u32, u64)> = steps
+        .iter()
+        .filter(|s| matches!(s.spent, Spent::Waiting(On::Object(_))) && s.ender != 0)
+        .map(|s| (s.tid, s.end))
+        .collect();
+    let taken_at: BTreeMap<(u32, u64), u32> = inputs
+        .stops
+        .iter()
+        .map(|s| &s.period)
+        .filter(|p| p.blocker == Blocker::Lock && p.released_by.1 != 0)
+        .filter(|p| wanted.contains(&(p.tid, p.end)))
+        .map(|p| ((p.tid, p.end), p.released_by.1))
+        .collect();
+    let since = |ns: u64| ns.saturating_sub(inputs.origin_ns);
+    let line = |site: u32| (site != 0).then(|| (inputs.line_of)(site));
+    steps
+        .iter()
+        .rev()
+        .map(|s| {
+            let (kind, lock) = match s.spent {
+                Spent::Running => (SegmentKind::Running, None),
+                Spent::Holding(raw) => (SegmentKind::Holding, (inputs.lock_of)(raw)),
+                Spent::Waiting(On::Object(raw) | On::Barrier(raw)) => {
+                    (SegmentKind::Waiting, (inputs.lock_of)(raw))
+                }
+                Spent::Waiting(On::Join) => (SegmentKind::Join, None),
+                Spent::Waiting(On::Cond(_)) => (SegmentKind::Cond, None),
+            };
+            PathSegment {
+                tid: s.tid,
+                start_ns: since(s.start),
+                end_ns: since(s.end),
+                kind,
+                lock,
+                line: line(s.site),
+                ended_by: s.ender,
+                ender_line: taken_at.get(&(s.tid, s.end)).and_then(|&site| line(site)),
+            }
+        })
+        .collect()
 }
 
 impl Built {

@@ -476,6 +476,15 @@ pub fn analyze(
     });
     crate::analysis::data::apply(data.as_ref(), &mut sites, limits.threshold);
     let mut read_only_unjudged = Vec::new();
+    let line_of = |raw: u32| {
+        let Some(&chain) = site_index_of_raw.get(&raw) else {
+            return "an unknown line".to_string();
+        };
+        match (&line_names[chain], caller_of_raw.get(&raw)) {
+            (line, Some(caller)) => format!("{line} (called from {caller})"),
+            (line, None) => line.clone(),
+        }
+    };
     let (findings, blocked, mut stops, snapshots) = crate::model::names::with(&names, || {
         let mut findings = crate::analysis::findings::build(
             &trace.threads,
@@ -497,15 +506,7 @@ pub fn analyze(
                     .map(|c| c.id.clone())
             },
             site: &report_site,
-            line: &|raw| {
-                let Some(&chain) = site_index_of_raw.get(&raw) else {
-                    return "an unknown line".to_string();
-                };
-                match (&line_names[chain], caller_of_raw.get(&raw)) {
-                    (line, Some(caller)) => format!("{line} (called from {caller})"),
-                    (line, None) => line.clone(),
-                }
-            },
+            line: &line_of,
             thread_name: &|tid| thread_names.get(&tid).cloned(),
             futex_word: &|raw| {
                 lock_of(raw)
@@ -645,6 +646,8 @@ pub fn analyze(
             handoffs: &periods.handoffs,
             end_ns,
             lock_of: &lock_of,
+            line_of: &line_of,
+            origin_ns: header.start_mono_ns,
             all_events: header.flags & FLAG_EVENTS_ALL != 0,
             calls_from_us: Some(header.block_min_us),
         });

@@ -124,6 +124,9 @@ pub struct Diff {
     /// its verdict), and the reverse.
     pub findings_appeared: Vec<FindingChange>,
     pub findings_resolved: Vec<FindingChange>,
+    /// The critical path's length and each lock's share of it, against
+    /// the base runs' medians (see `path_diff.rs`).
+    pub critical_path: Option<crate::analysis::path_diff::PathDiff>,
     pub regressed: bool,
 }
 
@@ -329,6 +332,7 @@ pub fn diff(base: &[Summary], current: &Summary, rule: Rule) -> Diff {
         measures,
         findings_appeared,
         findings_resolved,
+        critical_path: crate::analysis::path_diff::diff(base, current),
         regressed,
     }
 }

@@ -23,6 +23,7 @@ fn run(contended: u64, wait_ms: u64, thread_ms: u64, findings: &[&str]) -> Summa
             hold_ns: 0,
             threads: 2,
             lines: vec!["contend@knob.c:30".into()],
+            path_ns: 0,
         },
     );
     s.findings = findings.iter().map(|f| f.to_string()).collect();

@@ -116,6 +116,9 @@ pub fn text(diffs: &[Diff]) -> String {
                 runs_word(f.runs)
             ));
         }
+        if let Some(c) = &d.critical_path {
+            out.push_str(&path_lines(c));
+        }
         out.push_str(if d.regressed {
             "  result: regressed\n"
         } else {
@@ -157,6 +160,41 @@ pub fn runs(runs: &[Run]) -> String {
     }
     if runs.is_empty() {
         out.push_str("(no saved runs match)\n");
+    }
+    out
+}
+
+fn signed(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "+" };
+    format!("{sign}{}", crate::base::words::duration(ns.unsigned_abs()))
+}
+
+/// The critical path's length, and per lock its share of the path beside
+/// its waits, most grown share first.
+fn path_lines(c: &crate::analysis::path_diff::PathDiff) -> String {
+    let mut out = format!(
+        "  critical path: {} (base {}, {})\n",
+        crate::base::words::duration(c.length_ns),
+        crate::base::words::duration(c.base_length_ns),
+        signed(c.length_change_ns)
+    );
+    for l in &c.locks {
+        if l.off_path {
+            out.push_str(&format!(
+                "    {}: waits {}, off the critical path: the run did not get slower for it\n",
+                l.lock,
+                signed(l.wait_change_ns)
+            ));
+        } else {
+            out.push_str(&format!(
+                "    {}: on the critical path {} ({} to {}), waits {}\n",
+                l.lock,
+                signed(l.path_change_ns),
+                crate::base::words::duration(l.base_path_ns),
+                crate::base::words::duration(l.path_ns),
+                signed(l.wait_change_ns)
+            ));
+        }
     }
     out
 }

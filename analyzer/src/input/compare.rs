@@ -23,6 +23,10 @@ pub struct Figures {
     /// A lock: the lines that engaged it (site ids), to say where it is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<String>,
+    /// A lock: its waits and holds on the run's critical path (0 where it
+    /// is off the path, or the report has none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub path_ns: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -36,6 +40,7 @@ impl Figures {
         self.contended += other.contended;
         self.wait_ns += other.wait_ns;
         self.hold_ns += other.hold_ns;
+        self.path_ns += other.path_ns;
         for l in &other.lines {
             if !self.lines.contains(l) {
                 self.lines.push(l.clone());
@@ -64,6 +69,10 @@ pub struct Summary {
     /// saved before it was kept).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub thread_time_ns: u64,
+    /// The critical paths' lengths, summed over its processes (0: no
+    /// report of it had one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub path_length_ns: u64,
 }
 
 fn u64_at(v: &Value, key: &str) -> u64 {
@@ -148,8 +157,23 @@ pub fn summaries(report: &Value) -> Result<Vec<Summary>, String> {
                 hold_ns: u64_at(lock, "hold_ns"),
                 threads: u64_at(lock, "threads").max(u64_at(lock, "askers")),
                 lines,
+                path_ns: 0,
             };
             s.locks.entry(id.to_string()).or_default().add(&figures);
+        }
+        if let Some(path) = p.get("critical_path").filter(|c| !c.is_null()) {
+            s.path_length_ns += u64_at(path, "length_ns");
+            for l in path
+                .get("locks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(id) = str_at(l, "lock") {
+                    s.locks.entry(id.to_string()).or_default().path_ns +=
+                        u64_at(l, "wait_ns") + u64_at(l, "hold_ns");
+                }
+            }
         }
         for site in p
             .get("sites")

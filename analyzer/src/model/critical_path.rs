@@ -78,4 +78,53 @@ pub struct CriticalPath {
     pub unknown_enders: u64,
     /// What the path may miss, in words (empty: nothing known).
     pub limits: Vec<String>,
+    /// The path itself, earliest first, for the HTML timeline. Not in the
+    /// JSON report (a long run's path has as many stretches as waits).
+    #[serde(skip)]
+    pub segments: Vec<PathSegment>,
+}
+
+/// What the path did in one stretch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentKind {
+    /// Running (or in blocking calls) outside any known critical section.
+    Running,
+    /// Inside a critical section of `lock`.
+    Holding,
+    /// Waiting for `lock` (a lock or barrier) until `ended_by` let it in.
+    Waiting,
+    /// Waiting for a joined thread (`ended_by`) to end.
+    Join,
+    /// In a condition wait (its notifier is not followed).
+    Cond,
+}
+
+impl SegmentKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SegmentKind::Running => "running",
+            SegmentKind::Holding => "holding",
+            SegmentKind::Waiting => "waiting",
+            SegmentKind::Join => "join",
+            SegmentKind::Cond => "cond",
+        }
+    }
+}
+
+/// One stretch of the path, in one thread. Times are since the process's
+/// start (as the timeline's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathSegment {
+    pub tid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub kind: SegmentKind,
+    /// Holding and waiting: the lock (or barrier), if the report names it.
+    pub lock: Option<LockId>,
+    /// Waits: the line that waited.
+    pub line: Option<String>,
+    /// Waits: the thread that ended it (0: unknown; the path went on in
+    /// the waiter) and, for a lock, the line where that thread had taken it.
+    pub ended_by: u32,
+    pub ender_line: Option<String>,
 }

@@ -18,7 +18,9 @@ mod waiting;
 pub use waiting::*;
 // The modules loaded, for profiles read elsewhere.
 pub mod critical_path;
-pub use critical_path::{CriticalPath, Gains, PathClass, PathLock, PredictedGain};
+pub use critical_path::{
+    CriticalPath, Gains, PathClass, PathLock, PathSegment, PredictedGain, SegmentKind,
+};
 pub mod findings;
 pub use findings::*;
 pub mod frames;

@@ -2,8 +2,9 @@
 //! network, opens from disk). Per process: a timeline per thread of its
 //! running and blocked periods coloured by class, zoomable and pannable,
 //! with a tooltip on every period and the handoff from the thread that
-//! released a lock; per-thread bars of time by class; the blocking call
-//! stacks, sortable; and the text report's tables, all after the findings.
+//! released a lock, and the critical path drawn over the lanes (see
+//! `path_legend` and `page.js`: `drawPath`); per-thread bars of time by
+//! class; the blocking call stacks, sortable; and the text report's tables, all after the findings.
 //! As in the text report, processes with no lock activity share one line
 //! at the end (see `no_activity.rs`).
 //!
@@ -140,6 +141,7 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
     // What to look at first, then the detail it comes from.
     findings(page, p);
     legend(page, p);
+    path_legend(page, p, index);
     page.push_str("<h3>Timeline</h3>\n");
     let _ = writeln!(
         page,
@@ -317,6 +319,12 @@ struct TimelineData<'a> {
     locks: Vec<String>,
     /// How many periods `periods` holds.
     count: usize,
+    /// The critical path, earliest first: per segment lane, start, end,
+    /// kind (index into [`PATH_KINDS`]), lock + 1, waiting line + 1,
+    /// ending lane + 1, ender's line + 1 (lines index `path_lines`).
+    path: Vec<[u64; 8]>,
+    path_kinds: [&'static str; 5],
+    path_lines: Vec<String>,
     /// Per period, varints: lane, start (from the previous period's start
     /// in the same lane, else from 0), duration, class, stack, releasing
     /// lane + 1, release line + 1, lock + 1, timed out, lane of the holder
@@ -403,6 +411,7 @@ fn timeline_json(p: &Process) -> String {
             varint(&mut packed, v);
         }
     }
+    let (path, path_lines) = path_data(p, &lane_of, &mut locks, &mut lock_index);
     let data = TimelineData {
         classes: &t.classes,
         colours: t
@@ -424,9 +433,104 @@ fn timeline_json(p: &Process) -> String {
         lines: &t.lines,
         locks,
         count,
+        path,
+        path_kinds: PATH_KINDS.map(SegmentKind::name),
+        path_lines,
         periods: gzip_base64(&packed),
     };
     serde_json::to_string(&data).unwrap_or_else(|_| "{}".to_string())
+}
+
+const PATH_KINDS: [SegmentKind; 5] = [
+    SegmentKind::Running,
+    SegmentKind::Holding,
+    SegmentKind::Waiting,
+    SegmentKind::Join,
+    SegmentKind::Cond,
+];
+
+type PathRows = (Vec<[u64; 8]>, Vec<String>);
+
+/// The critical path's segments for the script, in lanes (a segment of a
+/// thread with no lane is left out).
+fn path_data(
+    p: &Process,
+    lane_of: &std::collections::HashMap<u32, usize>,
+    locks: &mut Vec<String>,
+    lock_index: &mut std::collections::HashMap<LockId, usize>,
+) -> PathRows {
+    let Some(c) = &p.critical_path else {
+        return Default::default();
+    };
+    let mut lines: Vec<String> = Vec::new();
+    let mut line_index: std::collections::HashMap<String, usize> = Default::default();
+    let mut line = |l: &Option<String>| -> u64 {
+        l.as_deref().map_or(0, |l| {
+            1 + *line_index.entry(l.to_string()).or_insert_with(|| {
+                lines.push(l.to_string());
+                lines.len() - 1
+            }) as u64
+        })
+    };
+    let rows = c
+        .segments
+        .iter()
+        .filter_map(|s| {
+            let lane = *lane_of.get(&s.tid)?;
+            let lock = s.lock.map_or(0, |l| {
+                1 + *lock_index.entry(l).or_insert_with(|| {
+                    locks.push(l.to_string());
+                    locks.len() - 1
+                }) as u64
+            });
+            let ender = lane_of.get(&s.ended_by).map_or(0, |&i| i as u64 + 1);
+            Some([
+                lane as u64,
+                s.start_ns,
+                s.end_ns,
+                PATH_KINDS.iter().position(|k| *k == s.kind).unwrap_or(0) as u64,
+                lock,
+                line(&s.line),
+                ender,
+                line(&s.ender_line),
+            ])
+        })
+        .collect();
+    (rows, lines)
+}
+
+/// What the timeline's critical path shows, and the switch that hides it.
+fn path_legend(page: &mut String, p: &Process, index: usize) {
+    let Some(c) = p.critical_path.as_ref().filter(|c| !c.segments.is_empty()) else {
+        return;
+    };
+    let on_path: Vec<String> = c
+        .locks
+        .iter()
+        .filter(|l| l.wait_ns + l.hold_ns > 0)
+        .take(3)
+        .map(|l| {
+            format!(
+                "{} ({} waiting, {} held)",
+                l.lock,
+                crate::base::words::duration(l.wait_ns),
+                crate::base::words::duration(l.hold_ns)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        page,
+        "<div class=\"path-legend\" data-process=\"{index}\" data-segments=\"{}\"><label><input type=\"checkbox\" class=\"path-toggle\" data-process=\"{index}\" checked> Critical path</label> <span class=\"swatch path-running\"></span>running <span class=\"swatch path-holding\"></span>in a critical section <span class=\"swatch path-waiting\"></span>waiting <span class=\"path-jump\">│</span> where it goes on in the thread that ended the wait. <span class=\"path-about\">{} segments, {} of a {} run{}.</span></div>",
+        c.segments.len(),
+        c.segments.len(),
+        crate::base::words::duration(c.length_ns),
+        crate::base::words::duration(c.run_ns),
+        if on_path.is_empty() {
+            String::new()
+        } else {
+            format!("; on it: {}", esc(&on_path.join(", ")))
+        }
+    );
 }
 
 /// LEB128: seven bits a byte, low first, high bit set on all but the last.

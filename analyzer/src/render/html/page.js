@@ -63,6 +63,7 @@
       this.host = host; this.data = data; this.cols = cols;
       this.end = Math.max(1, ...data.lanes.map((l) => l.end));
       this.v0 = 0; this.v1 = this.end;
+      this.showPath = true;
       this.svg = el("svg", { role: "img", "aria-label": "timeline of every thread" });
       host.appendChild(this.svg);
       this.zoom = document.createElement("div");
@@ -127,7 +128,51 @@
         }
         this.drawPeriods(g, i, y, x, 1 / scale);
       });
+      if (this.showPath && d.path && d.path.length) this.drawPath(x, scale);
       this.zoom.textContent = `${fmt(v0)} – ${fmt(v1)}`;
+    }
+
+    pathTip(s) {
+      const d = this.data, [lane, start, end, kind, lock, line, ender, enderLine] = s;
+      const who = `thread ${d.lanes[lane].name}`, lk = lock ? `lock ${d.locks[lock - 1]}` : "an unnamed lock";
+      const span = `for ${fmt(end - start)} (from ${fmt(start)} to ${fmt(end)})`;
+      const at = line ? ` at ${d.path_lines[line - 1]}` : "";
+      const by = ender ? `thread ${d.lanes[ender - 1].name}` : "";
+      let what;
+      switch (d.path_kinds[kind]) {
+        case "running": what = `${who} running ${span}`; break;
+        case "holding": what = `${who} in a critical section of ${lk} ${span}, until it released it to the next thread on the path`; break;
+        case "waiting":
+          what = `${who} waiting for ${lk}${at} ${span}, ` + (ender
+            ? `until released by ${by}${enderLine ? ` (taken at ${d.path_lines[enderLine - 1]})` : ""}: the path goes on in ${by}`
+            : "whose releaser was not recorded: the path goes on in this thread");
+          break;
+        case "join": what = `${who} waiting${at} to join ` + (ender ? `${by} ${span}: the path goes on in ${by}` : `a thread ${span}`); break;
+        default: what = `${who} in a condition wait${at} ${span} (its notifier is not followed)`;
+      }
+      return `critical path: ${what}`;
+    }
+
+    // The critical path over the lanes: an outlined band over each
+    // segment, a strip in the gap above it coloured by what it did, and a
+    // connector where the path goes on in another thread.
+    drawPath(x, scale) {
+      const d = this.data, v0 = this.v0, v1 = this.v1;
+      const g = el("g", { class: "critical-path" }, this.svg);
+      let prev = null;
+      for (const s of d.path) {
+        const [lane, start, end, kind] = s;
+        if (prev && prev[0] !== lane && start >= v0 && start <= v1) {
+          const y0 = this.laneY(prev[0]) + LANE / 2, y1 = this.laneY(lane) + LANE / 2;
+          el("line", { class: "path-jump", x1: x(start), x2: x(start), y1: y0, y2: y1 }, g);
+        }
+        prev = s;
+        if (end < v0 || start > v1) continue;
+        const x0 = x(Math.max(start, v0)), w = Math.max(1, x(Math.min(end, v1)) - x0), y = this.laneY(lane);
+        el("rect", { class: "path-band", x: x0, y: y - 1, width: w, height: LANE + 2 }, g);
+        el("rect", { class: `path-seg path-${d.path_kinds[kind]}`, "data-kind": d.path_kinds[kind], x: x0, y: y - GAP + 1, width: w, height: GAP - 1 }, g)
+          .setAttribute("data-tip", this.pathTip(s));
+      }
     }
 
     drawPeriods(g, lane, y, x, pixelNs) {
@@ -266,7 +311,10 @@
       try {
         const data = JSON.parse(script.textContent);
         const bytes = data.count ? await inflate(data.periods) : new Uint8Array();
-        host.timeline = new Timeline(host, data, decode(bytes, data.count, data.lanes));
+        const t = new Timeline(host, data, decode(bytes, data.count, data.lanes));
+        host.timeline = t;
+        const toggle = document.querySelector(`.path-toggle[data-process="${script.dataset.process}"]`);
+        if (toggle) toggle.addEventListener("change", () => { t.showPath = toggle.checked; t.later(); });
       } catch (err) {
         host.textContent = "The timeline could not be drawn: " + err;
         host.dataset.failed = "yes";
