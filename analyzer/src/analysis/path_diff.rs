@@ -4,7 +4,6 @@
 //! share of the path grew did, by about that much. Locks are ranked by
 //! the change of their share of the path.
 
-use crate::analysis::regression::median_and_spread;
 use crate::input::compare::Summary;
 use serde::Serialize;
 
@@ -34,7 +33,7 @@ pub struct PathLockChange {
 
 fn med(values: impl Iterator<Item = u64>) -> u64 {
     let v: Vec<f64> = values.map(|n| n as f64).collect();
-    median_and_spread(&v).0.round() as u64
+    crate::base::stats::median(&v).round() as u64
 }
 
 fn change(current: u64, base: u64) -> i64 {

@@ -130,15 +130,7 @@ pub struct Diff {
     pub regressed: bool,
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
+use crate::base::stats::median;
 
 /// The median and the spread (1.4826 × MAD) of `values`.
 pub fn median_and_spread(values: &[f64]) -> (f64, f64) {

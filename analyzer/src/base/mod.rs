@@ -3,5 +3,6 @@
 pub mod exit;
 pub mod oom;
 pub mod progress;
+pub mod stats;
 pub mod time;
 pub mod words;
