@@ -495,9 +495,20 @@ fn path_data(
                 line(&s.ender_line),
             ])
         })
-        .collect();
+        .collect::<Vec<[u64; 8]>>();
+    let mut rows = rows;
+    if rows.len() > PATH_SEGMENTS_DRAWN {
+        // A path through a million short waits would make the page its
+        // size: the longest segments are what a reader looks for.
+        rows.sort_unstable_by_key(|r| std::cmp::Reverse(r[2].saturating_sub(r[1])));
+        rows.truncate(PATH_SEGMENTS_DRAWN);
+        rows.sort_unstable_by_key(|r| r[1]);
+    }
     (rows, lines)
 }
+
+/// At most this many of the path's segments are drawn (the longest).
+const PATH_SEGMENTS_DRAWN: usize = 20_000;
 
 /// What the timeline's critical path shows, and the switch that hides it.
 fn path_legend(page: &mut String, p: &Process, index: usize) {
@@ -521,8 +532,15 @@ fn path_legend(page: &mut String, p: &Process, index: usize) {
     let _ = writeln!(
         page,
         "<div class=\"path-legend\" data-process=\"{index}\" data-segments=\"{}\"><label><input type=\"checkbox\" class=\"path-toggle\" data-process=\"{index}\" checked> Critical path</label> <span class=\"swatch path-running\"></span>running <span class=\"swatch path-holding\"></span>in a critical section <span class=\"swatch path-waiting\"></span>waiting <span class=\"path-jump\">│</span> where it goes on in the thread that ended the wait. <span class=\"path-about\">{} segments, {} of a {} run{}.</span></div>",
-        c.segments.len(),
-        c.segments.len(),
+        c.segments.len().min(PATH_SEGMENTS_DRAWN),
+        if c.segments.len() > PATH_SEGMENTS_DRAWN {
+            format!(
+                "{} (the {PATH_SEGMENTS_DRAWN} longest drawn)",
+                c.segments.len()
+            )
+        } else {
+            c.segments.len().to_string()
+        },
         crate::base::words::duration(c.length_ns),
         crate::base::words::duration(c.run_ns),
         if on_path.is_empty() {
