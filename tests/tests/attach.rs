@@ -187,6 +187,33 @@ fn without_privilege_attach_says_what_is_missing() {
     );
 }
 
+/// The recording's waits at `line` (a `file:line` the site ends with),
+/// and their total time; fails if there are none.
+fn waits_at<'a>(rec: &'a serde_json::Value, line: &str) -> (Vec<&'a serde_json::Value>, u64) {
+    let at_line: Vec<&serde_json::Value> = arr(rec, "sites")
+        .iter()
+        .filter(|s| str_of(s, "site").ends_with(line))
+        .collect();
+    assert!(
+        !at_line.is_empty(),
+        "no wait at {line}: {}",
+        short(&rec["sites"])
+    );
+    let seen = at_line.iter().map(|s| u64_of(s, "wait_ns")).sum();
+    (at_line, seen)
+}
+
+/// `seen` lies between the holder's own hold after the wait began
+/// (`held`) and the waiter's own measure of its call (`waited`), each
+/// within 10 %.
+fn within_measures(seen: u64, held: u64, waited: u64, line: &str) {
+    assert!(
+        seen >= held - held / 10 && seen <= waited + waited / 10,
+        "attached saw {seen} ns at {line}; the holder held on {held} ns after the wait \
+         began, the waiter measured {waited} ns"
+    );
+}
+
 /// A lock inside glibc, which makes its futex calls inline: malloc's
 /// arena mutex, held by `malloc_trim` in one thread while the main thread
 /// waits in `malloc` (tests/c/attach_arena.c). The wait is seen at the
@@ -217,24 +244,9 @@ fn a_glibc_internal_lock_is_seen_at_the_programs_line() {
         "attach_arena.c:{}",
         line_of("attach_arena.c", "attach-malloc")
     );
-    let at_line: Vec<&serde_json::Value> = arr(&rec, "sites")
-        .iter()
-        .filter(|s| str_of(s, "site").ends_with(&line))
-        .collect();
-    let seen: u64 = at_line.iter().map(|s| u64_of(s, "wait_ns")).sum();
+    let (at_line, seen) = waits_at(&rec, &line);
     eprintln!("attached: {seen} ns at {line}; malloc took {waited} ns, the trim held on {held} ns");
-    assert!(
-        !at_line.is_empty(),
-        "no wait at {line}: {}",
-        short(&rec["sites"])
-    );
-    // Between the trim's own hold after the call began and the call's
-    // whole time, each within 10 %.
-    assert!(
-        seen >= held - held / 10 && seen <= waited + waited / 10,
-        "attached saw {seen} ns at {line}; the trim held on {held} ns after malloc \
-         began, malloc took {waited} ns"
-    );
+    within_measures(seen, held, waited, &line);
     let uaddr = str_of(at_line[0], "uaddr");
     let trim = format!(
         "attach_arena.c:{}",
@@ -270,22 +282,9 @@ fn a_rust_std_mutex_is_seen_at_the_programs_line() {
         "attach_std_mutex.rs:{}",
         line_in(&source, "marker: attach wait")
     );
-    let at_line: Vec<&serde_json::Value> = arr(&rec, "sites")
-        .iter()
-        .filter(|s| str_of(s, "site").ends_with(&line))
-        .collect();
-    let seen: u64 = at_line.iter().map(|s| u64_of(s, "wait_ns")).sum();
+    let (_, seen) = waits_at(&rec, &line);
     eprintln!("attached: {seen} ns at {line}; the waiter measured {waited} ns, the holder held on {held} ns");
-    assert!(
-        !at_line.is_empty(),
-        "no wait at {line}: {}",
-        short(&rec["sites"])
-    );
-    assert!(
-        seen >= held - held / 10 && seen <= waited + waited / 10,
-        "attached saw {seen} ns at {line}; the holder held on {held} ns after it saw \
-         the waiter blocked, the waiter measured {waited} ns"
-    );
+    within_measures(seen, held, waited, &line);
 }
 
 /// Whether thread `tid` of `pid` is blocked in futex(2) (202 on x86-64).

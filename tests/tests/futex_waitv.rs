@@ -14,6 +14,9 @@ fn a_futex_waitv_on_one_word_is_a_wait_on_that_word() {
     let dir = fresh_dir("futex_waitv");
     let out = run_under_shim(&bin, &[] as &[&str], &dir);
     assert_success(&out, "futex_waitv");
+    // The shim changes nothing the program does: its status, stderr and
+    // the lines it prints (their figures are times) are a plain run's.
+    assert_same_output_keys(&run_plain(&bin, &[] as &[&str]), &out);
     let text = stdout_str(&out);
     let value = |key: &str| -> u64 { stdout_value(&text, key).parse().unwrap() };
     let (held, waited) = (value("one_held_ns"), value("one_waited_ns"));
