@@ -34,7 +34,7 @@ got = []
 
 def consume():
     for _ in range(5):
-        got.append(items.get())
+        got.append(items.get())  # marker: get
 
 
 consumer = threading.Thread(target=consume)

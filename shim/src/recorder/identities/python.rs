@@ -247,10 +247,13 @@ fn debug_offsets(runtime: u64, hex: u32) -> Option<Layout> {
 }
 
 /// Whether the interpreter found makes its locks of POSIX semaphores
-/// (`Python/thread_pthread.h` with `USE_SEMAPHORES`, up to 3.12; 3.13's
-/// are futex words, and its semaphores are each thread's parking place).
+/// (`Python/thread_pthread.h` with `USE_SEMAPHORES`): seen so in 3.11 to
+/// 3.13 (3.13's `threading.Lock` is still one; its parking lot's
+/// semaphores, one per wait on the waiting thread's stack, are destroyed
+/// when the wait ends, which takes them off the held stack). Later
+/// versions are not assumed to be.
 pub fn locks_are_semaphores() -> bool {
-    STATE.load(Ordering::Acquire) == PRESENT && MINOR.load(Ordering::Relaxed) <= 12
+    STATE.load(Ordering::Acquire) == PRESENT && MINOR.load(Ordering::Relaxed) <= 13
 }
 
 fn layout() -> Option<&'static Layout> {

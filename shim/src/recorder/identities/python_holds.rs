@@ -1,4 +1,4 @@
-//! CPython 3.11 and 3.12 locks (`threading.Lock`, and the locks under
+//! CPython 3.11 to 3.13 locks (`threading.Lock`, and the locks under
 //! `RLock`, `Condition`, `Semaphore`, `Event`, `queue.Queue`) are POSIX
 //! semaphores, which the shim counts but never holds: a semaphore has no
 //! owner. A CPython lock does, in practice: the thread whose acquire

@@ -454,8 +454,8 @@ fn capture_chain(caller: Caller, frames: &mut [u64; MAX_CHAIN_DEPTH]) -> Option<
 }
 
 /// Whether a call from the CPython interpreter is told apart by its `.py`
-/// line (CPython's own locks are semaphores: `threading.Lock` and its kin
-/// up to 3.12, a waiting thread's parking semaphore in 3.13). Other calls
+/// line (CPython's own locks are semaphores: `threading.Lock` and its kin,
+/// and in 3.13 also a waiting thread's parking semaphore). Other calls
 /// from the interpreter (the GIL's mutex and condition, its internal
 /// mutexes) keep the lane's and the hot cache's shortcuts: they gain
 /// nothing from a `.py` line of their own.
