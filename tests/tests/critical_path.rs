@@ -80,6 +80,25 @@ fn predicted(program: &str, lock: &str, i: usize, how: How) -> (u64, u64, u64) {
             .unwrap_or_else(|| panic!("{program}: no finding on {lock} has a gain"));
         assert_eq!(&f["predicted_gain"]["if_removed"], gain);
     }
+    // A line that waited on this lock alone carries the same gain (the
+    // line's: every wait made at it removed).
+    let lines: Vec<&serde_json::Value> = sites(p)
+        .iter()
+        .filter(|s| u64_of(s, "wait_ns") > 0 && arr(s, "locks").iter().all(|l| l == lock))
+        .collect();
+    if matches!(program, "on-path" | "off-path") {
+        assert!(
+            !lines.is_empty(),
+            "{program}: no line waited on {lock} alone"
+        );
+    }
+    for line in lines {
+        assert_eq!(
+            &line["predicted_gain"]["if_removed"], gain,
+            "{program}: the gain of {} (waits on {lock} alone)",
+            line["id"]
+        );
+    }
     (low, high, u64_of(path, "run_ns"))
 }
 

@@ -63,15 +63,16 @@ pub struct Wait {
 pub struct Shorten<'a> {
     /// The waits on these (none: on anything).
     pub on: &'a [On],
-    /// At this line only.
-    pub site: Option<u32>,
+    /// At these lines (raw sites) only (none: at any).
+    pub sites: Option<&'a [u32]>,
     /// What is left of each: 0 (no wait), 0.5 (halved), 1 (as it was).
     pub kept: f64,
 }
 
 impl Shorten<'_> {
     fn applies(&self, w: &Wait) -> bool {
-        (self.on.is_empty() || self.on.contains(&w.on)) && self.site.is_none_or(|s| s == w.site)
+        (self.on.is_empty() || self.on.contains(&w.on))
+            && self.sites.is_none_or(|s| s.contains(&w.site))
     }
 }
 
@@ -307,13 +308,21 @@ impl Run {
             .unwrap_or(0)
     }
 
+    /// Whether any recorded wait was made at one of these raw sites.
+    pub fn waits_at(&self, sites: &[u32]) -> bool {
+        self.waits
+            .values()
+            .flatten()
+            .any(|w| sites.contains(&w.site))
+    }
+
     /// The run's end re-played as it was (what [`Run::gain`] compares
     /// with, so that the re-play's own rounding is no gain): with waits of
     /// unknown enders fixed, and free.
     pub fn as_it_was(&self) -> (u64, u64) {
         let same = Shorten {
             on: &[],
-            site: None,
+            sites: None,
             kept: 1.0,
         };
         (self.replay(&same, false), self.replay(&same, true))

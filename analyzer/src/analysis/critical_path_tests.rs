@@ -26,7 +26,7 @@ const M: On = On::Object(8);
 fn zero(on: &On) -> Shorten<'_> {
     Shorten {
         on: std::slice::from_ref(on),
-        site: None,
+        sites: None,
         kept: 0.0,
     }
 }
@@ -190,14 +190,15 @@ fn shortening_one_line_leaves_the_locks_other_lines_alone() {
     let mut a = wait(3, (0, 41), L, Some((2, 40)));
     a.site = 11;
     let run = Run::new(&[life(2, 0, 0, 50), life(3, 0, 0, 90)], &[a]);
-    let line = |site| Shorten {
+    let line = |site: &'static [u32]| Shorten {
         on: &[L],
-        site: Some(site),
+        sites: Some(site),
         kept: 0.0,
     };
     // 3 ends at 49, 2 still at 50.
-    assert_eq!(run.gain(&line(11)).low_ns, 40);
-    assert_eq!(run.gain(&line(12)).low_ns, 0);
+    assert_eq!(run.gain(&line(&[11])).low_ns, 40);
+    assert_eq!(run.gain(&line(&[12])).low_ns, 0);
+    assert_eq!(run.gain(&line(&[12, 11])).low_ns, 40);
 }
 
 #[test]

@@ -352,19 +352,24 @@ impl Built {
         if on.is_empty() {
             return None;
         }
-        let gain = |kept| {
-            self.predicted(self.run.gain_from(
-                self.was,
-                &Shorten {
-                    on: &on,
-                    site: None,
-                    kept,
-                },
-            ))
-        };
-        Some(Gains {
+        Some(self.gains_of(&on, None))
+    }
+
+    /// The gains of removing and halving every recorded wait (on a lock,
+    /// a condition, a join or a barrier) made at one of a line's raw
+    /// sites; none when it made none.
+    pub fn line_gains(&self, raw_sites: &[u32]) -> Option<Gains> {
+        self.run
+            .waits_at(raw_sites)
+            .then(|| self.gains_of(&[], Some(raw_sites)))
+    }
+
+    fn gains_of(&self, on: &[On], sites: Option<&[u32]>) -> Gains {
+        let gain =
+            |kept| self.predicted(self.run.gain_from(self.was, &Shorten { on, sites, kept }));
+        Gains {
             if_removed: gain(0.0),
             if_halved: gain(0.5),
-        })
+        }
     }
 }

@@ -669,6 +669,21 @@ pub fn analyze(
             };
             f.predicted_gain = built.gains(&locks);
         }
+        // And each line's, for the lines that waited longest: every raw
+        // site the report merged into the line.
+        let mut raw_of_line: FxHashMap<SiteId, Vec<u32>> = FxHashMap::default();
+        for &raw in site_index_of_raw.keys() {
+            if let Some(site) = report_site(raw) {
+                raw_of_line.entry(site).or_default().push(raw);
+            }
+        }
+        let mut longest: Vec<&mut Site> = sites.iter_mut().filter(|s| s.wait_ns > 0).collect();
+        longest.sort_by_key(|s| std::cmp::Reverse(s.wait_ns));
+        for site in longest.into_iter().take(ranked) {
+            if let Some(raws) = raw_of_line.get(&site.id) {
+                site.predicted_gain = built.line_gains(raws);
+            }
+        }
         findings.sort_by_key(|f| {
             let bucket = match f.kind {
                 crate::analysis::deadlocks::FINDING_DEADLOCK => 0,

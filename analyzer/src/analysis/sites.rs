@@ -78,6 +78,7 @@ pub fn new_site(
         engagement_ratios: None,
         unsuitable_engagements: None,
         reasons: Vec::new(),
+        predicted_gain: None,
         call_chain,
     }
 }

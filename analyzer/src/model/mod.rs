@@ -623,6 +623,11 @@ pub struct Site {
     pub unsuitable_engagements: Option<u64>,
     /// Why the waits at this line ended, most first.
     pub reasons: Vec<ReasonCount>,
+    /// How much sooner the run would have ended with every wait made at
+    /// this line removed or halved (see `CriticalPath`); for the lines
+    /// that waited longest only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_gain: Option<Gains>,
     pub call_chain: Vec<Frame>,
 }
 

@@ -1,5 +1,6 @@
 //! The text report's critical path: its length and where it went, the
-//! locks whose waits are off it, and each finding's predicted gain.
+//! locks whose waits are off it, the lines whose waits cost it most, and
+//! each finding's predicted gain.
 
 use super::layout::wrap;
 use crate::base::words::duration;
@@ -88,6 +89,24 @@ pub fn section(out: &mut String, p: &Process, width: usize) {
             )),
             None => line.push(')'),
         }
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    // The lines whose waits cost the run most (a lock waited for at
+    // several lines: which of them to fix first).
+    let mut lines: Vec<(&Site, &Gains)> = p
+        .sites
+        .iter()
+        .filter_map(|s| Some((s, s.predicted_gain.as_ref()?)))
+        .filter(|(_, g)| g.if_removed.high_ns > 0)
+        .collect();
+    lines.sort_by_key(|(s, g)| (std::cmp::Reverse(g.rank()), s.id));
+    for (site, g) in lines.into_iter().take(5) {
+        let line = format!(
+            "by line: {}: the run ends {} sooner without its waits ({} of waits)",
+            site.name,
+            gain(&g.if_removed),
+            duration(site.wait_ns)
+        );
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for limit in &c.limits {

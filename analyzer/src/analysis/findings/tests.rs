@@ -74,6 +74,7 @@ fn site(id: &str, locks: &[&str]) -> Site {
         engagement_ratios: None,
         unsuitable_engagements: None,
         reasons: Vec::new(),
+        predicted_gain: None,
         call_chain: Vec::new(),
     }
 }
