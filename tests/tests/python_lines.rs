@@ -380,6 +380,20 @@ fn a_thread_pool_and_a_queue_are_read_as_the_programmer_would() {
             Some(2000),
             "{what}: one engagement per task at line {take}"
         );
+        // Every CPython lock (a semaphore: not the GIL's mutex) taken once a
+        // task or more is named by the line of pool.py that made it, the
+        // executor's too (made inside ThreadPoolExecutor(...)): not by the
+        // interpreter's C function that allocates locks.
+        for l in locks(p) {
+            let id = str_of(l, "id");
+            if u64_of(l, "acquisitions") >= 2000 && str_of(l, "kind") == "sem" {
+                assert!(
+                    id.starts_with("<module>@pool.py:"),
+                    "{what}: a lock taken {} times is named {id}, not by its pool.py line",
+                    l["acquisitions"]
+                );
+            }
+        }
         // The SimpleQueue's lock up to 3.12 (made at its line); 3.13's
         // SimpleQueue has none and waits in the parking lot, on a semaphore
         // made for each wait at the waiting line.

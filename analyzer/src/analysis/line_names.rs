@@ -3,7 +3,7 @@
 //! helper that several lines call are named, and grouped into families, by
 //! the line that called it (see names.rs for the names built from these).
 
-use crate::model::frames::first_own_frame;
+use crate::model::frames::{first_own_frame, is_python_frame};
 use crate::model::Frame;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeSet, HashMap};
@@ -80,8 +80,7 @@ pub fn made_by_helpers(
 /// (`function@file:line`), if known.
 pub fn caller_line(chain: &[Frame]) -> Option<String> {
     let first = first_own_frame(chain);
-    chain
-        .get(first + 1..)?
+    callers_of(chain, first)?
         .iter()
         .filter(|f| {
             f.module
@@ -96,12 +95,28 @@ pub fn caller_line(chain: &[Frame]) -> Option<String> {
         })
 }
 
+/// The frames that may have called frame `first`: those above it, and
+/// for a `.py` line only the `.py` lines above it. A chain lists the
+/// Python frames first, then the native ones from the innermost: what
+/// follows the outermost `.py` line is the interpreter's call into the
+/// lock function, not its caller (a lock made at one `.py` line through
+/// two C functions was taken for a helper's, named by the C function).
+fn callers_of(chain: &[Frame], first: usize) -> Option<&[Frame]> {
+    let own = chain.get(first)?;
+    let above = &chain[first + 1..];
+    if !is_python_frame(own) {
+        return Some(above);
+    }
+    let python = above.iter().take_while(|f| is_python_frame(f)).count();
+    Some(&above[..python])
+}
+
 /// The function that called a line's function, when that is the
 /// program's own code too (a helper's caller).
 pub fn line_caller(chain: &[Frame]) -> Option<String> {
     let first = first_own_frame(chain);
     let own = chain.get(first)?;
-    chain[first + 1..]
+    callers_of(chain, first)?
         .iter()
         .filter(|f| {
             f.module
