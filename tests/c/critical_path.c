@@ -16,6 +16,13 @@
  *       3 workers, 15 rounds each: lock A, work 2 ms, unlock; lock B, work
  *       1 ms, unlock; work 0.5 ms. A is the bottleneck; "removed" takes A
  *       out, and B (half as long) becomes it.
+ *   critical_path notified base|removed
+ *       2 workers as on-path (15 rounds: lock L, work 2 ms, unlock, work
+ *       1 ms), each signalling a condition when done; a third thread
+ *       waits on it for both, then works 20 ms. The path goes from the
+ *       waiter's end through its condition wait into the worker whose
+ *       signal ended it: "removed" (no L) ends sooner by what L cost the
+ *       workers.
  *   critical_path barrier base|removed
  *       2 workers, 20 rounds, a barrier after each: worker 0 works 3 ms in
  *       even rounds and 1 ms in odd ones, worker 1 the other way round.
@@ -101,6 +108,29 @@ static void *series(void *arg) {
     return NULL;
 }
 
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
+static int done;
+
+static void *notifying(void *arg) {
+    on_path(arg);
+    pthread_mutex_lock(&done_lock);
+    done++;
+    pthread_cond_signal(&done_cond);
+    pthread_mutex_unlock(&done_lock);
+    return NULL;
+}
+
+static void *notified(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&done_lock);
+    while (done < 2)
+        pthread_cond_wait(&done_cond, &done_lock);
+    pthread_mutex_unlock(&done_lock);
+    work(20000);
+    return NULL;
+}
+
 static void *rounds(void *arg) {
     long me = (long)arg;
     for (int i = 0; i < 20; i++) {
@@ -121,7 +151,8 @@ static void run(void *(*f)(void *), int n, void *(*first)(void *)) {
 
 int main(int argc, char **argv) {
     if (argc != 3 || (strcmp(argv[2], "base") && strcmp(argv[2], "removed"))) {
-        fprintf(stderr, "usage: %s on-path|off-path|series|barrier base|removed\n", argv[0]);
+        fprintf(stderr, "usage: %s on-path|off-path|series|notified|barrier base|removed\n",
+                argv[0]);
         return 2;
     }
     removed = !strcmp(argv[2], "removed");
@@ -133,6 +164,8 @@ int main(int argc, char **argv) {
         run(off_path, 3, alone);
     } else if (!strcmp(what, "series")) {
         run(series, 3, NULL);
+    } else if (!strcmp(what, "notified")) {
+        run(notifying, 3, notified);
     } else if (!strcmp(what, "barrier")) {
         pthread_barrier_init(&barrier, NULL, 2);
         run(rounds, 2, NULL);

@@ -191,6 +191,17 @@ fn a_lock_whose_waits_overlap_other_work_is_predicted_to_gain_nothing() {
     );
 }
 
+/// The path goes through a condition wait into the notifier: the waiter's
+/// end depends on the worker whose signal ended its wait, and so on the
+/// lock the workers shared (a wait whose notifier was not followed would
+/// make the gain a range, which `compare` refuses).
+#[test]
+fn a_condition_wait_is_followed_into_the_thread_that_notified_it() {
+    let got = compare("notified", "&lock_l", FINDING);
+    assert!(got.1 * 8 > got.2, "measured gain {} of {}", got.1, got.2);
+    assert_close("notified", got);
+}
+
 /// Recorded with every operation: B, never waited for in this run, becomes
 /// the bottleneck once A is gone, and the re-play keeps its holds apart
 /// (recording contended operations only, it would not know they meet).

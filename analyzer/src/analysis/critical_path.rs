@@ -41,7 +41,8 @@ pub enum On {
     Barrier(u32),
     /// A join of another thread.
     Join,
-    /// A condition variable (raw id): its notifier is not followed.
+    /// A condition variable (raw id): ended by a notify (its notifier is
+    /// the ender, when recorded).
     Cond(u32),
 }
 

@@ -97,7 +97,11 @@ pub fn build(inputs: &Inputs) -> Built {
                     .then_some((p.released_by.0, p.released_at));
                 (On::Object(p.object), by)
             }
-            Blocker::Cond => (On::Cond(p.object), None),
+            Blocker::Cond => {
+                let by = (p.released_by.0 != 0 && p.released_at != 0)
+                    .then_some((p.released_by.0, p.released_at));
+                (On::Cond(p.object), by)
+            }
             Blocker::Call(BlockingCall::Join) => (On::Join, joined(&lives, p.tid, p.start, p.end)),
             // Barrier rounds come from their own events (below).
             _ => continue,
@@ -264,8 +268,11 @@ pub fn build(inputs: &Inputs) -> Built {
         )),
         None => limits.push("joins and blocking calls were not recorded (LOCKSUIT_BLOCK_MIN_US=off): the path cannot follow a join to the joined thread".to_string()),
     }
-    if built.path.unknown_enders > 0 || built.path.cond_ns > 0 {
-        limits.push("condition waits (whose notifier is not followed) and lock waits whose releaser was not recorded make predicted gains ranges".to_string());
+    if built.path.unknown_enders > 0 {
+        limits.push(format!(
+            "{} waits on the path end where the trace does not say who ended them (a lock wait whose release was not recorded, a condition wait no recorded notify ended: timed out, or a signal among several waiters): the path goes on in the waiter, and predicted gains through them are ranges",
+            built.path.unknown_enders
+        ));
     }
     Built {
         path: CriticalPath {

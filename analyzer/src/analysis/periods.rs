@@ -41,9 +41,10 @@ pub struct Period {
     /// A timed lock wait that gave up.
     pub timed_out: bool,
     /// Lock waits: the thread whose release let this one in, and the raw
-    /// site where it had taken the lock (0: not known).
+    /// site where it had taken the lock (0: not known). Condition waits:
+    /// the thread whose notify ended it, and the notify's site.
     pub released_by: (u32, u32),
-    /// Lock waits: when that release was made (0: not known).
+    /// When that release (or notify) was made (0: not known).
     pub released_at: u64,
 }
 
@@ -82,6 +83,10 @@ pub struct Collector {
     /// Releases that found nobody waiting, until the acquisition after
     /// them (written only with every operation).
     quiet_releases: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+    /// Notifies that found waiters, by (condition, its notify sequence
+    /// after them): who, from where and when. A condition wait comes after
+    /// the notifies made during it in the merged stream.
+    notifies: rustc_hash::FxHashMap<(u32, u32), (u32, u32, u64)>,
 }
 
 /// An acquisition that did not wait: `tid` took `lock` at `at` (from
@@ -102,7 +107,24 @@ const RELEASES_KEPT: usize = 1 << 16;
 /// Most barrier arrivals kept for matching (24 bytes each).
 const ARRIVALS_KEPT: usize = 1 << 20;
 
+/// Most notifies looked at for one condition wait.
+const NOTIFIES_LOOKED_AT: u32 = 64;
+
 impl Collector {
+    /// The notify that ended condition wait `e`: the first made during it
+    /// (its condition's sequence moved from `seq` to `seq2` meanwhile),
+    /// and before it returned. A broadcast woke every waiter; of several
+    /// waiters of one signal, which it woke is not recorded, and the first
+    /// signal is taken for each. None for a wait no notify ended (timed
+    /// out, woken spuriously) or whose notify was not kept.
+    fn notifier(&self, e: &EventRecord) -> Option<(u32, u32, u64)> {
+        let made = e.seq2.wrapping_sub(e.seq).min(NOTIFIES_LOOKED_AT);
+        (1..=made)
+            .filter_map(|i| self.notifies.get(&(e.lock_id, e.seq.wrapping_add(i))))
+            .find(|n| n.2 <= e.time2.max(e.time))
+            .copied()
+    }
+
     /// Each barrier round's last arrival, once every event has been seen.
     pub fn finish_rounds(&mut self) {
         for r in &mut self.rounds {
@@ -141,6 +163,14 @@ impl Collector {
             }
             return;
         }
+        if kind == EVENT_NOTIFY {
+            if self.notifies.len() >= RELEASES_KEPT {
+                self.notifies.clear();
+            }
+            self.notifies
+                .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            return;
+        }
         if kind == EVENT_ARRIVED {
             if self.arrivals.len() >= ARRIVALS_KEPT {
                 self.arrivals.clear();
@@ -176,12 +206,13 @@ impl Collector {
             },
             _ => return,
         };
-        let (by, site, released_at) = if kind == EVENT_BLOCKED {
-            self.releases
+        let (by, site, released_at) = match kind {
+            EVENT_BLOCKED => self
+                .releases
                 .remove(&(e.lock_id, e.seq2))
-                .unwrap_or((0, 0, 0))
-        } else {
-            (0, 0, 0)
+                .unwrap_or((0, 0, 0)),
+            EVENT_COND_WAIT => self.notifier(e).unwrap_or((0, 0, 0)),
+            _ => (0, 0, 0),
         };
         self.periods.push(Period {
             tid: e.tid,

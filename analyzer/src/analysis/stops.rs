@@ -225,9 +225,16 @@ fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
     let mut line_index: FxHashMap<u32, u32> = FxHashMap::default();
     for s in &out.stops {
         let p = &s.period;
-        let released_at = (p.released_by.0 != 0).then(|| {
-            *line_index.entry(p.released_by.1).or_insert_with(|| {
-                t.lines.push((inputs.ids.line)(p.released_by.1));
+        // The timeline's hand-offs are a lock's (a releaser and the line
+        // where it took the lock).
+        let released_by = if p.blocker == Blocker::Lock {
+            p.released_by
+        } else {
+            (0, 0)
+        };
+        let released_at = (released_by.0 != 0).then(|| {
+            *line_index.entry(released_by.1).or_insert_with(|| {
+                t.lines.push((inputs.ids.line)(released_by.1));
                 (t.lines.len() - 1) as u32
             })
         });
@@ -240,7 +247,7 @@ fn timeline(out: &Stops, inputs: &Inputs, last_end: u64) -> Timeline {
             lock: (p.blocker == Blocker::Lock)
                 .then(|| (inputs.ids.lock)(p.object))
                 .flatten(),
-            released_by: p.released_by.0,
+            released_by: released_by.0,
             released_at,
             held_by: if p.blocker == Blocker::Lock {
                 p.other
