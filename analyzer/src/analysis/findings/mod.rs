@@ -512,7 +512,7 @@ pub fn build(
                 // It made threads wait or waited: it does guard something
                 // shared, just mostly used by one thread.
                 format!(
-                    "{} took {} {} in this run, {} of them switching threads, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): the lock is paid for far more often than it is shared; consider splitting off what only one thread uses.",
+                    "{} took {} {} in this run, {} of them switching threads, and the locks it takes were taken mostly by one thread each (sharing ratio {:.2}, below the threshold {:.2}): in this run the lock was paid for far more often than it was shared. How much a lock is shared depends on the workload (another input may spread its use over the threads); if it is this lopsided in general, splitting off what only one thread uses would save most of these acquisitions.",
                     where_of(site),
                     locks_phrase(&site.locks),
                     crate::base::words::count(site.engagements, "time", "times"),

@@ -347,6 +347,33 @@ fn a_line_taking_only_locks_of_one_thread_is_said_once() {
     );
 }
 
+/// A line whose locks one thread takes mostly, but which did make threads
+/// switch (memcached's LRU maintainer sweeping every slab class's lock,
+/// of which a workload of one item size shares one): the advice says the
+/// sharing was this run's, not the design's.
+#[test]
+fn a_lopsided_line_that_made_threads_switch_is_judged_for_this_workload() {
+    let mut locks = vec![lock("L1", 1000, 0, 0, 2, "S1")];
+    let families = crate::analysis::families::build(&mut locks);
+    let mut sweep = site("S1", &["L1"]);
+    sweep.status = STATUS_UNSUITABLE;
+    sweep.ratio = 0.07;
+    sweep.task_switches = 700;
+    let found = all_findings(&locks, &families, &[sweep]);
+    let f = found
+        .iter()
+        .find(|f| f.kind == FINDING_UNSUITABLE)
+        .expect("an unsuitable-site finding");
+    assert!(
+        f.message.contains("700 of them switching threads")
+            && f.message.contains("in this run the lock was paid for")
+            && f.message.contains("depends on the workload")
+            && !f.message.contains("consider splitting"),
+        "{}",
+        f.message
+    );
+}
+
 #[test]
 fn contention_that_cost_the_run_under_one_percent_is_not_worth_splitting() {
     let busy = lock("L1", 1000, 200, 5_000_000, 4, "S1");
