@@ -282,6 +282,47 @@ pub fn futex_wait(hook: u64, addr: u64, wait: impl FnOnce() -> libc::c_long) -> 
     rc
 }
 
+/// The most words of one `futex_waitv` whose waits are recorded word by
+/// word; a call on more is timed as a blocking call.
+pub const FUTEX_WAITV_WORDS: usize = 8;
+
+/// A `futex_waitv` on several `words` (at most [`FUTEX_WAITV_WORDS`]) in
+/// the hook that starts at `hook`: the thread waits on each, and the word
+/// whose index the call returns is the one that ended the wait (its waker
+/// named as for FUTEX_WAIT); the others' waits are dropped uncounted. A
+/// call that failed (timed out, a word had changed, interrupted) is
+/// counted on its first word, as FUTEX_WAIT's would be: which word it was
+/// about, the kernel does not say.
+pub fn futex_wait_any(
+    hook: u64,
+    words: &[u64],
+    wait: impl FnOnce() -> libc::c_long,
+) -> libc::c_long {
+    let Some(g) = HookGuard::enter() else {
+        return wait();
+    };
+    let before = errno();
+    let mut waits: [Option<recorder::FutexWait>; FUTEX_WAITV_WORDS] =
+        core::array::from_fn(|_| None);
+    for (w, &addr) in waits.iter_mut().zip(words) {
+        *w = recorder::futex_wait_begin(&g, addr, hook);
+    }
+    set_errno(before);
+    let rc = g.blocking(wait);
+    let after = errno();
+    let ended = if rc >= 0 { rc as usize } else { 0 };
+    for (i, w) in waits.into_iter().enumerate() {
+        let Some(w) = w else { continue };
+        if i == ended {
+            recorder::futex_wait_end(&g, w, if rc == -1 { after } else { 0 });
+        } else {
+            recorder::futex_wait_abandoned(w);
+        }
+    }
+    set_errno(after);
+    rc
+}
+
 /// A futex wake made through `syscall()` in the hook that starts at
 /// `hook`: recorded if it ended a recorded wait or woke anyone (see
 /// `recorder::futex_woke`).

@@ -5,7 +5,8 @@
  *
  * Prints "one_waiter_tid", "main_tid", "one_held_ns" (from seeing the
  * waiter blocked to the wake), "one_waited_ns" (the waiter's own measure of
- * its call), "two_waited_ns" and "two_index" (which word ended the wait). */
+ * its call), and for the two-word wait "two_waiter_tid", "two_held_ns",
+ * "two_waited_ns" and "two_index" (which word ended the wait). */
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
@@ -82,6 +83,7 @@ static void *two_waiter(void *arg) {
     long index = waitv(two_words, 2);
     printf("two_waited_ns %llu\n", (unsigned long long)(now_ns() - t0));
     printf("two_index %ld\n", index);
+    printf("two_waiter_tid %d\n", (int)syscall(SYS_gettid));
     return NULL;
 }
 
@@ -109,8 +111,11 @@ int main(void) {
     while (!waiter_tid)
         usleep(100);
     until_in_call(waiter_tid, SYS_futex_waitv);
+    seen = now_ns();
     usleep(HOLD_MS * 1000);
+    held = now_ns() - seen;
     wake(&two_words[1]);
     pthread_join(t, NULL);
+    printf("two_held_ns %llu\n", (unsigned long long)held);
     return 0;
 }

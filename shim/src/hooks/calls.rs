@@ -21,6 +21,7 @@
 
 use crate::config;
 use crate::guard::{self, HookGuard, ThreadState};
+use crate::intercept::FUTEX_WAITV_WORDS;
 use crate::lifecycle::{self, NewTask};
 use crate::real::{real, syscall_result};
 use crate::recorder::{self, CallFrom, CallTimer, Caller};
@@ -293,20 +294,34 @@ fn futex_wakes(op: c_long) -> bool {
     )
 }
 
-/// The word of `futex_waitv`'s one `struct futex_waitv` at `waiters`
-/// (`{u64 val; u64 uaddr; u32 flags; u32 reserved}`), read without
-/// faulting; `None` if it cannot be read.
-fn futex_waitv_word(waiters: u64) -> Option<u64> {
+/// The word of `futex_waitv`'s `struct futex_waitv` number `i` at
+/// `waiters` (`{u64 val; u64 uaddr; u32 flags; u32 reserved}`, 24 bytes),
+/// read without faulting; `None` if it cannot be read.
+fn futex_waitv_word(waiters: u64, i: usize) -> Option<u64> {
     let mut uaddr = [0u8; 8];
-    crate::sys::read_own_memory(waiters.checked_add(8)?, &mut uaddr)
-        .then(|| u64::from_ne_bytes(uaddr))
+    let at = waiters.checked_add(24 * i as u64 + 8)?;
+    crate::sys::read_own_memory(at, &mut uaddr).then(|| u64::from_ne_bytes(uaddr))
+}
+
+/// The words of `futex_waitv`'s `n` waiters at `waiters` (at most
+/// [`FUTEX_WAITV_WORDS`]), or `None` if any cannot be read (the kernel's
+/// EFAULT to come) or there are more.
+fn futex_waitv_words(waiters: u64, n: c_long) -> Option<([u64; FUTEX_WAITV_WORDS], usize)> {
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= FUTEX_WAITV_WORDS)?;
+    let mut words = [0u64; FUTEX_WAITV_WORDS];
+    for (i, w) in words.iter_mut().enumerate().take(n) {
+        *w = futex_waitv_word(waiters, i)?;
+    }
+    Some((words, n))
 }
 
 /// `syscall(2)`. A futex wait or wake made through it is a lock library's
 /// contended path (Rust's std, parking_lot, abseil, folly; hand-written
 /// futex code), out of the pthread hooks' sight: the word is recorded as an
-/// object of kind `futex` (see `intercept::futex_wait`), as is a
-/// `futex_waitv` on one word; one on several is timed as a blocking call. `exit_group` and `exit` end the
+/// object of kind `futex` (see `intercept::futex_wait`), as are the words
+/// of a `futex_waitv` (`intercept::futex_wait_any`). `exit_group` and `exit` end the
 /// process or the thread as `_exit` and a thread's end do; `clone`,
 /// `clone3`, `fork` and `vfork` make a process as `children.rs` says. Every
 /// other call goes straight through. Variadic in C: the six words after the
@@ -358,28 +373,28 @@ pub unsafe extern "C-unwind" fn syscall(
                 f(n, a1, a2, a3, a4, a5, a6)
             });
         }
-        libc::SYS_futex_waitv if a2 == 1 => {
+        libc::SYS_futex_waitv => {
             let hook = syscall as *const () as usize as u64;
-            // One word: a wait on it, as FUTEX_WAIT's. Its address is read
-            // as the kernel will (a bad pointer is the kernel's EFAULT,
-            // never a fault here); unreadable, it is timed as below.
-            if let Some(addr) = futex_waitv_word(a1 as u64) {
-                // SAFETY: forwarding the caller's arguments unchanged.
-                return crate::intercept::futex_wait(hook, addr, || unsafe {
-                    f(n, a1, a2, a3, a4, a5, a6)
-                });
+            // Its words are read as the kernel will (a bad pointer is the
+            // kernel's EFAULT, never a fault here). One word: a wait on
+            // it, as FUTEX_WAIT's; several: a wait on each, the one the
+            // call returns ending it. Unreadable, or too many: timed.
+            match futex_waitv_words(a1 as u64, a2) {
+                Some((words, 1)) => {
+                    // SAFETY: forwarding the caller's arguments unchanged.
+                    return crate::intercept::futex_wait(hook, words[0], || unsafe {
+                        f(n, a1, a2, a3, a4, a5, a6)
+                    });
+                }
+                Some((words, count)) if count > 1 => {
+                    // SAFETY: forwarding the caller's arguments unchanged.
+                    return crate::intercept::futex_wait_any(hook, &words[..count], || unsafe {
+                        f(n, a1, a2, a3, a4, a5, a6)
+                    });
+                }
+                _ => {}
             }
             let from = CallFrom::Hook(hook);
-            // SAFETY: forwarding the caller's arguments unchanged.
-            return timed(BlockingCall::Futex, from, None, || unsafe {
-                f(n, a1, a2, a3, a4, a5, a6)
-            });
-        }
-        // Several words: which one ends the wait is known only after it,
-        // and a thread waits for one lock at a time in the report; timed
-        // as a blocking call (docs/limits.md).
-        libc::SYS_futex_waitv => {
-            let from = CallFrom::Hook(syscall as *const () as usize as u64);
             // SAFETY: forwarding the caller's arguments unchanged.
             return timed(BlockingCall::Futex, from, None, || unsafe {
                 f(n, a1, a2, a3, a4, a5, a6)

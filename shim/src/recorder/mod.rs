@@ -45,7 +45,9 @@ pub use api::conds::{cond_notified, cond_prepare, CondWait, CondWaitInFlight};
 pub use api::confinement::{
     begins as confinement_begins, ended as confinement_ended, Begun, Confining,
 };
-pub use api::futex::{futex_wait_begin, futex_wait_end, futex_wake_begin, futex_woke};
+pub use api::futex::{
+    futex_wait_abandoned, futex_wait_begin, futex_wait_end, futex_wake_begin, futex_woke, FutexWait,
+};
 pub use api::identity::{object_destroyed, object_initialized, object_opened};
 pub use api::lean::{
     engaged_quickly as lean_engaged_quickly, found_quickly as lean_found_quickly,

@@ -17,7 +17,7 @@
 //! `syscall` hook has no room for a trampoline).
 
 use crate::recorder::api::locks::{
-    acquired, blocked, timed_out, unusual_outcome, wait_begin, wait_end,
+    acquired, blocked, timed_out, unusual_outcome, wait_abandoned, wait_begin, wait_end,
 };
 use crate::recorder::api::prepared::{prepare_unwound, Hold, How, Prepared};
 use crate::recorder::api::thread_lane::current_lane;
@@ -82,6 +82,12 @@ pub fn futex_wait_end(g: &InHook, wait: FutexWait, err: i32) {
     if err != 0 && err != libc::EAGAIN {
         unusual_outcome(&p, err);
     }
+}
+
+/// A wait begun on one of several words (`futex_waitv`) that another word
+/// ended: it no longer waits on this one, and nothing is counted on it.
+pub fn futex_wait_abandoned(wait: FutexWait) {
+    wait_abandoned(&wait.p);
 }
 
 /// A wake about to be made on a futex word.
