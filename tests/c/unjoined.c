@@ -53,9 +53,12 @@ static void *holder(void *arg)
     return NULL;
 }
 
+static _Atomic int blocked_tid;
+
 static void *blocked(void *arg)
 {
     (void)arg;
+    blocked_tid = gettid_now();
     CHECK(pthread_mutex_lock(&held_lock)); /* @blocked-lock */
     fprintf(stderr, "blocked thread got held_lock\n");
     return NULL;
@@ -81,7 +84,10 @@ int main(int argc, char **argv)
         while (sem_wait(&progress) != 0) /* @progress-wait */
             ;
     CHECK(pthread_create(&t, NULL, blocked, NULL));
-    sleep_ms(20);
+    /* Until the blocked thread is in its lock's futex wait: on a busy
+     * machine it may not have run at all for a while. */
+    while (!blocked_tid || !in_futex_wait(blocked_tid))
+        sleep_ms(1);
     CHECK(pthread_mutex_lock(&work_lock));
     printf("work-uses %d\n", work_uses);
     CHECK(pthread_mutex_unlock(&work_lock));
