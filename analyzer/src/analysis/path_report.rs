@@ -20,6 +20,9 @@ pub struct Inputs<'a> {
     pub stops: &'a [Stop],
     pub classes: &'a [String],
     pub rounds: &'a [Round],
+    /// Joins that returned: (joining thread, start, end) to the
+    /// `pthread_t` joined.
+    pub joins: &'a rustc_hash::FxHashMap<(u32, u64, u64), u64>,
     /// Acquisitions that did not wait (`LOCKSUIT_EVENTS=all` only).
     pub handoffs: &'a [Handoff],
     /// Where a thread that has not ended is taken to end.
@@ -58,9 +61,30 @@ fn is_dependency(b: Blocker) -> bool {
     )
 }
 
-/// The thread a join that blocked from `start` to `end` waited for: the
-/// last to end within it (its record says when it ended).
-fn joined(lives: &[Life], tid: u32, start: u64, end: u64) -> Option<(u32, u64)> {
+/// The thread a join that blocked from `start` to `end` waited for, and
+/// when it ended: the one the join named (its `pthread_t`: of the threads
+/// that had it, the last to start before the join ended), else the last
+/// to end within the join.
+fn joined(
+    (lives, threads): (&[Life], &[ThreadInfo]),
+    pthread: Option<u64>,
+    tid: u32,
+    (start, end): (u64, u64),
+) -> Option<(u32, u64)> {
+    let named = pthread.and_then(|pthread| {
+        threads
+            .iter()
+            .map(|t| &t.record)
+            .filter(|r| r.pthread == pthread && r.tid != tid && r.start_ns <= end)
+            .max_by_key(|r| r.start_ns)
+            .map(|r| r.tid)
+    });
+    if let Some(target) = named {
+        return lives
+            .iter()
+            .find(|l| l.tid == target)
+            .map(|l| (l.tid, l.end.min(end)));
+    }
     lives
         .iter()
         .filter(|l| l.tid != tid && l.end >= start && l.end <= end)
@@ -102,7 +126,11 @@ pub fn build(inputs: &Inputs) -> Built {
                     .then_some((p.released_by.0, p.released_at));
                 (On::Cond(p.object), by)
             }
-            Blocker::Call(BlockingCall::Join) => (On::Join, joined(&lives, p.tid, p.start, p.end)),
+            Blocker::Call(BlockingCall::Join) => {
+                let pthread = inputs.joins.get(&(p.tid, p.start, p.end)).copied();
+                let ender = joined((&lives, inputs.threads), pthread, p.tid, (p.start, p.end));
+                (On::Join, ender)
+            }
             // Barrier rounds come from their own events (below).
             _ => continue,
         };
@@ -378,5 +406,50 @@ impl Built {
             if_removed: gain(0.0),
             if_halved: gain(0.5),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksuit_format::ThreadRecord;
+
+    fn thread(tid: u32, pthread: u64, start_ns: u64) -> ThreadInfo {
+        ThreadInfo {
+            record: ThreadRecord {
+                tid,
+                pthread,
+                start_ns,
+                ..ThreadRecord::default()
+            },
+            name: None,
+        }
+    }
+
+    fn life(tid: u32, end: u64) -> Life {
+        Life {
+            tid,
+            parent: 1,
+            start: 0,
+            end,
+        }
+    }
+
+    /// A join that names its thread waits for that one, even when another
+    /// thread ended later within the join (the guess would take that one).
+    #[test]
+    fn a_join_waits_for_the_thread_it_named() {
+        let lives = [life(1, 100), life(2, 50), life(3, 60)];
+        // Thread 4 had thread 2's pthread_t after it: it started after the
+        // join ended, so it is not the one joined.
+        let threads = [
+            thread(1, 0x10, 0),
+            thread(2, 0xa0, 0),
+            thread(3, 0xb0, 0),
+            thread(4, 0xa0, 70),
+        ];
+        let join = |pthread| joined((&lives, &threads), pthread, 1, (10, 61));
+        assert_eq!(join(Some(0xa0)), Some((2, 50)));
+        assert_eq!(join(None), Some((3, 60)), "unnamed: the last to end");
     }
 }

@@ -87,6 +87,10 @@ pub struct Collector {
     /// after them): who, from where and when. A condition wait comes after
     /// the notifies made during it in the merged stream.
     notifies: rustc_hash::FxHashMap<(u32, u32), (u32, u32, u64)>,
+    /// Joins that returned, by (joining thread, start, end): the
+    /// `pthread_t` joined. A join that blocked long enough is also a
+    /// blocking-call period with the same times.
+    pub joins: rustc_hash::FxHashMap<(u32, u64, u64), u64>,
 }
 
 /// An acquisition that did not wait: `tid` took `lock` at `at` (from
@@ -169,6 +173,10 @@ impl Collector {
             }
             self.notifies
                 .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            return;
+        }
+        if kind == EVENT_JOINED {
+            self.joins.insert((e.tid, e.time, e.time2), e.deadline);
             return;
         }
         if kind == EVENT_ARRIVED {

@@ -643,6 +643,7 @@ pub fn analyze(
             stops: &stops.stops,
             classes: &stops.classes,
             rounds: &periods.rounds,
+            joins: &periods.joins,
             handoffs: &periods.handoffs,
             end_ns,
             lock_of: &lock_of,
