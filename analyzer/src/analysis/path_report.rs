@@ -116,15 +116,16 @@ pub fn build(inputs: &Inputs) -> Built {
     for s in inputs.stops {
         let p = &s.period;
         let (on, ender) = match p.blocker {
-            Blocker::Lock => {
+            Blocker::Lock | Blocker::Cond => {
+                // The releaser, or the notifier, when the trace says.
                 let by = (p.released_by.0 != 0 && p.released_at != 0)
                     .then_some((p.released_by.0, p.released_at));
-                (On::Object(p.object), by)
-            }
-            Blocker::Cond => {
-                let by = (p.released_by.0 != 0 && p.released_at != 0)
-                    .then_some((p.released_by.0, p.released_at));
-                (On::Cond(p.object), by)
+                let on = if p.blocker == Blocker::Lock {
+                    On::Object(p.object)
+                } else {
+                    On::Cond(p.object)
+                };
+                (on, by)
             }
             Blocker::Call(BlockingCall::Join) => {
                 let pthread = inputs.joins.get(&(p.tid, p.start, p.end)).copied();

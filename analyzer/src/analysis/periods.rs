@@ -111,6 +111,21 @@ const RELEASES_KEPT: usize = 1 << 16;
 /// Most barrier arrivals kept for matching (24 bytes each).
 const ARRIVALS_KEPT: usize = 1 << 20;
 
+/// Keeps `value` under `key` until its match is seen, in a map of at most
+/// `most` entries: one whose match never comes must not be kept forever,
+/// so a full map starts again.
+fn keep<K: std::hash::Hash + Eq, V>(
+    map: &mut rustc_hash::FxHashMap<K, V>,
+    most: usize,
+    key: K,
+    value: V,
+) {
+    if map.len() >= most {
+        map.clear();
+    }
+    map.insert(key, value);
+}
+
 /// Most notifies looked at for one condition wait.
 const NOTIFIES_LOOKED_AT: u32 = 64;
 
@@ -140,19 +155,21 @@ impl Collector {
     pub fn event(&mut self, e: &EventRecord) {
         let kind = e.hdr.aux & 0xff;
         if kind == EVENT_RELEASED && e.other > 0 {
-            if self.releases.len() >= RELEASES_KEPT {
-                self.releases.clear();
-            }
-            self.releases
-                .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            keep(
+                &mut self.releases,
+                RELEASES_KEPT,
+                (e.lock_id, e.seq2),
+                (e.tid, e.site_id, e.time),
+            );
             return;
         }
         if kind == EVENT_RELEASED {
-            if self.quiet_releases.len() >= RELEASES_KEPT {
-                self.quiet_releases.clear();
-            }
-            self.quiet_releases
-                .insert((e.lock_id, e.seq2), (e.tid, e.time));
+            keep(
+                &mut self.quiet_releases,
+                RELEASES_KEPT,
+                (e.lock_id, e.seq2),
+                (e.tid, e.time),
+            );
             return;
         }
         if kind == EVENT_ACQUIRED {
@@ -168,11 +185,12 @@ impl Collector {
             return;
         }
         if kind == EVENT_NOTIFY {
-            if self.notifies.len() >= RELEASES_KEPT {
-                self.notifies.clear();
-            }
-            self.notifies
-                .insert((e.lock_id, e.seq2), (e.tid, e.site_id, e.time));
+            keep(
+                &mut self.notifies,
+                RELEASES_KEPT,
+                (e.lock_id, e.seq2),
+                (e.tid, e.site_id, e.time),
+            );
             return;
         }
         if kind == EVENT_JOINED {
@@ -180,10 +198,12 @@ impl Collector {
             return;
         }
         if kind == EVENT_ARRIVED {
-            if self.arrivals.len() >= ARRIVALS_KEPT {
-                self.arrivals.clear();
-            }
-            self.arrivals.insert((e.lock_id, e.seq), (e.tid, e.time));
+            keep(
+                &mut self.arrivals,
+                ARRIVALS_KEPT,
+                (e.lock_id, e.seq),
+                (e.tid, e.time),
+            );
             return;
         }
         if kind == EVENT_DEPARTED {
