@@ -206,7 +206,15 @@ fn a_lock_whose_waits_overlap_other_work_is_predicted_to_gain_nothing() {
 #[test]
 fn a_condition_wait_is_followed_into_the_thread_that_notified_it() {
     let got = compare("notified", "&lock_l", FINDING);
-    assert!(got.1 * 8 > got.2, "measured gain {} of {}", got.1, got.2);
+    // L is on the path: taking it out gains about a sixth of the run, as
+    // far as the plain runs (their spread `got.3`) can tell.
+    assert!(
+        (got.1 + got.3) * 8 > got.2,
+        "measured gain {} of {} (spread {})",
+        got.1,
+        got.2,
+        got.3
+    );
     assert_close("notified", got);
 }
 
