@@ -25,15 +25,19 @@ use crate::recorder::tables::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
+/// Bit set in exactly the states that record, so that every hook's
+/// question "recording?" is one bit test of one byte.
+const RECORDING: u8 = 0x10;
+
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     Uninitialized = 0,
     Initializing = 1,
-    Enabled = 2,
+    Enabled = RECORDING | 2,
     Disabled = 3,
     Forked = 4,
-    Exiting = 5,
+    Exiting = RECORDING | 5,
 }
 
 impl State {
@@ -41,7 +45,7 @@ impl State {
         match v {
             0 => State::Uninitialized,
             1 => State::Initializing,
-            2 => State::Enabled,
+            v if v == State::Enabled as u8 => State::Enabled,
             3 => State::Disabled,
             4 => State::Forked,
             _ => State::Exiting,
@@ -60,10 +64,8 @@ pub fn state() -> State {
 /// not started yet (for paths that must not call out; see `recording`).
 #[inline(always)]
 pub fn recording_started() -> bool {
-    // Compared as raw bytes: every hook asks, and decoding the state first
-    // costs a clamp and a second compare.
-    let raw = STATE.load(Ordering::Acquire);
-    raw == State::Enabled as u8 || raw == State::Exiting as u8
+    // One bit of the raw byte: every hook asks (see `RECORDING`).
+    STATE.load(Ordering::Acquire) & RECORDING != 0
 }
 
 /// True if hooks should record now; initialises the shim on first call,
@@ -348,7 +350,7 @@ pub fn cloned_in_child() {
 /// records now, in its own trace.
 fn adopt_unseen_child(may_restart: bool) -> bool {
     let current = STATE.load(Ordering::Acquire);
-    let recording = current == State::Enabled as u8 || current == State::Exiting as u8;
+    let recording = current & RECORDING != 0;
     // Initializing meanwhile: a hook nested in this work (a signal
     // handler's) passes through.
     if !recording

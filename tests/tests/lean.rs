@@ -299,3 +299,79 @@ fn a_lean_trace_makes_a_pprof_profile() {
         "{shown} ms in the profile, main waited {waited_ms} ms: {top}"
     );
 }
+
+/// More lines than a thread's table of lines takes (tests/c/fluid_cells.c:
+/// 10,000 cells engaged at three lines each by two threads, about 15,000
+/// lines a thread against the table's 8,192), each used again and again:
+/// every engagement counted once, whether the table found it or the
+/// general way did.
+#[test]
+fn more_lines_than_the_table_takes_are_all_counted() {
+    let bin = build_c("fluid_cells");
+    let (stdout, p, _) = run_lean(&bin, &["100", "100", "6", "2"], "lean_many_lines");
+    let pairs: u64 = stdout_value(&stdout, "pairs").parse().unwrap();
+    let cells: usize = stdout_value(&stdout, "cells").parse().unwrap();
+    let cell_locks: Vec<&Value> = locks(&p)
+        .iter()
+        .filter(|l| u64_of(l, "acquisitions") > 1)
+        .collect();
+    assert_eq!(cell_locks.len(), cells, "every cell's lock was engaged");
+    let acquired: u64 = cell_locks.iter().map(|l| u64_of(l, "acquisitions")).sum();
+    assert_eq!(acquired, pairs, "the program's own count of lock pairs");
+    let engaged: u64 = p["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u64_of(s, "engagements"))
+        .sum();
+    let all: u64 = locks(&p).iter().map(|l| u64_of(l, "acquisitions")).sum();
+    assert_eq!(engaged, all, "the lines' counts add up to the locks'");
+}
+
+/// 20,000 mutexes made and taken once each, between two batches of a
+/// marker taken at one line: the table of lines fills to its limit and
+/// refuses more, and the marker's line, learned before, is still found.
+#[test]
+fn a_full_table_of_lines_still_finds_its_lines() {
+    let bin = build_c("many_locks");
+    let (stdout, p, _) = run_lean(&bin, &["20000"], "lean_full_table");
+    let marker = lock_by_address(&p, &stdout_value(&stdout, "marker"));
+    assert_eq!(u64_of(marker, "acquisitions"), 100, "{}", short(marker));
+    let once = locks(&p)
+        .iter()
+        .filter(|l| l["address"] != marker["address"])
+        .filter(|l| u64_of(l, "acquisitions") == 1)
+        .count();
+    assert_eq!(once, 20_000);
+}
+
+/// tests/c/lane_reuse.c: threads one after another on the same two lines.
+/// Each new thread takes over the last one's lane, table of lines
+/// included: every thread's count is its own, in either mode.
+#[test]
+fn a_thread_that_takes_over_a_lane_counts_into_its_own_records() {
+    let bin = build_c("lane_reuse");
+    for mode in ["lean", "full"] {
+        let dir = fresh_dir(&format!("lane_reuse_{mode}"));
+        let out = run_under_shim_env(&bin, &["6"], &dir, &[("LOCKSUIT_MODE", mode)]);
+        assert_success(&out, mode);
+        let stdout = stdout_str(&out);
+        let report = report_json(&[&only_trace(&dir)], None);
+        let p = only_process(&report);
+        let mut want: Vec<u64> = (1..=6)
+            .map(|i| {
+                stdout_value(&stdout, &format!("thread{i}"))
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        want.push(0); // main takes neither
+        want.sort();
+        let mut per: Vec<u64> = arr(p, "threads")
+            .iter()
+            .map(|t| u64_of(t, "acquisitions"))
+            .collect();
+        per.sort();
+        assert_eq!(per, want, "{mode}: {}", short(&p["threads"]));
+    }
+}

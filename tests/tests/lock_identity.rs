@@ -1,24 +1,38 @@
 //! Lock identity: statically initialised locks are recognised, a lock that is
 //! destroyed and re-initialised at the same address is a new lock, and locks
-//! on reused thread stacks are told apart.
+//! on reused thread stacks are told apart: in the full mode and in lean
+//! mode (whose quick path keys a lock by address and line, and must see a
+//! lock made again as another; issue 37).
 
 use locksuit_tests::*;
 
 const SRC: &str = "lock_identity.c";
 
-fn run_mode(mode: &str) -> (String, Value) {
+/// The recording modes each test runs in.
+const RECORDING: [&str; 2] = ["full", "lean"];
+
+fn run_mode(mode: &str, recording: &str) -> (String, Value) {
     let bin = build_c("lock_identity");
-    let dir = fresh_dir(&format!("lock_identity_{mode}"));
-    let out = run_under_shim(&bin, &[mode], &dir);
-    assert_success(&out, &format!("lock_identity {mode} under the shim"));
+    let dir = fresh_dir(&format!("lock_identity_{mode}_{recording}"));
+    let out = run_under_shim_env(&bin, &[mode], &dir, &[("LOCKSUIT_MODE", recording)]);
+    assert_success(
+        &out,
+        &format!("lock_identity {mode} under the shim, {recording} mode"),
+    );
     let trace = only_trace(&dir);
     (stdout_str(&out), report_json(&[&trace], None))
 }
 
 #[test]
 fn static_initializer() {
+    for recording in RECORDING {
+        static_initializer_in(recording);
+    }
+}
+
+fn static_initializer_in(recording: &str) {
     const USES: u64 = 137;
-    let (stdout, report) = run_mode("static");
+    let (stdout, report) = run_mode("static", recording);
     let p = only_process(&report);
     let addr = stdout_value(&stdout, "static");
     let lock = lock_by_address(p, &addr);
@@ -44,9 +58,15 @@ fn static_initializer() {
 
 #[test]
 fn destroy_and_reinit_is_a_new_lock() {
+    for recording in RECORDING {
+        destroy_and_reinit_is_a_new_lock_in(recording);
+    }
+}
+
+fn destroy_and_reinit_is_a_new_lock_in(recording: &str) {
     const FIRST: u64 = 50;
     const SECOND: u64 = 70;
-    let (stdout, report) = run_mode("reinit");
+    let (stdout, report) = run_mode("reinit", recording);
     let p = only_process(&report);
     let addr = stdout_value(&stdout, "reinit");
     let at = locks_at(p, &addr);
@@ -87,8 +107,14 @@ fn destroy_and_reinit_is_a_new_lock() {
 
 #[test]
 fn stack_locks_in_thread_waves() {
+    for recording in RECORDING {
+        stack_locks_in_thread_waves_in(recording);
+    }
+}
+
+fn stack_locks_in_thread_waves_in(recording: &str) {
     const LOCKS: usize = 300;
-    let (stdout, report) = run_mode("waves");
+    let (stdout, report) = run_mode("waves", recording);
     assert_eq!(stdout_value(&stdout, "locks"), LOCKS.to_string());
     // Informational: how many addresses were reused (stacks are cached by glibc).
     eprintln!(

@@ -152,19 +152,21 @@ unsafe extern "C-unwind" fn mutex_lock_lean(
 ) -> c_int {
     if let Some(state) = HookGuard::could_enter() {
         if let Attempt::TryFirst = mutex_attempt(m) {
-            if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp))
+            if let Some(line) =
+                recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp))
             {
                 let try_once = real_or!(mutex_trylock, libc::EINVAL);
                 // SAFETY: forwarding the caller's argument unchanged.
                 let rc = unsafe { try_once(m) };
                 if rc == 0 {
-                    recorder::lean_engaged_quickly(&p);
+                    recorder::lean_engaged_quickly(line);
                     return 0;
                 }
-                // SAFETY: forwarding the caller's argument unchanged.
-                return unsafe { mutex_lock_lean_not_taken(m, p, rc) };
+                // SAFETY: forwarding the caller's argument (the line's
+                // mutex) unchanged.
+                return unsafe { mutex_lock_lean_not_taken(line, rc) };
             }
-            // The hot cache has no entry: not looked at again.
+            // The table of lines has none for this call: it is added there.
             // SAFETY: forwarding the caller's arguments unchanged.
             return unsafe { mutex_lock_lean_general(m, caller, sp, true) };
         }
@@ -177,11 +179,8 @@ unsafe extern "C-unwind" fn mutex_lock_lean(
 /// the general way from there, with the lock's entry already found.
 #[inline(never)]
 #[cold]
-unsafe fn mutex_lock_lean_not_taken(
-    m: *mut pthread_mutex_t,
-    p: recorder::Prepared,
-    rc: c_int,
-) -> c_int {
+unsafe fn mutex_lock_lean_not_taken(line: recorder::LeanLine, rc: c_int) -> c_int {
+    let (m, p) = (line.addr() as *mut pthread_mutex_t, line.prepared());
     let block = real_or!(mutex_lock, libc::EINVAL);
     let Some(guard) = HookGuard::enter() else {
         // Recording stopped since the look: the real call decides.
@@ -198,7 +197,7 @@ unsafe fn mutex_lock_lean_not_taken(
 
 /// Lean mode's `pthread_mutex_lock` when it is not the common engagement:
 /// no sampled self-cost, no held entry, else as the full mode's. `missed`:
-/// the hot cache was looked at already, and had no entry.
+/// the table of lines was looked at already, and had no line.
 #[inline(never)]
 unsafe fn mutex_lock_lean_general(
     m: *mut pthread_mutex_t,
@@ -260,13 +259,13 @@ unsafe extern "C-unwind" fn mutex_trylock_lean(
 ) -> c_int {
     let try_once = real_or!(mutex_trylock, libc::EINVAL);
     if let Some(state) = HookGuard::could_enter() {
-        if let Some(p) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp)) {
+        if let Some(line) = recorder::lean_found_quickly(state, m as u64, Caller::new(caller, sp)) {
             // SAFETY: forwarding the caller's argument unchanged.
             let rc = unsafe { try_once(m) };
             if rc == 0 {
-                recorder::lean_engaged_quickly(&p);
+                recorder::lean_engaged_quickly(line);
             } else {
-                mutex_trylock_lean_not_taken(p, rc);
+                mutex_trylock_lean_not_taken(line.prepared(), rc);
             }
             return rc;
         }

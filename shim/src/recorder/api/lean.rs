@@ -12,15 +12,18 @@ use crate::recorder::api::prepared::Prepared;
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::features::events;
+use crate::recorder::tables::lean_lines::LeanLine;
 use crate::recorder::tables::objects;
 use crate::recorder::tables::thread_state::{InHook, ThreadState};
 use crate::recorder::time::clock::now_ns;
-use core::sync::atomic::{compiler_fence, Ordering};
+use core::sync::atomic::Ordering;
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
 
 /// [`prepare`](crate::recorder::api::prepared::prepare) for a mutex in lean
-/// mode: the same lookups, without the self-cost sampler (`missed`: the hot
-/// cache's first level was looked at already, and had no entry).
+/// mode: the same lookups, without the self-cost sampler (`missed`: the
+/// thread's table of lines was looked at already, and had no line). What
+/// the general way finds is added to the table of lines, for the quick
+/// path's next look.
 #[inline(always)]
 pub fn prepare(g: &InHook, addr: u64, caller: Caller, missed: bool) -> Option<Prepared> {
     let lane = current_lane(g)?;
@@ -29,44 +32,66 @@ pub fn prepare(g: &InHook, addr: u64, caller: Caller, missed: bool) -> Option<Pr
             return Some(hit.into());
         }
     }
-    crate::recorder::api::prepared::prepare_missed(g, lane, addr, ObjectKind::Mutex, caller)
+    let lane_ptr: *mut crate::recorder::tables::lanes::Lane = lane;
+    let p =
+        crate::recorder::api::prepared::prepare_missed(g, lane, addr, ObjectKind::Mutex, caller)?;
+    // SAFETY: the lane is this thread's until it ends; `p` holds no
+    // reference to it.
+    let lane = unsafe { &mut *lane_ptr };
+    lane.remember_lean((addr, caller.ret), p.slot, p.counter.cast());
+    g.thread().set_lean_lines(lane.lean_lines());
+    Some(p)
 }
 
 /// Lean mode's look for a mutex call, in a thread no hook is running in
-/// (see [`engaged_quickly`]): its hot-cache entry, either level, or `None`
-/// (the caller then goes the general way). Lean entries have no context
-/// (`seen_unremembered` learns none in lean mode), so no path is compared.
+/// (see [`engaged_quickly`]): its line in the thread's table of lines, or
+/// `None` (the caller then goes the general way, which adds it). Lean
+/// lines have no call-path context: the key is the lock and the line.
 #[inline(always)]
-pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<Prepared> {
-    let lane = state.lane();
-    if lane.is_null() {
+pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<QuickLine> {
+    let lines = state.lean_lines();
+    if lines.is_null() {
         return None;
     }
-    // SAFETY: a lane registered to this thread is its own until it ends.
-    let lane = unsafe { &mut *lane };
-    // A signal handler whose lock call misses may rewrite the entry between
-    // two of this look's reads: a look during which the cache wrote an
-    // entry is void (the general way looks again, in the hook).
-    let writes = lane.hot_writes();
-    let hit = match lane.hot_line(addr, caller.ret, MODE_EXCLUSIVE) {
-        Some(hit) => Some(hit),
-        None => lane.warm(addr, caller, MODE_EXCLUSIVE),
-    };
-    compiler_fence(Ordering::SeqCst);
-    if lane.hot_writes() != writes {
-        return None;
+    // SAFETY: the table was made this thread's by its lane; it is only
+    // added to, so a signal handler's call meanwhile changes nothing this
+    // look reads in a way it could tear (see `lean_lines.rs`).
+    let line = unsafe { crate::recorder::tables::lean_lines::find(lines, addr, caller.ret) }?;
+    Some(QuickLine(line))
+}
+
+/// A line [`found_quickly`]: one pointer, all the quick path keeps across
+/// the real call (the mutex, its slot and the counter are read from it).
+#[derive(Clone, Copy)]
+pub struct QuickLine(&'static LeanLine);
+
+impl QuickLine {
+    /// The mutex of the line.
+    #[inline(always)]
+    pub fn addr(self) -> u64 {
+        self.0.addr()
     }
-    Some(hit?.into())
+
+    /// The line as the general way's handle.
+    #[inline(always)]
+    pub fn prepared(self) -> Prepared {
+        let target = self.0.target();
+        Prepared {
+            slot: target.slot,
+            counter: target.counter.cast(),
+        }
+    }
 }
 
 /// The mutex [`found_quickly`] found was taken at once: counted, and its
-/// line left in the slot, with no hook entered. A signal handler whose
-/// lock call runs the shim meanwhile may change the hot cache, but `p` was
-/// copied out of its entry; what changes here is the counter (one
-/// increment) and one word of the slot (a plain store), which nothing in
-/// between tears.
+/// line left in the slot, with no hook entered. A signal handler's call
+/// meanwhile may add lines to the table, but changes this one only if it
+/// made the very mutex again (then the count goes to its new identity);
+/// what changes here is the counter (one increment) and one word of the
+/// slot (a plain store), which nothing in between tears.
 #[inline(always)]
-pub fn engaged_quickly(p: &Prepared) {
+pub fn engaged_quickly(line: QuickLine) {
+    let p = line.prepared();
     let counter = p.counter();
     counter.engagements += 1;
     p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);

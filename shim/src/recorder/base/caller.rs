@@ -2,7 +2,7 @@
 //! off the stack above it (see [`Caller::context`]). Plain data; learning
 //! the offsets it is read at is `sites.rs`'s work.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Where a hooked call came from.
 #[derive(Clone, Copy)]
@@ -151,16 +151,29 @@ impl Offsets {
 /// (offsets, sites, modules) is learned afresh. Recorded with modules and sites.
 static EPOCH: AtomicU32 = AtomicU32::new(0);
 
+/// The epoch shifted above every user-space address, kept beside it for
+/// keys that fold it into a return address in one instruction (lean
+/// mode's lines, `lean_lines.rs`): 16 bits of it.
+static EPOCH_KEY: AtomicU64 = AtomicU64::new(0);
+
 pub fn epoch() -> u32 {
     EPOCH.load(Ordering::Acquire)
 }
 
+/// `ret` with the current epoch folded in above bit 48 (see [`EPOCH_KEY`]).
+#[inline(always)]
+pub fn epoch_key(ret: u64) -> u64 {
+    ret ^ EPOCH_KEY.load(Ordering::Relaxed)
+}
+
 /// A library was unloaded: a new epoch begins.
 pub fn next_epoch() {
+    EPOCH_KEY.fetch_add(1 << 48, Ordering::AcqRel);
     EPOCH.fetch_add(1, Ordering::AcqRel);
 }
 
 /// In a fork child: the child's trace starts at epoch 0.
 pub fn set_epoch(epoch: u32) {
+    EPOCH_KEY.store((epoch as u64) << 48, Ordering::Relaxed);
     EPOCH.store(epoch, Ordering::Relaxed);
 }

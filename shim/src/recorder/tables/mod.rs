@@ -6,6 +6,7 @@ pub(super) mod heap;
 pub mod held;
 pub mod hot_cache;
 pub mod lanes;
+pub mod lean_lines;
 pub mod objects;
 pub mod python_calls;
 pub mod thread_state;

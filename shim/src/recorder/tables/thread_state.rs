@@ -23,6 +23,7 @@
 
 use crate::recorder::tables::held::HeldStack;
 use crate::recorder::tables::lanes::Lane;
+use crate::recorder::tables::lean_lines::LeanLine;
 use crate::recorder::time::call_timer::TimerState;
 use crate::recorder::time::selfcost::CallCost;
 use core::cell::{Cell, UnsafeCell};
@@ -52,6 +53,10 @@ pub struct ThreadState {
     /// [`generation`] when `lane` was taken; a fork bumps it, so
     /// a child never writes through a lane of its parent's trace.
     lane_generation: Cell<u32>,
+    /// Lean mode's table of lines of `lane` (`lean_lines.rs`), once the
+    /// lane has made it this thread's; null before, and whenever `lane`
+    /// changes.
+    lean_lines: Cell<*const LeanLine>,
     /// tid of the creating thread, handed over by the start wrapper.
     parent_tid: Cell<u32>,
     /// This thread's creation number (0: not created through our wrapper).
@@ -90,6 +95,7 @@ impl ThreadState {
             resolving: Cell::new(false),
             lane: Cell::new(core::ptr::null_mut()),
             lane_generation: Cell::new(0),
+            lean_lines: Cell::new(core::ptr::null()),
             parent_tid: Cell::new(0),
             create_serial: Cell::new(0),
             exit_rounds: Cell::new(0),
@@ -111,6 +117,7 @@ impl ThreadState {
             && self.resolving.get() == other.resolving.get()
             && self.lane.get() == other.lane.get()
             && self.lane_generation.get() == other.lane_generation.get()
+            && self.lean_lines.get() == other.lean_lines.get()
             && self.parent_tid.get() == other.parent_tid.get()
             && self.create_serial.get() == other.create_serial.get()
             && self.exit_rounds.get() == other.exit_rounds.get()
@@ -162,6 +169,19 @@ impl ThreadState {
     pub fn set_lane(&self, lane: *mut Lane, generation: u32) {
         self.lane.set(lane);
         self.lane_generation.set(generation);
+        self.lean_lines.set(core::ptr::null());
+    }
+
+    /// Lean mode's table of lines for a look outside the hook; null if none.
+    #[inline(always)]
+    pub fn lean_lines(&self) -> *const LeanLine {
+        self.lean_lines.get()
+    }
+
+    /// The lane's table of lines is ready for this thread (made, cleared of
+    /// any previous thread's lines).
+    pub fn set_lean_lines(&self, lines: *const LeanLine) {
+        self.lean_lines.set(lines);
     }
 
     pub fn retired(&self) -> bool {

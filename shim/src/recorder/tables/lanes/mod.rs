@@ -20,6 +20,7 @@ use crate::recorder::base::caller::{Caller, Offsets, Seen};
 use crate::recorder::base::own_stack::OwnStack;
 use crate::recorder::tables::by_lock::ByLock;
 use crate::recorder::tables::hot_cache::{HotCache, HotTarget};
+use crate::recorder::tables::lean_lines::{LeanLine, LeanLines};
 use crate::recorder::tables::objects::ObjectSlot;
 use crate::recorder::tables::python_calls::{PythonCall, PythonCalls};
 use crate::recorder::trace::file;
@@ -128,6 +129,8 @@ pub struct Lane {
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
     /// What the hot path looks at first (see `hot_cache.rs`).
     hot: HotCache,
+    /// Lean mode's table of lines (see `lean_lines.rs`).
+    lean: LeanLines,
     index: [IndexSlot; INDEX_SLOTS],
     /// The grown index (anonymous mapping), or null while `index` serves.
     big_index: *mut IndexSlot,
@@ -470,6 +473,7 @@ impl Lane {
     pub fn forget_previous_thread(&mut self) {
         self.py_calls.forget_last();
         self.hot.new_thread();
+        self.lean.new_thread();
     }
 
     /// Notes a call from the interpreter found cached as the thread's last.
@@ -482,16 +486,22 @@ impl Lane {
         self.py_calls.set_last(addr, tag, target);
     }
 
+    /// Lean mode's table of lines, ready for this thread; null if it
+    /// cannot be had (see `LeanLines::table`).
+    pub fn lean_lines(&mut self) -> *const LeanLine {
+        self.lean.table()
+    }
+
+    /// Adds a mutex call taken the general way in lean mode to the table of
+    /// lines (see `lean_lines.rs`).
+    pub fn remember_lean(&mut self, (addr, ret): (u64, u64), slot: &ObjectSlot, counter: *mut u8) {
+        self.lean.remember((addr, ret), slot, counter);
+    }
+
     /// The hot cache's entry for this call (see `hot_cache.rs`).
     #[inline(always)]
     pub fn hot(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
         self.hot.find(addr, caller, self.tag(mode))
-    }
-
-    /// Entries the hot cache has written so far (see `HotCache::writes`).
-    #[inline(always)]
-    pub fn hot_writes(&self) -> u32 {
-        self.hot.writes()
     }
 
     /// Lean mode's hot-cache entry for a call keyed by its line alone.
