@@ -9,7 +9,10 @@
  *   uncontended [PAIRS] random   each pair on one of 4,096 mutexes picked
  *                                at random (a fixed sequence), so a
  *                                profiler's per-thread caches miss; the
- *                                picking is timed in the plain run too. */
+ *                                picking is timed in the plain run too.
+ *
+ * With UNCONTENDED_GO=FILE in the environment it waits for FILE to exist
+ * before it starts (scripts/bench-attach.sh attaches to it meanwhile). */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t outer = PTHREAD_MUTEX_INITIALIZER;
@@ -59,6 +63,9 @@ int main(int argc, char **argv) {
     int on_sem = argc > 2 && strcmp(argv[2], "sem") == 0;
     int on_many = argc > 2 && strcmp(argv[2], "random") == 0;
     int held = argc > 2 && !on_sem && !on_many;
+    const char *go = getenv("UNCONTENDED_GO");
+    while (go && access(go, F_OK) != 0)
+        usleep(1000);
     if (sem_init(&sem, 0, 1) != 0)
         return 1;
     if (held)

@@ -8,6 +8,13 @@
 // space through a ring buffer. The analyzer unwinds the stack copy with the
 // modules' call frame information, as it does the shim's snapshots.
 //
+// With `--locks`, uprobes on the C library's pthread_mutex_lock, _trylock,
+// _unlock and pthread_cond_wait/_timedwait add every acquisition of a
+// pthread mutex, per mutex and calling line (the return address), with its
+// hold time (from the lock call's return to the unlock call; a condition
+// wait ends the hold and its return starts another). A uprobe stops the
+// thread in the kernel at every such call: documented as costly.
+//
 // Built by analyzer/build.rs with clang -target bpf; no libbpf headers are
 // needed: the few helpers, constants and map macros are declared here.
 
@@ -40,6 +47,7 @@ static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 f
 // x86_64 only: the futex system call's number and struct pt_regs offsets.
 #define NR_FUTEX 202
 #define REGS_BP 32
+#define REGS_AX 80
 #define REGS_SI 104
 #define REGS_DI 112
 #define REGS_ORIG_AX 120
@@ -64,6 +72,10 @@ struct event {
     __u32 op;
     __u32 stack_len;
     __u32 pad;
+    // With --locks: the return address of the probed mutex call or
+    // condition wait this futex call is made in, which the uretprobe
+    // replaced on the user stack with its trampoline's (0: none).
+    __u64 probed_ret;
     __u8 stack[STACK_BYTES];
 };
 
@@ -92,6 +104,45 @@ struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
     __uint(max_entries, 64 << 20);
 } events SEC(".maps");
+
+// --locks: a mutex call in flight (lock, trylock or condition wait), per
+// thread.
+struct lock_call {
+    __u64 mutex;
+    __u64 ret;       // the caller's return address: its line
+    __u64 held_ret;  // a condition wait: the line its hold began at
+};
+
+// Per mutex and line. Keep in step with analyzer/src/commands/attach/bpf.rs.
+struct lock_key {
+    __u64 mutex;
+    __u64 ret;
+};
+
+struct lock_stats {
+    __u64 acquisitions;
+    __u64 hold_ns;
+    __u64 holds;
+    __u64 max_hold_ns;
+};
+
+struct held_key {
+    __u64 mutex;
+    __u32 tid;
+    __u32 pad;
+};
+
+struct held_since {
+    __u64 since;
+    __u64 ret;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, struct lock_call);
+} lock_calls SEC(".maps");
 
 static __u64 reg(void *regs, int offset) {
     __u64 value = 0;
@@ -127,6 +178,8 @@ int futex_enter(__u64 *ctx) {
     e->exit_ns = 0;
     e->ret = 0;
     e->pad = 0;
+    struct lock_call *probed = bpf_map_lookup_elem(&lock_calls, &e->tid);
+    e->probed_ret = probed ? probed->ret : 0;
     e->stack_len = STACK_BYTES;
     if (bpf_probe_read_user(e->stack, STACK_BYTES, (void *)e->sp) != 0) {
         e->stack_len = SHORT_STACK_BYTES;
@@ -164,6 +217,159 @@ int futex_exit(__u64 *ctx) {
     }
     bpf_ringbuf_output(&events, e, sizeof(*e), 0);
     bpf_map_delete_elem(&inflight, &tid);
+    return 0;
+}
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct lock_key);
+    __type(value, struct lock_stats);
+} lock_stats SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct held_key);
+    __type(value, struct held_since);
+} held SEC(".maps");
+
+// Entries that did not fit a map (65,536 each): the report says so.
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u64);
+} lock_lost SEC(".maps");
+
+static void lost(void) {
+    __u32 zero = 0;
+    __u64 *n = bpf_map_lookup_elem(&lock_lost, &zero);
+    if (n)
+        __sync_fetch_and_add(n, 1);
+}
+
+static __u64 ctx_reg(void *ctx, int offset) {
+    return *(__u64 *)((char *)ctx + offset);
+}
+
+// The return address at the top of the user stack, on entry to a function.
+static __u64 caller_of(void *ctx) {
+    __u64 ret = 0;
+    bpf_probe_read_user(&ret, sizeof(ret), (void *)ctx_reg(ctx, REGS_SP));
+    return ret;
+}
+
+// A hold of `mutex` by `tid` ends now: added to its line's figures.
+static __u64 end_hold(__u64 mutex, __u32 tid, __u64 now) {
+    struct held_key hk = {.mutex = mutex, .tid = tid, .pad = 0};
+    struct held_since *h = bpf_map_lookup_elem(&held, &hk);
+    if (!h)
+        return 0;
+    __u64 ret = h->ret;
+    __u64 hold = now - h->since;
+    struct lock_key key = {.mutex = mutex, .ret = ret};
+    struct lock_stats *st = bpf_map_lookup_elem(&lock_stats, &key);
+    if (st) {
+        __sync_fetch_and_add(&st->hold_ns, hold);
+        __sync_fetch_and_add(&st->holds, 1);
+        if (hold > st->max_hold_ns)
+            st->max_hold_ns = hold;
+    }
+    bpf_map_delete_elem(&held, &hk);
+    return ret;
+}
+
+static void begin_hold(__u64 mutex, __u32 tid, __u64 ret, __u64 now) {
+    struct held_key hk = {.mutex = mutex, .tid = tid, .pad = 0};
+    struct held_since h = {.since = now, .ret = ret};
+    if (bpf_map_update_elem(&held, &hk, &h, BPF_ANY) != 0)
+        lost();
+}
+
+SEC("uprobe")
+int lock_enter(void *ctx) {
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    __u32 tid = (__u32)pid_tgid;
+    struct lock_call c = {.mutex = ctx_reg(ctx, REGS_DI), .ret = caller_of(ctx), .held_ret = 0};
+    if (bpf_map_update_elem(&lock_calls, &tid, &c, BPF_ANY) != 0)
+        lost();
+    return 0;
+}
+
+SEC("uretprobe")
+int lock_exit(void *ctx) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    __u32 tid = (__u32)pid_tgid;
+    struct lock_call *c = bpf_map_lookup_elem(&lock_calls, &tid);
+    if (!c)
+        return 0;
+    struct lock_key key = {.mutex = c->mutex, .ret = c->ret};
+    bpf_map_delete_elem(&lock_calls, &tid);
+    if ((int)ctx_reg(ctx, REGS_AX) != 0)
+        return 0;  // not taken (EBUSY from a trylock, an error)
+    struct lock_stats *st = bpf_map_lookup_elem(&lock_stats, &key);
+    if (!st) {
+        struct lock_stats fresh = {.acquisitions = 0, .hold_ns = 0, .holds = 0, .max_hold_ns = 0};
+        bpf_map_update_elem(&lock_stats, &key, &fresh, 1 /* BPF_NOEXIST */);
+        st = bpf_map_lookup_elem(&lock_stats, &key);
+        if (!st) {
+            lost();
+            return 0;
+        }
+    }
+    __sync_fetch_and_add(&st->acquisitions, 1);
+    begin_hold(key.mutex, tid, key.ret, now);
+    return 0;
+}
+
+SEC("uprobe")
+int unlock_enter(void *ctx) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    end_hold(ctx_reg(ctx, REGS_DI), (__u32)pid_tgid, now);
+    return 0;
+}
+
+// pthread_cond_wait(cond, mutex) and _timedwait: the mutex is released
+// inside, and taken again before the call returns.
+SEC("uprobe")
+int cond_wait_enter(void *ctx) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    __u32 tid = (__u32)pid_tgid;
+    __u64 mutex = ctx_reg(ctx, REGS_SI);
+    struct lock_call c = {.mutex = mutex, .ret = caller_of(ctx), .held_ret = 0};
+    c.held_ret = end_hold(mutex, tid, now);
+    if (bpf_map_update_elem(&lock_calls, &tid, &c, BPF_ANY) != 0)
+        lost();
+    return 0;
+}
+
+SEC("uretprobe")
+int cond_wait_exit(void *ctx) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    __u32 tid = (__u32)pid_tgid;
+    struct lock_call *c = bpf_map_lookup_elem(&lock_calls, &tid);
+    if (!c)
+        return 0;
+    __u64 mutex = c->mutex, ret = c->held_ret;
+    bpf_map_delete_elem(&lock_calls, &tid);
+    // Held again (also after a timeout): the hold goes on at its line.
+    if (ret != 0)
+        begin_hold(mutex, tid, ret, now);
     return 0;
 }
 

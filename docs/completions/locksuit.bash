@@ -79,7 +79,7 @@ _locksuit() {
             return 0
             ;;
         locksuit__subcmd__attach)
-            opts="-o -h --duration --threads --dir --help"
+            opts="-o -h --duration --threads --dir --locks --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

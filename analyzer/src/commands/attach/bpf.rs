@@ -1,12 +1,15 @@
 //! Loads `locksuit attach`'s BPF program (`analyzer/bpf/futex.bpf.c`, built
 //! by `build.rs`), attaches it to the `sys_enter`/`sys_exit` raw
 //! tracepoints for one process, and reads its futex calls from the ring
-//! buffer. Dropping the [`Recorder`] detaches it: nothing was changed in
-//! the process.
+//! buffer. With `--locks`, also uprobes on the C library's mutex calls
+//! (see the C file), whose per-mutex, per-line figures are read at the end.
+//! Dropping the [`Recorder`] detaches it: nothing was changed in the
+//! process.
 
-use aya::maps::{Array, MapData, RingBuf};
-use aya::programs::RawTracePoint;
+use aya::maps::{Array, HashMap, MapData, RingBuf};
+use aya::programs::{RawTracePoint, UProbe};
 use aya::Ebpf;
+use std::path::Path;
 
 /// The compiled program; empty when the build had no clang that could
 /// compile it (build.rs says so).
@@ -15,7 +18,7 @@ static PROGRAM: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/f
 /// Bytes of user stack each event carries at most (`STACK_BYTES` in the C).
 const STACK_BYTES: usize = 8192;
 /// The fixed part of `struct event` before its stack copy.
-const HEAD_BYTES: usize = 72;
+const HEAD_BYTES: usize = 80;
 
 /// One futex call of the target, as the BPF program saw it.
 pub struct Event {
@@ -30,6 +33,10 @@ pub struct Event {
     pub ret: i64,
     pub tid: u32,
     pub op: u32,
+    /// The return address of the mutex call or condition wait a `--locks`
+    /// uretprobe watches in this thread now (0: none): on the stack, the
+    /// kernel's trampoline stands in its place.
+    pub probed_ret: u64,
     /// The top of the user stack from `sp` up.
     pub stack: Vec<u8>,
 }
@@ -53,8 +60,24 @@ impl Event {
             ret: word(48)? as i64,
             tid: half(56)?,
             op: half(60)?,
+            probed_ret: word(72)?,
             stack: bytes.get(HEAD_BYTES..HEAD_BYTES + len)?.to_vec(),
         })
+    }
+
+    /// Puts the probed call's return address back where a uretprobe's
+    /// trampoline (in `trampolines`, the process's `[uprobes]` area)
+    /// stands on the stack copy, so that it unwinds as without `--locks`.
+    pub fn restore_return_address(&mut self, trampolines: &std::ops::Range<u64>) {
+        if self.probed_ret == 0 {
+            return;
+        }
+        for word in self.stack.chunks_exact_mut(8) {
+            let value = u64::from_ne_bytes(word.try_into().unwrap_or_default());
+            if trampolines.contains(&value) {
+                word.copy_from_slice(&self.probed_ret.to_ne_bytes());
+            }
+        }
     }
 
     /// The futex command, without the private and clock flags.
@@ -69,10 +92,58 @@ impl Event {
     }
 }
 
+/// `struct lock_key` and `struct lock_stats` of the C file.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LockKey {
+    mutex: u64,
+    ret: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct LockStats {
+    pub acquisitions: u64,
+    pub hold_ns: u64,
+    pub holds: u64,
+    pub max_hold_ns: u64,
+}
+
+// SAFETY: plain `repr(C)` integers with no padding, as the C declares them.
+unsafe impl aya::Pod for LockKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for LockStats {}
+
+/// What `--locks` saw of one mutex at one line (the caller's return address).
+pub struct LockLine {
+    pub mutex: u64,
+    pub ret: u64,
+    pub stats: LockStats,
+}
+
+/// The C library functions `--locks` probes: (symbol, entry program,
+/// return program).
+const LOCK_PROBES: &[(&str, &str, Option<&str>)] = &[
+    ("pthread_mutex_lock", "lock_enter", Some("lock_exit")),
+    ("pthread_mutex_trylock", "lock_enter", Some("lock_exit")),
+    ("pthread_mutex_timedlock", "lock_enter", Some("lock_exit")),
+    ("pthread_mutex_unlock", "unlock_enter", None),
+    (
+        "pthread_cond_wait",
+        "cond_wait_enter",
+        Some("cond_wait_exit"),
+    ),
+    (
+        "pthread_cond_timedwait",
+        "cond_wait_enter",
+        Some("cond_wait_exit"),
+    ),
+];
+
 /// The loaded, attached program.
 pub struct Recorder {
     // Kept for its links: dropping it detaches the program.
-    _ebpf: Ebpf,
+    ebpf: Ebpf,
     ring: RingBuf<MapData>,
 }
 
@@ -82,9 +153,10 @@ pub fn built_with_bpf() -> bool {
 }
 
 impl Recorder {
-    /// Loads and attaches the program for process `pid`; the error is one
-    /// line saying what is missing.
-    pub fn attach(pid: u32) -> Result<Recorder, String> {
+    /// Loads and attaches the program for process `pid`, with uprobes on
+    /// the mutex calls of the C library at `locks` if given; the error is
+    /// one line saying what is missing.
+    pub fn attach(pid: u32, locks: Option<&Path>) -> Result<Recorder, String> {
         let why = |what: &str, e: &dyn std::error::Error| {
             let mut text = e.to_string();
             let mut source = e.source();
@@ -120,9 +192,58 @@ impl Recorder {
             p.attach(tracepoint)
                 .map_err(|e| why(&format!("attach to raw tracepoint {tracepoint}"), &e))?;
         }
+        if let Some(libc) = locks {
+            // Each program is loaded once, and attached to every function
+            // it serves.
+            let mut loaded = Vec::new();
+            for &(symbol, entry, exit) in LOCK_PROBES {
+                for program in std::iter::once(entry).chain(exit) {
+                    let p: &mut UProbe = ebpf
+                        .program_mut(program)
+                        .ok_or("the BPF program lacks a part")?
+                        .try_into()
+                        .map_err(|e| why("find the BPF program", &e))?;
+                    if !loaded.contains(&program) {
+                        p.load().map_err(|e| why(&format!("load {program}"), &e))?;
+                        loaded.push(program);
+                    }
+                    p.attach(Some(symbol), 0, libc, Some(pid as i32))
+                        .map_err(|e| {
+                            why(
+                                &format!("put a uprobe on {symbol} in {}", libc.display()),
+                                &e,
+                            )
+                        })?;
+                }
+            }
+        }
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
             .map_err(|e| why("open the ring buffer", &e))?;
-        Ok(Recorder { _ebpf: ebpf, ring })
+        Ok(Recorder { ebpf, ring })
+    }
+
+    /// What `--locks` counted so far, per mutex and line, and how many
+    /// entries did not fit its maps.
+    pub fn lock_lines(&self) -> (Vec<LockLine>, u64) {
+        let mut lines = Vec::new();
+        if let Some(map) = self.ebpf.map("lock_stats") {
+            if let Ok(stats) = HashMap::<_, LockKey, LockStats>::try_from(map) {
+                for (key, stats) in stats.iter().flatten() {
+                    lines.push(LockLine {
+                        mutex: key.mutex,
+                        ret: key.ret,
+                        stats,
+                    });
+                }
+            }
+        }
+        let lost = self
+            .ebpf
+            .map("lock_lost")
+            .and_then(|m| Array::<_, u64>::try_from(m).ok())
+            .and_then(|a| a.get(&0, 0).ok())
+            .unwrap_or(0);
+        (lines, lost)
     }
 
     /// Every event the ring buffer holds now.

@@ -2,7 +2,9 @@
 //! the kernel (a BPF program on the system-call tracepoints, no code in the
 //! process) until `--duration` ends, Ctrl-C, or the process exits; then
 //! writes what it saw (`locksuit-attach.PID.json`, see docs/commands.md)
-//! and prints its report. Detaching leaves the process as it was.
+//! and prints its report; with `--locks`, also every pthread mutex
+//! acquisition and hold through uprobes. Detaching leaves the process as
+//! it was.
 
 mod bpf;
 mod hung;
@@ -29,6 +31,12 @@ pub struct AttachArgs {
     /// Directory for the recording, locksuit-attach.PID.json (default: the current one).
     #[arg(short = 'o', long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Also count every pthread mutex acquisition, per mutex and line, with
+    /// its hold time: uprobes on the C library's mutex and condition-wait
+    /// calls. Costly: each such call of the process stops in the kernel
+    /// (a few microseconds; see docs/performance.md).
+    #[arg(long)]
+    pub locks: bool,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -69,7 +77,20 @@ pub fn attach(args: AttachArgs) -> i32 {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut recorder = match bpf::Recorder::attach(pid) {
+    // `--locks` needs the C library's path before attaching; otherwise the
+    // modules are read after, so that a missing privilege is said as BPF's.
+    let mut libc = None;
+    if args.locks {
+        let found = modules::read_modules(pid)
+            .and_then(|m| modules::c_library(&m).map(PathBuf::from).ok_or_else(|| {
+                format!("--locks needs the process's C library, and {pid} maps no libc.so (statically linked?)")
+            }));
+        match found {
+            Ok(path) => libc = Some(path),
+            Err(why) => return fail(why),
+        }
+    }
+    let mut recorder = match bpf::Recorder::attach(pid, libc.as_deref()) {
         Ok(r) => r,
         Err(why) => return fail(why),
     };
@@ -99,9 +120,15 @@ pub fn attach(args: AttachArgs) -> i32 {
     );
     let mut events = Vec::new();
     let mut names = std::collections::BTreeMap::new();
+    // With --locks: where the kernel's uretprobe trampolines are, read
+    // while the process lives (it is made at the first probed return).
+    let mut trampolines = None;
     loop {
         let before = events.len();
         recorder.drain(&mut events);
+        if args.locks && trampolines.is_none() {
+            trampolines = modules::uprobes_area(pid);
+        }
         for e in &events[before..] {
             names.entry(e.tid).or_insert_with(|| {
                 read_name(format!("/proc/{pid}/task/{}/comm", e.tid)).unwrap_or_default()
@@ -117,6 +144,12 @@ pub fn attach(args: AttachArgs) -> i32 {
     }
     recorder.drain(&mut events);
     let ended = SystemTime::now();
+    let locks = args.locks.then(|| recorder.lock_lines());
+    if let Some(trampolines) = &trampolines {
+        for e in &mut events {
+            e.restore_return_address(trampolines);
+        }
+    }
     drop(recorder); // detaches
     if let Ok(now) = modules::read_modules(pid) {
         for m in now {
@@ -145,6 +178,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         names,
         events,
         blocked,
+        locks,
     };
     let summary = report::summarize(&recording);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));

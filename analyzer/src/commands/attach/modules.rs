@@ -72,3 +72,21 @@ pub fn read_modules(pid: u32) -> Result<Vec<ModuleInfo>, String> {
     }
     Ok(modules)
 }
+
+/// The C library among a process's modules (`libc.so.6`, or a versioned
+/// `libc-2.x.so`), whose mutex calls `--locks` probes.
+pub fn c_library(modules: &[ModuleInfo]) -> Option<&str> {
+    modules.iter().map(|m| m.path.as_str()).find(|path| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        name.starts_with("libc.so") || (name.starts_with("libc-") && name.ends_with(".so"))
+    })
+}
+
+/// Where the kernel put its uretprobe trampolines in the process (the
+/// `[uprobes]` mapping), if it has made them.
+pub fn uprobes_area(pid: u32) -> Option<std::ops::Range<u64>> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let line = maps.lines().find(|l| l.trim_end().ends_with("[uprobes]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    Some(u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?)
+}

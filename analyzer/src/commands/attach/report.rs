@@ -23,12 +23,49 @@ pub struct Recording {
     pub events: Vec<Event>,
     /// Threads blocked in a futex wait when attach began (see hung.rs).
     pub blocked: Vec<super::hung::Blocked>,
+    /// With `--locks`: what the uprobes counted per mutex and line, and
+    /// how many entries did not fit their maps.
+    pub locks: Option<(Vec<super::bpf::LockLine>, u64)>,
 }
 
 /// What the report says the recording was made with.
 const WITH: &str = "BPF on the sys_enter/sys_exit raw tracepoints: futex calls, user stacks copied and unwound by call frame information";
+/// The same, with `--locks`.
+const WITH_LOCKS: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information) and uprobes on the C library's pthread mutex and condition-wait calls";
 /// What it cannot say.
-const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): acquisitions, hold times, locks that never waited (--locks is not available yet)";
+const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): acquisitions, hold times, locks that never waited (attach with --locks for pthread mutexes)";
+/// What it cannot say with `--locks`.
+const UNSEEN_LOCKS: &str = "not seen when attached: acquisitions and holds of locks other than pthread mutexes (rwlocks, semaphores, spinlocks, Rust and other futex-based locks: only their waits), lock order, the holder of each wait";
+
+impl Recording {
+    fn with(&self) -> &'static str {
+        if self.locks.is_some() {
+            WITH_LOCKS
+        } else {
+            WITH
+        }
+    }
+
+    fn unseen(&self) -> &'static str {
+        if self.locks.is_some() {
+            UNSEEN_LOCKS
+        } else {
+            UNSEEN
+        }
+    }
+}
+
+/// A pthread mutex's acquisitions at one line, seen by `--locks`.
+#[derive(Serialize)]
+pub struct LockSite {
+    pub mutex: String,
+    pub site: String,
+    pub acquisitions: u64,
+    pub hold_ns: u64,
+    /// Holds whose end was seen (a hold still open at detach is not).
+    pub holds: u64,
+    pub max_hold_ns: u64,
+}
 
 #[derive(Serialize)]
 pub struct Call {
@@ -80,6 +117,10 @@ pub struct Summary {
     pub blocked: Vec<BlockedAt>,
     /// Cycles of `blocked` (indexes), each waiting for the next's lock.
     pub deadlocks: Vec<Vec<usize>>,
+    /// `--locks`: per mutex and line, most held first.
+    pub locks: Vec<LockSite>,
+    /// `--locks`: map entries that did not fit (acquisitions not counted).
+    pub locks_lost: u64,
 }
 
 /// The program's own line of a stack, and its chain from there.
@@ -197,13 +238,60 @@ pub fn summarize(r: &Recording) -> Summary {
             }
         })
         .collect();
+    let (locks, locks_lost) = match &r.locks {
+        Some((lines, lost)) => (lock_sites(&mut symbolizer, r, lines), *lost),
+        None => (Vec::new(), 0),
+    };
     Summary {
         calls,
         sites,
         wakes,
         blocked,
         deadlocks: super::hung::deadlocks(&r.blocked),
+        locks,
+        locks_lost,
     }
+}
+
+/// `--locks`' figures named by the program's line: a return address into
+/// a wrapper of the C library's (a C++ `std::mutex`) is named by the
+/// wrapper's line, as the address says no more.
+fn lock_sites(
+    symbolizer: &mut Symbolizer,
+    r: &Recording,
+    lines: &[super::bpf::LockLine],
+) -> Vec<LockSite> {
+    let mut by_site: BTreeMap<(u64, String), LockSite> = BTreeMap::new();
+    for line in lines {
+        let (site, chain) = named_stack(symbolizer, r, &[line.ret]);
+        // Without a line (a library with no debug information: the
+        // loader's own lock calls), its function or module and offset.
+        let site = site
+            .or_else(|| chain.into_iter().next())
+            .unwrap_or_else(|| format!("{:#x}", line.ret));
+        let s = by_site
+            .entry((line.mutex, site.clone()))
+            .or_insert_with(|| LockSite {
+                mutex: format!("{:#x}", line.mutex),
+                site,
+                acquisitions: 0,
+                hold_ns: 0,
+                holds: 0,
+                max_hold_ns: 0,
+            });
+        s.acquisitions += line.stats.acquisitions;
+        s.hold_ns += line.stats.hold_ns;
+        s.holds += line.stats.holds;
+        s.max_hold_ns = s.max_hold_ns.max(line.stats.max_hold_ns);
+    }
+    let mut sites: Vec<LockSite> = by_site.into_values().collect();
+    sites.sort_by_key(|s| {
+        (
+            std::cmp::Reverse(s.hold_ns),
+            std::cmp::Reverse(s.acquisitions),
+        )
+    });
+    sites
 }
 
 fn unix_ns(t: SystemTime) -> u64 {
@@ -232,14 +320,54 @@ pub fn text(r: &Recording, s: &Summary) -> String {
         .map_or(0.0, |d| d.as_secs_f64());
     let _ = writeln!(
         out,
-        "Attached to {} ({}, {}) from {} to {} UTC ({seconds:.2} s), with {WITH}.",
+        "Attached to {} ({}, {}) from {} to {} UTC ({seconds:.2} s), with {}.",
         r.pid,
         r.comm,
         r.exe,
         clock(r.started),
-        clock(r.ended)
+        clock(r.ended),
+        r.with()
     );
-    let _ = writeln!(out, "{}.", capitalize(UNSEEN));
+    let _ = writeln!(out, "{}.", capitalize(r.unseen()));
+    if r.locks.is_some() {
+        let acquisitions: u64 = s.locks.iter().map(|l| l.acquisitions).sum();
+        let _ =
+            writeln!(
+            out,
+            "\nPthread mutex acquisitions (--locks): {acquisitions} at {} lines of {} mutexes{}",
+            s.locks.len(),
+            s.locks
+                .iter()
+                .map(|l| &l.mutex)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            if s.locks_lost > 0 {
+                format!("; {} did not fit the probes' tables and are not counted", s.locks_lost)
+            } else {
+                String::new()
+            }
+        );
+        for l in s.locks.iter().take(20) {
+            let mean = l.hold_ns.checked_div(l.holds).unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "  {:>10.3} ms held  {:>8} acquisitions  mean {:.3} ms  max {:.3} ms  mutex {}  {}",
+                l.hold_ns as f64 / 1e6,
+                l.acquisitions,
+                mean as f64 / 1e6,
+                l.max_hold_ns as f64 / 1e6,
+                l.mutex,
+                l.site
+            );
+        }
+        if s.locks.len() > 20 {
+            let _ = writeln!(
+                out,
+                "  ({} more lines in the JSON recording)",
+                s.locks.len() - 20
+            );
+        }
+    }
     let waits: u64 = s.sites.iter().map(|x| x.waits).sum();
     let wait_ns: u64 = s.sites.iter().map(|x| x.wait_ns).sum();
     let _ = writeln!(
@@ -341,8 +469,10 @@ pub fn to_json(r: &Recording, s: &Summary) -> String {
         "exe": r.exe,
         "started_unix_ns": unix_ns(r.started),
         "ended_unix_ns": unix_ns(r.ended),
-        "with": WITH,
-        "unseen": UNSEEN,
+        "with": r.with(),
+        "unseen": r.unseen(),
+        "locks": r.locks.as_ref().map(|_| &s.locks),
+        "locks_lost": r.locks.as_ref().map(|_| s.locks_lost),
         "threads": r.names.iter().map(|(tid, name)| serde_json::json!({"tid": tid, "name": name})).collect::<Vec<_>>(),
         "modules": r.modules.iter().map(|m| Module {
             path: &m.path,
