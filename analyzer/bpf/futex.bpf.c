@@ -15,6 +15,14 @@
 // wait ends the hold and its return starts another). A uprobe stops the
 // thread in the kernel at every such call: documented as costly.
 //
+// The sched_switch raw tracepoint adds why the process's threads were off
+// their CPU: at a switch away from one of them, whether it was preempted
+// (still runnable), in a futex call (the `inflight` map), or asleep
+// (interruptible: sleeps, polls, pipes, sockets) or uninterruptible (disk,
+// page faults) by the state it leaves in; when the same task is switched
+// back in (found by its task pointer, no kernel headers needed), the
+// period is added to its thread's figures for that reason.
+//
 // Built by analyzer/build.rs with clang -target bpf; no libbpf headers are
 // needed: the few helpers, constants and map macros are declared here.
 
@@ -370,6 +378,93 @@ int cond_wait_exit(void *ctx) {
     // Held again (also after a timeout): the hold goes on at its line.
     if (ret != 0)
         begin_hold(mutex, tid, ret, now);
+    return 0;
+}
+
+// Why a thread left its CPU. Keep in step with attach/bpf.rs (`OffCpu`).
+#define OFF_PREEMPTED 0
+#define OFF_FUTEX 1
+#define OFF_SLEEP 2
+#define OFF_DISK 3
+#define OFF_REASONS 4
+
+// The state a task leaves its CPU in (`prev_state`, Linux 5.18 and later).
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_DEAD 0x80
+
+struct off_since {
+    __u64 since;
+    __u32 tid;
+    __u32 reason;
+};
+
+struct off_key {
+    __u32 tid;
+    __u32 reason;
+};
+
+struct off_stats {
+    __u64 count;
+    __u64 total_ns;
+    __u64 max_ns;
+};
+
+// Task pointer -> the period it is off its CPU since.
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64);
+    __type(value, struct off_since);
+} off_tasks SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, struct off_key);
+    __type(value, struct off_stats);
+} off_cpu SEC(".maps");
+
+SEC("raw_tracepoint/sched_switch")
+int on_switch(__u64 *ctx) {
+    __u64 now = bpf_ktime_get_ns();
+    __u64 next = ctx[2];
+    struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
+    if (back) {
+        struct off_key key = {.tid = back->tid, .reason = back->reason};
+        __u64 off = now - back->since;
+        struct off_stats *st = bpf_map_lookup_elem(&off_cpu, &key);
+        if (!st) {
+            struct off_stats fresh = {.count = 0, .total_ns = 0, .max_ns = 0};
+            bpf_map_update_elem(&off_cpu, &key, &fresh, 1 /* BPF_NOEXIST */);
+            st = bpf_map_lookup_elem(&off_cpu, &key);
+        }
+        if (st) {
+            __sync_fetch_and_add(&st->count, 1);
+            __sync_fetch_and_add(&st->total_ns, off);
+            if (off > st->max_ns)
+                st->max_ns = off;
+        }
+        bpf_map_delete_elem(&off_tasks, &next);
+    }
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    __u64 state = ctx[3];
+    if (state & TASK_DEAD)
+        return 0;  // it ends: never switched in again
+    __u32 tid = (__u32)pid_tgid;
+    struct off_since since = {.since = now, .tid = tid, .reason = OFF_PREEMPTED};
+    if (ctx[0] || state == 0)
+        since.reason = OFF_PREEMPTED;
+    else if (bpf_map_lookup_elem(&inflight, &tid))
+        since.reason = OFF_FUTEX;
+    else if (state & TASK_UNINTERRUPTIBLE)
+        since.reason = OFF_DISK;
+    else
+        since.reason = OFF_SLEEP;
+    __u64 prev = ctx[1];
+    bpf_map_update_elem(&off_tasks, &prev, &since, BPF_ANY);
     return 0;
 }
 

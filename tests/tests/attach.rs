@@ -253,6 +253,55 @@ fn with_locks_a_condition_wait_is_not_counted_as_holding() {
     );
 }
 
+/// Why threads stopped, from the scheduler (tests/c/attach_offcpu.c): a
+/// sleeper's time asleep, and two spinners' time preempted (pinned to one
+/// CPU, each waits for the other), each within 10 % of what the thread
+/// measured itself.
+#[test]
+fn why_threads_stopped_is_the_schedulers() {
+    if let Some(why) = bpf_missing() {
+        eprintln!("skipped: locksuit attach cannot use BPF here: {why}");
+        return;
+    }
+    let bin = build_c("attach_offcpu");
+    let dir = fresh_dir("attach_offcpu");
+    let ((out, rec), text) = attached_run_with(&bin, &dir, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = stdout_str(&out);
+    let off = |tid: &str, reason: &str| -> u64 {
+        let tid: u64 = tid.parse().unwrap();
+        arr(&rec, "off_cpu")
+            .iter()
+            .filter(|o| o["tid"].as_u64() == Some(tid) && str_of(o, "reason") == reason)
+            .map(|o| u64_of(o, "total_ns"))
+            .sum()
+    };
+    let close = |seen: u64, measured: u64, what: &str| {
+        // 10 %, and 1 ms for the moments around each measure.
+        let slack = measured / 10 + 1_000_000;
+        assert!(
+            seen.abs_diff(measured) <= slack,
+            "{what}: attach saw {seen} ns, the thread measured {measured} ns\n{text}"
+        );
+    };
+    let sleeper = stdout_value(&stdout, "sleeper-tid");
+    let slept: u64 = stdout_value(&stdout, "sleep-ns").parse().unwrap();
+    close(off(&sleeper, "sleeping"), slept, "the sleeper's sleeps");
+    for i in 0..2 {
+        let tid = stdout_value(&stdout, &format!("spinner{i}-tid"));
+        let runnable: u64 = stdout_value(&stdout, &format!("spinner{i}-runnable-ns"))
+            .parse()
+            .unwrap();
+        assert!(runnable > 20_000_000, "spinner {i} hardly waited: {stdout}");
+        close(
+            off(&tid, "preempted"),
+            runnable,
+            &format!("spinner {i} preempted"),
+        );
+    }
+    assert!(text.contains("Why threads stopped"), "{text}");
+}
+
 #[test]
 fn a_process_that_does_not_exist_is_one_line_and_status_2() {
     // Pid numbers go up to pid_max; this one is past the largest allowed.

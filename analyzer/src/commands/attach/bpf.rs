@@ -1,7 +1,8 @@
 //! Loads `locksuit attach`'s BPF program (`analyzer/bpf/futex.bpf.c`, built
 //! by `build.rs`), attaches it to the `sys_enter`/`sys_exit` raw
 //! tracepoints for one process, and reads its futex calls from the ring
-//! buffer. With `--locks`, also uprobes on the C library's mutex calls
+//! buffer; and to `sched_switch`, whose figures of why threads were off
+//! their CPU are read at the end. With `--locks`, also uprobes on the C library's mutex calls
 //! (see the C file), whose per-mutex, per-line figures are read at the end.
 //! Dropping the [`Recorder`] detaches it: nothing was changed in the
 //! process.
@@ -114,6 +115,69 @@ unsafe impl aya::Pod for LockKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for LockStats {}
 
+/// `struct off_key` and `struct off_stats` of the C file.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct OffKey {
+    tid: u32,
+    reason: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct OffStats {
+    pub count: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+}
+
+// SAFETY: plain `repr(C)` integers with no padding, as the C declares them.
+unsafe impl aya::Pod for OffKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for OffStats {}
+
+/// Why a thread was off its CPU (`OFF_*` in the C file).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum OffReason {
+    /// Switched out while it could run: waiting for a CPU.
+    Preempted,
+    /// In a futex call: a lock, condition, join or other futex wait.
+    Futex,
+    /// Asleep and interruptible: sleeps, polls, pipes, sockets, signals.
+    Sleep,
+    /// Uninterruptible: disk I/O, page faults, some kernel locks.
+    Disk,
+}
+
+impl OffReason {
+    fn from_raw(raw: u32) -> Option<OffReason> {
+        Some(match raw {
+            0 => OffReason::Preempted,
+            1 => OffReason::Futex,
+            2 => OffReason::Sleep,
+            3 => OffReason::Disk,
+            _ => return None,
+        })
+    }
+
+    /// Its name in the report and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            OffReason::Preempted => "preempted",
+            OffReason::Futex => "futex-wait",
+            OffReason::Sleep => "sleeping",
+            OffReason::Disk => "uninterruptible",
+        }
+    }
+}
+
+/// One thread's periods off its CPU for one reason.
+pub struct OffCpu {
+    pub tid: u32,
+    pub reason: OffReason,
+    pub stats: OffStats,
+}
+
 /// What `--locks` saw of one mutex at one line (the caller's return address).
 pub struct LockLine {
     pub mutex: u64,
@@ -182,7 +246,11 @@ impl Recorder {
         config
             .set(0, pid, 0)
             .map_err(|e| why("set the target process", &e))?;
-        for (program, tracepoint) in [("futex_enter", "sys_enter"), ("futex_exit", "sys_exit")] {
+        for (program, tracepoint) in [
+            ("futex_enter", "sys_enter"),
+            ("futex_exit", "sys_exit"),
+            ("on_switch", "sched_switch"),
+        ] {
             let p: &mut RawTracePoint = ebpf
                 .program_mut(program)
                 .ok_or("the BPF program lacks a part")?
@@ -220,6 +288,27 @@ impl Recorder {
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
             .map_err(|e| why("open the ring buffer", &e))?;
         Ok(Recorder { ebpf, ring })
+    }
+
+    /// The periods the process's threads spent off their CPU so far, per
+    /// thread and reason (a period still open is not in them).
+    pub fn off_cpu(&self) -> Vec<OffCpu> {
+        let mut periods = Vec::new();
+        if let Some(map) = self.ebpf.map("off_cpu") {
+            if let Ok(stats) = HashMap::<_, OffKey, OffStats>::try_from(map) {
+                for (key, stats) in stats.iter().flatten() {
+                    if let Some(reason) = OffReason::from_raw(key.reason) {
+                        periods.push(OffCpu {
+                            tid: key.tid,
+                            reason,
+                            stats,
+                        });
+                    }
+                }
+            }
+        }
+        periods.sort_by_key(|p| (p.tid, p.reason));
+        periods
     }
 
     /// What `--locks` counted so far, per mutex and line, and how many

@@ -134,6 +134,18 @@ pub fn attach(args: AttachArgs) -> i32 {
                 read_name(format!("/proc/{pid}/task/{}/comm", e.tid)).unwrap_or_default()
             });
         }
+        // Every thread's name while it lives (one that ends before the
+        // recording does is still named in the report).
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for tid in tasks
+                .flatten()
+                .filter_map(|t| t.file_name().to_str()?.parse::<u32>().ok())
+            {
+                names.entry(tid).or_insert_with(|| {
+                    read_name(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default()
+                });
+            }
+        }
         if STOP.load(Ordering::Relaxed)
             || deadline.is_some_and(|d| Instant::now() >= d)
             || exited(pid)
@@ -145,6 +157,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     recorder.drain(&mut events);
     let ended = SystemTime::now();
     let locks = args.locks.then(|| recorder.lock_lines());
+    let mut off_cpu = recorder.off_cpu();
     if let Some(trampolines) = &trampolines {
         for e in &mut events {
             e.restore_return_address(trampolines);
@@ -162,10 +175,15 @@ pub fn attach(args: AttachArgs) -> i32 {
     if !args.threads.is_empty() {
         events.retain(|e| args.threads.contains(&e.tid));
         blocked.retain(|b| args.threads.contains(&b.tid));
+        off_cpu.retain(|o| args.threads.contains(&o.tid));
     }
-    for b in &blocked {
-        names.entry(b.tid).or_insert_with(|| {
-            read_name(format!("/proc/{pid}/task/{}/comm", b.tid)).unwrap_or_default()
+    for tid in blocked
+        .iter()
+        .map(|b| b.tid)
+        .chain(off_cpu.iter().map(|o| o.tid))
+    {
+        names.entry(tid).or_insert_with(|| {
+            read_name(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default()
         });
     }
     let recording = report::Recording {
@@ -179,6 +197,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         events,
         blocked,
         locks,
+        off_cpu,
     };
     let summary = report::summarize(&recording);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));

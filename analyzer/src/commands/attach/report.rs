@@ -26,12 +26,14 @@ pub struct Recording {
     /// With `--locks`: what the uprobes counted per mutex and line, and
     /// how many entries did not fit their maps.
     pub locks: Option<(Vec<super::bpf::LockLine>, u64)>,
+    /// Why threads were off their CPU (sched_switch), per thread and reason.
+    pub off_cpu: Vec<super::bpf::OffCpu>,
 }
 
 /// What the report says the recording was made with.
-const WITH: &str = "BPF on the sys_enter/sys_exit raw tracepoints: futex calls, user stacks copied and unwound by call frame information";
+const WITH: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information) and the sched_switch raw tracepoint (why threads were off their CPU)";
 /// The same, with `--locks`.
-const WITH_LOCKS: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information) and uprobes on the C library's pthread mutex and condition-wait calls";
+const WITH_LOCKS: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information), the sched_switch raw tracepoint (why threads were off their CPU) and uprobes on the C library's pthread mutex and condition-wait calls";
 /// What it cannot say.
 const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): acquisitions, hold times, locks that never waited (attach with --locks for pthread mutexes)";
 /// What it cannot say with `--locks`.
@@ -370,10 +372,16 @@ pub fn text(r: &Recording, s: &Summary) -> String {
     }
     let waits: u64 = s.sites.iter().map(|x| x.waits).sum();
     let wait_ns: u64 = s.sites.iter().map(|x| x.wait_ns).sum();
+    let waiting: std::collections::BTreeSet<u32> = r
+        .events
+        .iter()
+        .filter(|e| e.is_wait())
+        .map(|e| e.tid)
+        .collect();
     let _ = writeln!(
         out,
         "\nFutex waits: {waits} in {} threads, {:.3} ms in all",
-        r.names.len(),
+        waiting.len(),
         wait_ns as f64 / 1e6
     );
     for site in &s.sites {
@@ -426,6 +434,23 @@ pub fn text(r: &Recording, s: &Summary) -> String {
             .collect();
         let _ = writeln!(out, "\nDeadlock: {}; none can go on.", steps.join("; "));
     }
+    if !r.off_cpu.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nWhy threads stopped (time off their CPU while attached: preempted = runnable, waiting for a CPU; futex-wait = in a futex call; sleeping = interruptible sleep, poll, pipe, socket; uninterruptible = disk I/O, page faults):"
+        );
+        for o in &r.off_cpu {
+            let _ = writeln!(
+                out,
+                "  thread {:<24} {:<16} {:>10.3} ms in {:>6} periods, longest {:.3} ms",
+                thread_text(r, o.tid),
+                o.reason.name(),
+                o.stats.total_ns as f64 / 1e6,
+                o.stats.count,
+                o.stats.max_ns as f64 / 1e6
+            );
+        }
+    }
     if !s.wakes.is_empty() {
         let _ = writeln!(out, "\nFutex wakes that woke or moved threads:");
         for w in &s.wakes {
@@ -471,6 +496,13 @@ pub fn to_json(r: &Recording, s: &Summary) -> String {
         "ended_unix_ns": unix_ns(r.ended),
         "with": r.with(),
         "unseen": r.unseen(),
+        "off_cpu": r.off_cpu.iter().map(|o| serde_json::json!({
+            "tid": o.tid,
+            "reason": o.reason.name(),
+            "periods": o.stats.count,
+            "total_ns": o.stats.total_ns,
+            "max_ns": o.stats.max_ns,
+        })).collect::<Vec<_>>(),
         "locks": r.locks.as_ref().map(|_| &s.locks),
         "locks_lost": r.locks.as_ref().map(|_| s.locks_lost),
         "threads": r.names.iter().map(|(tid, name)| serde_json::json!({"tid": tid, "name": name})).collect::<Vec<_>>(),
