@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The overhead suite: each microbenchmark runs without the shim, with it in
-# the default mode, and with full event tracing (LOCKSUIT_EVENTS=all), the
-# three interleaved RUNS times so all see the same machine state. Prints the
+# the default mode, with full event tracing (LOCKSUIT_EVENTS=all) and in
+# lean mode (LOCKSUIT_MODE=lean), the four interleaved RUNS times so all
+# see the same machine state. Prints the
 # medians, their ratios to the plain run, and the trace bytes written per
 # operation, as Markdown for the README.
 #
-#   scripts/bench.sh [RUNS]     (default 7)
+#   scripts/bench.sh [RUNS] [--micro]   (default 7; --micro: only the
+#                                        microbenchmarks' table)
 #
 # Then runs scripts/bench-e2e.sh (real programs, with and without the shim)
 # and scripts/bench-analyzer.sh (analyzer speed and memory). bench/cells.c
@@ -27,8 +29,9 @@ trap 'rm -rf "$traces"' EXIT
 # shellcheck source=scripts/bench-lib.sh
 . "$root/scripts/bench-lib.sh"
 
-# One run in MODE (plain, default, all); prints the program's figure. For
-# the shim modes it also leaves the trace size in $traces/MODE.bytes.
+# One run in MODE (plain, default, all, lean); prints the program's
+# figure. For the shim modes it also leaves the trace size in
+# $traces/MODE.bytes.
 run_once() {
   local mode=$1; shift
   if [ "$mode" = plain ]; then
@@ -36,7 +39,10 @@ run_once() {
     return
   fi
   rm -f "$traces"/*.trace
-  LD_PRELOAD=$shim LOCKSUIT_DIR=$traces LOCKSUIT_EVENTS=${mode/default/contended} "$@"
+  local events=contended recording=full
+  [ "$mode" = all ] && events=all
+  [ "$mode" = lean ] && recording=lean
+  LD_PRELOAD=$shim LOCKSUIT_DIR=$traces LOCKSUIT_EVENTS=$events LOCKSUIT_MODE=$recording "$@"
   stat -c %s "$traces"/*.trace | awk '{s += $1} END {print s}' > "$traces/$mode.bytes"
 }
 
@@ -44,19 +50,21 @@ run_once() {
 # the run makes, for trace bytes per operation.
 bench() {
   local label=$1 unit=$2 ops=$3; shift 3
-  local plain=() def=() all=()
+  local plain=() def=() all=() lean=()
   for _ in $(seq "$runs"); do
     plain+=("$(run_once plain "$@")")
     def+=("$(run_once default "$@")")
     all+=("$(run_once all "$@")")
+    lean+=("$(run_once lean "$@")")
   done
-  local p d a bd ba
+  local p d a le bd ba
   p=$(printf '%s\n' "${plain[@]}" | median)
   d=$(printf '%s\n' "${def[@]}" | median)
   a=$(printf '%s\n' "${all[@]}" | median)
+  le=$(printf '%s\n' "${lean[@]}" | median)
   bd=$(cat "$traces/default.bytes"); ba=$(cat "$traces/all.bytes")
-  awk -v l="$label" -v u="$unit" -v p="$p" -v d="$d" -v a="$a" -v o="$ops" -v bd="$bd" -v ba="$ba" \
-    'BEGIN { printf "| %s | %s | %s | %s (%.2fx) | %s (%.2fx) | %.1f | %.1f |\n", l, u, p, d, d / p, a, a / p, bd / o, ba / o }'
+  awk -v l="$label" -v u="$unit" -v p="$p" -v d="$d" -v a="$a" -v le="$le" -v o="$ops" -v bd="$bd" -v ba="$ba" \
+    'BEGIN { printf "| %s | %s | %s | %s (%.2fx) | %s (%.2fx) | %s (%.2fx) | %.1f | %.1f |\n", l, u, p, d, d / p, a, a / p, le, le / p, bd / o, ba / o }'
 }
 
 pairs=1000000; ops=1000000; rounds=50000; creates=10000; sweeps=20; iocalls=1000000
@@ -64,8 +72,8 @@ forks=2000; locking_forks=500
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "machine: $(nproc) cores, $cpu; $runs interleaved runs, medians; ratios are to the plain run"
 echo
-echo "| benchmark | unit | plain | default mode | full tracing | trace B/op default | trace B/op full |"
-echo "|---|---|---|---|---|---|---|"
+echo "| benchmark | unit | plain | default mode | full tracing | lean mode | trace B/op default | trace B/op full |"
+echo "|---|---|---|---|---|---|---|---|"
 bench "uncontended lock+unlock, 1 thread" "ns/pair" "$((2 * pairs))" "$out/uncontended" "$pairs"
 bench "random pair over 4,096 locks, 1 thread" "ns/pair" "$((2 * pairs))" "$out/uncontended" "$pairs" random
 bench "one lock, 2 threads hammering" "ns/op" "$((2 * ops))" "$out/contended" 2 "$ops"
@@ -83,6 +91,7 @@ echo "so short runs show more bytes per operation than long ones; for the fork"
 echo "rows an operation is a fork, and a child that takes a lock writes a trace"
 echo "of its own. Full tracing of the cells kernel outgrows the default 256 MiB"
 echo "cap; the rest is dropped."
+[ "${2:-}" = --micro ] && exit 0
 echo
 echo "End to end (default mode; each program $runs times, interleaved):"
 echo

@@ -330,9 +330,10 @@ fn more_lines_than_the_table_takes_are_all_counted() {
 
 /// 20,000 mutexes made and taken once each, between two batches of a
 /// marker taken at one line: the table of lines fills to its limit and
-/// refuses more, and the marker's line, learned before, is still found.
+/// refuses more, the thread's quick path stops looking in it, and the
+/// marker's line, learned before, is still counted (by the hot cache).
 #[test]
-fn a_full_table_of_lines_still_finds_its_lines() {
+fn a_full_table_of_lines_still_counts_its_lines() {
     let bin = build_c("many_locks");
     let (stdout, p, _) = run_lean(&bin, &["20000"], "lean_full_table");
     let marker = lock_by_address(&p, &stdout_value(&stdout, "marker"));

@@ -6,7 +6,7 @@
 //! mutex hooks (init, destroy, timed locks) are in `hooks.rs`.
 
 use super::{mutex_attempt, released};
-use crate::guard::HookGuard;
+use crate::guard::{HookGuard, ThreadState};
 use crate::intercept::{acquire, try_acquire, Attempt};
 use crate::lifecycle;
 use crate::real::real;
@@ -166,13 +166,40 @@ unsafe extern "C-unwind" fn mutex_lock_lean(
                 // mutex) unchanged.
                 return unsafe { mutex_lock_lean_not_taken(line, rc) };
             }
-            // The table of lines has none for this call: it is added there.
+            // The table of lines has none for this call.
             // SAFETY: forwarding the caller's arguments unchanged.
-            return unsafe { mutex_lock_lean_general(m, caller, sp, true) };
+            return unsafe { mutex_lock_lean_warm(m, caller, sp, state) };
         }
     }
     // SAFETY: forwarding the caller's arguments unchanged.
     unsafe { mutex_lock_lean_general(m, caller, sp, false) }
+}
+
+/// Lean mode's `pthread_mutex_lock` for a call its table of lines does not
+/// hold (the first of a line, or a thread with more lines than the table
+/// takes): the hot cache's second level, looked at without entering the
+/// hook; else the general way, which adds the line to the table.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_lock_lean_warm(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+    state: &ThreadState,
+) -> c_int {
+    if let Some(p) = recorder::lean_found_warm(state, m as u64, Caller::new(caller, sp)) {
+        let try_once = real_or!(mutex_trylock, libc::EINVAL);
+        // SAFETY: forwarding the caller's argument unchanged.
+        let rc = unsafe { try_once(m) };
+        if rc == 0 {
+            recorder::lean_engaged_warm(&p);
+            return 0;
+        }
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { mutex_lock_lean_not_taken_at(m, p, rc) };
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { mutex_lock_lean_general(m, caller, sp, true) }
 }
 
 /// Lean mode's quick try found the mutex busy (or got an unusual result):
@@ -181,6 +208,18 @@ unsafe extern "C-unwind" fn mutex_lock_lean(
 #[cold]
 unsafe fn mutex_lock_lean_not_taken(line: recorder::LeanLine, rc: c_int) -> c_int {
     let (m, p) = (line.addr() as *mut pthread_mutex_t, line.prepared());
+    // SAFETY: forwarding the caller's argument (the line's mutex) unchanged.
+    unsafe { mutex_lock_lean_not_taken_at(m, p, rc) }
+}
+
+/// [`mutex_lock_lean_not_taken`] for mutex `m`, found as `p`.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_lock_lean_not_taken_at(
+    m: *mut pthread_mutex_t,
+    p: recorder::Prepared,
+    rc: c_int,
+) -> c_int {
     let block = real_or!(mutex_lock, libc::EINVAL);
     let Some(guard) = HookGuard::enter() else {
         // Recording stopped since the look: the real call decides.
@@ -266,6 +305,16 @@ unsafe extern "C-unwind" fn mutex_trylock_lean(
                 recorder::lean_engaged_quickly(line);
             } else {
                 mutex_trylock_lean_not_taken(line.prepared(), rc);
+            }
+            return rc;
+        }
+        if let Some(p) = recorder::lean_found_warm(state, m as u64, Caller::new(caller, sp)) {
+            // SAFETY: forwarding the caller's argument unchanged.
+            let rc = unsafe { try_once(m) };
+            if rc == 0 {
+                recorder::lean_engaged_warm(&p);
+            } else {
+                mutex_trylock_lean_not_taken(p, rc);
             }
             return rc;
         }

@@ -50,9 +50,9 @@ pub use api::futex::{
 };
 pub use api::identity::{object_destroyed, object_initialized, object_opened};
 pub use api::lean::{
-    engaged_quickly as lean_engaged_quickly, found_quickly as lean_found_quickly,
-    prepare as prepare_lean, released_with_waiters as lean_released_with_waiters,
-    QuickLine as LeanLine,
+    engaged_quickly as lean_engaged_quickly, engaged_warm as lean_engaged_warm,
+    found_quickly as lean_found_quickly, found_warm as lean_found_warm, prepare as prepare_lean,
+    released_with_waiters as lean_released_with_waiters, QuickLine as LeanLine,
 };
 pub use api::locks::{
     acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly, timed_out,

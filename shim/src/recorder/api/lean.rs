@@ -39,7 +39,13 @@ pub fn prepare(g: &InHook, addr: u64, caller: Caller, missed: bool) -> Option<Pr
     // reference to it.
     let lane = unsafe { &mut *lane_ptr };
     lane.remember_lean((addr, caller.ret), p.slot, p.counter.cast());
-    g.thread().set_lean_lines(lane.lean_lines());
+    if lane.lean_full() {
+        // The quick path stops looking in a full table (see lean_lines.rs).
+        g.thread().set_lean_lines(core::ptr::null());
+    } else if g.thread().lean_lines().is_null() {
+        // This thread's first: the table is made (or cleared) for it now.
+        g.thread().set_lean_lines(lane.lean_lines());
+    }
     Some(p)
 }
 
@@ -58,6 +64,38 @@ pub fn found_quickly(state: &ThreadState, addr: u64, caller: Caller) -> Option<Q
     // look reads in a way it could tear (see `lean_lines.rs`).
     let line = unsafe { crate::recorder::tables::lean_lines::find(lines, addr, caller.ret) }?;
     Some(QuickLine(line))
+}
+
+/// Lean mode's second look for a mutex call its table of lines does not
+/// hold (a thread with more lines than the table takes): the hot cache's
+/// second level, outside the hook as [`found_quickly`]. A signal handler's
+/// call may rewrite a cache entry between two of this look's reads: a look
+/// during which the cache wrote an entry is void (the general way looks
+/// again, in the hook).
+#[inline(always)]
+pub fn found_warm(state: &ThreadState, addr: u64, caller: Caller) -> Option<Prepared> {
+    let lane = state.lane();
+    if lane.is_null() {
+        return None;
+    }
+    // SAFETY: a lane registered to this thread is its own until it ends.
+    let lane = unsafe { &mut *lane };
+    let writes = lane.hot_writes();
+    let hit = lane.warm(addr, caller, MODE_EXCLUSIVE);
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    if lane.hot_writes() != writes {
+        return None;
+    }
+    Some(hit?.into())
+}
+
+/// The mutex [`found_warm`] found was taken at once: counted, and its line
+/// left in the slot (as [`engaged_quickly`]).
+#[inline(always)]
+pub fn engaged_warm(p: &Prepared) {
+    let counter = p.counter();
+    counter.engagements += 1;
+    p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);
 }
 
 /// A line [`found_quickly`]: one pointer, all the quick path keeps across

@@ -63,6 +63,10 @@ pub struct HotCache {
     /// The second level stopped serving: it hit too rarely to pay for
     /// itself (more locks than it holds).
     warm_off: bool,
+    /// Entries written so far (either level): a look made outside the hook
+    /// (lean mode's, at the second level) is void if a signal handler's
+    /// call wrote one meanwhile.
+    writes: u32,
 }
 
 /// Looks at the second level after which its hits are counted up: if
@@ -174,6 +178,14 @@ impl HotCache {
         })
     }
 
+    /// How many entries were written so far, read as a signal handler
+    /// would have left it (see `writes`).
+    #[inline(always)]
+    pub fn writes(&self) -> u32 {
+        // SAFETY: a field of this live cache, read whole.
+        unsafe { core::ptr::read_volatile(&self.writes) }
+    }
+
     /// The entry for a call in lean mode, whose entries have no context
     /// (depth 0): the key, the module epoch and the lock's identity.
     #[inline(always)]
@@ -279,6 +291,7 @@ impl HotCache {
             counter,
         };
         self.entries[at] = entry;
+        self.writes = self.writes.wrapping_add(1);
         self.missed();
         if !self.warm.is_null() && !self.warm_off {
             // SAFETY: as in `find_warm`. One path per place: a wrapper

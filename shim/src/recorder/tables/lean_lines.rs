@@ -18,8 +18,11 @@
 //! epoch it was made in, so an entry of an earlier epoch is never found,
 //! and the call is added afresh.
 //!
-//! A table full to half takes no more lines: their calls go the general
-//! way (the hot cache), as before the table existed. The table is mapped
+//! A table full to half takes no more lines, and its thread's quick path
+//! stops looking in it (a look that misses costs a probe run and a cache
+//! line, paid again by every call of a thread with more lines than fit):
+//! the hot cache serves that thread from then on, its second level looked
+//! at outside the hook too (see `lean.rs`), as before the table existed. The table is mapped
 //! at a thread's first lean engagement (512 KiB of address space, its
 //! pages made resident as entries land on them) and kept with its lane; a
 //! thread that takes over the lane clears it before its first use.
@@ -119,6 +122,9 @@ pub struct LeanLines {
     /// The lane was taken by another thread since the entries were
     /// written: they lead to the previous thread's counters.
     stale: bool,
+    /// The table could not be mapped: not asked again (the general way
+    /// serves this lane).
+    unavailable: bool,
 }
 
 impl LeanLines {
@@ -129,6 +135,7 @@ impl LeanLines {
             lines: core::ptr::null_mut(),
             used: 0,
             stale: false,
+            unavailable: false,
         }
     }
 
@@ -137,6 +144,7 @@ impl LeanLines {
     /// takes a lean mutex).
     pub fn new_thread(&mut self) {
         self.stale = self.used != 0;
+        self.unavailable = false;
     }
 
     /// The table for the lane's current thread to look in, made or
@@ -144,10 +152,16 @@ impl LeanLines {
     /// the process may make no system call: the general way serves).
     pub fn table(&mut self) -> *const LeanLine {
         if self.lines.is_null() {
+            if self.unavailable {
+                return core::ptr::null();
+            }
             let bytes = LINES * core::mem::size_of::<LeanLine>();
             match crate::recorder::base::mapped::map_anonymous_zeroed_in_child(bytes) {
                 Some(p) => self.lines = p,
-                None => return core::ptr::null(),
+                None => {
+                    self.unavailable = true;
+                    return core::ptr::null();
+                }
             }
         } else if self.stale {
             // No look of this thread's can be under way in the table: the
@@ -161,9 +175,20 @@ impl LeanLines {
         self.lines
     }
 
+    /// Whether the table takes no more lines.
+    pub fn full(&self) -> bool {
+        self.used >= MOST_LINES && !self.stale
+    }
+
     /// Adds the line of a call taken the general way, or points it at the
     /// lock's new identity. Called in the hook, by the lane's thread.
     pub fn remember(&mut self, (addr, ret): (u64, u64), slot: &ObjectSlot, counter: *mut u8) {
+        // A full table is not looked through again for each call it
+        // refuses (a lock made again at a line it holds is then found the
+        // general way too).
+        if self.full() {
+            return;
+        }
         let lines = self.table().cast_mut();
         if lines.is_null() {
             return;
@@ -182,9 +207,6 @@ impl LeanLines {
                 return;
             }
             if found == 0 {
-                if self.used >= MOST_LINES {
-                    return;
-                }
                 line.slot.store(slot as *const _ as u64, Ordering::Relaxed);
                 line.counter.store(counter as u64, Ordering::Relaxed);
                 compiler_fence(Ordering::Release);

@@ -492,10 +492,21 @@ impl Lane {
         self.lean.table()
     }
 
+    /// Lean mode's table of lines is full (see `LeanLines::full`).
+    pub fn lean_full(&self) -> bool {
+        self.lean.full()
+    }
+
     /// Adds a mutex call taken the general way in lean mode to the table of
     /// lines (see `lean_lines.rs`).
     pub fn remember_lean(&mut self, (addr, ret): (u64, u64), slot: &ObjectSlot, counter: *mut u8) {
         self.lean.remember((addr, ret), slot, counter);
+    }
+
+    /// Entries the hot cache has written so far (see `HotCache::writes`).
+    #[inline(always)]
+    pub fn hot_writes(&self) -> u32 {
+        self.hot.writes()
     }
 
     /// The hot cache's entry for this call (see `hot_cache.rs`).
