@@ -192,7 +192,7 @@ unsafe fn mutex_lock_lean_warm(
         // SAFETY: forwarding the caller's argument unchanged.
         let rc = unsafe { try_once(m) };
         if rc == 0 {
-            recorder::lean_engaged_warm(&p);
+            recorder::lean_acquired(&p);
             return 0;
         }
         // SAFETY: forwarding the caller's argument unchanged.
@@ -312,7 +312,7 @@ unsafe extern "C-unwind" fn mutex_trylock_lean(
             // SAFETY: forwarding the caller's argument unchanged.
             let rc = unsafe { try_once(m) };
             if rc == 0 {
-                recorder::lean_engaged_warm(&p);
+                recorder::lean_acquired(&p);
             } else {
                 mutex_trylock_lean_not_taken(p, rc);
             }

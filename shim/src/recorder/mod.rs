@@ -50,7 +50,7 @@ pub use api::futex::{
 };
 pub use api::identity::{object_destroyed, object_initialized, object_opened};
 pub use api::lean::{
-    engaged_quickly as lean_engaged_quickly, engaged_warm as lean_engaged_warm,
+    acquired as lean_acquired, engaged_quickly as lean_engaged_quickly,
     found_quickly as lean_found_quickly, found_warm as lean_found_warm, prepare as prepare_lean,
     released_with_waiters as lean_released_with_waiters, QuickLine as LeanLine,
 };

@@ -89,15 +89,6 @@ pub fn found_warm(state: &ThreadState, addr: u64, caller: Caller) -> Option<Prep
     Some(hit?.into())
 }
 
-/// The mutex [`found_warm`] found was taken at once: counted, and its line
-/// left in the slot (as [`engaged_quickly`]).
-#[inline(always)]
-pub fn engaged_warm(p: &Prepared) {
-    let counter = p.counter();
-    counter.engagements += 1;
-    p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);
-}
-
 /// A line [`found_quickly`]: one pointer, all the quick path keeps across
 /// the real call (the mutex, its slot and the counter are read from it).
 #[derive(Clone, Copy)]
@@ -129,13 +120,12 @@ impl QuickLine {
 /// slot (a plain store), which nothing in between tears.
 #[inline(always)]
 pub fn engaged_quickly(line: QuickLine) {
-    let p = line.prepared();
-    let counter = p.counter();
-    counter.engagements += 1;
-    p.slot.last_owner.store(counter.site_id, Ordering::Relaxed);
+    acquired(&line.prepared());
 }
 
-/// An uncontended engagement: counted, and its line left in the slot.
+/// An uncontended engagement: counted, and its line left in the slot (also
+/// a quick one, [`found_quickly`]'s or [`found_warm`]'s, made with no hook
+/// entered: one increment and one plain store).
 #[inline(always)]
 pub fn acquired(p: &Prepared) {
     p.counter().engagements += 1;
