@@ -295,6 +295,28 @@ static void begin_hold(__u64 mutex, __u32 tid, __u64 ret, __u64 now) {
         lost();
 }
 
+// The mutex call in flight in thread `tid`, taken out of `lock_calls`
+// into `out`; 0 if there is none.
+static int take_call(__u32 tid, struct lock_call *out) {
+    struct lock_call *c = bpf_map_lookup_elem(&lock_calls, &tid);
+    if (!c)
+        return 0;
+    *out = *c;
+    bpf_map_delete_elem(&lock_calls, &tid);
+    return 1;
+}
+
+// The figures of `key`, made empty if it has none yet; null if the map is
+// full.
+static void *stats_of(void *map, const void *key, const void *empty) {
+    void *st = bpf_map_lookup_elem(map, key);
+    if (!st) {
+        bpf_map_update_elem(map, key, empty, 1 /* BPF_NOEXIST */);
+        st = bpf_map_lookup_elem(map, key);
+    }
+    return st;
+}
+
 SEC("uprobe")
 int lock_enter(void *ctx) {
     __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -314,22 +336,17 @@ int lock_exit(void *ctx) {
     if (!is_target(pid_tgid))
         return 0;
     __u32 tid = (__u32)pid_tgid;
-    struct lock_call *c = bpf_map_lookup_elem(&lock_calls, &tid);
-    if (!c)
+    struct lock_call c;
+    if (!take_call(tid, &c))
         return 0;
-    struct lock_key key = {.mutex = c->mutex, .ret = c->ret};
-    bpf_map_delete_elem(&lock_calls, &tid);
     if ((int)ctx_reg(ctx, REGS_AX) != 0)
         return 0;  // not taken (EBUSY from a trylock, an error)
-    struct lock_stats *st = bpf_map_lookup_elem(&lock_stats, &key);
+    struct lock_key key = {.mutex = c.mutex, .ret = c.ret};
+    struct lock_stats empty = {.acquisitions = 0, .hold_ns = 0, .holds = 0, .max_hold_ns = 0};
+    struct lock_stats *st = stats_of(&lock_stats, &key, &empty);
     if (!st) {
-        struct lock_stats fresh = {.acquisitions = 0, .hold_ns = 0, .holds = 0, .max_hold_ns = 0};
-        bpf_map_update_elem(&lock_stats, &key, &fresh, 1 /* BPF_NOEXIST */);
-        st = bpf_map_lookup_elem(&lock_stats, &key);
-        if (!st) {
-            lost();
-            return 0;
-        }
+        lost();
+        return 0;
     }
     __sync_fetch_and_add(&st->acquisitions, 1);
     begin_hold(key.mutex, tid, key.ret, now);
@@ -370,14 +387,12 @@ int cond_wait_exit(void *ctx) {
     if (!is_target(pid_tgid))
         return 0;
     __u32 tid = (__u32)pid_tgid;
-    struct lock_call *c = bpf_map_lookup_elem(&lock_calls, &tid);
-    if (!c)
+    struct lock_call c;
+    if (!take_call(tid, &c))
         return 0;
-    __u64 mutex = c->mutex, ret = c->held_ret;
-    bpf_map_delete_elem(&lock_calls, &tid);
     // Held again (also after a timeout): the hold goes on at its line.
-    if (ret != 0)
-        begin_hold(mutex, tid, ret, now);
+    if (c.held_ret != 0)
+        begin_hold(c.mutex, tid, c.held_ret, now);
     return 0;
 }
 
@@ -433,12 +448,8 @@ int on_switch(__u64 *ctx) {
     if (back) {
         struct off_key key = {.tid = back->tid, .reason = back->reason};
         __u64 off = now - back->since;
-        struct off_stats *st = bpf_map_lookup_elem(&off_cpu, &key);
-        if (!st) {
-            struct off_stats fresh = {.count = 0, .total_ns = 0, .max_ns = 0};
-            bpf_map_update_elem(&off_cpu, &key, &fresh, 1 /* BPF_NOEXIST */);
-            st = bpf_map_lookup_elem(&off_cpu, &key);
-        }
+        struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
+        struct off_stats *st = stats_of(&off_cpu, &key, &empty);
         if (st) {
             __sync_fetch_and_add(&st->count, 1);
             __sync_fetch_and_add(&st->total_ns, off);

@@ -81,11 +81,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     // modules are read after, so that a missing privilege is said as BPF's.
     let mut libc = None;
     if args.locks {
-        let found = modules::read_modules(pid)
-            .and_then(|m| modules::c_library(&m).map(PathBuf::from).ok_or_else(|| {
-                format!("--locks needs the process's C library, and {pid} maps no libc.so (statically linked?)")
-            }));
-        match found {
+        match modules::c_library_of(pid) {
             Ok(path) => libc = Some(path),
             Err(why) => return fail(why),
         }

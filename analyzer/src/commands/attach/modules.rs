@@ -90,3 +90,22 @@ pub fn uprobes_area(pid: u32) -> Option<std::ops::Range<u64>> {
     let (start, end) = line.split_whitespace().next()?.split_once('-')?;
     Some(u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?)
 }
+
+/// The C library process `pid` maps, for `--locks`. A process that has just
+/// started may not have it mapped yet (its loader is still at work): asked
+/// again for up to a second before the answer is no.
+pub fn c_library_of(pid: u32) -> Result<std::path::PathBuf, String> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        let modules = read_modules(pid)?;
+        if let Some(path) = c_library(&modules) {
+            return Ok(path.into());
+        }
+        if std::time::Instant::now() >= give_up {
+            return Err(format!(
+                "--locks needs the process's C library, and {pid} maps no libc.so (statically linked?)"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
