@@ -30,6 +30,7 @@
 use crate::recorder::base::caller::epoch_key;
 use crate::recorder::tables::objects::ObjectSlot;
 use core::sync::atomic::{compiler_fence, AtomicU64, Ordering};
+use locksuit_format::CounterRecord;
 
 /// Entries per table (a power of two).
 const LINES: usize = 1 << 14;
@@ -100,10 +101,14 @@ pub unsafe fn find(lines: *const LeanLine, addr: u64, ret: u64) -> Option<&'stat
             // Written key last: what follows the key was there before it.
             compiler_fence(Ordering::Acquire);
             let target = line.target();
-            // SAFETY: a written line's counter is this thread's record in
-            // its lane, whose `lock_id` follows the record's 8-byte header
-            // (`CounterRecord`).
-            let counter_lock = unsafe { *target.counter.add(8).cast::<u32>() };
+            // SAFETY: a written line's counter is this thread's
+            // `CounterRecord` in its lane.
+            let counter_lock = unsafe {
+                *target
+                    .counter
+                    .add(core::mem::offset_of!(CounterRecord, lock_id))
+                    .cast::<u32>()
+            };
             return (target.slot.id() == counter_lock).then_some(line);
         }
         if found == 0 {
@@ -235,12 +240,12 @@ mod tests {
         unsafe { find(table, addr, ret) }
     }
 
-    /// A counter record as the lane writes one: its lock id after an
-    /// 8-byte header.
+    /// A counter record as the lane writes one, of lock `lock_id`.
     fn counter(lock_id: u32) -> *mut u8 {
-        let record: &mut [u32; 16] = Box::leak(Box::new([0; 16]));
-        record[2] = lock_id;
-        record.as_mut_ptr().cast()
+        // SAFETY: a record of all zero bits is an empty one (integers only).
+        let record: &mut CounterRecord = Box::leak(Box::new(unsafe { core::mem::zeroed() }));
+        record.lock_id = lock_id;
+        (record as *mut CounterRecord).cast()
     }
 
     #[test]
