@@ -295,6 +295,12 @@ static void begin_hold(__u64 mutex, __u32 tid, __u64 ret, __u64 now) {
         lost();
 }
 
+// A mutex call of thread `tid` begins: kept in `lock_calls` until it returns.
+static void put_call(__u32 tid, struct lock_call *c) {
+    if (bpf_map_update_elem(&lock_calls, &tid, c, BPF_ANY) != 0)
+        lost();
+}
+
 // The mutex call in flight in thread `tid`, taken out of `lock_calls`
 // into `out`; 0 if there is none.
 static int take_call(__u32 tid, struct lock_call *out) {
@@ -324,8 +330,7 @@ int lock_enter(void *ctx) {
         return 0;
     __u32 tid = (__u32)pid_tgid;
     struct lock_call c = {.mutex = ctx_reg(ctx, REGS_DI), .ret = caller_of(ctx), .held_ret = 0};
-    if (bpf_map_update_elem(&lock_calls, &tid, &c, BPF_ANY) != 0)
-        lost();
+    put_call(tid, &c);
     return 0;
 }
 
@@ -375,8 +380,7 @@ int cond_wait_enter(void *ctx) {
     __u64 mutex = ctx_reg(ctx, REGS_SI);
     struct lock_call c = {.mutex = mutex, .ret = caller_of(ctx), .held_ret = 0};
     c.held_ret = end_hold(mutex, tid, now);
-    if (bpf_map_update_elem(&lock_calls, &tid, &c, BPF_ANY) != 0)
-        lost();
+    put_call(tid, &c);
     return 0;
 }
 

@@ -352,10 +352,12 @@ fn a_full_table_of_lines_still_counts_its_lines() {
 #[test]
 fn a_thread_that_takes_over_a_lane_counts_into_its_own_records() {
     let bin = build_c("lane_reuse");
+    let plain = run_plain(&bin, &["6"]);
     for mode in ["lean", "full"] {
         let dir = fresh_dir(&format!("lane_reuse_{mode}"));
         let out = run_under_shim_env(&bin, &["6"], &dir, &[("LOCKSUIT_MODE", mode)]);
         assert_success(&out, mode);
+        assert_same_output_keys(&plain, &out);
         let stdout = stdout_str(&out);
         let report = report_json(&[&only_trace(&dir)], None);
         let p = only_process(&report);
