@@ -125,6 +125,8 @@ struct lock_call {
 struct lock_key {
     __u64 mutex;
     __u64 ret;
+    __u32 tid;
+    __u32 pad;
 };
 
 struct lock_stats {
@@ -276,7 +278,7 @@ static __u64 end_hold(__u64 mutex, __u32 tid, __u64 now) {
         return 0;
     __u64 ret = h->ret;
     __u64 hold = now - h->since;
-    struct lock_key key = {.mutex = mutex, .ret = ret};
+    struct lock_key key = {.mutex = mutex, .ret = ret, .tid = tid, .pad = 0};
     struct lock_stats *st = bpf_map_lookup_elem(&lock_stats, &key);
     if (st) {
         __sync_fetch_and_add(&st->hold_ns, hold);
@@ -346,7 +348,7 @@ int lock_exit(void *ctx) {
         return 0;
     if ((int)ctx_reg(ctx, REGS_AX) != 0)
         return 0;  // not taken (EBUSY from a trylock, an error)
-    struct lock_key key = {.mutex = c.mutex, .ret = c.ret};
+    struct lock_key key = {.mutex = c.mutex, .ret = c.ret, .tid = tid, .pad = 0};
     struct lock_stats empty = {.acquisitions = 0, .hold_ns = 0, .holds = 0, .max_hold_ns = 0};
     struct lock_stats *st = stats_of(&lock_stats, &key, &empty);
     if (!st) {

@@ -142,7 +142,7 @@ complete -c locksuit -n "__fish_locksuit_using_subcommand run" -l lean -d 'Recor
 complete -c locksuit -n "__fish_locksuit_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -l duration -d 'Stop after this many seconds (default: at Ctrl-C or when the process exits)' -r
 complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -l threads -d 'Report only these threads' -r
-complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -s o -l dir -d 'Directory for the recording, locksuit-attach.PID.json (default: the current one)' -r -F
+complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -s o -l dir -d 'Directory for the recording: the trace locksuit.EXE.PID.trace, which every command reads, and locksuit-attach.PID.json (default: the current one)' -r -F
 complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -l locks -d 'Also count every pthread mutex acquisition, per mutex and line, with its hold time: uprobes on the C library\'s mutex and condition-wait calls. Costly: each such call of the process stops in the kernel (a few microseconds; see docs/performance.md)'
 complete -c locksuit -n "__fish_locksuit_using_subcommand attach" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksuit -n "__fish_locksuit_using_subcommand events" -l object -d 'Only these objects (report ids such as L3 or C1; repeatable). An id that no process has is bad usage (exit 2)' -r

@@ -74,7 +74,7 @@ impl Events {
             let mut r = *r;
             r.hdr.kind = RecordKind::Event as u16;
             r.hdr.size = core::mem::size_of::<EventRecord>() as u16;
-            lanes[at].1.extend_from_slice(as_bytes(&r));
+            lanes[at].1.extend_from_slice(crate::writer::pod_bytes(&r));
         }
         let mut bytes = Vec::new();
         let mut ranges = Vec::new();
@@ -190,17 +190,6 @@ fn merged(
         cursors.iter().map(|c| c.malformed).sum(),
         cursors.iter().map(|c| c.read_to).collect(),
     )
-}
-
-fn as_bytes(r: &EventRecord) -> &[u8] {
-    // SAFETY: EventRecord is Pod (plain integers, no padding), so its bytes
-    // are initialised; the slice covers exactly the value borrowed.
-    unsafe {
-        core::slice::from_raw_parts(
-            (r as *const EventRecord).cast::<u8>(),
-            core::mem::size_of::<EventRecord>(),
-        )
-    }
 }
 
 /// One lane's events, decoded one by one. A record that is not a

@@ -24,6 +24,7 @@ pub mod events;
 pub mod layout;
 pub mod policy;
 pub mod reader;
+pub mod writer;
 
 pub use access::*;
 pub use calls::{

@@ -97,6 +97,60 @@ fn attached_run_with(
     )
 }
 
+/// The trace `attach` left in `dir` for the process of `rec` (its JSON
+/// recording), as `locksuit report --format json` reads it: the one
+/// process, said to be attached. `export`, `flamegraph` and `diff` (the
+/// trace against itself) read it too.
+fn trace_report(dir: &Path, rec: &serde_json::Value) -> serde_json::Value {
+    let pid = u64_of(rec, "pid");
+    let traces: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("locksuit.") && name.ends_with(&format!(".{pid}.trace"))
+        })
+        .collect();
+    assert_eq!(traces.len(), 1, "one trace for {pid} in {}", dir.display());
+    let trace = &traces[0];
+    for args in [
+        vec!["export".into(), trace.display().to_string()],
+        vec![
+            "flamegraph".into(),
+            trace.display().to_string(),
+            "-o".into(),
+            dir.join("flame.svg").display().to_string(),
+        ],
+        vec![
+            "diff".into(),
+            trace.display().to_string(),
+            trace.display().to_string(),
+        ],
+    ] {
+        let out = run_locksuit(&args);
+        assert!(
+            out.status.success(),
+            "locksuit {args:?}: {}",
+            describe(&out)
+        );
+    }
+    let report = report_json(&[trace.as_path()], None);
+    let p = only_process(&report).clone();
+    assert_eq!(p["recording"], "attached", "{}", short(&p));
+    assert_eq!(p["ended_by"], "detached", "{}", short(&p));
+    assert_eq!(u64_of(&p, "pid"), pid);
+    p
+}
+
+/// The lock at `address` in a report's process.
+fn lock_at(p: &serde_json::Value, address: u64) -> &serde_json::Value {
+    arr(p, "locks")
+        .iter()
+        .find(|l| parse_addr(str_of(l, "address")) == address)
+        .unwrap_or_else(|| panic!("no lock at {address:#x}: {}", short(&p["locks"])))
+}
+
 #[test]
 fn pthread_mutex_waits_match_the_programs_own() {
     let _serial = one_at_a_time();
@@ -166,6 +220,25 @@ fn pthread_mutex_waits_match_the_programs_own() {
         .map(|w| w["woken"].as_i64().unwrap())
         .sum();
     assert!(woken > 0, "no wakes on the mutex: {}", short(&rec["wakes"]));
+    // The trace says the same to `report`: the word's waits at the line,
+    // and who blocked whom from its wakes.
+    let p = trace_report(&dir, &rec);
+    let l = lock_at(&p, lock);
+    assert_eq!(str_of(l, "kind"), "futex", "{}", short(l));
+    assert_eq!(u64_of(l, "wait_ns"), seen, "{}", short(l));
+    assert!(
+        arr(l, "sites")
+            .iter()
+            .any(|s| s.as_str().unwrap().ends_with(&line)),
+        "{}",
+        short(l)
+    );
+    assert!(
+        arr(&p, "blocking").iter().any(|b| b["lock"] == l["id"]),
+        "who blocked whom on {}: {}",
+        str_of(l, "id"),
+        short(&p["blocking"])
+    );
 }
 
 /// `--locks`: uprobes on the C library's mutex calls count every
@@ -232,6 +305,13 @@ fn with_locks_every_acquisition_and_hold_is_counted() {
     for w in waits {
         assert!(str_of(w, "site").ends_with(&line), "{}", short(w));
     }
+    // In the trace, the mutex with its acquisitions, holds and waits.
+    let p = trace_report(&dir, &rec);
+    let l = lock_at(&p, lock);
+    assert_eq!(str_of(l, "kind"), "mutex", "{}", short(l));
+    assert_eq!(u64_of(l, "acquisitions"), acquisitions, "{}", short(l));
+    assert_eq!(u64_of(l, "hold_ns"), seen, "{}", short(l));
+    assert!(u64_of(l, "wait_ns") > 0, "{}", short(l));
 }
 
 /// `--locks` and condition waits (tests/c/attach_cond.c): a hold that
@@ -560,4 +640,15 @@ fn a_hung_deadlock_is_explained_when_attached() {
         short(&rec["deadlocks"])
     );
     assert!(text.contains("Deadlock: thread"), "{text}");
+    // The trace's report explains it too.
+    let p = trace_report(&dir, &rec);
+    let deadlocks: Vec<&serde_json::Value> = arr(&p, "findings")
+        .iter()
+        .filter(|f| str_of(f, "kind") == "deadlock")
+        .collect();
+    assert_eq!(deadlocks.len(), 1, "{}", short(&p["findings"]));
+    let message = str_of(deadlocks[0], "message");
+    for t in [ab, ba] {
+        assert!(message.contains(&format!("thread {t}")), "{message}");
+    }
 }

@@ -28,6 +28,10 @@ pub struct Contention {
     /// others took a lock during a wait is a lower bound), and no call that
     /// blocked under a mutex is seen.
     pub lean: bool,
+    /// Recorded by `locksuit attach`: only the attached period, and of
+    /// most locks only their waits: no verdict that needs every
+    /// acquisition (see findings/mod.rs).
+    pub attached: bool,
 }
 
 /// A lock's longest measured hold that made a thread wait.

@@ -38,6 +38,8 @@ pub struct Inputs<'a> {
     /// Blocking calls were recorded (`LOCKSUIT_BLOCK_MIN_US` not "off"),
     /// and from how long.
     pub calls_from_us: Option<u32>,
+    /// Recorded by `locksuit attach`: futex waits and wakes only.
+    pub attached: bool,
 }
 
 /// The run, for predicting gains after the report is built.
@@ -288,10 +290,13 @@ pub fn build(inputs: &Inputs) -> Built {
     off_path.sort_by_key(|l| std::cmp::Reverse(l.total_wait_ns));
     let off_path = off_path.iter().map(|l| l.lock).collect();
     let mut limits = Vec::new();
-    if !inputs.all_events {
+    if inputs.attached {
+        limits.push("attached from outside, only futex waits and wakes were recorded (no uncontended acquisition, join or other blocking call): a critical section is on the path only from a wait, and the path runs through joins and blocking calls as the waiting thread's own time".to_string());
+    } else if !inputs.all_events {
         limits.push("only contended lock operations were recorded: a critical section is on the path only from a contended acquisition, and a prediction may let two threads hold a lock at once that never waited for each other in this run (LOCKSUIT_EVENTS=all records every operation)".to_string());
     }
     match inputs.calls_from_us {
+        _ if inputs.attached => {}
         Some(us) => limits.push(format!(
             "joins and blocking calls shorter than {us} µs were not recorded: the path runs through them as the waiting thread's own time"
         )),

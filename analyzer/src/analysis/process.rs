@@ -331,6 +331,7 @@ pub fn analyze(
         )
     };
     contention.lean = trace.header.flags & FLAG_LEAN != 0;
+    contention.attached = trace.header.attached();
     // A semaphore or futex word used to signal is held by nobody: its
     // posts and wakes ended waits, but blocked no one (see futex.rs and
     // `AtLine` in locks.rs).
@@ -651,6 +652,7 @@ pub fn analyze(
             origin_ns: header.start_mono_ns,
             all_events: header.flags & FLAG_EVENTS_ALL != 0,
             calls_from_us: Some(header.block_min_us),
+            attached: header.attached(),
         });
         // In their order so far (wait time): the first ranked only.
         let ranked = crate::analysis::path_report::GAINS_FOR;
@@ -775,13 +777,14 @@ pub fn analyze(
         warnings.push(crate::analysis::snapshots::policy_warning(&policy));
     }
     warnings.extend(confinement_warnings(&header));
-    // What the shim said as it ran (on stderr too, unless LOCKSUIT_QUIET=1).
-    warnings.extend(
-        header
-            .shim_notes
-            .iter()
-            .map(|n| format!("the shim said: {n}")),
-    );
+    // What the shim said as it ran (on stderr too, unless LOCKSUIT_QUIET=1);
+    // of an attached recording, what attach recorded with and what not.
+    let said_by = if header.attached() {
+        "attached"
+    } else {
+        "the shim said"
+    };
+    warnings.extend(header.shim_notes.iter().map(|n| format!("{said_by}: {n}")));
     if dropped_events > 0 {
         warnings.push(format!(
             "the shim could not record {dropped_events} events (trace size cap, disk space, or table limits); figures are lower bounds"
@@ -818,7 +821,9 @@ pub fn analyze(
         ppid: header.ppid,
         exe: header.exe.clone(),
         complete,
-        ended_by: if header.flags & FLAG_EXEC != 0 {
+        ended_by: if header.attached() {
+            "detached"
+        } else if header.flags & FLAG_EXEC != 0 {
             "exec"
         } else if header.flags & FLAG_COMPLETE != 0 {
             "exit"
@@ -843,7 +848,9 @@ pub fn analyze(
         } else {
             "contended"
         },
-        recording: if header.flags & FLAG_LEAN != 0 {
+        recording: if header.attached() {
+            "attached"
+        } else if header.flags & FLAG_LEAN != 0 {
             "lean"
         } else {
             "full"

@@ -82,11 +82,14 @@ pub fn process(out: &mut String, p: &Process, threshold: f64, o: &TextOptions) {
         ("exit", None) => "exited normally".to_string(),
         ("exec", _) => "replaced itself with exec".to_string(),
         ("running", _) => "still running".to_string(), // a warning says more
+        // The notes say from when to when, and with what.
+        ("detached", _) => "recorded by locksuit attach while it ran, then detached".to_string(),
         _ => "DIED without a normal exit (crash or kill): figures are as of its death".to_string(),
     };
     out.push_str(&super::process_heading(p, width));
     let mut facts = vec![
         match p.duration_ns {
+            Some(d) if p.ended_by == "detached" => format!("{status}: {} attached", duration(d)),
             Some(d) => format!("{status} after {}", duration(d)),
             None => status,
         },

@@ -119,6 +119,14 @@ pub const FLAG_CUT: u32 = 1 << 17;
 /// that needs every hold watched (hold times of uncontended holds, lock
 /// order, blocking under a lock, owner changes, call paths above the line).
 pub const FLAG_LEAN: u32 = 1 << 18;
+/// Recorded from outside by `locksuit attach` (the kernel's futex calls,
+/// scheduler switches and, with `--locks`, uprobes), not by the shim: the
+/// trace covers the attached period only (`start_mono_ns` to
+/// `end_mono_ns`), holds no lock order or uncontended engagements of
+/// locks other than pthread mutexes, and is whole (it was written at
+/// once, after detaching). `shim_notes` say what it was made with and
+/// what it cannot have.
+pub const FLAG_ATTACHED: u32 = 1 << 19;
 
 /// `FileHeader::control`: write every acquisition and release as an
 /// event from now on (as `LOCKSUIT_EVENTS=all`).

@@ -83,8 +83,15 @@ pub struct HeaderInfo {
 }
 
 impl HeaderInfo {
+    /// Whether the trace was finished: its process exited or exec'd, or
+    /// it was written whole by `attach`.
     pub fn complete(&self) -> bool {
-        self.flags & (FLAG_COMPLETE | FLAG_EXEC) != 0
+        self.flags & (FLAG_COMPLETE | FLAG_EXEC | FLAG_ATTACHED) != 0
+    }
+
+    /// Recorded by `locksuit attach` ([`FLAG_ATTACHED`]).
+    pub fn attached(&self) -> bool {
+        self.flags & FLAG_ATTACHED != 0
     }
 }
 
@@ -334,7 +341,7 @@ pub fn read_trace_indexed(
     let expected_len = backed.saturating_mul(BLOCK_SIZE);
     let mut warnings = Vec::new();
     if bytes.len() < expected_len {
-        let complete = header.flags & (FLAG_COMPLETE | FLAG_EXEC) != 0;
+        let complete = header.flags & (FLAG_COMPLETE | FLAG_EXEC | FLAG_ATTACHED) != 0;
         if complete {
             return Err(fail(format!(
                 "truncated: the header says {} bytes of blocks were written but the file has {}",

@@ -91,6 +91,8 @@ struct Evidence<'a> {
     starved: &'a [Starved],
     /// See [`Contention::lean`].
     lean: bool,
+    /// See [`Contention::attached`].
+    attached: bool,
     /// Per lock, its longest measured hold that made a thread wait.
     long_holds: FxHashMap<LockId, LongHold>,
     limits: &'a Limits,
@@ -111,6 +113,7 @@ impl<'a> Evidence<'a> {
             sites,
             starved: &contention.starved,
             lean: contention.lean,
+            attached: contention.attached,
             long_holds: contention
                 .longest_holds
                 .iter()
@@ -242,7 +245,8 @@ impl<'a> Evidence<'a> {
     /// run little (one long wait is no over-synchronization).
     fn is_over_sync(&self, lock: &Lock) -> bool {
         self.per_sec(lock).is_some_and(|rate| {
-            lock.threads >= 2
+            !self.attached
+                && lock.threads >= 2
                 && !lock.signals()
                 && share(lock) < RARELY_CONTENDED
                 && rate >= self.limits.over_sync_per_sec
@@ -426,9 +430,11 @@ pub fn build(
     // as an import ran, is not the program's to drop.
     let misused: FxHashSet<LockId> = contention.misused.iter().copied().collect();
     // A futex word's acquisitions that did not wait are not seen: no
-    // verdict that needs them all.
+    // verdict that needs them all. Nor of an attached recording: it saw
+    // a window of the run, and of most locks only their waits.
     let alone = |l: &Lock| {
-        l.kind != LockKind::Futex
+        !contention.attached
+            && l.kind != LockKind::Futex
             && is_single_thread(l)
             && !shared_families.contains(&l.family)
             && !misused.contains(&l.id)
@@ -455,7 +461,8 @@ pub fn build(
     for site in sites {
         // A line judged by its data has its own finding (data.rs); one
         // engaged a few times costs nothing worth changing.
-        if site.status != STATUS_UNSUITABLE
+        if contention.attached
+            || site.status != STATUS_UNSUITABLE
             || site.ratio >= threshold
             || site.engagements < limits.min_acquisitions.max(1)
             || site.basis == "data"

@@ -228,6 +228,41 @@ fn one_run_of_one_thread_is_an_observation_and_a_few_acquisitions_are_nothing() 
 }
 
 #[test]
+fn an_attached_recording_calls_no_lock_unneeded_or_a_line_unsuitable() {
+    // What gives single-thread-lock and unsuitable-site in a whole run
+    // gives neither when attached: a window of the run, and of most locks
+    // only their waits.
+    let mut locks = vec![lock("L1", 1000, 0, 0, 1, "S1")];
+    let families = crate::analysis::families::build(&mut locks);
+    let mut s = site("S1", &["L1"]);
+    s.status = STATUS_UNSUITABLE;
+    s.ratio = 0.0;
+    let sites = [s];
+    let kinds = |attached| {
+        let contention = Contention {
+            attached,
+            ..Contention::default()
+        };
+        build(
+            &[],
+            (&locks, &families, &sites),
+            &contention,
+            (&Limits::default(), None),
+            None,
+        )
+        .into_iter()
+        .map(|f| f.kind)
+        .collect::<Vec<_>>()
+    };
+    assert!(
+        kinds(false).contains(&FINDING_SINGLE_THREAD),
+        "{:?}",
+        kinds(false)
+    );
+    assert!(kinds(true).is_empty(), "{:?}", kinds(true));
+}
+
+#[test]
 fn a_family_some_threads_share_has_no_single_thread_members() {
     // L1, L2 made at one line: L1 by one thread, L2 by two. Which members
     // a run used from one thread alone is chance: no finding.

@@ -99,6 +99,8 @@ impl Event {
 struct LockKey {
     mutex: u64,
     ret: u64,
+    tid: u32,
+    pad: u32,
 }
 
 #[repr(C)]
@@ -178,10 +180,12 @@ pub struct OffCpu {
     pub stats: OffStats,
 }
 
-/// What `--locks` saw of one mutex at one line (the caller's return address).
+/// What `--locks` saw of one mutex at one line (the caller's return
+/// address) in one thread.
 pub struct LockLine {
     pub mutex: u64,
     pub ret: u64,
+    pub tid: u32,
     pub stats: LockStats,
 }
 
@@ -321,6 +325,7 @@ impl Recorder {
                     lines.push(LockLine {
                         mutex: key.mutex,
                         ret: key.ret,
+                        tid: key.tid,
                         stats,
                     });
                 }

@@ -1,15 +1,17 @@
 //! `locksuit attach PID`: records a running process's futex calls through
 //! the kernel (a BPF program on the system-call tracepoints, no code in the
 //! process) until `--duration` ends, Ctrl-C, or the process exits; then
-//! writes what it saw (`locksuit-attach.PID.json`, see docs/commands.md)
-//! and prints its report; with `--locks`, also every pthread mutex
-//! acquisition and hold through uprobes. Detaching leaves the process as
-//! it was.
+//! writes what it saw as a trace every command reads
+//! (`locksuit.EXE.PID.trace`, trace.rs) and as JSON
+//! (`locksuit-attach.PID.json`, see docs/commands.md), and prints its
+//! report; with `--locks`, also every pthread mutex acquisition and hold
+//! through uprobes. Detaching leaves the process as it was.
 
 mod bpf;
 mod hung;
 mod modules;
 mod report;
+mod trace;
 
 use crate::base::exit::{EXIT_OK, EXIT_USAGE};
 use clap::Args;
@@ -28,7 +30,9 @@ pub struct AttachArgs {
     /// Report only these threads.
     #[arg(long, value_name = "TID,...", value_delimiter = ',')]
     pub threads: Vec<u32>,
-    /// Directory for the recording, locksuit-attach.PID.json (default: the current one).
+    /// Directory for the recording: the trace locksuit.EXE.PID.trace, which
+    /// every command reads, and locksuit-attach.PID.json (default: the
+    /// current one).
     #[arg(short = 'o', long = "dir", value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Also count every pthread mutex acquisition, per mutex and line, with
@@ -104,6 +108,8 @@ pub fn attach(args: AttachArgs) -> i32 {
         );
     }
     let started = SystemTime::now();
+    let start_mono_ns = crate::base::time::monotonic_now_ns();
+    let (ppid, cpus) = (parent_of(pid), cpus_of(pid));
     let deadline = args
         .duration
         .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -152,6 +158,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     }
     recorder.drain(&mut events);
     let ended = SystemTime::now();
+    let end_mono_ns = crate::base::time::monotonic_now_ns();
     let locks = args.locks.then(|| recorder.lock_lines());
     let mut off_cpu = recorder.off_cpu();
     if let Some(trampolines) = &trampolines {
@@ -203,7 +210,85 @@ pub fn attach(args: AttachArgs) -> i32 {
     {
         return fail(format!("cannot write {}: {e}", path.display()));
     }
+    let period = trace::Period {
+        start_mono_ns,
+        end_mono_ns,
+        ppid,
+        cpus,
+    };
+    let made_with = format!(
+        "recorded from outside the process by locksuit attach, with {}",
+        recording.with()
+    );
+    let bytes = trace::build(
+        &recording,
+        &summary,
+        &period,
+        &[&made_with, recording.unseen()],
+    );
+    let name = crate::base::words::basename(&recording.exe).to_string();
+    let name = if name.is_empty() {
+        recording.comm.clone()
+    } else {
+        name
+    };
+    let trace_path = match write_new(&dir, &format!("locksuit.{name}.{pid}"), &bytes) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("cannot write a trace in {}: {e}", dir.display())),
+    };
     print!("{}", report::text(&recording, &summary));
-    eprintln!("locksuit: recording written to {}", path.display());
+    eprintln!(
+        "locksuit: recording written to {} and {} (locksuit report reads it)",
+        trace_path.display(),
+        path.display()
+    );
     EXIT_OK
+}
+
+/// Writes `bytes` to `DIR/STEM.trace`, or `STEM.1.trace`, `STEM.2.trace`…
+/// if it is taken: a trace already there is never overwritten.
+fn write_new(dir: &std::path::Path, stem: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    for n in 0u32.. {
+        let path = match n {
+            0 => dir.join(format!("{stem}.trace")),
+            n => dir.join(format!("{stem}.{n}.trace")),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => return f.write_all(bytes).map(|()| path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("some numbered name is free")
+}
+
+/// The parent of `pid` (0 if it cannot be read).
+fn parent_of(pid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, rest) = stat.rsplit_once(')')?;
+            rest.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Processors `pid` may run on (0 if it cannot be read).
+fn cpus_of(pid: u32) -> u32 {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size, given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(pid as i32, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+            != 0
+        {
+            return 0;
+        }
+        libc::CPU_COUNT(&set) as u32
+    }
 }

@@ -40,7 +40,7 @@ const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): a
 const UNSEEN_LOCKS: &str = "not seen when attached: acquisitions and holds of locks other than pthread mutexes (rwlocks, semaphores, spinlocks, Rust and other futex-based locks: only their waits), lock order, the holder of each wait";
 
 impl Recording {
-    fn with(&self) -> &'static str {
+    pub fn with(&self) -> &'static str {
         if self.locks.is_some() {
             WITH_LOCKS
         } else {
@@ -48,7 +48,7 @@ impl Recording {
         }
     }
 
-    fn unseen(&self) -> &'static str {
+    pub fn unseen(&self) -> &'static str {
         if self.locks.is_some() {
             UNSEEN_LOCKS
         } else {
@@ -80,6 +80,9 @@ pub struct Call {
     /// The program's own line the call was made from, if named.
     pub site: Option<String>,
     pub addresses: Vec<String>,
+    /// The same addresses, for the trace's site.
+    #[serde(skip)]
+    pub chain: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -110,6 +113,9 @@ pub struct BlockedAt {
     pub chain: Vec<String>,
     /// The thread holding the word's lock (a glibc mutex's owner), if known.
     pub holder: Option<u32>,
+    /// Its stack's addresses, for the trace's site.
+    #[serde(skip)]
+    pub addresses: Vec<u64>,
 }
 
 pub struct Summary {
@@ -217,6 +223,7 @@ pub fn summarize(r: &Recording) -> Summary {
             ret: e.ret,
             site,
             addresses: walked.addresses.iter().map(|a| format!("{a:#x}")).collect(),
+            chain: walked.addresses,
         });
     }
     let mut sites: Vec<Site> = sites.into_values().map(|(s, _)| s).collect();
@@ -237,6 +244,7 @@ pub fn summarize(r: &Recording) -> Summary {
                 site: site.unwrap_or_else(|| "(unnamed)".into()),
                 chain,
                 holder: b.holder,
+                addresses: walked.addresses.clone(),
             }
         })
         .collect();
