@@ -91,6 +91,11 @@ fn attached_run_with(
             && text.contains("Not seen when attached"),
         "the report must say it was attached and what it cannot see:\n{text}"
     );
+    // Then `locksuit report`'s of the trace it left.
+    assert!(
+        text.contains(&format!("(pid {pid})\n   trace ")) && text.contains(".trace\n"),
+        "no report of the trace after attach's own:\n{text}"
+    );
     (
         (out, serde_json::from_str(&json).unwrap()),
         text.into_owned(),

@@ -4,7 +4,7 @@
 //! writes what it saw as a trace every command reads
 //! (`locksuit.EXE.PID.trace`, trace.rs) and as JSON
 //! (`locksuit-attach.PID.json`, see docs/commands.md), and prints its
-//! report; with `--locks`, also every pthread mutex acquisition and hold
+//! own report, then `locksuit report`'s of the trace; with `--locks`, also every pthread mutex acquisition and hold
 //! through uprobes. Detaching leaves the process as it was.
 
 mod bpf;
@@ -217,7 +217,9 @@ pub fn attach(args: AttachArgs) -> i32 {
         cpus,
     };
     let made_with = format!(
-        "recorded from outside the process by locksuit attach, with {}",
+        "recorded from outside the process by locksuit attach from {} to {} UTC, with {}",
+        report::clock(recording.started),
+        report::clock(recording.ended),
         recording.with()
     );
     let bytes = trace::build(
@@ -237,6 +239,11 @@ pub fn attach(args: AttachArgs) -> i32 {
         Err(e) => return fail(format!("cannot write a trace in {}: {e}", dir.display())),
     };
     print!("{}", report::text(&recording, &summary));
+    // Then what `locksuit report` says of the trace, with its defaults.
+    println!();
+    if let Err(e) = print_trace_report(&trace_path) {
+        eprintln!("locksuit: no report of {}: {e}", trace_path.display());
+    }
     eprintln!(
         "locksuit: recording written to {} and {} (locksuit report reads it)",
         trace_path.display(),
@@ -265,6 +272,27 @@ fn write_new(dir: &std::path::Path, stem: &str, bytes: &[u8]) -> std::io::Result
         }
     }
     unreachable!("some numbered name is free")
+}
+
+/// Prints `locksuit report TRACE` as its defaults make it.
+fn print_trace_report(trace: &std::path::Path) -> Result<(), String> {
+    use crate::commands::options::{build_report, ReportOptions};
+    use clap::{Args, FromArgMatches};
+    let matches = ReportOptions::augment_args(clap::Command::new("report"))
+        .try_get_matches_from(["report"])
+        .map_err(|e| e.to_string())?;
+    let options = ReportOptions::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+    let limits = options.limits().map_err(|e| e.to_string())?;
+    let report = build_report(
+        &[trace.to_path_buf()],
+        &options.selection(),
+        (&limits, &[]),
+        &crate::input::stream::StreamFilter::Off,
+    )
+    .map_err(|e| e.to_string())?;
+    crate::commands::output::print(report, &options)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// The parent of `pid` (0 if it cannot be read).

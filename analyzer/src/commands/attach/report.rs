@@ -310,7 +310,7 @@ fn unix_ns(t: SystemTime) -> u64 {
 }
 
 /// `HH:MM:SS.mmm` UTC.
-fn clock(t: SystemTime) -> String {
+pub fn clock(t: SystemTime) -> String {
     let ms = unix_ns(t) / 1_000_000;
     let s = ms / 1000;
     format!(
