@@ -204,13 +204,15 @@ int futex_enter(__u64 *ctx) {
 
 SEC("raw_tracepoint/sys_exit")
 int futex_exit(__u64 *ctx) {
-    __u64 now = bpf_ktime_get_ns();
+    // Every system call of the machine comes here: the cheapest tests
+    // first, the clock only for the target's futex calls.
     __u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!is_target(pid_tgid))
         return 0;
     void *regs = (void *)ctx[0];
     if (reg(regs, REGS_ORIG_AX) != NR_FUTEX)
         return 0;
+    __u64 now = bpf_ktime_get_ns();
     __u32 tid = (__u32)pid_tgid;
     struct event *e = bpf_map_lookup_elem(&inflight, &tid);
     if (!e)
@@ -448,12 +450,17 @@ struct {
 
 SEC("raw_tracepoint/sched_switch")
 int on_switch(__u64 *ctx) {
+    // Every context switch of the machine comes here. A target task's
+    // entry stays in `off_tasks` for its life and is written in place
+    // (since = 0: on its CPU), so a switch makes lookups, not the hash
+    // map's inserts and deletes with their locks.
     __u64 now = bpf_ktime_get_ns();
     __u64 next = ctx[2];
     struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
-    if (back) {
+    if (back && back->since != 0) {
         struct off_key key = {.tid = back->tid, .reason = back->reason};
         __u64 off = now - back->since;
+        back->since = 0;
         struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
         struct off_stats *st = stats_of(&off_cpu, &key, &empty);
         if (st) {
@@ -462,25 +469,35 @@ int on_switch(__u64 *ctx) {
             if (off > st->max_ns)
                 st->max_ns = off;
         }
-        bpf_map_delete_elem(&off_tasks, &next);
     }
     __u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!is_target(pid_tgid))
         return 0;
     __u64 state = ctx[3];
-    if (state & TASK_DEAD)
-        return 0;  // it ends: never switched in again
-    __u32 tid = (__u32)pid_tgid;
-    struct off_since since = {.since = now, .tid = tid, .reason = OFF_PREEMPTED};
-    if (ctx[0] || state == 0)
-        since.reason = OFF_PREEMPTED;
-    else if (bpf_map_lookup_elem(&inflight, &tid))
-        since.reason = OFF_FUTEX;
-    else if (state & TASK_UNINTERRUPTIBLE)
-        since.reason = OFF_DISK;
-    else
-        since.reason = OFF_SLEEP;
     __u64 prev = ctx[1];
+    if (state & TASK_DEAD) {
+        // It ends: never switched in again (its task may be reused).
+        bpf_map_delete_elem(&off_tasks, &prev);
+        return 0;
+    }
+    __u32 tid = (__u32)pid_tgid;
+    __u32 reason;
+    if (ctx[0] || state == 0)
+        reason = OFF_PREEMPTED;
+    else if (bpf_map_lookup_elem(&inflight, &tid))
+        reason = OFF_FUTEX;
+    else if (state & TASK_UNINTERRUPTIBLE)
+        reason = OFF_DISK;
+    else
+        reason = OFF_SLEEP;
+    struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
+    if (own) {
+        own->tid = tid;
+        own->reason = reason;
+        own->since = now;
+        return 0;
+    }
+    struct off_since since = {.since = now, .tid = tid, .reason = reason};
     bpf_map_update_elem(&off_tasks, &prev, &since, BPF_ANY);
     return 0;
 }
