@@ -218,19 +218,28 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
         );
         // A line of its own, short enough for 80 columns whatever the
         // program's name: what each key does next.
+        // `e` steers a program the shim records; a trace that is finished
+        // (or was written by attach) has nobody to ask.
+        let steer = if p.ended_by == "running" {
+            format!(
+                "e: record {}  ",
+                if asks_for_every_operation(view, p) {
+                    "every operation"
+                } else {
+                    "contended only"
+                }
+            )
+        } else {
+            String::new()
+        };
         let keys = format!(
-            "s: sort by {}  p: {}  e: record {}  q: quit",
+            "s: sort by {}  p: {}  {steer}q: quit",
             if view.by_total {
                 "last interval"
             } else {
                 "total"
             },
             if view.paused { "resume" } else { "pause" },
-            if asks_for_every_operation(view, p) {
-                "every operation"
-            } else {
-                "contended only"
-            },
         );
         let summary = format!(
             "{} threads, {} locks, {} events ({}){}",
@@ -241,6 +250,7 @@ fn draw(frame: &mut ratatui::Frame, view: &View) {
             // pending until the shim has applied it (its trace says
             // "switched").
             match (view.asked, p.events_mode) {
+                _ if p.recording == "attached" => "futex waits and wakes, seen from outside",
                 (locksuit_format::CONTROL_EVENTS_ALL, "switched") => "recording every operation",
                 (locksuit_format::CONTROL_EVENTS_CONTENDED, "switched") =>
                     "recording contended operations",
@@ -448,7 +458,9 @@ pub fn top(args: TopArgs) -> i32 {
                         KeyCode::Char('s') => view.by_total = !view.by_total,
                         KeyCode::Char('p') => view.paused = !view.paused,
                         KeyCode::Char('e') => {
-                            if let Some(p) = &view.process {
+                            if let Some(p) =
+                                view.process.as_ref().filter(|p| p.ended_by == "running")
+                            {
                                 let request = if asks_for_every_operation(&view, p) {
                                     locksuit_format::CONTROL_EVENTS_ALL
                                 } else {

@@ -123,6 +123,10 @@ fn process(page: &mut String, index: usize, p: &Process, threshold: f64, o: &Tex
         page,
         "<p class=\"summary\">{}; {} threads; {} locks; {} blocking periods{}.</p>",
         match p.duration_ns {
+            Some(ns) if p.ended_by == "detached" => format!(
+                "recorded by locksuit attach for {} of its run",
+                crate::base::words::duration(ns)
+            ),
             Some(ns) => format!("ran {}", crate::base::words::duration(ns)),
             None => format!("ended by {}", p.ended_by),
         },
