@@ -159,6 +159,16 @@ pub fn attach(args: AttachArgs) -> i32 {
     recorder.drain(&mut events);
     let ended = SystemTime::now();
     let end_mono_ns = crate::base::time::monotonic_now_ns();
+    // Who waits still as the recording ends (a wait that began before it
+    // and ended meanwhile made no event: its end is not seen otherwise).
+    let blocked_at_end: Vec<(u32, u64)> = if exited(pid) {
+        Vec::new()
+    } else {
+        hung::blocked_threads(pid)
+            .iter()
+            .map(|b| (b.tid, b.uaddr))
+            .collect()
+    };
     let locks = args.locks.then(|| recorder.lock_lines());
     let mut off_cpu = recorder.off_cpu();
     if let Some(trampolines) = &trampolines {
@@ -199,6 +209,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         names,
         events,
         blocked,
+        blocked_at_end,
         locks,
         off_cpu,
     };

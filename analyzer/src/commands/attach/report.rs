@@ -23,6 +23,8 @@ pub struct Recording {
     pub events: Vec<Event>,
     /// Threads blocked in a futex wait when attach began (see hung.rs).
     pub blocked: Vec<super::hung::Blocked>,
+    /// Threads in a futex wait as the recording ended: (tid, word).
+    pub blocked_at_end: Vec<(u32, u64)>,
     /// With `--locks`: what the uprobes counted per mutex and line, and
     /// how many entries did not fit their maps.
     pub locks: Option<(Vec<super::bpf::LockLine>, u64)>,

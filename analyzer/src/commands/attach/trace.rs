@@ -13,9 +13,9 @@
 //! - `--locks`: per thread, mutex and line, the acquisitions and holds, at
 //!   the line (the caller's return address); a wait inside a probed call is
 //!   counted there too (one site), as contended, not as another engagement.
-//! - Threads blocked when attach began wait still in their thread record
-//!   if nothing of theirs was seen end, with the lock's holder, which holds
-//!   it: the report explains a deadlock among them.
+//! - Threads blocked when attach began, and on the same word when it
+//!   ended, wait still in their thread record, with the lock's holder,
+//!   which holds it: the report explains a deadlock among them.
 //! - The scheduler's reasons: preempted time is the thread's runnable time;
 //!   its switches, voluntary or not.
 
@@ -234,17 +234,17 @@ pub fn build(r: &Recording, s: &Summary, period: &Period, notes: &[&str]) -> Vec
         }
     }
 
-    // Threads blocked since before attach, still so at its end (none of
-    // their calls was seen to end): waiting, with the holder, which holds
-    // the lock.
-    let ended_a_call: std::collections::HashSet<u32> = r.events.iter().map(|e| e.tid).collect();
+    // Threads blocked since before attach and on the same word at its
+    // end: waiting, with the holder, which holds the lock. (A wait that
+    // began while attached and goes on is not claimed: its stack was not
+    // read.)
     let mut waits: HashMap<u32, (u32, u32, u32)> = HashMap::new();
     let mut holds: HashMap<u32, Vec<u32>> = HashMap::new();
     for b in &s.blocked {
-        if ended_a_call.contains(&b.tid) {
+        let uaddr = u64::from_str_radix(b.uaddr.trim_start_matches("0x"), 16).unwrap_or(0);
+        if !r.blocked_at_end.contains(&(b.tid, uaddr)) {
             continue;
         }
-        let uaddr = u64::from_str_radix(b.uaddr.trim_start_matches("0x"), 16).unwrap_or(0);
         let kind = if b.holder.is_some() {
             ObjectKind::Mutex
         } else {
