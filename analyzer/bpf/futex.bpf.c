@@ -410,6 +410,8 @@ int cond_wait_exit(void *ctx) {
 #define OFF_SLEEP 2
 #define OFF_DISK 3
 #define OFF_REASONS 4
+// Not a reason: a thread's time on its CPU, kept in the same map.
+#define ON_CPU 4
 
 // The state a task leaves its CPU in (`prev_state`, Linux 5.18 and later).
 #define TASK_INTERRUPTIBLE 0x1
@@ -417,7 +419,8 @@ int cond_wait_exit(void *ctx) {
 #define TASK_DEAD 0x80
 
 struct off_since {
-    __u64 since;
+    __u64 since;     // off its CPU since (0: on it)
+    __u64 on_since;  // on its CPU since (0: not seen switched in)
     __u32 tid;
     __u32 reason;
 };
@@ -448,39 +451,52 @@ struct {
     __type(value, struct off_stats);
 } off_cpu SEC(".maps");
 
+// Adds a period of `ns` to thread `tid`'s figures for `reason`.
+static void add_period(__u32 tid, __u32 reason, __u64 ns) {
+    struct off_key key = {.tid = tid, .reason = reason};
+    struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
+    struct off_stats *st = stats_of(&off_cpu, &key, &empty);
+    if (st) {
+        __sync_fetch_and_add(&st->count, 1);
+        __sync_fetch_and_add(&st->total_ns, ns);
+        if (ns > st->max_ns)
+            st->max_ns = ns;
+    }
+}
+
 SEC("raw_tracepoint/sched_switch")
 int on_switch(__u64 *ctx) {
     // Every context switch of the machine comes here. A target task's
-    // entry stays in `off_tasks` for its life and is written in place
-    // (since = 0: on its CPU), so a switch makes lookups, not the hash
-    // map's inserts and deletes with their locks.
+    // entry stays in `off_tasks` for its life and is written in place, so
+    // a switch makes lookups, not the hash map's inserts and deletes with
+    // their locks. A task's first time on a CPU after attach (or after it
+    // was made) is not seen: it has no entry until it first leaves.
     __u64 now = bpf_ktime_get_ns();
     __u64 next = ctx[2];
     struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
-    if (back && back->since != 0) {
-        struct off_key key = {.tid = back->tid, .reason = back->reason};
-        __u64 off = now - back->since;
-        back->since = 0;
-        struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
-        struct off_stats *st = stats_of(&off_cpu, &key, &empty);
-        if (st) {
-            __sync_fetch_and_add(&st->count, 1);
-            __sync_fetch_and_add(&st->total_ns, off);
-            if (off > st->max_ns)
-                st->max_ns = off;
+    if (back) {
+        if (back->since != 0) {
+            add_period(back->tid, back->reason, now - back->since);
+            back->since = 0;
         }
+        back->on_since = now;
     }
     __u64 pid_tgid = bpf_get_current_pid_tgid();
     if (!is_target(pid_tgid))
         return 0;
     __u64 state = ctx[3];
     __u64 prev = ctx[1];
+    __u32 tid = (__u32)pid_tgid;
+    struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
+    if (own && own->on_since != 0) {
+        add_period(tid, ON_CPU, now - own->on_since);
+        own->on_since = 0;
+    }
     if (state & TASK_DEAD) {
         // It ends: never switched in again (its task may be reused).
         bpf_map_delete_elem(&off_tasks, &prev);
         return 0;
     }
-    __u32 tid = (__u32)pid_tgid;
     __u32 reason;
     if (ctx[0] || state == 0)
         reason = OFF_PREEMPTED;
@@ -490,14 +506,13 @@ int on_switch(__u64 *ctx) {
         reason = OFF_DISK;
     else
         reason = OFF_SLEEP;
-    struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
     if (own) {
         own->tid = tid;
         own->reason = reason;
         own->since = now;
         return 0;
     }
-    struct off_since since = {.since = now, .tid = tid, .reason = reason};
+    struct off_since since = {.since = now, .on_since = 0, .tid = tid, .reason = reason};
     bpf_map_update_elem(&off_tasks, &prev, &since, BPF_ANY);
     return 0;
 }

@@ -5,7 +5,8 @@
  * sleeper its time in nanosleep, each spinner its wall time less its CPU
  * time (CLOCK_THREAD_CPUTIME_ID): a spinner never sleeps, so that is its
  * time waiting for a CPU. Prints "sleeper-tid", "sleep-ns",
- * "spinner<i>-tid", "spinner<i>-runnable-ns"; exits 0. */
+ * "spinner<i>-tid", "spinner<i>-runnable-ns", "spinner<i>-cpu-ns"; exits
+ * 0. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -36,7 +37,7 @@ static void *sleeper(void *arg) {
     return NULL;
 }
 
-static uint64_t runnable_ns[2];
+static uint64_t runnable_ns[2], cpu_ns[2];
 static long spinner_tid[2];
 
 static void *spinner(void *arg) {
@@ -51,6 +52,7 @@ static void *spinner(void *arg) {
     }
     uint64_t wall = clock_ns(CLOCK_MONOTONIC) - w0, cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     runnable_ns[i] = wall > cpu ? wall - cpu : 0;
+    cpu_ns[i] = cpu;
     return NULL;
 }
 
@@ -68,7 +70,8 @@ int main(int argc, char **argv) {
         pthread_join(p[i], NULL);
     printf("sleeper-tid %ld\nsleep-ns %llu\n", sleeper_tid, (unsigned long long)sleep_ns);
     for (int i = 0; i < 2; i++)
-        printf("spinner%d-tid %ld\nspinner%d-runnable-ns %llu\n", i, spinner_tid[i], i,
-               (unsigned long long)runnable_ns[i]);
+        printf("spinner%d-tid %ld\nspinner%d-runnable-ns %llu\nspinner%d-cpu-ns %llu\n", i,
+               spinner_tid[i], i, (unsigned long long)runnable_ns[i], i,
+               (unsigned long long)cpu_ns[i]);
     return 0;
 }

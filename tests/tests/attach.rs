@@ -407,6 +407,26 @@ fn why_threads_stopped_is_the_schedulers() {
         );
     }
     assert!(text.contains("Why threads stopped"), "{text}");
+    // The trace has each spinner's time on its CPU: from its first switch
+    // away (its first period on the CPU is not seen: 20 ms allowed).
+    let p = trace_report(&dir, &rec);
+    for i in 0..2 {
+        let tid: u64 = stdout_value(&stdout, &format!("spinner{i}-tid"))
+            .parse()
+            .unwrap();
+        let cpu: u64 = stdout_value(&stdout, &format!("spinner{i}-cpu-ns"))
+            .parse()
+            .unwrap();
+        let thread = arr(&p, "threads")
+            .iter()
+            .find(|t| u64_of(t, "tid") == tid)
+            .unwrap_or_else(|| panic!("no thread {tid}: {}", short(&p["threads"])));
+        let seen = u64_of(thread, "cpu_ns");
+        assert!(
+            seen <= cpu + slack(cpu) && seen + slack(cpu) + 20_000_000 >= cpu,
+            "spinner {i}: attach saw {seen} ns on its CPU, the thread measured {cpu} ns"
+        );
+    }
 }
 
 #[test]

@@ -138,6 +138,9 @@ unsafe impl aya::Pod for OffKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for OffStats {}
 
+/// `ON_CPU` of the C file: an `off_cpu` key of time on a CPU.
+const ON_CPU: u32 = 4;
+
 /// Why a thread was off its CPU (`OFF_*` in the C file).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum OffReason {
@@ -313,6 +316,22 @@ impl Recorder {
         }
         periods.sort_by_key(|p| (p.tid, p.reason));
         periods
+    }
+
+    /// Each thread's time on a CPU so far, seen by the scheduler program
+    /// (from its first switch away after attach: a lower bound).
+    pub fn on_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
+        let mut cpu = std::collections::BTreeMap::new();
+        if let Some(map) = self.ebpf.map("off_cpu") {
+            if let Ok(stats) = HashMap::<_, OffKey, OffStats>::try_from(map) {
+                for (key, stats) in stats.iter().flatten() {
+                    if key.reason == ON_CPU {
+                        cpu.insert(key.tid, stats.total_ns);
+                    }
+                }
+            }
+        }
+        cpu
     }
 
     /// What `--locks` counted so far, per mutex and line, and how many

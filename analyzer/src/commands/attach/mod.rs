@@ -171,6 +171,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     };
     let locks = args.locks.then(|| recorder.lock_lines());
     let mut off_cpu = recorder.off_cpu();
+    let on_cpu = recorder.on_cpu();
     if let Some(trampolines) = &trampolines {
         for e in &mut events {
             e.restore_return_address(trampolines);
@@ -210,6 +211,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         events,
         blocked,
         blocked_at_end,
+        on_cpu,
         locks,
         off_cpu,
     };

@@ -23,6 +23,9 @@ pub struct Recording {
     pub events: Vec<Event>,
     /// Threads blocked in a futex wait when attach began (see hung.rs).
     pub blocked: Vec<super::hung::Blocked>,
+    /// Each thread's time on a CPU while attached (from its first switch
+    /// away: a lower bound).
+    pub on_cpu: BTreeMap<u32, u64>,
     /// Threads in a futex wait as the recording ended: (tid, word).
     pub blocked_at_end: Vec<(u32, u64)>,
     /// With `--locks`: what the uprobes counted per mutex and line, and

@@ -16,8 +16,8 @@
 //! - Threads blocked when attach began, and on the same word when it
 //!   ended, wait still in their thread record, with the lock's holder,
 //!   which holds it: the report explains a deadlock among them.
-//! - The scheduler's reasons: preempted time is the thread's runnable time;
-//!   its switches, voluntary or not.
+//! - The scheduler's figures: time on a CPU is the thread's CPU time,
+//!   preempted time its runnable time; its switches, voluntary or not.
 
 use super::bpf::OffReason;
 use super::report::{Recording, Summary};
@@ -307,6 +307,10 @@ pub fn build(r: &Recording, s: &Summary, period: &Period, notes: &[&str]) -> Vec
                 .filter(|o| o.tid == tid && o.reason != OffReason::Preempted)
                 .map(|o| o.stats.count)
                 .sum();
+        }
+        if let Some(&cpu) = r.on_cpu.get(&tid) {
+            t.flags |= THREAD_USAGE;
+            t.cpu_ns = cpu;
         }
         if let Some(&(lock, site, holder)) = waits.get(&tid) {
             t.wait_kind = WAIT_LOCK;
