@@ -3,9 +3,10 @@
 //! process) until `--duration` ends, Ctrl-C, or the process exits; then
 //! writes what it saw as a trace every command reads
 //! (`locksuit.EXE.PID.trace`, trace.rs) and as JSON
-//! (`locksuit-attach.PID.json`, see docs/commands.md), and prints its
-//! own report, then `locksuit report`'s of the trace; with `--locks`, also every pthread mutex acquisition and hold
-//! through uprobes. Detaching leaves the process as it was.
+//! (`locksuit-attach.PID.json`, see docs/commands.md), and prints its own
+//! report, then `locksuit report`'s of the trace; with `--locks`, also
+//! every pthread mutex acquisition and hold through uprobes. Detaching
+//! leaves the process as it was.
 
 mod bpf;
 mod hung;
@@ -269,7 +270,7 @@ pub fn attach(args: AttachArgs) -> i32 {
 /// if it is taken: a trace already there is never overwritten.
 fn write_new(dir: &std::path::Path, stem: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     use std::io::Write;
-    for n in 0u32.. {
+    for n in 0..u32::MAX {
         let path = match n {
             0 => dir.join(format!("{stem}.trace")),
             n => dir.join(format!("{stem}.{n}.trace")),
@@ -284,7 +285,9 @@ fn write_new(dir: &std::path::Path, stem: &str, bytes: &[u8]) -> std::io::Result
             Err(e) => return Err(e),
         }
     }
-    unreachable!("some numbered name is free")
+    Err(std::io::Error::other(format!(
+        "every numbered {stem} is taken"
+    )))
 }
 
 /// Prints `locksuit report TRACE` as its defaults make it.

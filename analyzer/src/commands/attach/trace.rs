@@ -171,13 +171,10 @@ pub fn build(r: &Recording, s: &Summary, period: &Period, notes: &[&str]) -> Vec
         let Some(&lane) = lane_of.get(&e.tid) else {
             continue;
         };
+        // A word made a mutex above stays one; any other is a futex word.
         let mutex = probed.contains(&e.uaddr);
-        let kind = if mutex || g.lock_of.contains_key(&e.uaddr) {
-            ObjectKind::Mutex
-        } else {
-            ObjectKind::Futex
-        };
-        let lock = g.lock(e.uaddr, kind, e.enter_ns);
+        let lock = g.lock(e.uaddr, ObjectKind::Futex, e.enter_ns);
+        let kind = ObjectKind::from_u8(g.locks[lock as usize - 1].kind as u8);
         // A wait inside a probed mutex call is that call's, at its line.
         let counted_at_line = mutex && e.probed_ret != 0;
         let site = if counted_at_line {
@@ -208,7 +205,7 @@ pub fn build(r: &Recording, s: &Summary, period: &Period, notes: &[&str]) -> Vec
         } else if e.ret > 0 {
             // A futex word's wake is a post at its line, as the shim counts
             // it; a mutex's is its unlock, no engagement.
-            if kind == ObjectKind::Futex {
+            if kind == Some(ObjectKind::Futex) {
                 let c = g.counter(lane, lock, site, MODE_POST);
                 c.engagements += 1;
                 c.task_switches += 1;
