@@ -491,6 +491,21 @@ fn waits_at<'a>(rec: &'a serde_json::Value, line: &str) -> (Vec<&'a serde_json::
     (at_line, seen)
 }
 
+/// The waits the report of an attached trace has at the sites of `line`
+/// (the same figure attach's own JSON has there).
+fn trace_waits_at(p: &serde_json::Value, line: &str) -> u64 {
+    let at_line: Vec<&serde_json::Value> = arr(p, "sites")
+        .iter()
+        .filter(|s| str_of(s, "id").ends_with(line))
+        .collect();
+    assert!(
+        !at_line.is_empty(),
+        "no site at {line}: {}",
+        short(&p["sites"])
+    );
+    at_line.iter().map(|s| u64_of(s, "wait_ns")).sum()
+}
+
 /// `seen` lies between the holder's own hold after the wait began
 /// (`held`) and the waiter's own measure of its call (`waited`), each
 /// within 10 %.
@@ -518,7 +533,7 @@ fn a_glibc_internal_lock_is_seen_at_the_programs_line() {
     // The trim lasts ~100 ms and malloc begins 2 ms into it; on a machine
     // so busy that the trim was over first, the program says so (0) and
     // the run is made again.
-    let (rec, waited, held) = (0..3)
+    let (dir, rec, waited, held) = (0..3)
         .find_map(|attempt| {
             let dir = fresh_dir(&format!("attach_arena_{attempt}"));
             let (out, rec) = attached_run(&bin, &dir);
@@ -526,7 +541,7 @@ fn a_glibc_internal_lock_is_seen_at_the_programs_line() {
             let stdout = stdout_str(&out);
             let value = |key: &str| -> u64 { stdout_value(&stdout, key).parse().unwrap() };
             let held = value("held-after-ns");
-            (held > 0).then(|| (rec, value("malloc-waited-ns"), held))
+            (held > 0).then(|| (dir, rec, value("malloc-waited-ns"), held))
         })
         .expect("three runs in which malloc_trim was over before malloc began");
     let line = format!(
@@ -548,6 +563,7 @@ fn a_glibc_internal_lock_is_seen_at_the_programs_line() {
         "the arena's wake at {trim}: {}",
         short(&rec["wakes"])
     );
+    assert_eq!(trace_waits_at(&trace_report(&dir, &rec), &line), seen);
 }
 
 /// Rust std's `Mutex` (a futex word, no pthread call) attached to: the
@@ -575,6 +591,7 @@ fn a_rust_std_mutex_is_seen_at_the_programs_line() {
     let (_, seen) = waits_at(&rec, &line);
     eprintln!("attached: {seen} ns at {line}; the waiter measured {waited} ns, the holder held on {held} ns");
     within_measures(seen, held, waited, &line);
+    assert_eq!(trace_waits_at(&trace_report(&dir, &rec), &line), seen);
 }
 
 /// Whether thread `tid` of `pid` is blocked in futex(2) (202 on x86-64).
