@@ -5,7 +5,7 @@
 //! the header counts the blocks at the end.
 
 use crate::layout::*;
-use core::mem::size_of;
+use core::mem::{offset_of, size_of};
 
 /// The bytes of a plain-integer record.
 pub fn pod_bytes<T: Pod>(value: &T) -> &[u8] {
@@ -69,7 +69,8 @@ impl TraceWriter {
             return Err(TooLarge(bytes.len()));
         }
         let size = (bytes.len() as u16).to_le_bytes();
-        bytes[2..4].copy_from_slice(&size);
+        let at = offset_of!(RecordHeader, size);
+        bytes[at..at + 2].copy_from_slice(&size);
         self.append(lane, BLOCK_LANE, &bytes);
         Ok(())
     }
@@ -117,7 +118,7 @@ impl TraceWriter {
         let start = BLOCK_HEADER_SIZE + used(buf);
         buf[start..start + bytes.len()].copy_from_slice(bytes);
         let now_used = (start + bytes.len() - BLOCK_HEADER_SIZE) as u32;
-        buf[12..16].copy_from_slice(&now_used.to_le_bytes());
+        buf[USED..USED + 4].copy_from_slice(&now_used.to_le_bytes());
     }
 
     /// The trace file's bytes.
@@ -136,10 +137,13 @@ impl TraceWriter {
     }
 }
 
+/// Where a block's `used` count is.
+const USED: usize = offset_of!(BlockHeader, used);
+
 /// Bytes of records in a block (its header's `used`).
 fn used(block: &[u8]) -> usize {
     let mut b = [0u8; 4];
-    b.copy_from_slice(&block[12..16]);
+    b.copy_from_slice(&block[USED..USED + 4]);
     u32::from_le_bytes(b) as usize
 }
 

@@ -475,35 +475,35 @@ fn without_privilege_attach_says_what_is_missing() {
     );
 }
 
-/// The recording's waits at `line` (a `file:line` the site ends with),
-/// and their total time; fails if there are none.
-fn waits_at<'a>(rec: &'a serde_json::Value, line: &str) -> (Vec<&'a serde_json::Value>, u64) {
-    let at_line: Vec<&serde_json::Value> = arr(rec, "sites")
+/// The `sites` of `doc` whose `name_field` ends with `line` (a
+/// `file:line`), and their total wait; fails if there are none.
+fn sites_at<'a>(
+    doc: &'a serde_json::Value,
+    name_field: &str,
+    line: &str,
+) -> (Vec<&'a serde_json::Value>, u64) {
+    let at_line: Vec<&serde_json::Value> = arr(doc, "sites")
         .iter()
-        .filter(|s| str_of(s, "site").ends_with(line))
+        .filter(|s| str_of(s, name_field).ends_with(line))
         .collect();
     assert!(
         !at_line.is_empty(),
-        "no wait at {line}: {}",
-        short(&rec["sites"])
+        "no site at {line}: {}",
+        short(&doc["sites"])
     );
     let seen = at_line.iter().map(|s| u64_of(s, "wait_ns")).sum();
     (at_line, seen)
 }
 
+/// The recording's waits at `line`, and their total time.
+fn waits_at<'a>(rec: &'a serde_json::Value, line: &str) -> (Vec<&'a serde_json::Value>, u64) {
+    sites_at(rec, "site", line)
+}
+
 /// The waits the report of an attached trace has at the sites of `line`
 /// (the same figure attach's own JSON has there).
 fn trace_waits_at(p: &serde_json::Value, line: &str) -> u64 {
-    let at_line: Vec<&serde_json::Value> = arr(p, "sites")
-        .iter()
-        .filter(|s| str_of(s, "id").ends_with(line))
-        .collect();
-    assert!(
-        !at_line.is_empty(),
-        "no site at {line}: {}",
-        short(&p["sites"])
-    );
-    at_line.iter().map(|s| u64_of(s, "wait_ns")).sum()
+    sites_at(p, "id", line).1
 }
 
 /// `seen` lies between the holder's own hold after the wait began
