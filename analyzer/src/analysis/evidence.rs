@@ -43,13 +43,17 @@ struct Seen {
     shared_runs: u64,
 }
 
-/// Each taken lock's key in `p`, and whether it was shared there.
+/// Each taken lock's key in `p`, and whether it was shared there (or is
+/// no evidence of being one thread's: `shared_in_run`).
 fn keys_of(p: &Process) -> BTreeMap<String, bool> {
     let mut keys: BTreeMap<String, bool> = BTreeMap::new();
+    let shared_in_run = crate::analysis::findings::shared_in_run(&p.locks);
     crate::model::names::with(&p.names, || {
-        for lock in p.locks.iter().filter(|l| l.acquisitions + l.posts > 0) {
+        for (lock, &shared) in p.locks.iter().zip(&shared_in_run) {
+            if lock.acquisitions + lock.posts == 0 {
+                continue;
+            }
             let name = lock.id.to_string();
-            let shared = lock.askers > 1 || lock.process_shared;
             *keys.entry(join_key(&name).to_string()).or_default() |= shared;
         }
     });
@@ -197,7 +201,7 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
         p.names = names;
         if cleared > 0 {
             p.warnings.push(format!(
-                "{} taken by one thread alone in this run {} taken by several in another run of {} reported with it, so {} no finding",
+                "{} taken by one thread alone in this run {} taken by several in another run of {} reported with it (or made or taken at a line whose locks several shared there), so {} no finding",
                 crate::base::words::count(cleared as u64, "lock", "locks"),
                 if cleared == 1 { "was" } else { "were" },
                 crate::base::words::basename(&exe),

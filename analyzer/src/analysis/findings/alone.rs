@@ -16,6 +16,33 @@ pub(super) fn is_single_thread(lock: &Lock) -> bool {
         && !lock.process_shared
 }
 
+/// Per lock of one process, whether this run gives no evidence that one
+/// thread alone needs it: several threads asked for it, or for another
+/// lock made at its line (a hash table's buckets), or for another lock
+/// taken at one of its lines. A line that takes locks several threads
+/// share hands out shared objects (coreutils sort's merge-tree nodes,
+/// popped from one queue by every thread): which of them a thread
+/// happened to take alone is chance.
+pub fn shared_in_run(locks: &[Lock]) -> Vec<bool> {
+    let shared = |l: &Lock| l.askers > 1 || l.process_shared;
+    let families: FxHashSet<FamilyId> = locks
+        .iter()
+        .filter(|l| shared(l))
+        .map(|l| l.family)
+        .collect();
+    let sites: FxHashSet<SiteId> = locks
+        .iter()
+        .filter(|l| shared(l))
+        .flat_map(|l| l.sites.iter().copied())
+        .collect();
+    locks
+        .iter()
+        .map(|l| {
+            shared(l) || families.contains(&l.family) || l.sites.iter().any(|s| sites.contains(s))
+        })
+        .collect()
+}
+
 /// Installed libraries' directories: code there is not the program's own
 /// (an application's libraries live elsewhere, or are the executable).
 const LIBRARY_DIRS: [&str; 4] = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"];

@@ -13,6 +13,7 @@ mod holds;
 mod limits;
 mod python;
 
+pub use alone::shared_in_run;
 use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_data};
 use contended::{high_contention, over_sync, starvation};
 use holds::long_hold;
@@ -417,13 +418,14 @@ pub fn build(
     let mut ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
     ev.cpu_queue = cpu_queue(threads);
     let mut findings = Vec::new();
-    // Locks made at one line are one kind of lock: if threads share some
-    // of them (a hash table's buckets), the ones this run happened to use
+    // Locks made at one line, or taken at one line, are one kind of lock:
+    // if threads share some of them, the ones this run happened to use
     // from one thread are no evidence of anything.
-    let shared_families: FxHashSet<FamilyId> = locks
+    let shared: FxHashSet<LockId> = locks
         .iter()
-        .filter(|l| l.askers > 1 || l.process_shared)
-        .map(|l| l.family)
+        .zip(shared_in_run(locks))
+        .filter(|(_, shared)| *shared)
+        .map(|(l, _)| l.id)
         .collect();
     // A lock used against its rules (misuse.rs) is broken, not unneeded;
     // one taken only inside a system library, or made by Python's library
@@ -436,7 +438,7 @@ pub fn build(
         !contention.attached
             && l.kind != LockKind::Futex
             && is_single_thread(l)
-            && !shared_families.contains(&l.family)
+            && !shared.contains(&l.id)
             && !misused.contains(&l.id)
             && !only_in_libraries(l, sites)
             && !l.made_by_library_import

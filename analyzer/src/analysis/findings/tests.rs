@@ -282,6 +282,30 @@ fn a_family_some_threads_share_has_no_single_thread_members() {
 }
 
 #[test]
+fn a_lock_taken_alone_at_a_line_whose_other_locks_are_shared_is_no_evidence() {
+    // L1 and L2 made at different lines. Taken at one line (sort's merge
+    // nodes, popped from one queue), L2 by two threads, L1 by one: which
+    // of them a thread took alone is chance, no finding. L1 taken at a
+    // line of its own is one.
+    let kinds = |l1_site: &str| {
+        let mut locks = vec![
+            lock("L1", 2000, 0, 0, 1, l1_site),
+            lock("L2", 2000, 0, 0, 2, "S1"),
+        ];
+        locks[0].origin_chain = 7;
+        locks[1].origin_chain = 8;
+        let families = crate::analysis::families::build(&mut locks);
+        let sites = [site("S1", &["L1", "L2"]), site("S2", &["L1"])];
+        all_findings(&locks, &families, &sites)
+            .into_iter()
+            .filter(|f| f.kind == FINDING_SINGLE_THREAD)
+            .count()
+    };
+    assert_eq!(kinds("S1"), 0);
+    assert_eq!(kinds("S2"), 1);
+}
+
+#[test]
 fn over_synchronization_is_frequent_shared_and_uncontended() {
     // 1,000,000 acquisitions in 1 s by 4 threads, none contended.
     let hot = lock("L1", 1_000_000, 0, 0, 4, "S1");
