@@ -18,22 +18,38 @@ pub(super) fn is_single_thread(lock: &Lock) -> bool {
 
 /// Per lock of one process, whether this run gives no evidence that one
 /// thread alone needs it: several threads asked for it, or for another
-/// lock made at its line (a hash table's buckets), or for another lock
-/// taken at one of its lines. A line that takes locks several threads
-/// share hands out shared objects (coreutils sort's merge-tree nodes,
-/// popped from one queue by every thread): which of them a thread
-/// happened to take alone is chance.
+/// lock made at its line (a hash table's buckets), or it was taken at a
+/// line that took locks of one family some threads shared and some not.
+/// Such a line hands out objects whose sharing is chance (coreutils sort's
+/// merge-tree nodes, popped from one queue by every thread: under load
+/// each leaf's mutex was one thread's in every run). A lock-taking helper
+/// called with each caller's own locks (pigz's `possess`) takes families
+/// that are each all shared or all one thread's, and stays evidence.
 pub fn shared_in_run(locks: &[Lock]) -> Vec<bool> {
+    let taken = |l: &Lock| l.acquisitions.saturating_add(l.posts) > 0;
     let shared = |l: &Lock| l.askers > 1 || l.process_shared;
     let families: FxHashSet<FamilyId> = locks
         .iter()
         .filter(|l| shared(l))
         .map(|l| l.family)
         .collect();
-    let sites: FxHashSet<SiteId> = locks
-        .iter()
-        .filter(|l| shared(l))
-        .flat_map(|l| l.sites.iter().copied())
+    // Per line and family taken there: whether a shared lock of it was,
+    // and whether one taken by one thread alone was.
+    let mut at_line: FxHashMap<(SiteId, FamilyId), (bool, bool)> = FxHashMap::default();
+    for l in locks.iter().filter(|l| taken(l)) {
+        for &site in &l.sites {
+            let seen = at_line.entry((site, l.family)).or_default();
+            if shared(l) {
+                seen.0 = true;
+            } else {
+                seen.1 = true;
+            }
+        }
+    }
+    let sites: FxHashSet<SiteId> = at_line
+        .into_iter()
+        .filter(|(_, (shared, alone))| *shared && *alone)
+        .map(|((site, _), _)| site)
         .collect();
     locks
         .iter()

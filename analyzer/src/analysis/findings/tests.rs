@@ -282,27 +282,38 @@ fn a_family_some_threads_share_has_no_single_thread_members() {
 }
 
 #[test]
-fn a_lock_taken_alone_at_a_line_whose_other_locks_are_shared_is_no_evidence() {
-    // L1 and L2 made at different lines. Taken at one line (sort's merge
-    // nodes, popped from one queue), L2 by two threads, L1 by one: which
-    // of them a thread took alone is chance, no finding. L1 taken at a
-    // line of its own is one.
-    let kinds = |l1_site: &str| {
+fn a_lock_taken_alone_at_a_line_where_sharing_was_chance_is_no_evidence() {
+    // Taken at one line S1 (sort's merge nodes, popped from one queue): L2
+    // and L3, made at one line, L2 by two threads and L3 by one, so which
+    // of them a thread took alone was chance there; L1, made elsewhere,
+    // by one thread. No finding for L1 at S1; one at a line of its own.
+    // A helper taking each caller's locks (L4, made at a third line and
+    // shared) beside L1 is no such evidence.
+    let alone = |l1_site: &str, l3_site: &str| {
         let mut locks = vec![
             lock("L1", 2000, 0, 0, 1, l1_site),
             lock("L2", 2000, 0, 0, 2, "S1"),
+            lock("L3", 2000, 0, 0, 1, l3_site),
+            lock("L4", 2000, 0, 0, 2, "S3"),
         ];
-        locks[0].origin_chain = 7;
-        locks[1].origin_chain = 8;
+        for (l, chain) in locks.iter_mut().zip([7, 8, 8, 9]) {
+            l.origin_chain = chain;
+        }
         let families = crate::analysis::families::build(&mut locks);
-        let sites = [site("S1", &["L1", "L2"]), site("S2", &["L1"])];
+        let sites = [
+            site("S1", &["L1", "L2", "L3"]),
+            site("S2", &["L1", "L3"]),
+            site("S3", &["L1", "L4"]),
+        ];
         all_findings(&locks, &families, &sites)
             .into_iter()
             .filter(|f| f.kind == FINDING_SINGLE_THREAD)
-            .count()
+            .flat_map(|f| f.locks)
+            .collect::<Vec<_>>()
     };
-    assert_eq!(kinds("S1"), 0);
-    assert_eq!(kinds("S2"), 1);
+    assert_eq!(alone("S1", "S1"), vec![]);
+    assert_eq!(alone("S2", "S2"), vec![LockId(0)]);
+    assert_eq!(alone("S3", "S1"), vec![LockId(0)]);
 }
 
 #[test]
