@@ -20,11 +20,15 @@
 // (still runnable), in a futex call (the `inflight` map), or asleep
 // (interruptible: sleeps, polls, pipes, sockets) or uninterruptible (disk,
 // page faults) by the state it leaves in; when the same task is switched
-// back in (found by its task pointer, no kernel headers needed), the
-// period is added to its thread's figures for that reason.
+// back in (found by its task pointer), the period is added to its figures
+// for that reason. Whether a switched-in task is the target's is read
+// from its task_struct, at the offset the running kernel's BTF gives
+// (a CO-RE relocation aya makes at load); where that read is not seen to
+// give the right process (no BTF), every switched-in task is looked up.
 //
-// Built by analyzer/build.rs with clang -target bpf; no libbpf headers are
-// needed: the few helpers, constants and map macros are declared here.
+// Built by analyzer/build.rs with clang -target bpf; no libbpf or kernel
+// headers are needed: the few helpers, constants and map macros, and the
+// one field of task_struct, are declared here.
 
 typedef unsigned char __u8;
 typedef unsigned int __u32;
@@ -87,9 +91,17 @@ struct event {
     __u8 stack[STACK_BYTES];
 };
 
+// Keep in step with attach/bpf.rs: [CONFIG_TARGET] the target process,
+// set by user space; [CONFIG_TGID_CHECK] whether reading a task's process
+// from the task gave the process's id (checked once, on a target task).
+#define CONFIG_TARGET 0
+#define CONFIG_TGID_CHECK 1
+#define TGID_UNCHECKED 0
+#define TGID_READ_RIGHT 1
+#define TGID_READ_WRONG 2
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, 2);
     __type(key, __u32);
     __type(value, __u32);
 } config SEC(".maps");
@@ -410,25 +422,14 @@ int cond_wait_exit(void *ctx) {
 #define OFF_SLEEP 2
 #define OFF_DISK 3
 #define OFF_REASONS 4
-// Not a reason: a thread's time on its CPU, kept in the same map.
+// Not a reason: a thread's time on its CPU, kept beside them.
 #define ON_CPU 4
+#define PERIOD_KINDS 5
 
 // The state a task leaves its CPU in (`prev_state`, Linux 5.18 and later).
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
 #define TASK_DEAD 0x80
-
-struct off_since {
-    __u64 since;     // off its CPU since (0: on it)
-    __u64 on_since;  // on its CPU since (0: not seen switched in)
-    __u32 tid;
-    __u32 reason;
-};
-
-struct off_key {
-    __u32 tid;
-    __u32 reason;
-};
 
 struct off_stats {
     __u64 count;
@@ -436,14 +437,31 @@ struct off_stats {
     __u64 max_ns;
 };
 
-// Task pointer -> the period it is off its CPU since.
+// A target task: the period it is in, and its figures so far. Only the
+// task's own switches write it, and those follow one another, so its
+// figures are added to in place.
+struct off_since {
+    __u64 since;     // off its CPU since (0: on it)
+    __u64 on_since;  // on its CPU since (0: not seen switched in)
+    __u32 tid;
+    __u32 reason;
+    struct off_stats periods[PERIOD_KINDS];
+};
+
+struct off_key {
+    __u32 tid;
+    __u32 reason;
+};
+
+// Task pointer -> the target task's entry, for the task's life.
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 65536);
+    __uint(max_entries, 32768);
     __type(key, __u64);
     __type(value, struct off_since);
 } off_tasks SEC(".maps");
 
+// The figures of target tasks that ended, per thread and reason.
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 65536);
@@ -451,50 +469,100 @@ struct {
     __type(value, struct off_stats);
 } off_cpu SEC(".maps");
 
-// Adds a period of `ns` to thread `tid`'s figures for `reason`.
-static void add_period(__u32 tid, __u32 reason, __u64 ns) {
-    struct off_key key = {.tid = tid, .reason = reason};
-    struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
-    struct off_stats *st = stats_of(&off_cpu, &key, &empty);
-    if (st) {
-        __sync_fetch_and_add(&st->count, 1);
-        __sync_fetch_and_add(&st->total_ns, ns);
-        if (ns > st->max_ns)
-            st->max_ns = ns;
+// The kernel's task, as far as it is read here: the offset of `tgid` is
+// the running kernel's, relocated at load from its BTF (CO-RE).
+struct task_struct {
+    int pid;
+    int tgid;
+} __attribute__((preserve_access_index));
+
+static __u32 tgid_of(__u64 task) {
+    struct task_struct *t = (struct task_struct *)task;
+    int tgid = 0;
+    bpf_probe_read_kernel(&tgid, sizeof(tgid), &t->tgid);
+    return (__u32)tgid;
+}
+
+// Adds a period of `ns` for `kind` to a task's figures.
+static void add_period(struct off_since *task, __u32 kind, __u64 ns) {
+    if (kind >= PERIOD_KINDS)
+        return;
+    struct off_stats *st = &task->periods[kind];
+    st->count += 1;
+    st->total_ns += ns;
+    if (ns > st->max_ns)
+        st->max_ns = ns;
+}
+
+// Moves an ending task's figures to `off_cpu`, by thread.
+static void keep_figures(struct off_since *task) {
+    for (__u32 kind = 0; kind < PERIOD_KINDS; kind++) {
+        struct off_stats *st = &task->periods[kind];
+        if (st->count == 0)
+            continue;
+        struct off_key key = {.tid = task->tid, .reason = kind};
+        struct off_stats empty = {.count = 0, .total_ns = 0, .max_ns = 0};
+        struct off_stats *kept = stats_of(&off_cpu, &key, &empty);
+        if (kept) {
+            __sync_fetch_and_add(&kept->count, st->count);
+            __sync_fetch_and_add(&kept->total_ns, st->total_ns);
+            if (st->max_ns > kept->max_ns)
+                kept->max_ns = st->max_ns;
+        }
     }
 }
 
 SEC("raw_tracepoint/sched_switch")
 int on_switch(__u64 *ctx) {
-    // Every context switch of the machine comes here. A target task's
-    // entry stays in `off_tasks` for its life and is written in place, so
-    // a switch makes lookups, not the hash map's inserts and deletes with
-    // their locks. A task's first time on a CPU after attach (or after it
-    // was made) is not seen: it has no entry until it first leaves.
-    __u64 now = bpf_ktime_get_ns();
+    // Every context switch of the machine comes here, so the common case,
+    // neither task the target's, is made of the cheapest tests: the
+    // switched-in task's process read from its task (`config[TGID_CHECK]`
+    // says that read was seen right), the switched-out one's from the
+    // helper. A target task's entry stays in `off_tasks` for its life and
+    // is written in place. A task's first time on a CPU after attach (or
+    // after it was made) is not seen: it has no entry until it first leaves.
+    __u32 key = CONFIG_TARGET;
+    __u32 *target = bpf_map_lookup_elem(&config, &key);
+    if (!target || *target == 0)
+        return 0;
+    key = CONFIG_TGID_CHECK;
+    __u32 *check = bpf_map_lookup_elem(&config, &key);
+    if (!check)
+        return 0;
+    __u64 now = 0;
     __u64 next = ctx[2];
-    struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
-    if (back) {
-        if (back->since != 0) {
-            add_period(back->tid, back->reason, now - back->since);
-            back->since = 0;
+    if (*check != TGID_READ_RIGHT || tgid_of(next) == *target) {
+        struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
+        if (back) {
+            now = bpf_ktime_get_ns();
+            if (back->since != 0) {
+                add_period(back, back->reason, now - back->since);
+                back->since = 0;
+            }
+            back->on_since = now;
         }
-        back->on_since = now;
     }
     __u64 pid_tgid = bpf_get_current_pid_tgid();
-    if (!is_target(pid_tgid))
+    if ((pid_tgid >> 32) != *target)
         return 0;
+    if (now == 0)
+        now = bpf_ktime_get_ns();
     __u64 state = ctx[3];
     __u64 prev = ctx[1];
     __u32 tid = (__u32)pid_tgid;
+    if (*check == TGID_UNCHECKED)
+        *check = tgid_of(prev) == *target ? TGID_READ_RIGHT : TGID_READ_WRONG;
     struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
     if (own && own->on_since != 0) {
-        add_period(tid, ON_CPU, now - own->on_since);
+        add_period(own, ON_CPU, now - own->on_since);
         own->on_since = 0;
     }
     if (state & TASK_DEAD) {
         // It ends: never switched in again (its task may be reused).
-        bpf_map_delete_elem(&off_tasks, &prev);
+        if (own) {
+            keep_figures(own);
+            bpf_map_delete_elem(&off_tasks, &prev);
+        }
         return 0;
     }
     __u32 reason;
@@ -512,8 +580,8 @@ int on_switch(__u64 *ctx) {
         own->since = now;
         return 0;
     }
-    struct off_since since = {.since = now, .on_since = 0, .tid = tid, .reason = reason};
-    bpf_map_update_elem(&off_tasks, &prev, &since, BPF_ANY);
+    struct off_since fresh = {.since = now, .on_since = 0, .tid = tid, .reason = reason};
+    bpf_map_update_elem(&off_tasks, &prev, &fresh, BPF_ANY);
     return 0;
 }
 

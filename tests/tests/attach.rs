@@ -369,6 +369,11 @@ fn why_threads_stopped_is_the_schedulers() {
     let ((out, rec), text) = attached_run_with(&bin, &dir, &[]);
     assert!(out.status.success(), "{}", describe(&out));
     let stdout = stdout_str(&out);
+    // Where the kernel has BTF, the scheduler program reads a switched-in
+    // task's process from its task (and checked that read on a target's).
+    if std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        assert_eq!(str_of(&rec, "scheduler_filter"), "by-process", "{text}");
+    }
     // (total, longest period) of a thread's periods for a reason.
     let off = |tid: &str, reason: &str| -> (u64, u64) {
         let tid: u64 = tid.parse().unwrap();

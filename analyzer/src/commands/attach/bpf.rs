@@ -133,13 +133,30 @@ pub struct OffStats {
     pub max_ns: u64,
 }
 
+/// `struct off_since` of the C file: a live target task's period and its
+/// figures so far, per `OFF_*` reason and [`ON_CPU`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct OffSince {
+    since: u64,
+    on_since: u64,
+    tid: u32,
+    reason: u32,
+    periods: [OffStats; PERIOD_KINDS],
+}
+
 // SAFETY: plain `repr(C)` integers with no padding, as the C declares them.
 unsafe impl aya::Pod for OffKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for OffStats {}
+// SAFETY: as above (two u64s, two u32s, then u64s: no padding).
+unsafe impl aya::Pod for OffSince {}
 
-/// `ON_CPU` of the C file: an `off_cpu` key of time on a CPU.
+/// `ON_CPU` of the C file: a task's time on a CPU, kept beside the
+/// reasons it was off one.
 const ON_CPU: u32 = 4;
+/// `PERIOD_KINDS` of the C file: the four reasons and `ON_CPU`.
+const PERIOD_KINDS: usize = 5;
 
 /// Why a thread was off its CPU (`OFF_*` in the C file).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -297,41 +314,78 @@ impl Recorder {
         Ok(Recorder { ebpf, ring })
     }
 
-    /// The periods the process's threads spent off their CPU so far, per
-    /// thread and reason (a period still open is not in them).
-    pub fn off_cpu(&self) -> Vec<OffCpu> {
-        let mut periods = Vec::new();
+    /// Every thread's figures so far, per kind of period (`OFF_*`, `ON_CPU`):
+    /// of tasks that ended (`off_cpu`) and of live ones (their entries in
+    /// `off_tasks`), a thread's summed. A period still open is not in them.
+    fn periods(&self) -> std::collections::BTreeMap<(u32, u32), OffStats> {
+        let mut periods: std::collections::BTreeMap<(u32, u32), OffStats> = Default::default();
+        let mut add = |tid: u32, kind: u32, stats: &OffStats| {
+            if stats.count == 0 {
+                return;
+            }
+            let sum = periods.entry((tid, kind)).or_default();
+            sum.count += stats.count;
+            sum.total_ns += stats.total_ns;
+            sum.max_ns = sum.max_ns.max(stats.max_ns);
+        };
         if let Some(map) = self.ebpf.map("off_cpu") {
-            if let Ok(stats) = HashMap::<_, OffKey, OffStats>::try_from(map) {
-                for (key, stats) in stats.iter().flatten() {
-                    if let Some(reason) = OffReason::from_raw(key.reason) {
-                        periods.push(OffCpu {
-                            tid: key.tid,
-                            reason,
-                            stats,
-                        });
+            if let Ok(ended) = HashMap::<_, OffKey, OffStats>::try_from(map) {
+                for (key, stats) in ended.iter().flatten() {
+                    add(key.tid, key.reason, &stats);
+                }
+            }
+        }
+        if let Some(map) = self.ebpf.map("off_tasks") {
+            if let Ok(live) = HashMap::<_, u64, OffSince>::try_from(map) {
+                for (_, task) in live.iter().flatten() {
+                    for (kind, stats) in task.periods.iter().enumerate() {
+                        add(task.tid, kind as u32, stats);
                     }
                 }
             }
         }
-        periods.sort_by_key(|p| (p.tid, p.reason));
         periods
+    }
+
+    /// How the scheduler program told the target's switched-in tasks from
+    /// others' (`config[CONFIG_TGID_CHECK]` of the C file): "by-process"
+    /// when reading a task's process was seen to give the target's id (the
+    /// kernel's BTF placed the read), "lookup" when it was not (every
+    /// switched-in task looked up), "unchecked" when no target thread left
+    /// its CPU.
+    pub fn scheduler_filter(&self) -> &'static str {
+        let check = self
+            .ebpf
+            .map("config")
+            .and_then(|map| Array::<_, u32>::try_from(map).ok())
+            .and_then(|config| config.get(&1, 0).ok());
+        match check {
+            Some(1) => "by-process",
+            Some(2) => "lookup",
+            _ => "unchecked",
+        }
+    }
+
+    /// The periods the process's threads spent off their CPU so far, per
+    /// thread and reason (a period still open is not in them).
+    pub fn off_cpu(&self) -> Vec<OffCpu> {
+        self.periods()
+            .into_iter()
+            .filter_map(|((tid, kind), stats)| {
+                let reason = OffReason::from_raw(kind)?;
+                Some(OffCpu { tid, reason, stats })
+            })
+            .collect()
     }
 
     /// Each thread's time on a CPU so far, seen by the scheduler program
     /// (from its first switch away after attach: a lower bound).
     pub fn on_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
-        let mut cpu = std::collections::BTreeMap::new();
-        if let Some(map) = self.ebpf.map("off_cpu") {
-            if let Ok(stats) = HashMap::<_, OffKey, OffStats>::try_from(map) {
-                for (key, stats) in stats.iter().flatten() {
-                    if key.reason == ON_CPU {
-                        cpu.insert(key.tid, stats.total_ns);
-                    }
-                }
-            }
-        }
-        cpu
+        self.periods()
+            .into_iter()
+            .filter(|((_, kind), _)| *kind == ON_CPU)
+            .map(|((tid, _), stats)| (tid, stats.total_ns))
+            .collect()
     }
 
     /// What `--locks` counted so far, per mutex and line, and how many

@@ -173,6 +173,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     let locks = args.locks.then(|| recorder.lock_lines());
     let mut off_cpu = recorder.off_cpu();
     let on_cpu = recorder.on_cpu();
+    let scheduler_filter = recorder.scheduler_filter();
     if let Some(trampolines) = &trampolines {
         for e in &mut events {
             e.restore_return_address(trampolines);
@@ -215,6 +216,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         on_cpu,
         locks,
         off_cpu,
+        scheduler_filter,
     };
     let summary = report::summarize(&recording);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));

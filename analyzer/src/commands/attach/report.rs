@@ -33,6 +33,9 @@ pub struct Recording {
     pub locks: Option<(Vec<super::bpf::LockLine>, u64)>,
     /// Why threads were off their CPU (sched_switch), per thread and reason.
     pub off_cpu: Vec<super::bpf::OffCpu>,
+    /// How the scheduler program told the target's tasks from others'
+    /// (`Recorder::scheduler_filter`).
+    pub scheduler_filter: &'static str,
 }
 
 /// What the report says the recording was made with.
@@ -509,6 +512,7 @@ pub fn to_json(r: &Recording, s: &Summary) -> String {
         "ended_unix_ns": unix_ns(r.ended),
         "with": r.with(),
         "unseen": r.unseen(),
+        "scheduler_filter": r.scheduler_filter,
         "off_cpu": r.off_cpu.iter().map(|o| serde_json::json!({
             "tid": o.tid,
             "reason": o.reason.name(),
