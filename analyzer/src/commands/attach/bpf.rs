@@ -140,6 +140,7 @@ pub struct OffStats {
 struct OffSince {
     since: u64,
     on_since: u64,
+    cpu_at: u64,
     tid: u32,
     reason: u32,
     periods: [OffStats; PERIOD_KINDS],
@@ -149,7 +150,7 @@ struct OffSince {
 unsafe impl aya::Pod for OffKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for OffStats {}
-// SAFETY: as above (two u64s, two u32s, then u64s: no padding).
+// SAFETY: as above (three u64s, two u32s, then u64s: no padding).
 unsafe impl aya::Pod for OffSince {}
 
 /// `ON_CPU` of the C file: a task's time on a CPU, kept beside the
@@ -347,12 +348,12 @@ impl Recorder {
         periods
     }
 
-    /// How the scheduler program told the target's switched-in tasks from
-    /// others' (`config[CONFIG_TGID_CHECK]` of the C file): "by-process"
-    /// when reading a task's process was seen to give the target's id (the
-    /// kernel's BTF placed the read), "lookup" when it was not (every
-    /// switched-in task looked up), "unchecked" when no target thread left
-    /// its CPU.
+    /// How the scheduler program worked (`config[CONFIG_TGID_CHECK]` of the
+    /// C file): "by-process" when reading a task's process from the kernel's
+    /// task was seen to give the target's id (the kernel's BTF placed the
+    /// read), so only the target's switches away did work, periods timed by
+    /// the tasks' CPU time; "lookup" when it was not, every switched-in task
+    /// looked up; "unchecked" when no target thread left its CPU.
     pub fn scheduler_filter(&self) -> &'static str {
         let check = self
             .ebpf
