@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // `locksuit attach`: every futex call of one process, seen from the kernel.
 //
-// raw_syscalls' sys_enter/sys_exit raw tracepoints (no tracefs needed) keep,
-// per thread of the target process, what a futex call was made with (time,
-// word, operation, the user registers and a copy of the top of the user
-// stack); its exit sends that with the exit time and return value to user
-// space through a ring buffer. The analyzer unwinds the stack copy with the
+// The futex system call's tracepoints (syscalls:sys_enter_futex and
+// sys_exit_futex, run by futex calls only; user space finds them in
+// tracefs) keep, per thread of the target process, what a futex call was
+// made with (time, word, operation, the user registers and a copy of the
+// top of the user stack); its exit sends that with the exit time and
+// return value to user space through a ring buffer. Where they cannot be
+// found, raw_syscalls' sys_enter/sys_exit raw tracepoints (no tracefs
+// needed, but run by every system call of the machine) do the same. The analyzer unwinds the stack copy with the
 // modules' call frame information, as it does the shim's snapshots.
 //
 // With `--locks`, uprobes on the C library's pthread_mutex_lock, _trylock,
@@ -55,6 +58,8 @@ static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_probe_read_user)(void *dst, __u32 size, const void *src) = (void *)112;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 static long (*bpf_ringbuf_output)(void *ringbuf, void *data, __u64 size, __u64 flags) = (void *)130;
+static void *(*bpf_get_current_task_btf)(void) = (void *)158;
+static void *(*bpf_task_pt_regs)(void *task) = (void *)175;
 
 // x86_64 only: the futex system call's number and struct pt_regs offsets.
 #define NR_FUTEX 202
@@ -179,21 +184,17 @@ static int is_target(__u64 pid_tgid) {
     return tgid && *tgid != 0 && (pid_tgid >> 32) == *tgid;
 }
 
-SEC("raw_tracepoint/sys_enter")
-int futex_enter(__u64 *ctx) {
-    if (ctx[1] != NR_FUTEX)
-        return 0;
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    if (!is_target(pid_tgid))
-        return 0;
+// Keeps what a futex call of a target thread was made with (`regs`: the
+// thread's user registers), until it returns.
+static __attribute__((always_inline)) int enter_futex(__u64 pid_tgid, void *regs, __u64 uaddr,
+                                                      __u32 op) {
     __u32 zero = 0;
     struct event *e = bpf_map_lookup_elem(&scratch, &zero);
     if (!e)
         return 0;
-    void *regs = (void *)ctx[0];
     e->tid = (__u32)pid_tgid;
-    e->uaddr = reg(regs, REGS_DI);
-    e->op = (__u32)reg(regs, REGS_SI);
+    e->uaddr = uaddr;
+    e->op = op;
     e->ip = reg(regs, REGS_IP);
     e->sp = reg(regs, REGS_SP);
     e->bp = reg(regs, REGS_BP);
@@ -214,23 +215,16 @@ int futex_enter(__u64 *ctx) {
     return 0;
 }
 
-SEC("raw_tracepoint/sys_exit")
-int futex_exit(__u64 *ctx) {
-    // Every system call of the machine comes here: the cheapest tests
-    // first, the clock only for the target's futex calls.
-    __u64 pid_tgid = bpf_get_current_pid_tgid();
-    if (!is_target(pid_tgid))
-        return 0;
-    void *regs = (void *)ctx[0];
-    if (reg(regs, REGS_ORIG_AX) != NR_FUTEX)
-        return 0;
+// Sends a target thread's futex call, now returned with `ret`, to user
+// space.
+static __attribute__((always_inline)) int exit_futex(__u64 pid_tgid, __s64 ret) {
     __u64 now = bpf_ktime_get_ns();
     __u32 tid = (__u32)pid_tgid;
     struct event *e = bpf_map_lookup_elem(&inflight, &tid);
     if (!e)
         return 0;
     e->exit_ns = now;
-    e->ret = (__s64)ctx[1];
+    e->ret = ret;
     // Waits always; other operations (wakes, requeues) only when they woke
     // or moved a thread.
     __u32 cmd = e->op & 127;
@@ -242,6 +236,70 @@ int futex_exit(__u64 *ctx) {
     bpf_ringbuf_output(&events, e, sizeof(*e), 0);
     bpf_map_delete_elem(&inflight, &tid);
     return 0;
+}
+
+// The futex system call's own tracepoints: only futex calls run them.
+// Their records, as tracefs's events/syscalls/sys_{enter,exit}_futex/format
+// give them (x86_64).
+struct futex_enter_args {
+    __u64 common;
+    __s32 nr;
+    __u32 pad;
+    __u64 uaddr;
+    __u64 op;
+    __u64 val;
+    __u64 utime;
+    __u64 uaddr2;
+    __u64 val3;
+};
+
+struct futex_exit_args {
+    __u64 common;
+    __s32 nr;
+    __u32 pad;
+    __s64 ret;
+};
+
+SEC("tracepoint/syscalls/sys_enter_futex")
+int futex_call(struct futex_enter_args *args) {
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    void *regs = bpf_task_pt_regs(bpf_get_current_task_btf());
+    return enter_futex(pid_tgid, regs, args->uaddr, (__u32)args->op);
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex")
+int futex_return(struct futex_exit_args *args) {
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    return exit_futex(pid_tgid, args->ret);
+}
+
+// Where those tracepoints cannot be used (no tracefs to find them by):
+// every system call of the machine runs these, up to the first tests.
+SEC("raw_tracepoint/sys_enter")
+int futex_enter(__u64 *ctx) {
+    if (ctx[1] != NR_FUTEX)
+        return 0;
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    void *regs = (void *)ctx[0];
+    return enter_futex(pid_tgid, regs, reg(regs, REGS_DI), (__u32)reg(regs, REGS_SI));
+}
+
+SEC("raw_tracepoint/sys_exit")
+int futex_exit(__u64 *ctx) {
+    // The cheapest tests first, the clock only for the target's futex calls.
+    __u64 pid_tgid = bpf_get_current_pid_tgid();
+    if (!is_target(pid_tgid))
+        return 0;
+    void *regs = (void *)ctx[0];
+    if (reg(regs, REGS_ORIG_AX) != NR_FUTEX)
+        return 0;
+    return exit_futex(pid_tgid, (__s64)ctx[1]);
 }
 
 struct {

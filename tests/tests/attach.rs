@@ -49,6 +49,16 @@ fn attached_run_with(
     dir: &Path,
     extra: &[&str],
 ) -> ((std::process::Output, serde_json::Value), String) {
+    attached_run_env(bin, dir, extra, &[])
+}
+
+/// [`attached_run_with`] with more environment for `locksuit attach`.
+fn attached_run_env(
+    bin: &Path,
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> ((std::process::Output, serde_json::Value), String) {
     let go = dir.join("go");
     let program = Command::new(bin)
         .arg(&go)
@@ -60,6 +70,7 @@ fn attached_run_with(
         .args(["attach", &pid.to_string(), "-o"])
         .arg(dir)
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -163,13 +174,51 @@ fn pthread_mutex_waits_match_the_programs_own() {
         eprintln!("skipped: locksuit attach cannot use BPF here: {why}");
         return;
     }
+    // The futex call's own tracepoints where tracefs has them (mounted for
+    // attach alone if need be), and the way every system call is probed,
+    // kept for kernels without them.
+    let own = futex_tracepoints_here().then_some("syscalls:sys_enter_futex/sys_exit_futex");
+    for (env, probes) in [
+        (&[][..], own),
+        (
+            &[("LOCKSUIT_ATTACH_RAW_SYSCALLS", "1")][..],
+            Some("sys_enter/sys_exit raw tracepoints"),
+        ),
+    ] {
+        check_mutex_waits(env, probes);
+    }
+}
+
+/// Whether this kernel's tracefs (mounted, or mountable in a mount
+/// namespace of a shell's own) has the futex call's tracepoints.
+fn futex_tracepoints_here() -> bool {
+    let script = "mount --make-rprivate / 2>/dev/null; \
+        [ -e /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; \
+        [ -e /sys/kernel/tracing/events/syscalls/sys_enter_futex/id ] \
+        || [ -e /sys/kernel/debug/tracing/events/syscalls/sys_enter_futex/id ]";
+    Command::new("unshare")
+        .args(["-m", "sh", "-c", script])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// One attached run of tests/c/attach_mutex.c, checked; `probes`: the
+/// system call probes its report must say it used (`None`: either).
+fn check_mutex_waits(env: &[(&str, &str)], probes: Option<&str>) {
     let bin = build_c("attach_mutex");
     let dir = fresh_dir("attach_mutex");
     // The program alone, for its output and status.
     let alone_go = dir.join("go-alone");
     std::fs::write(&alone_go, "").unwrap();
     let alone = run_plain(&bin, &[&alone_go]);
-    let (out, rec) = attached_run(&bin, &dir);
+    let ((out, rec), _) = attached_run_env(&bin, &dir, &[], env);
+    if let Some(probes) = probes {
+        assert!(
+            str_of(&rec, "with").contains(probes),
+            "{}",
+            str_of(&rec, "with")
+        );
+    }
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     assert_eq!(alone.status.code(), out.status.code());
     let stdout = stdout_str(&out);

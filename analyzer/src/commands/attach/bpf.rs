@@ -8,7 +8,7 @@
 //! process.
 
 use aya::maps::{Array, HashMap, MapData, RingBuf};
-use aya::programs::{RawTracePoint, UProbe};
+use aya::programs::{RawTracePoint, TracePoint, UProbe};
 use aya::Ebpf;
 use std::path::Path;
 
@@ -234,6 +234,96 @@ pub struct Recorder {
     // Kept for its links: dropping it detaches the program.
     ebpf: Ebpf,
     ring: RingBuf<MapData>,
+    /// Which tracepoints see the futex calls, in words.
+    syscall_probes: &'static str,
+}
+
+/// The futex system call's own tracepoints, which only futex calls run.
+const FUTEX_TRACEPOINTS: &str = "the syscalls:sys_enter_futex/sys_exit_futex tracepoints";
+/// Every system call's, where those cannot be found.
+const RAW_SYSCALL_TRACEPOINTS: &str = "the sys_enter/sys_exit raw tracepoints";
+
+/// Whether the futex call's own tracepoints can be found: tracefs has
+/// them (their ids are read from it). Where tracefs is not mounted, it is
+/// mounted for this thread alone, in a mount namespace of its own that
+/// nothing else sees. `LOCKSUIT_ATTACH_RAW_SYSCALLS=1` says not to (the
+/// way every system call is probed, kept for kernels without them).
+fn futex_tracepoints_found() -> bool {
+    if std::env::var_os("LOCKSUIT_ATTACH_RAW_SYSCALLS").is_some_and(|v| v != "0" && !v.is_empty()) {
+        return false;
+    }
+    let found = || {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .any(|t| {
+                Path::new(t)
+                    .join("events/syscalls/sys_enter_futex/id")
+                    .exists()
+            })
+    };
+    if found() {
+        return true;
+    }
+    // SAFETY: unshare and mount take no pointers but the NUL-terminated
+    // literals below; a failure leaves this thread where it was (or in a
+    // copy of its mounts, which it sees the same).
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return false;
+        }
+        // Private, so that the mount below is not passed on to the
+        // namespace this one was copied from.
+        if libc::mount(
+            core::ptr::null(),
+            c"/".as_ptr(),
+            core::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            core::ptr::null(),
+        ) != 0
+        {
+            return false;
+        }
+        if libc::mount(
+            c"nodev".as_ptr(),
+            c"/sys/kernel/tracing".as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            core::ptr::null(),
+        ) != 0
+        {
+            return false;
+        }
+    }
+    found()
+}
+
+/// Loads and attaches the futex call's tracepoint programs; on any failure
+/// takes back what it did.
+fn attach_futex_tracepoints(ebpf: &mut Ebpf) -> Result<(), String> {
+    let mut attach = |program: &str, name: &str| -> Result<(), String> {
+        let p: &mut TracePoint = ebpf
+            .program_mut(program)
+            .ok_or("the BPF program lacks a part")?
+            .try_into()
+            .map_err(|e| format!("{e}"))?;
+        p.load().map_err(|e| format!("{e}"))?;
+        p.attach("syscalls", name)
+            .map(drop)
+            .map_err(|e| format!("{e}"))
+    };
+    let done = attach("futex_call", "sys_enter_futex")
+        .and_then(|()| attach("futex_return", "sys_exit_futex"));
+    if done.is_err() {
+        for program in ["futex_call", "futex_return"] {
+            if let Some(p) = ebpf
+                .program_mut(program)
+                .and_then(|p| <&mut TracePoint>::try_from(p).ok())
+            {
+                let _ = p.unload();
+            }
+        }
+    }
+    done
 }
 
 /// Whether this build carries its BPF program.
@@ -271,11 +361,18 @@ impl Recorder {
         config
             .set(0, pid, 0)
             .map_err(|e| why("set the target process", &e))?;
-        for (program, tracepoint) in [
-            ("futex_enter", "sys_enter"),
-            ("futex_exit", "sys_exit"),
-            ("on_switch", "sched_switch"),
-        ] {
+        let by_futex_tracepoints =
+            futex_tracepoints_found() && attach_futex_tracepoints(&mut ebpf).is_ok();
+        let raw: &[(&str, &str)] = if by_futex_tracepoints {
+            &[("on_switch", "sched_switch")]
+        } else {
+            &[
+                ("futex_enter", "sys_enter"),
+                ("futex_exit", "sys_exit"),
+                ("on_switch", "sched_switch"),
+            ]
+        };
+        for &(program, tracepoint) in raw {
             let p: &mut RawTracePoint = ebpf
                 .program_mut(program)
                 .ok_or("the BPF program lacks a part")?
@@ -312,7 +409,16 @@ impl Recorder {
         }
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
             .map_err(|e| why("open the ring buffer", &e))?;
-        Ok(Recorder { ebpf, ring })
+        let syscall_probes = if by_futex_tracepoints {
+            FUTEX_TRACEPOINTS
+        } else {
+            RAW_SYSCALL_TRACEPOINTS
+        };
+        Ok(Recorder {
+            ebpf,
+            ring,
+            syscall_probes,
+        })
     }
 
     /// Every thread's figures so far, per kind of period (`OFF_*`, `ON_CPU`):
@@ -346,6 +452,11 @@ impl Recorder {
             }
         }
         periods
+    }
+
+    /// Which tracepoints see the futex calls, in words.
+    pub fn syscall_probes(&self) -> &'static str {
+        self.syscall_probes
     }
 
     /// How the scheduler program worked (`config[CONFIG_TGID_CHECK]` of the

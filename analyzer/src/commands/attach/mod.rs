@@ -174,6 +174,7 @@ pub fn attach(args: AttachArgs) -> i32 {
     let mut off_cpu = recorder.off_cpu();
     let on_cpu = recorder.on_cpu();
     let scheduler_filter = recorder.scheduler_filter();
+    let syscall_probes = recorder.syscall_probes();
     if let Some(trampolines) = &trampolines {
         for e in &mut events {
             e.restore_return_address(trampolines);
@@ -217,6 +218,7 @@ pub fn attach(args: AttachArgs) -> i32 {
         locks,
         off_cpu,
         scheduler_filter,
+        syscall_probes,
     };
     let summary = report::summarize(&recording);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));

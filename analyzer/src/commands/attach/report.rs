@@ -36,24 +36,31 @@ pub struct Recording {
     /// How the scheduler program told the target's tasks from others'
     /// (`Recorder::scheduler_filter`).
     pub scheduler_filter: &'static str,
+    /// Which tracepoints saw the futex calls (`Recorder::syscall_probes`).
+    pub syscall_probes: &'static str,
 }
 
-/// What the report says the recording was made with.
-const WITH: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information) and the sched_switch raw tracepoint (why threads were off their CPU)";
+/// What the report says the recording was made with, after the system
+/// call probes (`Recording::syscall_probes`).
+const WITH: &str = " and the sched_switch raw tracepoint (why threads were off their CPU)";
 /// The same, with `--locks`.
-const WITH_LOCKS: &str = "BPF on the sys_enter/sys_exit raw tracepoints (futex calls, user stacks copied and unwound by call frame information), the sched_switch raw tracepoint (why threads were off their CPU) and uprobes on the C library's pthread mutex and condition-wait calls";
+const WITH_LOCKS: &str = ", the sched_switch raw tracepoint (why threads were off their CPU) and uprobes on the C library's pthread mutex and condition-wait calls";
 /// What it cannot say.
 const UNSEEN: &str = "not seen when attached (only futex waits and wakes are): acquisitions, hold times, locks that never waited (attach with --locks for pthread mutexes)";
 /// What it cannot say with `--locks`.
 const UNSEEN_LOCKS: &str = "not seen when attached: acquisitions and holds of locks other than pthread mutexes (rwlocks, semaphores, spinlocks, Rust and other futex-based locks: only their waits), lock order, the holder of each wait";
 
 impl Recording {
-    pub fn with(&self) -> &'static str {
-        if self.locks.is_some() {
-            WITH_LOCKS
-        } else {
-            WITH
-        }
+    pub fn with(&self) -> String {
+        format!(
+            "BPF on {} (futex calls, user stacks copied and unwound by call frame information){}",
+            self.syscall_probes,
+            if self.locks.is_some() {
+                WITH_LOCKS
+            } else {
+                WITH
+            }
+        )
     }
 
     pub fn unseen(&self) -> &'static str {
