@@ -201,7 +201,7 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
         p.names = names;
         if cleared > 0 {
             p.warnings.push(format!(
-                "{} taken by one thread alone in this run {} taken by several in another run of {} reported with it (or made or taken at a line whose locks several shared there), so {} no finding",
+                "{} taken by one thread alone in this run {} taken by several in another run of {} reported with it (or taken at a line where which of a family's locks one thread took alone was chance), so {} no finding",
                 crate::base::words::count(cleared as u64, "lock", "locks"),
                 if cleared == 1 { "was" } else { "were" },
                 crate::base::words::basename(&exe),
