@@ -632,7 +632,7 @@ int on_switch(__u64 *ctx) {
     __u64 cpu = by_cpu_time ? cpu_time_of(prev) : 0;
     struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
     if (own && by_cpu_time && own->since != 0) {
-        __u64 on = cpu - own->cpu_at;
+        __u64 on = cpu > own->cpu_at ? cpu - own->cpu_at : 0;
         __u64 wall = now - own->since;
         add_period(own, own->reason, wall > on ? wall - on : 0);
         add_period(own, ON_CPU, on);
