@@ -8,8 +8,9 @@
 // top of the user stack); its exit sends that with the exit time and
 // return value to user space through a ring buffer. Where they cannot be
 // found, raw_syscalls' sys_enter/sys_exit raw tracepoints (no tracefs
-// needed, but run by every system call of the machine) do the same. The analyzer unwinds the stack copy with the
-// modules' call frame information, as it does the shim's snapshots.
+// needed, but run by every system call of the machine) do the same. The
+// analyzer unwinds the stack copy with the modules' call frame information,
+// as it does the shim's snapshots.
 //
 // With `--locks`, uprobes on the C library's pthread_mutex_lock, _trylock,
 // _unlock and pthread_cond_wait/_timedwait add every acquisition of a
@@ -22,12 +23,12 @@
 // their CPU: at a switch away from one of them, whether it was preempted
 // (still runnable), in a futex call (the `inflight` map), or asleep
 // (interruptible: sleeps, polls, pipes, sockets) or uninterruptible (disk,
-// page faults) by the state it leaves in; at its next switch away, the
-// period is the wall time since less the CPU time it ran since (read from
-// its task_struct, at the offset the running kernel's BTF gives: a CO-RE
-// relocation aya makes at load). Where reading the task is not seen to
-// give the right process (no BTF), each switched-in task is looked up by
-// its task pointer and its period closed then.
+// page faults) by the state it leaves in; when the same task is switched
+// back in (found by its task pointer), the period is added to its figures
+// for that reason. Whether a switched-in task is the target's is read
+// from its task_struct, at the offset the running kernel's BTF gives
+// (a CO-RE relocation aya makes at load); where that read is not seen to
+// give the right process (no BTF), every switched-in task is looked up.
 //
 // Built by analyzer/build.rs with clang -target bpf; no libbpf or kernel
 // headers are needed: the few helpers, constants and map macros, and the
@@ -499,9 +500,8 @@ struct off_stats {
 // task's own switches write it, and those follow one another, so its
 // figures are added to in place.
 struct off_since {
-    __u64 since;     // off its CPU since (0: on it, or not seen leave)
+    __u64 since;     // off its CPU since (0: on it)
     __u64 on_since;  // on its CPU since (0: not seen switched in)
-    __u64 cpu_at;    // its CPU time when it last left (by CPU time)
     __u32 tid;
     __u32 reason;
     struct off_stats periods[PERIOD_KINDS];
@@ -528,16 +528,11 @@ struct {
     __type(value, struct off_stats);
 } off_cpu SEC(".maps");
 
-// The kernel's task, as far as it is read here: the offsets are the
-// running kernel's, relocated at load from its BTF (CO-RE).
-struct sched_entity {
-    __u64 sum_exec_runtime;
-} __attribute__((preserve_access_index));
-
+// The kernel's task, as far as it is read here: the offset of `tgid` is
+// the running kernel's, relocated at load from its BTF (CO-RE).
 struct task_struct {
     int pid;
     int tgid;
-    struct sched_entity se;
 } __attribute__((preserve_access_index));
 
 static __u32 tgid_of(__u64 task) {
@@ -545,15 +540,6 @@ static __u32 tgid_of(__u64 task) {
     int tgid = 0;
     bpf_probe_read_kernel(&tgid, sizeof(tgid), &t->tgid);
     return (__u32)tgid;
-}
-
-// The task's time on a CPU so far, as the scheduler keeps it (brought up
-// to date before sched_switch fires).
-static __u64 cpu_time_of(__u64 task) {
-    struct task_struct *t = (struct task_struct *)task;
-    __u64 ns = 0;
-    bpf_probe_read_kernel(&ns, sizeof(ns), &t->se.sum_exec_runtime);
-    return ns;
 }
 
 // Adds a period of `ns` for `kind` to a task's figures.
@@ -587,15 +573,12 @@ static void keep_figures(struct off_since *task) {
 
 SEC("raw_tracepoint/sched_switch")
 int on_switch(__u64 *ctx) {
-    // Every context switch of the machine comes here, so the common case
-    // is made of the cheapest tests. Where the kernel's layout is known
-    // (`config[CONFIG_TGID_CHECK]` says reading a task's process from it
-    // was seen right), only a target task's switch away does any work: the
-    // period it was off its CPU before is the wall time since it last left
-    // less the CPU time it ran since, both read now, so the switch back in
-    // needs no lookup. Otherwise each switched-in task is looked up and its
-    // period closed then. A target task's entry stays in `off_tasks` for
-    // its life and is written in place; its first period after attach (or
+    // Every context switch of the machine comes here, so the common case,
+    // neither task the target's, is made of the cheapest tests: the
+    // switched-in task's process read from its task (`config[TGID_CHECK]`
+    // says that read was seen right), the switched-out one's from the
+    // helper. A target task's entry stays in `off_tasks` for its life and
+    // is written in place. A task's first time on a CPU after attach (or
     // after it was made) is not seen: it has no entry until it first leaves.
     __u32 key = CONFIG_TARGET;
     __u32 *target = bpf_map_lookup_elem(&config, &key);
@@ -606,8 +589,8 @@ int on_switch(__u64 *ctx) {
     if (!check)
         return 0;
     __u64 now = 0;
-    if (*check == TGID_READ_WRONG) {
-        __u64 next = ctx[2];
+    __u64 next = ctx[2];
+    if (*check != TGID_READ_RIGHT || tgid_of(next) == *target) {
         struct off_since *back = bpf_map_lookup_elem(&off_tasks, &next);
         if (back) {
             now = bpf_ktime_get_ns();
@@ -628,15 +611,8 @@ int on_switch(__u64 *ctx) {
     __u32 tid = (__u32)pid_tgid;
     if (*check == TGID_UNCHECKED)
         *check = tgid_of(prev) == *target ? TGID_READ_RIGHT : TGID_READ_WRONG;
-    int by_cpu_time = *check == TGID_READ_RIGHT;
-    __u64 cpu = by_cpu_time ? cpu_time_of(prev) : 0;
     struct off_since *own = bpf_map_lookup_elem(&off_tasks, &prev);
-    if (own && by_cpu_time && own->since != 0) {
-        __u64 on = cpu > own->cpu_at ? cpu - own->cpu_at : 0;
-        __u64 wall = now - own->since;
-        add_period(own, own->reason, wall > on ? wall - on : 0);
-        add_period(own, ON_CPU, on);
-    } else if (own && own->on_since != 0) {
+    if (own && own->on_since != 0) {
         add_period(own, ON_CPU, now - own->on_since);
         own->on_since = 0;
     }
@@ -661,11 +637,9 @@ int on_switch(__u64 *ctx) {
         own->tid = tid;
         own->reason = reason;
         own->since = now;
-        own->cpu_at = cpu;
         return 0;
     }
-    struct off_since fresh = {
-        .since = now, .on_since = 0, .cpu_at = cpu, .tid = tid, .reason = reason};
+    struct off_since fresh = {.since = now, .on_since = 0, .tid = tid, .reason = reason};
     bpf_map_update_elem(&off_tasks, &prev, &fresh, BPF_ANY);
     return 0;
 }

@@ -24,6 +24,44 @@ pub struct PriorRun {
     pub exe: String,
     pub identities: Vec<(u64, u64)>,
     pub locks: BTreeMap<String, u64>,
+    /// Per lock, the lines (site names) that took it, where saved.
+    pub lines: BTreeMap<String, Vec<String>>,
+}
+
+/// Per lock key of a saved run, whether that run shared it: several
+/// threads asked for one of its locks, or one was taken at a line where
+/// locks of one key were both shared and one thread's (the saved form of
+/// `findings::shared_in_run`). Locks saved before thread counts were are
+/// no evidence and left out.
+fn prior_keys(run: &PriorRun) -> BTreeMap<&str, bool> {
+    let known = || run.locks.iter().filter(|(_, &threads)| threads > 0);
+    // Per (line, key): whether a shared lock of the key was taken there,
+    // and whether one of one thread's was.
+    let mut at_line: BTreeMap<(&str, &str), (bool, bool)> = BTreeMap::new();
+    for (lock, &threads) in known() {
+        for line in run.lines.get(lock).into_iter().flatten() {
+            let seen = at_line.entry((line, join_key(lock))).or_default();
+            if threads > 1 {
+                seen.0 = true;
+            } else {
+                seen.1 = true;
+            }
+        }
+    }
+    let chance: BTreeSet<&str> = at_line
+        .into_iter()
+        .filter(|(_, (shared, alone))| *shared && *alone)
+        .map(|((line, _), _)| line)
+        .collect();
+    let mut keys: BTreeMap<&str, bool> = BTreeMap::new();
+    for (lock, &threads) in known() {
+        let by_line = run
+            .lines
+            .get(lock)
+            .is_some_and(|lines| lines.iter().any(|l| chance.contains(l.as_str())));
+        *keys.entry(join_key(lock)).or_default() |= threads > 1 || by_line;
+    }
+    keys
 }
 
 /// A lock's name without its number: `make@a.c:9#3` → `make@a.c:9`,
@@ -147,14 +185,7 @@ pub fn join(processes: &mut [Process], prior: &[PriorRun], limits: &Limits) {
             {
                 continue;
             }
-            let mut keys: BTreeMap<&str, bool> = BTreeMap::new();
-            for (lock, &threads) in &run.locks {
-                if threads == 0 {
-                    continue; // saved before thread counts were: no evidence
-                }
-                *keys.entry(join_key(lock)).or_default() |= threads > 1;
-            }
-            for (key, shared) in keys {
+            for (key, shared) in prior_keys(run) {
                 let s = seen.entry((exe.clone(), key.to_string())).or_default();
                 s.runs += 1;
                 s.shared_runs += u64::from(shared);
@@ -240,6 +271,30 @@ fn reword(f: &mut Finding, runs: u64, exe: &str, limits: &Limits) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saved_run_shares_a_lock_taken_where_a_family_was_shared_and_not() {
+        // sort's queue pop: node N#1 shared, N#2 one thread's, both at
+        // pop; leaf L#1 one thread's at pop too, and A one thread's
+        // elsewhere.
+        let run = PriorRun {
+            exe: "sort".into(),
+            identities: Vec::new(),
+            locks: [("N#1", 2), ("N#2", 1), ("L#1", 1), ("A", 1), ("old", 0)]
+                .into_iter()
+                .map(|(l, t)| (l.to_string(), t))
+                .collect(),
+            lines: [("N#1", "pop"), ("N#2", "pop"), ("L#1", "pop"), ("A", "add")]
+                .into_iter()
+                .map(|(l, line)| (l.to_string(), vec![line.to_string()]))
+                .collect(),
+        };
+        let keys = prior_keys(&run);
+        assert_eq!(keys.get("N"), Some(&true));
+        assert_eq!(keys.get("L"), Some(&true));
+        assert_eq!(keys.get("A"), Some(&false));
+        assert_eq!(keys.get("old"), None);
+    }
 
     #[test]
     fn numbers_come_off_names() {

@@ -390,6 +390,12 @@ impl ReportOptions {
             .map(|r| crate::analysis::evidence::PriorRun {
                 exe: r.summary.exe,
                 identities: r.summary.identities,
+                lines: r
+                    .summary
+                    .locks
+                    .iter()
+                    .map(|(name, figures)| (name.clone(), figures.lines.clone()))
+                    .collect(),
                 locks: r
                     .summary
                     .locks

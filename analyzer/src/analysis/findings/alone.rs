@@ -23,8 +23,10 @@ pub(super) fn is_single_thread(lock: &Lock) -> bool {
 /// Such a line hands out objects whose sharing is chance (coreutils sort's
 /// merge-tree nodes, popped from one queue by every thread: under load
 /// each leaf's mutex was one thread's in every run). A lock-taking helper
-/// called with each caller's own locks (pigz's `possess`) takes families
-/// that are each all shared or all one thread's, and stays evidence.
+/// called with each caller's own locks (pigz's `possess`) stays evidence
+/// while each family it takes is all shared or all one thread's there; if
+/// one of them is mixed, all its lone locks are silenced: fewer findings,
+/// none wrong.
 pub fn shared_in_run(locks: &[Lock]) -> Vec<bool> {
     let taken = |l: &Lock| l.acquisitions.saturating_add(l.posts) > 0;
     let shared = |l: &Lock| l.askers > 1 || l.process_shared;

@@ -418,9 +418,10 @@ pub fn build(
     let mut ev = Evidence::new((locks, families, sites), contention, limits, duration_ns);
     ev.cpu_queue = cpu_queue(threads);
     let mut findings = Vec::new();
-    // Locks made at one line, or taken at one line, are one kind of lock:
-    // if threads share some of them, the ones this run happened to use
-    // from one thread are no evidence of anything.
+    // Locks made at one line are one kind of lock: if threads share some
+    // of them, the ones this run happened to use from one thread are no
+    // evidence of anything; nor are any taken at a line where that was
+    // seen happen (`shared_in_run`).
     let shared: FxHashSet<LockId> = locks
         .iter()
         .zip(shared_in_run(locks))

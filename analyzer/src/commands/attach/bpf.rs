@@ -140,7 +140,6 @@ pub struct OffStats {
 struct OffSince {
     since: u64,
     on_since: u64,
-    cpu_at: u64,
     tid: u32,
     reason: u32,
     periods: [OffStats; PERIOD_KINDS],
@@ -150,7 +149,7 @@ struct OffSince {
 unsafe impl aya::Pod for OffKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for OffStats {}
-// SAFETY: as above (three u64s, two u32s, then u64s: no padding).
+// SAFETY: as above (two u64s, two u32s, then u64s: no padding).
 unsafe impl aya::Pod for OffSince {}
 
 /// `ON_CPU` of the C file: a task's time on a CPU, kept beside the
@@ -235,7 +234,7 @@ pub struct Recorder {
     ebpf: Ebpf,
     ring: RingBuf<MapData>,
     /// Which tracepoints see the futex calls, in words.
-    syscall_probes: &'static str,
+    syscall_probes: String,
 }
 
 /// The futex system call's own tracepoints, which only futex calls run.
@@ -243,58 +242,92 @@ const FUTEX_TRACEPOINTS: &str = "the syscalls:sys_enter_futex/sys_exit_futex tra
 /// Every system call's, where those cannot be found.
 const RAW_SYSCALL_TRACEPOINTS: &str = "the sys_enter/sys_exit raw tracepoints";
 
-/// Whether the futex call's own tracepoints can be found: tracefs has
-/// them (their ids are read from it). Where tracefs is not mounted, it is
-/// mounted for this thread alone, in a mount namespace of its own that
-/// nothing else sees. `LOCKSUIT_ATTACH_RAW_SYSCALLS=1` says not to (the
-/// way every system call is probed, kept for kernels without them).
-fn futex_tracepoints_found() -> bool {
+/// Whether the futex call's own tracepoints can be found (or why not):
+/// tracefs has them (their ids are read from it). Where tracefs is not
+/// mounted, it is mounted for this thread alone, in a mount namespace of
+/// its own that nothing else sees. `LOCKSUIT_ATTACH_RAW_SYSCALLS=1` says not
+/// to (the way every system call is probed, kept for kernels without them).
+fn futex_tracepoints_found() -> Result<(), String> {
     if std::env::var_os("LOCKSUIT_ATTACH_RAW_SYSCALLS").is_some_and(|v| v != "0" && !v.is_empty()) {
-        return false;
+        return Err("LOCKSUIT_ATTACH_RAW_SYSCALLS asked for these".into());
     }
+    const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
     let found = || {
-        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-            .iter()
-            .any(|t| {
-                Path::new(t)
-                    .join("events/syscalls/sys_enter_futex/id")
-                    .exists()
-            })
+        TRACEFS.iter().any(|t| {
+            Path::new(t)
+                .join("events/syscalls/sys_enter_futex/id")
+                .exists()
+        })
     };
     if found() {
-        return true;
+        return Ok(());
+    }
+    let mounted = TRACEFS
+        .iter()
+        .any(|t| std::fs::read_dir(t).is_ok_and(|mut entries| entries.next().is_some()));
+    if mounted {
+        return Err("tracefs has no syscalls:sys_enter_futex".into());
     }
     // SAFETY: unshare and mount take no pointers but the NUL-terminated
-    // literals below; a failure leaves this thread where it was (or in a
-    // copy of its mounts, which it sees the same).
+    // literals below. From unshare on, this thread has a mount namespace
+    // of its own for the rest of its life (a copy of the one it had, with
+    // its own working directory and root, the same places): it does not see
+    // mounts made elsewhere after this, nor does anything else see its own.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            return false;
+            return Err(format!(
+                "tracefs is not mounted and could not be for attach alone: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         // Private, so that the mount below is not passed on to the
         // namespace this one was copied from.
-        if libc::mount(
+        let private = libc::mount(
             core::ptr::null(),
             c"/".as_ptr(),
             core::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             core::ptr::null(),
-        ) != 0
+        ) == 0;
+        if !private
+            || libc::mount(
+                c"nodev".as_ptr(),
+                c"/sys/kernel/tracing".as_ptr(),
+                c"tracefs".as_ptr(),
+                0,
+                core::ptr::null(),
+            ) != 0
         {
-            return false;
-        }
-        if libc::mount(
-            c"nodev".as_ptr(),
-            c"/sys/kernel/tracing".as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            core::ptr::null(),
-        ) != 0
-        {
-            return false;
+            return Err(format!(
+                "tracefs is not mounted and could not be for attach alone: {}",
+                std::io::Error::last_os_error()
+            ));
         }
     }
-    found()
+    if found() {
+        Ok(())
+    } else {
+        Err("tracefs has no syscalls:sys_enter_futex".into())
+    }
+}
+
+/// An error and its sources, in one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}
+
+/// Why a program could not be loaded or attached, short enough for the
+/// report's "with" line (a verifier's log is many lines: its first).
+fn short_reason(e: &dyn std::error::Error) -> String {
+    let text = error_chain(e);
+    let first = text.lines().next().unwrap_or_default();
+    first.chars().take(160).collect()
 }
 
 /// Loads and attaches the futex call's tracepoint programs; on any failure
@@ -305,11 +338,12 @@ fn attach_futex_tracepoints(ebpf: &mut Ebpf) -> Result<(), String> {
             .program_mut(program)
             .ok_or("the BPF program lacks a part")?
             .try_into()
-            .map_err(|e| format!("{e}"))?;
-        p.load().map_err(|e| format!("{e}"))?;
+            .map_err(|e| short_reason(&e))?;
+        p.load()
+            .map_err(|e| format!("loading {program}: {}", short_reason(&e)))?;
         p.attach("syscalls", name)
             .map(drop)
-            .map_err(|e| format!("{e}"))
+            .map_err(|e| format!("attaching {program}: {}", short_reason(&e)))
     };
     let done = attach("futex_call", "sys_enter_futex")
         .and_then(|()| attach("futex_return", "sys_exit_futex"));
@@ -337,12 +371,7 @@ impl Recorder {
     /// one line saying what is missing.
     pub fn attach(pid: u32, locks: Option<&Path>) -> Result<Recorder, String> {
         let why = |what: &str, e: &dyn std::error::Error| {
-            let mut text = e.to_string();
-            let mut source = e.source();
-            while let Some(s) = source {
-                text = format!("{text}: {s}");
-                source = s.source();
-            }
+            let text = error_chain(e);
             // SAFETY: geteuid has no preconditions and cannot fail.
             let root = unsafe { libc::geteuid() } == 0;
             let hint = if !root || text.contains("Operation not permitted") {
@@ -361,8 +390,9 @@ impl Recorder {
         config
             .set(0, pid, 0)
             .map_err(|e| why("set the target process", &e))?;
-        let by_futex_tracepoints =
-            futex_tracepoints_found() && attach_futex_tracepoints(&mut ebpf).is_ok();
+        let futex_tracepoints =
+            futex_tracepoints_found().and_then(|()| attach_futex_tracepoints(&mut ebpf));
+        let by_futex_tracepoints = futex_tracepoints.is_ok();
         let raw: &[(&str, &str)] = if by_futex_tracepoints {
             &[("on_switch", "sched_switch")]
         } else {
@@ -409,10 +439,11 @@ impl Recorder {
         }
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
             .map_err(|e| why("open the ring buffer", &e))?;
-        let syscall_probes = if by_futex_tracepoints {
-            FUTEX_TRACEPOINTS
-        } else {
-            RAW_SYSCALL_TRACEPOINTS
+        let syscall_probes = match futex_tracepoints {
+            Ok(()) => FUTEX_TRACEPOINTS.to_string(),
+            Err(why) => {
+                format!("{RAW_SYSCALL_TRACEPOINTS} (the futex call's own could not be used: {why})")
+            }
         };
         Ok(Recorder {
             ebpf,
@@ -454,17 +485,18 @@ impl Recorder {
         periods
     }
 
-    /// Which tracepoints see the futex calls, in words.
-    pub fn syscall_probes(&self) -> &'static str {
-        self.syscall_probes
+    /// Which tracepoints see the futex calls, in words (and, where not
+    /// the futex call's own, why not).
+    pub fn syscall_probes(&self) -> String {
+        self.syscall_probes.clone()
     }
 
-    /// How the scheduler program worked (`config[CONFIG_TGID_CHECK]` of the
-    /// C file): "by-process" when reading a task's process from the kernel's
-    /// task was seen to give the target's id (the kernel's BTF placed the
-    /// read), so only the target's switches away did work, periods timed by
-    /// the tasks' CPU time; "lookup" when it was not, every switched-in task
-    /// looked up; "unchecked" when no target thread left its CPU.
+    /// How the scheduler program told the target's switched-in tasks from
+    /// others' (`config[CONFIG_TGID_CHECK]` of the C file): "by-process"
+    /// when reading a task's process from the kernel's task was seen to give
+    /// the target's id (the kernel's BTF placed the read), "lookup" when it
+    /// was not (every switched-in task looked up), "unchecked" when no
+    /// target thread left its CPU.
     pub fn scheduler_filter(&self) -> &'static str {
         let check = self
             .ebpf
@@ -478,26 +510,34 @@ impl Recorder {
         }
     }
 
-    /// The periods the process's threads spent off their CPU so far, per
-    /// thread and reason (a period still open is not in them).
-    pub fn off_cpu(&self) -> Vec<OffCpu> {
-        self.periods()
+    /// The scheduler program's figures, at the end of the recording: why
+    /// the process's threads were off their CPU, per thread and reason (a
+    /// period still open is not in them), and each thread's time on a CPU
+    /// (from its first switch away after attach: a lower bound). The
+    /// program is detached first: it deletes an ended task's entry, and a
+    /// hash map read while entries go may skip or repeat some.
+    pub fn scheduler_figures(&mut self) -> (Vec<OffCpu>, std::collections::BTreeMap<u32, u64>) {
+        if let Some(p) = self
+            .ebpf
+            .program_mut("on_switch")
+            .and_then(|p| <&mut RawTracePoint>::try_from(p).ok())
+        {
+            let _ = p.unload();
+        }
+        let periods = self.periods();
+        let on_cpu = periods
+            .iter()
+            .filter(|((_, kind), _)| *kind == ON_CPU)
+            .map(|(&(tid, _), stats)| (tid, stats.total_ns))
+            .collect();
+        let off_cpu = periods
             .into_iter()
             .filter_map(|((tid, kind), stats)| {
                 let reason = OffReason::from_raw(kind)?;
                 Some(OffCpu { tid, reason, stats })
             })
-            .collect()
-    }
-
-    /// Each thread's time on a CPU so far, seen by the scheduler program
-    /// (from its first switch away after attach: a lower bound).
-    pub fn on_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
-        self.periods()
-            .into_iter()
-            .filter(|((_, kind), _)| *kind == ON_CPU)
-            .map(|((tid, _), stats)| (tid, stats.total_ns))
-            .collect()
+            .collect();
+        (off_cpu, on_cpu)
     }
 
     /// What `--locks` counted so far, per mutex and line, and how many

@@ -171,9 +171,8 @@ pub fn attach(args: AttachArgs) -> i32 {
             .collect()
     };
     let locks = args.locks.then(|| recorder.lock_lines());
-    let mut off_cpu = recorder.off_cpu();
-    let on_cpu = recorder.on_cpu();
     let scheduler_filter = recorder.scheduler_filter();
+    let (mut off_cpu, on_cpu) = recorder.scheduler_figures();
     let syscall_probes = recorder.syscall_probes();
     if let Some(trampolines) = &trampolines {
         for e in &mut events {

@@ -37,7 +37,7 @@ pub struct Recording {
     /// (`Recorder::scheduler_filter`).
     pub scheduler_filter: &'static str,
     /// Which tracepoints saw the futex calls (`Recorder::syscall_probes`).
-    pub syscall_probes: &'static str,
+    pub syscall_probes: String,
 }
 
 /// What the report says the recording was made with, after the system
