@@ -233,8 +233,9 @@ pub struct Recorder {
     // Kept for its links: dropping it detaches the program.
     ebpf: Ebpf,
     ring: RingBuf<MapData>,
-    /// Which tracepoints see the futex calls, in words.
-    syscall_probes: String,
+    /// Which tracepoints see the futex calls, in words, and where not
+    /// the futex call's own, why not.
+    syscall_probes: (&'static str, Option<String>),
 }
 
 /// The futex system call's own tracepoints, which only futex calls run.
@@ -440,10 +441,8 @@ impl Recorder {
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or("no events map")?)
             .map_err(|e| why("open the ring buffer", &e))?;
         let syscall_probes = match futex_tracepoints {
-            Ok(()) => FUTEX_TRACEPOINTS.to_string(),
-            Err(why) => {
-                format!("{RAW_SYSCALL_TRACEPOINTS} (the futex call's own could not be used: {why})")
-            }
+            Ok(()) => (FUTEX_TRACEPOINTS, None),
+            Err(why) => (RAW_SYSCALL_TRACEPOINTS, Some(why)),
         };
         Ok(Recorder {
             ebpf,
@@ -487,7 +486,7 @@ impl Recorder {
 
     /// Which tracepoints see the futex calls, in words (and, where not
     /// the futex call's own, why not).
-    pub fn syscall_probes(&self) -> String {
+    pub fn syscall_probes(&self) -> (&'static str, Option<String>) {
         self.syscall_probes.clone()
     }
 

@@ -36,8 +36,9 @@ pub struct Recording {
     /// How the scheduler program told the target's tasks from others'
     /// (`Recorder::scheduler_filter`).
     pub scheduler_filter: &'static str,
-    /// Which tracepoints saw the futex calls (`Recorder::syscall_probes`).
-    pub syscall_probes: String,
+    /// Which tracepoints saw the futex calls, and where not the futex
+    /// call's own, why not (`Recorder::syscall_probes`).
+    pub syscall_probes: (&'static str, Option<String>),
 }
 
 /// What the report says the recording was made with, after the system
@@ -52,9 +53,13 @@ const UNSEEN_LOCKS: &str = "not seen when attached: acquisitions and holds of lo
 
 impl Recording {
     pub fn with(&self) -> String {
+        let (probes, why) = &self.syscall_probes;
+        let why = why
+            .as_ref()
+            .map(|why| format!("; not the futex call's own tracepoints: {why}"))
+            .unwrap_or_default();
         format!(
-            "BPF on {} (futex calls, user stacks copied and unwound by call frame information){}",
-            self.syscall_probes,
+            "BPF on {probes} (futex calls, user stacks copied and unwound by call frame information){}{why}",
             if self.locks.is_some() {
                 WITH_LOCKS
             } else {
