@@ -35,24 +35,15 @@ pub struct PriorRun {
 /// no evidence and left out.
 fn prior_keys(run: &PriorRun) -> BTreeMap<&str, bool> {
     let known = || run.locks.iter().filter(|(_, &threads)| threads > 0);
-    // Per (line, key): whether a shared lock of the key was taken there,
-    // and whether one of one thread's was.
-    let mut at_line: BTreeMap<(&str, &str), (bool, bool)> = BTreeMap::new();
-    for (lock, &threads) in known() {
-        for line in run.lines.get(lock).into_iter().flatten() {
-            let seen = at_line.entry((line, join_key(lock))).or_default();
-            if threads > 1 {
-                seen.0 = true;
-            } else {
-                seen.1 = true;
-            }
-        }
-    }
-    let chance: BTreeSet<&str> = at_line
-        .into_iter()
-        .filter(|(_, (shared, alone))| *shared && *alone)
-        .map(|((line, _), _)| line)
-        .collect();
+    let chance = crate::analysis::findings::lines_where_sharing_was_chance(known().flat_map(
+        |(lock, &threads)| {
+            run.lines
+                .get(lock)
+                .into_iter()
+                .flatten()
+                .map(move |line| (line.as_str(), join_key(lock), threads > 1))
+        },
+    ));
     let mut keys: BTreeMap<&str, bool> = BTreeMap::new();
     for (lock, &threads) in known() {
         let by_line = run

@@ -35,29 +35,39 @@ pub fn shared_in_run(locks: &[Lock]) -> Vec<bool> {
         .filter(|l| shared(l))
         .map(|l| l.family)
         .collect();
-    // Per line and family taken there: whether a shared lock of it was,
-    // and whether one taken by one thread alone was.
-    let mut at_line: FxHashMap<(SiteId, FamilyId), (bool, bool)> = FxHashMap::default();
-    for l in locks.iter().filter(|l| taken(l)) {
-        for &site in &l.sites {
-            let seen = at_line.entry((site, l.family)).or_default();
-            if shared(l) {
-                seen.0 = true;
-            } else {
-                seen.1 = true;
-            }
-        }
-    }
-    let sites: FxHashSet<SiteId> = at_line
-        .into_iter()
-        .filter(|(_, (shared, alone))| *shared && *alone)
-        .map(|((site, _), _)| site)
-        .collect();
+    let sites = lines_where_sharing_was_chance(
+        locks
+            .iter()
+            .filter(|l| taken(l))
+            .flat_map(|l| l.sites.iter().map(move |&site| (site, l.family, shared(l)))),
+    );
     locks
         .iter()
         .map(|l| {
             shared(l) || families.contains(&l.family) || l.sites.iter().any(|s| sites.contains(s))
         })
+        .collect()
+}
+
+/// The lines where locks of one family were taken both shared and by one
+/// thread alone, from each (line, family, shared) engagement: the rule of
+/// [`shared_in_run`], for this run's model and for saved runs alike.
+pub fn lines_where_sharing_was_chance<L: Ord + Copy, F: Ord + Copy>(
+    taken: impl IntoIterator<Item = (L, F, bool)>,
+) -> std::collections::BTreeSet<L> {
+    let mut at_line: std::collections::BTreeMap<(L, F), (bool, bool)> = Default::default();
+    for (line, family, shared) in taken {
+        let seen = at_line.entry((line, family)).or_default();
+        if shared {
+            seen.0 = true;
+        } else {
+            seen.1 = true;
+        }
+    }
+    at_line
+        .into_iter()
+        .filter(|(_, (shared, alone))| *shared && *alone)
+        .map(|((line, _), _)| line)
         .collect()
 }
 

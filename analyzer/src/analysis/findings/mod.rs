@@ -13,8 +13,8 @@ mod holds;
 mod limits;
 mod python;
 
-pub use alone::shared_in_run;
 use alone::{is_single_thread, only_in_libraries, single_thread, unnecessary_by_data};
+pub use alone::{lines_where_sharing_was_chance, shared_in_run};
 use contended::{high_contention, over_sync, starvation};
 use holds::long_hold;
 pub use holds::long_hold_message;
