@@ -191,6 +191,9 @@ macro_rules! lock_handler {
     ($handler:ident($obj:ident: $oty:ty $(, $arg:ident: $aty:ty)*),
      real: $real:ident, try: $try:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr, valid: $valid:expr,
      attempt: $attempt:expr $(, deadline: $deadline:expr)?) => {
+        // Never inlined: a quick path that falls back on it (the full
+        // mode's mutex lock) would otherwise take on its frame.
+        #[inline(never)]
         unsafe extern "C-unwind" fn $handler($obj: $oty $(, $arg: $aty)*, caller: usize, sp: usize) -> c_int {
             let (block, try_once) = real_pair_or!($real, $try, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's arguments unchanged.

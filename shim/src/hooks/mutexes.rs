@@ -10,7 +10,7 @@ use crate::guard::{HookGuard, ThreadState};
 use crate::intercept::{acquire, try_acquire, Attempt};
 use crate::lifecycle;
 use crate::real::real;
-use crate::recorder::{self, Caller, Hold};
+use crate::recorder::{self, Caller, Hold, QuickLook};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use libc::pthread_mutex_t;
@@ -138,7 +138,90 @@ pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int
     );
 }
 
-lock_handler!(mutex_lock(m: *mut pthread_mutex_t),
+/// The full mode's `pthread_mutex_lock`: the common engagement (a plain
+/// mutex, a hot-cache hit, taken at once, not sampled) in the hook with no
+/// call out of line but the real one, so that only the guard and the
+/// cache entry live across it; a call the cache misses goes on from the
+/// look without a second one; anything else the general way.
+unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
+    // Every way but the common one is a call that takes the guard over,
+    // made last, so that the common one needs no more frame than what
+    // lives across the real call.
+    if let Some(guard) = HookGuard::enter_quickly() {
+        if let Attempt::TryFirst = mutex_attempt(m) {
+            match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+                QuickLook::Hit(hit) => {
+                    let try_once = real_or!(mutex_trylock, libc::EINVAL);
+                    // SAFETY: forwarding the caller's argument unchanged.
+                    let rc = unsafe { try_once(m) };
+                    if rc != 0 {
+                        // SAFETY: forwarding the caller's argument (the
+                        // entry's mutex) unchanged.
+                        return unsafe { mutex_lock_not_taken(guard, hit, rc) };
+                    }
+                    let held_before = recorder::engaged_quickly(&guard, hit);
+                    if held_before != 0 {
+                        mutex_lock_nested(guard, hit, held_before);
+                    }
+                    return 0;
+                }
+                // SAFETY: forwarding the caller's arguments unchanged.
+                QuickLook::Missed => return unsafe { mutex_lock_missed(guard, m, caller, sp) },
+                QuickLook::Declined => {}
+            }
+        }
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { mutex_lock_general(m, caller, sp) }
+}
+
+/// The full mode's quick engagement was nested in other holds.
+#[inline(never)]
+#[cold]
+fn mutex_lock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize) {
+    recorder::nested_quickly(&guard, hit, held_before);
+}
+
+/// The full mode's quick look found neither level of the hot cache holds
+/// the call: looked up from there (the look counted), then the try-first
+/// protocol.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_lock_missed(
+    guard: HookGuard,
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
+    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { block(m) };
+    };
+    acquire(
+        &guard,
+        &p,
+        (Hold::Exclusive, 0, Attempt::TryFirst),
+        // SAFETY: forwarding the caller's argument unchanged.
+        || unsafe { try_once(m) },
+        // SAFETY: forwarding the caller's argument unchanged.
+        || unsafe { block(m) },
+    )
+}
+
+/// The full mode's quick try found the mutex busy (or got an unusual
+/// result): the general way from there, with the lock's entry found.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_lock_not_taken(guard: HookGuard, hit: recorder::HotHit, rc: c_int) -> c_int {
+    let p = recorder::not_taken_quickly(&guard, hit);
+    let m = p.addr() as *mut pthread_mutex_t;
+    let block = real_or!(mutex_lock, libc::EINVAL);
+    // SAFETY: forwarding the caller's argument unchanged.
+    crate::intercept::not_taken_at_once(&guard, p, (Hold::Exclusive, 0), rc, || unsafe { block(m) })
+}
+
+lock_handler!(mutex_lock_general(m: *mut pthread_mutex_t),
     real: mutex_lock, try: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive, valid: true, attempt: mutex_attempt(m));
 
 /// Lean mode's `pthread_mutex_lock`: the common engagement whole, with no

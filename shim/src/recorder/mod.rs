@@ -59,10 +59,14 @@ pub use api::locks::{
     try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use api::misuse::{destroying, unlock_not_held, At as MisuseAt};
-pub use api::prepared::{prepare, Hold, How, Prepared};
+pub use api::prepared::{prepare, prepare_missed_twice, Hold, How, Prepared};
 pub use api::threads::{
     exec_failed, exec_starting, join_begin, join_finished, next_create_serial, process_exit,
     thread_created, thread_ended, thread_named, JoinStarted,
+};
+pub use api::untimed::{
+    engaged_quickly, nested_quickly, not_taken_quickly, prepare_quickly as prepare_mutex_quickly,
+    QuickLook,
 };
 pub use base::caller::Caller;
 pub use base::mapped::map_anonymous;
@@ -70,6 +74,7 @@ pub use base::own_stack::HOOK_STACK_BUDGET;
 pub use base::procfs::threads_in_process;
 pub use features::events::Waiting;
 pub use identities::sites::library_unloaded;
+pub use tables::hot_cache::HotHit;
 pub use tables::objects::{barrier_initialized, barrier_passed_through};
 pub use time::call_timer::{rseq_taken_over, CallTimer};
 pub use time::clock::{clock_ns, now_ns, Stamp};

@@ -131,22 +131,58 @@ fn prepare_slow(
     caller: Caller,
     started: u64,
 ) -> Option<Prepared> {
-    let lane = if crate::recorder::trace::copied::is_copy() {
-        // A child made by a clone none of our hooks saw, on the thread it
-        // was made by (the lane is the parent's): it starts its own trace
-        // if it can, and this thread takes a lane in it.
-        if !crate::recorder::trace::copied::adopt(true) {
-            return None;
-        }
-        current_lane(g)?
-    } else {
-        lane
-    };
+    let lane = own_lane(g, lane)?;
     if let Some(hit) = lane.warm(addr, caller, mode) {
         // The second level of the hot cache: fast-path work, sampled.
         g.thread().call_cost().end(started);
         return Some(hit.into());
     }
+    prepare_cold(g, lane, (addr, kind, mode), caller, started)
+}
+
+/// This thread's lane in its own process's trace: `lane`, unless this is
+/// a child made by a clone none of our hooks saw, on the thread it was
+/// made by (the lane is the parent's): then it starts its own trace if it
+/// can, and this thread takes a lane in it.
+#[inline(always)]
+fn own_lane(g: &InHook, lane: &'static mut Lane) -> Option<&'static mut Lane> {
+    if crate::recorder::trace::copied::is_copy() {
+        if !crate::recorder::trace::copied::adopt(true) {
+            return None;
+        }
+        return current_lane(g);
+    }
+    Some(lane)
+}
+
+/// [`prepare`] for a plain mutex's lock call that both levels of the hot
+/// cache missed in the hook's quick look (`untimed::prepare_quickly`):
+/// counted, then looked up without looking at the cache again. Inlined
+/// into the hook's own cold path (one frame fewer).
+#[inline(always)]
+pub fn prepare_missed_twice(g: &InHook, addr: u64, caller: Caller) -> Option<Prepared> {
+    g.thread().call_cost().count();
+    let lane = own_lane(g, current_lane(g)?)?;
+    prepare_cold(
+        g,
+        lane,
+        (addr, ObjectKind::Mutex, MODE_EXCLUSIVE),
+        caller,
+        0,
+    )
+}
+
+/// A call the hot cache does not hold: the lock table, the counter index,
+/// and what is seen the first time (see [`prepare_slow`]). Inlined into
+/// its two callers, both out of line themselves.
+#[inline(always)]
+fn prepare_cold(
+    g: &InHook,
+    lane: &'static mut Lane,
+    (addr, kind, mode): (u64, ObjectKind, u32),
+    caller: Caller,
+    started: u64,
+) -> Option<Prepared> {
     let lane_ptr: *mut Lane = lane;
     let slow_before = lane.shim_ns;
     let prepared = prepare_uncached(lane, (addr, kind, mode), caller);
@@ -310,7 +346,7 @@ impl Prepared {
 
     /// The lock's address (a slot belongs to one address for good).
     #[inline(always)]
-    pub(in crate::recorder) fn addr(&self) -> u64 {
+    pub fn addr(&self) -> u64 {
         self.slot.addr.load(Ordering::Relaxed)
     }
 
@@ -348,7 +384,23 @@ impl Prepared {
         (since_ns, shim_ns): (u64, u64),
         tried: bool,
     ) {
-        let held_before = g.thread().held().push(HeldEntry {
+        let held_before = self.push_hold(g, flags, (since_ns, shim_ns));
+        if held_before != 0 {
+            nested(g, (self.addr(), self.lane()), held_before, tried);
+        }
+    }
+
+    /// [`track_hold`](Self::track_hold)'s push alone: how many engagements
+    /// were held before it, for the caller to pass to [`nested`] when not
+    /// 0 (a hook's quick path does that in a cold call of its own).
+    #[inline(always)]
+    pub(in crate::recorder) fn push_hold(
+        &self,
+        g: &InHook,
+        flags: u32,
+        (since_ns, shim_ns): (u64, u64),
+    ) -> usize {
+        g.thread().held().push(HeldEntry {
             addr: self.addr(),
             lock_id: self.lock_id(),
             flags,
@@ -357,10 +409,7 @@ impl Prepared {
             since_ns,
             shim_ns,
             relocks: 0,
-        });
-        if held_before != 0 {
-            nested(g, (self.addr(), self.lane()), held_before, tried);
-        }
+        })
     }
 }
 
@@ -368,7 +417,12 @@ impl Prepared {
 /// a re-acquisition, or a lock-order edge from each lock held.
 #[cold]
 #[inline(never)]
-fn nested(g: &InHook, (addr, lane): (u64, &mut Lane), held_before: usize, tried: bool) {
+pub(in crate::recorder) fn nested(
+    g: &InHook,
+    (addr, lane): (u64, &mut Lane),
+    held_before: usize,
+    tried: bool,
+) {
     if g.thread().held().fold_relock(addr, held_before) {
         // A lock this thread already holds, taken again (a recursive
         // mutex): a count on that hold, however deep. It cannot block, so

@@ -6,8 +6,96 @@
 
 use crate::config;
 use crate::recorder::api::prepared::Prepared;
+use crate::recorder::base::caller::Caller;
+use crate::recorder::tables::hot_cache::HotHit;
+use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::thread_state::InHook;
 use core::sync::atomic::Ordering;
+use locksuit_format::MODE_EXCLUSIVE;
+
+/// What the full mode's quick look at a plain mutex's lock call found.
+pub enum QuickLook {
+    /// The hot cache's entry (either level).
+    Hit(HotHit),
+    /// Neither level has the call: [`prepare_missed_twice`] looks it up
+    /// without looking there again.
+    ///
+    /// [`prepare_missed_twice`]: crate::recorder::api::prepared::prepare_missed_twice
+    Missed,
+    /// Not a call for the quick path (sampled for self-cost, timed, or the
+    /// thread's first): the general way.
+    Declined,
+}
+
+/// The full mode's look for a plain mutex's lock call, made in the hook
+/// before the real call, if this call is to take the common path whole
+/// (not sampled for self-cost, not timed, a lane already registered).
+/// Nothing is counted yet: [`engaged_quickly`] counts the look and the
+/// acquisition in one store, [`not_taken_quickly`] and
+/// `prepare_missed_twice` the look.
+#[inline(always)]
+pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
+    let lane = g.thread().lane();
+    if lane.is_null() || !config::untimed_uncontended() || g.thread().call_cost().next_is_timed() {
+        return QuickLook::Declined;
+    }
+    // SAFETY: a lane registered to this thread is its own until it ends.
+    let lane = unsafe { &mut *lane };
+    match lane.hot_hit(addr, caller, MODE_EXCLUSIVE) {
+        Some(hit) => QuickLook::Hit(hit),
+        None if lane.warm_serves() => warm_quickly(lane, addr, caller),
+        None => QuickLook::Missed,
+    }
+}
+
+/// [`prepare_quickly`] on a miss of the hot cache's first level: its
+/// second, as the general way looks there next (not from a child a clone
+/// none of our hooks saw made, whose lane `prepare_missed_twice` moves
+/// to a trace of its own).
+#[cold]
+#[inline(never)]
+fn warm_quickly(lane: &mut Lane, addr: u64, caller: Caller) -> QuickLook {
+    if crate::recorder::trace::copied::is_copy() {
+        return QuickLook::Missed;
+    }
+    match lane.warm_hit(addr, caller, MODE_EXCLUSIVE) {
+        Some(hit) => QuickLook::Hit(hit),
+        None => QuickLook::Missed,
+    }
+}
+
+/// A mutex [`prepare_quickly`] found was taken at once: the look and the
+/// acquisition counted as the two untimed calls they are, then recorded
+/// as [`acquired_exclusive`] is, but for a nested hold, which is left to
+/// [`nested_quickly`]: the engagements held before this one (0 as a rule),
+/// so that the hook needs no frame for that rare call.
+#[inline(always)]
+pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
+    g.thread().call_cost().count_two();
+    let p: Prepared = hit.target().into();
+    p.counter().engagements += 1;
+    p.take_ownership(g);
+    p.push_hold(g, 0, (0, 0))
+}
+
+/// [`engaged_quickly`]'s engagement was taken while `held_before` others
+/// were held: a re-acquisition or lock-order edges, as
+/// [`acquired_exclusive`] records them.
+#[cold]
+#[inline(never)]
+pub fn nested_quickly(g: &InHook, hit: HotHit, held_before: usize) {
+    let p: Prepared = hit.target().into();
+    crate::recorder::api::prepared::nested(g, (p.addr(), p.lane()), held_before, false);
+}
+
+/// A mutex [`prepare_quickly`] found was not taken at once: the look is
+/// counted (the acquisition, contended, counts itself); its handle for
+/// the general way.
+#[inline(always)]
+pub fn not_taken_quickly(g: &InHook, hit: HotHit) -> Prepared {
+    g.thread().call_cost().count();
+    hit.target().into()
+}
 
 /// [`record_acquired`](crate::recorder::api::locks) for an uncontended exclusive engagement that is not
 /// timed: the same counts and held entry, without the branches for the

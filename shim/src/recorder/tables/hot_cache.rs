@@ -114,7 +114,39 @@ fn home(addr: u64, ret: u64) -> usize {
     ((addr ^ ret.rotate_left(17)).wrapping_mul(0xe22b_64a6_6d32_a901) >> 58) as usize
 }
 
+/// An entry a look found, whose lock still lived then: one pointer, all a
+/// hook keeps across the real call. The entry stays as it is while the
+/// hook runs (only this thread's hooks write its lane's cache, and a
+/// signal handler's call passes through while this thread is in one).
+#[derive(Clone, Copy)]
+pub struct HotHit(*const HotEntry);
+
+impl HotHit {
+    /// What the entry leads to.
+    #[inline(always)]
+    pub fn target(self) -> HotTarget {
+        // SAFETY: the entry lies in a lane's cache or its second level,
+        // mapped for the life of the process, and is unchanged since the
+        // look that found it (see the type's comment).
+        let e = unsafe { &*self.0 };
+        HotTarget {
+            // SAFETY: slots live in the object table for the life of the process.
+            slot: unsafe { &*e.slot },
+            counter: e.counter,
+        }
+    }
+}
+
 impl HotEntry {
+    /// The entry as a hit, if its lock is the one it was cached for (not
+    /// destroyed and made again since).
+    #[inline(always)]
+    fn live(&self) -> Option<HotHit> {
+        // SAFETY: slots live in the object table for the life of the process.
+        let slot = unsafe { &*self.slot };
+        (slot.id() == self.lock_id).then_some(HotHit(self))
+    }
+
     /// Same lock, return address, mode and thread.
     #[inline(always)]
     fn same_key(&self, addr: u64, ret: u64, tag: u32) -> bool {
@@ -154,28 +186,37 @@ impl HotCache {
     /// destroyed and re-initialised since).
     #[inline(always)]
     pub fn find(&self, addr: u64, caller: Caller, tag: u32) -> Option<HotTarget> {
-        let home = home(addr, caller.ret);
-        let e = &self.entries[home];
-        if !e.same_key(addr, caller.ret, tag) {
-            return None;
-        }
-        let epoch = crate::recorder::base::caller::epoch();
-        let e = if e.same_path(caller, epoch) {
-            e
-        } else {
-            // Another path of the same call: the second place holds it, if any.
-            let other = &self.entries[home ^ 1];
-            if !(other.same_key(addr, caller.ret, tag) && other.same_path(caller, epoch)) {
-                return None;
-            }
-            other
-        };
+        let e = self.entry_for(addr, caller, tag)?;
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*e.slot };
         (slot.id() == e.lock_id).then_some(HotTarget {
             slot,
             counter: e.counter,
         })
+    }
+
+    /// [`find`](Self::find)'s entry itself, for a hook that keeps it
+    /// across the real call (one register instead of two).
+    #[inline(always)]
+    pub fn find_hit(&self, addr: u64, caller: Caller, tag: u32) -> Option<HotHit> {
+        self.entry_for(addr, caller, tag)?.live()
+    }
+
+    /// The entry whose key and path are this call's, live or not.
+    #[inline(always)]
+    fn entry_for(&self, addr: u64, caller: Caller, tag: u32) -> Option<&HotEntry> {
+        let home = home(addr, caller.ret);
+        let e = &self.entries[home];
+        if !e.same_key(addr, caller.ret, tag) {
+            return None;
+        }
+        let epoch = crate::recorder::base::caller::epoch();
+        if e.same_path(caller, epoch) {
+            return Some(e);
+        }
+        // Another path of the same call: the second place holds it, if any.
+        let other = &self.entries[home ^ 1];
+        (other.same_key(addr, caller.ret, tag) && other.same_path(caller, epoch)).then_some(other)
     }
 
     /// How many entries were written so far, read as a signal handler
@@ -206,7 +247,19 @@ impl HotCache {
     /// if it has one and its lock still lives.
     #[inline]
     pub fn find_warm(&mut self, addr: u64, caller: Caller, tag: u32) -> Option<HotTarget> {
-        if self.warm.is_null() || self.warm_off {
+        self.find_warm_hit(addr, caller, tag).map(HotHit::target)
+    }
+
+    /// Whether the second level serves: mapped, and not switched off.
+    #[inline(always)]
+    pub fn warm_serves(&self) -> bool {
+        !self.warm.is_null() && !self.warm_off
+    }
+
+    /// [`find_warm`](Self::find_warm)'s entry itself (see [`HotHit`]).
+    #[inline]
+    pub fn find_warm_hit(&mut self, addr: u64, caller: Caller, tag: u32) -> Option<HotHit> {
+        if !self.warm_serves() {
             return None;
         }
         self.warm_looks += 1;
@@ -222,16 +275,9 @@ impl HotCache {
         {
             return None;
         }
-        // SAFETY: slots live in the object table for the life of the process.
-        let slot = unsafe { &*e.slot };
-        if slot.id() != e.lock_id {
-            return None;
-        }
+        let hit = e.live()?;
         self.warm_hits += 1;
-        Some(HotTarget {
-            slot,
-            counter: e.counter,
-        })
+        Some(hit)
     }
 
     /// A new thread's lane: whether the second level serves it is judged

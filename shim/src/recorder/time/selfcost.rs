@@ -115,6 +115,14 @@ impl CallCost {
         self.calls.set(self.calls.get() + 1);
     }
 
+    /// Counts two calls that are not timed, in one store (a look and the
+    /// acquisition after it: the first was not the one to time, see
+    /// [`next_is_timed`](Self::next_is_timed), and the second never is).
+    #[inline(always)]
+    pub fn count_two(&self) {
+        self.calls.set(self.calls.get() + 2);
+    }
+
     /// Ends a call that `begin` chose to time (`started` != 0).
     #[inline]
     pub fn end(&self, started: u64) {

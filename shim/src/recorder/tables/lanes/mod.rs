@@ -19,7 +19,7 @@ use crate::diag::{warn_once, Warning};
 use crate::recorder::base::caller::{Caller, Offsets, Seen};
 use crate::recorder::base::own_stack::OwnStack;
 use crate::recorder::tables::by_lock::ByLock;
-use crate::recorder::tables::hot_cache::{HotCache, HotTarget};
+use crate::recorder::tables::hot_cache::{HotCache, HotHit, HotTarget};
 use crate::recorder::tables::lean_lines::{LeanLine, LeanLines};
 use crate::recorder::tables::objects::ObjectSlot;
 use crate::recorder::tables::python_calls::{PythonCall, PythonCalls};
@@ -515,6 +515,12 @@ impl Lane {
         self.hot.find(addr, caller, self.tag(mode))
     }
 
+    /// [`hot`](Self::hot)'s entry itself (see `HotHit`).
+    #[inline(always)]
+    pub fn hot_hit(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+        self.hot.find_hit(addr, caller, self.tag(mode))
+    }
+
     /// Lean mode's hot-cache entry for a call keyed by its line alone.
     #[inline(always)]
     pub fn hot_line(&self, addr: u64, ret: u64, mode: u32) -> Option<HotTarget> {
@@ -527,6 +533,21 @@ impl Lane {
     pub fn warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
         let tag = self.tag(mode);
         self.hot.find_warm(addr, caller, tag)
+    }
+
+    /// Whether the hot cache's second level serves this thread (mapped,
+    /// and not switched off for missing too often): else a look there
+    /// would find nothing.
+    #[inline(always)]
+    pub fn warm_serves(&self) -> bool {
+        self.hot.warm_serves()
+    }
+
+    /// [`warm`](Self::warm)'s entry itself (see `HotHit`).
+    #[inline]
+    pub fn warm_hit(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+        let tag = self.tag(mode);
+        self.hot.find_warm_hit(addr, caller, tag)
     }
 
     /// Caches a call path the general path looked up.
