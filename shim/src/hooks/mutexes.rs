@@ -139,10 +139,11 @@ pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int
 }
 
 /// The full mode's `pthread_mutex_lock`: the common engagement (a plain
-/// mutex, a hot-cache hit, taken at once, not sampled) in the hook with no
-/// call out of line but the real one, so that only the guard and the
-/// cache entry live across it; a call the cache misses goes on from the
-/// look without a second one; anything else the general way.
+/// mutex, a hit in the hot cache's first level, taken at once, not
+/// sampled) in the hook with no call but the real one, so that only the
+/// guard and the cache entry live across it; a call the first level
+/// misses goes on from the look without a second one; anything else the
+/// general way.
 unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
     // Every way but the common one is a call that takes the guard over,
     // made last, so that the common one needs no more frame than what
@@ -150,29 +151,35 @@ unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, s
     if let Some(guard) = HookGuard::enter_quickly() {
         if let Attempt::TryFirst = mutex_attempt(m) {
             match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-                QuickLook::Hit(hit) => {
-                    let try_once = real_or!(mutex_trylock, libc::EINVAL);
-                    // SAFETY: forwarding the caller's argument unchanged.
-                    let rc = unsafe { try_once(m) };
-                    if rc != 0 {
-                        // SAFETY: forwarding the caller's argument (the
-                        // entry's mutex) unchanged.
-                        return unsafe { mutex_lock_not_taken(guard, hit, rc) };
-                    }
-                    let held_before = recorder::engaged_quickly(&guard, hit);
-                    if held_before != 0 {
-                        mutex_lock_nested(guard, hit, held_before);
-                    }
-                    return 0;
-                }
+                // SAFETY: forwarding the caller's argument unchanged.
+                QuickLook::Hit(hit) => return unsafe { mutex_lock_found(guard, m, hit) },
                 // SAFETY: forwarding the caller's arguments unchanged.
-                QuickLook::Missed => return unsafe { mutex_lock_missed(guard, m, caller, sp) },
+                QuickLook::Missed => return unsafe { mutex_lock_missed(m, caller, sp, guard) },
                 QuickLook::Declined => {}
             }
         }
     }
     // SAFETY: forwarding the caller's arguments unchanged.
     unsafe { mutex_lock_general(m, caller, sp) }
+}
+
+/// The try-first protocol for a mutex found in the hot cache: taken at
+/// once, the engagement is recorded here; else the general way goes on.
+#[inline(always)]
+unsafe fn mutex_lock_found(guard: HookGuard, m: *mut pthread_mutex_t, hit: recorder::HotHit) -> c_int {
+    let try_once = real_or!(mutex_trylock, libc::EINVAL);
+    // SAFETY: forwarding the caller's argument unchanged.
+    let rc = unsafe { try_once(m) };
+    if rc != 0 {
+        // SAFETY: forwarding the caller's argument (the entry's mutex)
+        // unchanged.
+        return unsafe { mutex_lock_not_taken(guard, hit, rc) };
+    }
+    let held_before = recorder::engaged_quickly(&guard, hit);
+    if held_before != 0 {
+        mutex_lock_nested(guard, hit, held_before);
+    }
+    0
 }
 
 /// The full mode's quick engagement was nested in other holds.
@@ -182,19 +189,24 @@ fn mutex_lock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize
     recorder::nested_quickly(&guard, hit, held_before);
 }
 
-/// The full mode's quick look found neither level of the hot cache holds
-/// the call: looked up from there (the look counted), then the try-first
-/// protocol.
+/// The full mode's quick look found the hot cache's first level does not
+/// hold the call: its second level, else looked up from there (the look
+/// counted), then the try-first protocol.
 #[inline(never)]
 #[cold]
 unsafe fn mutex_lock_missed(
-    guard: HookGuard,
     m: *mut pthread_mutex_t,
     caller: usize,
     sp: usize,
+    guard: HookGuard,
 ) -> c_int {
+    if let Some(hit) = recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { mutex_lock_found(guard, m, hit) };
+    }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
-    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
+    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp))
+    else {
         // SAFETY: forwarding the caller's argument unchanged.
         return unsafe { block(m) };
     };

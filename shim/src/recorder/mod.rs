@@ -66,7 +66,7 @@ pub use api::threads::{
 };
 pub use api::untimed::{
     engaged_quickly, nested_quickly, not_taken_quickly, prepare_quickly as prepare_mutex_quickly,
-    QuickLook,
+    warm_quickly, QuickLook,
 };
 pub use base::caller::Caller;
 pub use base::mapped::map_anonymous;

@@ -8,19 +8,17 @@ use crate::config;
 use crate::recorder::api::prepared::Prepared;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::tables::hot_cache::HotHit;
-use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::thread_state::InHook;
 use core::sync::atomic::Ordering;
 use locksuit_format::MODE_EXCLUSIVE;
 
 /// What the full mode's quick look at a plain mutex's lock call found.
 pub enum QuickLook {
-    /// The hot cache's entry (either level).
+    /// The hot cache's entry.
     Hit(HotHit),
-    /// Neither level has the call: [`prepare_missed_twice`] looks it up
-    /// without looking there again.
-    ///
-    /// [`prepare_missed_twice`]: crate::recorder::api::prepared::prepare_missed_twice
+    /// The hot cache's first level does not have the call: its second may
+    /// ([`warm_quickly`]), else `prepare_missed_twice` looks it up without
+    /// looking there again.
     Missed,
     /// Not a call for the quick path (sampled for self-cost, timed, or the
     /// thread's first): the general way.
@@ -40,28 +38,27 @@ pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
         return QuickLook::Declined;
     }
     // SAFETY: a lane registered to this thread is its own until it ends.
-    let lane = unsafe { &mut *lane };
+    let lane = unsafe { &*lane };
     match lane.hot_hit(addr, caller, MODE_EXCLUSIVE) {
         Some(hit) => QuickLook::Hit(hit),
-        None if lane.warm_serves() => warm_quickly(lane, addr, caller),
         None => QuickLook::Missed,
     }
 }
 
-/// [`prepare_quickly`] on a miss of the hot cache's first level: its
-/// second, as the general way looks there next (not from a child a clone
-/// none of our hooks saw made, whose lane `prepare_missed_twice` moves
-/// to a trace of its own).
-#[cold]
-#[inline(never)]
-fn warm_quickly(lane: &mut Lane, addr: u64, caller: Caller) -> QuickLook {
-    if crate::recorder::trace::copied::is_copy() {
-        return QuickLook::Missed;
+/// [`prepare_quickly`] missed the hot cache's first level: its second, as
+/// the general way looks there next (not from a child a clone none of our
+/// hooks saw made, whose lane `prepare_missed_twice` moves to a trace of
+/// its own). Called out of line by the hook, so that the hook's common
+/// way keeps nothing across a call but the real one.
+#[inline(always)]
+pub fn warm_quickly(g: &InHook, addr: u64, caller: Caller) -> Option<HotHit> {
+    // SAFETY: `prepare_quickly` found the lane registered to this thread,
+    // which is its own until it ends.
+    let lane = unsafe { &mut *g.thread().lane() };
+    if !lane.warm_serves() || crate::recorder::trace::copied::is_copy() {
+        return None;
     }
-    match lane.warm_hit(addr, caller, MODE_EXCLUSIVE) {
-        Some(hit) => QuickLook::Hit(hit),
-        None => QuickLook::Missed,
-    }
+    lane.warm_hit(addr, caller, MODE_EXCLUSIVE)
 }
 
 /// A mutex [`prepare_quickly`] found was taken at once: the look and the
@@ -127,7 +124,9 @@ pub fn released(g: &InHook, addr: u64) -> bool {
     let Some(top) = held.innermost(addr) else {
         return false;
     };
-    if top.flags != 0 || top.since_ns != 0 || top.slot.is_null() || top.relocks != 0 {
+    // Contended, handed over, shared, timed, taken again, or forgotten at
+    // a fork (see `HeldEntry::flags`).
+    if top.flags != 0 {
         return false;
     }
     // SAFETY: slots live in the object table for the life of the process.
@@ -139,6 +138,6 @@ pub fn released(g: &InHook, addr: u64) -> bool {
     slot.holder.store(0, Ordering::Relaxed);
     // Only the exclusive holder bumps the sequence (see `record_released`).
     slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
-    held.pop();
+    held.pop_found();
     true
 }

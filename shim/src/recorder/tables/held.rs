@@ -21,11 +21,19 @@ pub const HELD_CONTENDED: u32 = 1 << 0;
 pub const HELD_HANDOVER: u32 = 1 << 1;
 /// A shared (reader) hold: other readers may hold the lock at the same time.
 pub const HELD_SHARED: u32 = 1 << 2;
+/// The hold is timed (`since_ns` is set; see [`HeldStack::push`]).
+pub const HELD_TIMED: u32 = 1 << 3;
+/// The lock was taken again while held (`relocks` is not 0).
+pub const HELD_RELOCKED: u32 = 1 << 4;
+/// After fork: the slot and counter were the parent's and are forgotten.
+pub const HELD_FORGOTTEN: u32 = 1 << 5;
 
 #[derive(Clone, Copy)]
 pub struct HeldEntry {
     pub addr: u64,
     pub lock_id: u32,
+    /// `HELD_*` bits. Every way in which a release is not the common one
+    /// sets one, so that the common release is found with one test.
     pub flags: u32,
     pub slot: *const ObjectSlot,
     /// Null when the counter is gone (after fork) or could not be recorded.
@@ -113,7 +121,10 @@ impl HeldStack {
     /// Returns how many engagements were held before this one; `MAX_HELD`
     /// means the stack was full and the engagement is not tracked.
     #[inline(always)]
-    pub fn push(&mut self, entry: HeldEntry) -> usize {
+    pub fn push(&mut self, mut entry: HeldEntry) -> usize {
+        if entry.since_ns != 0 {
+            entry.flags |= HELD_TIMED;
+        }
         let before = self.len;
         // SAFETY: `len <= MAX_HELD` always (it only grows below MAX_HELD),
         // and the array has MAX_HELD + 1 entries.
@@ -226,6 +237,7 @@ impl HeldStack {
             return false;
         };
         hold.relocks = hold.relocks.saturating_add(1);
+        hold.flags |= HELD_RELOCKED;
         self.len = below;
         true
     }
@@ -240,6 +252,9 @@ impl HeldStack {
         {
             Some(hold) if hold.relocks > 0 => {
                 hold.relocks -= 1;
+                if hold.relocks == 0 {
+                    hold.flags &= !HELD_RELOCKED;
+                }
                 true
             }
             _ => false,
@@ -250,6 +265,13 @@ impl HeldStack {
     #[inline]
     pub fn pop(&mut self) {
         self.len = self.len.saturating_sub(1);
+    }
+
+    /// Drops the innermost engagement, which [`innermost`](Self::innermost)
+    /// has just found (so the stack is not empty).
+    #[inline(always)]
+    pub fn pop_found(&mut self) {
+        self.len = self.len.wrapping_sub(1);
     }
 
     /// Whether this thread holds `addr`.
@@ -274,6 +296,7 @@ impl HeldStack {
         for e in &mut self.entries[..self.len] {
             e.counter = core::ptr::null_mut();
             e.slot = core::ptr::null();
+            e.flags |= HELD_FORGOTTEN;
         }
         self.edge_memo = [NO_EDGE; MAX_HELD];
     }
@@ -329,6 +352,28 @@ mod tests {
         assert_eq!(s.take(2).map(|e| e.addr), Some(2));
         assert_eq!(s.take(1).map(|e| e.addr), Some(1));
         assert!(s.entries().is_empty());
+    }
+
+    #[test]
+    fn every_uncommon_hold_has_a_flag_for_the_common_release_to_see() {
+        let mut s = HeldStack::new();
+        s.push(entry(1));
+        assert_eq!(s.entries()[0].flags, 0, "a plain hold");
+        s.push(HeldEntry {
+            since_ns: 5,
+            ..entry(2)
+        });
+        assert_eq!(s.entries()[1].flags, HELD_TIMED);
+        let before = s.push(entry(1));
+        assert!(s.fold_relock(1, before));
+        assert_eq!(s.entries()[0].flags, HELD_RELOCKED);
+        assert!(s.unwind_relock(1));
+        assert_eq!(s.entries()[0].flags, 0, "no longer taken again");
+        s.forget_records();
+        assert!(s
+            .entries()
+            .iter()
+            .all(|e| e.flags & HELD_FORGOTTEN != 0 && e.slot.is_null()));
     }
 
     #[test]
