@@ -6,6 +6,7 @@
  *                                along: every pair is a nested acquisition
  *                                (a lock-order edge for the shim).
  *   uncontended [PAIRS] sem      sem_trywait + sem_post pairs instead.
+ *   uncontended [PAIRS] try      pthread_mutex_trylock + unlock pairs.
  *   uncontended [PAIRS] random   each pair on one of 4,096 mutexes picked
  *                                at random (a fixed sequence), so a
  *                                profiler's per-thread caches miss; the
@@ -42,6 +43,12 @@ static void random_pairs(long n) {
     }
 }
 
+static void try_pairs(long n) {
+    for (long i = 0; i < n; i++)
+        if (pthread_mutex_trylock(&lock) == 0)
+            pthread_mutex_unlock(&lock);
+}
+
 static void sem_pairs(long n) {
     for (long i = 0; i < n; i++)
         if (sem_trywait(&sem) == 0)
@@ -62,7 +69,8 @@ int main(int argc, char **argv) {
     long pairs = argc > 1 ? atol(argv[1]) : 20000000L;
     int on_sem = argc > 2 && strcmp(argv[2], "sem") == 0;
     int on_many = argc > 2 && strcmp(argv[2], "random") == 0;
-    int held = argc > 2 && !on_sem && !on_many;
+    int on_try = argc > 2 && strcmp(argv[2], "try") == 0;
+    int held = argc > 2 && !on_sem && !on_many && !on_try;
     const char *go = getenv("UNCONTENDED_GO");
     while (go && access(go, F_OK) != 0)
         usleep(1000);
@@ -73,6 +81,10 @@ int main(int argc, char **argv) {
     struct timespec a, b;
     if (on_sem) {
         time_pairs(sem_pairs, 1000, pairs);
+        return 0;
+    }
+    if (on_try) {
+        time_pairs(try_pairs, 1000, pairs);
         return 0;
     }
     if (on_many) {

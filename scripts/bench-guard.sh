@@ -3,6 +3,7 @@
 # (deterministic, unlike wall-clock time on a shared VM), with and without
 # the shim, for five workloads:
 #   pair   one more uncontended pthread_mutex_lock + unlock pair;
+#   try    one more pthread_mutex_trylock + unlock pair (taken every time);
 #   random one more such pair on one of 4,096 mutexes picked at random
 #          (bench/uncontended.c random: the per-thread hot cache misses
 #          most of the time, the lock table and counter index answer);
@@ -46,7 +47,7 @@ trap 'rm -rf "$work"' EXIT
 instructions() { callgrind_instructions "$work" "$@"; }
 # Per operation: the difference between two run lengths cancels start-up
 # costs (and, for cells, the first sweep's first sight of every lock).
-pair() { # PRELOAD [held|sem|random]
+pair() { # PRELOAD [held|sem|random|try]
   local a b
   a=$(instructions "$1" "$out/uncontended" 200000 ${2:-})
   b=$(instructions "$1" "$out/uncontended" 400000 ${2:-})
@@ -75,6 +76,9 @@ if [ "${1:-}" = --held ]; then
   echo "with another lock held: $plain_held instructions plain, $shimmed_held with the shim"
   exit 0
 fi
+try_plain=$(pair "" try)
+try_shimmed=$(pair "$shim" try)
+echo "trylock pair: $try_plain instructions plain, $try_shimmed with the shim (ratio $(ratio "$try_plain" "$try_shimmed"))"
 random_plain=$(pair "" random)
 random_shimmed=$(pair "$shim" random)
 echo "random pair over 4,096 locks: $random_plain instructions plain, $random_shimmed with the shim (ratio $(ratio "$random_plain" "$random_shimmed"))"
@@ -106,6 +110,7 @@ check() { # NAME PLAIN SHIMMED BASELINE-KEY
   fi
 }
 check "uncontended pair" "$plain" "$shimmed" ratio
+check "trylock pair" "$try_plain" "$try_shimmed" try_ratio
 check "random pair" "$random_plain" "$random_shimmed" random_ratio
 check "semaphore pair" "$sem_plain" "$sem_shimmed" sem_ratio
 check "cells lock+unlock" "$cells_plain" "$cells_shimmed" cells_ratio

@@ -226,6 +226,8 @@ macro_rules! trylock_hook {
 /// The handler a [`trylock_hook!`] trampoline jumps to.
 macro_rules! trylock_handler {
     ($handler:ident($obj:ident: $oty:ty), real: $real:ident, kind: $kind:expr, mode: $mode:expr, hold: $hold:expr) => {
+        // Never inlined, as `lock_handler!`'s.
+        #[inline(never)]
         unsafe extern "C-unwind" fn $handler($obj: $oty, caller: usize, sp: usize) -> c_int {
             let try_once = real_or!($real, libc::EINVAL);
             // SAFETY (every call below): forwarding the caller's argument unchanged.

@@ -166,7 +166,11 @@ unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, s
 /// The try-first protocol for a mutex found in the hot cache: taken at
 /// once, the engagement is recorded here; else the general way goes on.
 #[inline(always)]
-unsafe fn mutex_lock_found(guard: HookGuard, m: *mut pthread_mutex_t, hit: recorder::HotHit) -> c_int {
+unsafe fn mutex_lock_found(
+    guard: HookGuard,
+    m: *mut pthread_mutex_t,
+    hit: recorder::HotHit,
+) -> c_int {
     let try_once = real_or!(mutex_trylock, libc::EINVAL);
     // SAFETY: forwarding the caller's argument unchanged.
     let rc = unsafe { try_once(m) };
@@ -186,7 +190,7 @@ unsafe fn mutex_lock_found(guard: HookGuard, m: *mut pthread_mutex_t, hit: recor
 #[inline(never)]
 #[cold]
 fn mutex_lock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize) {
-    recorder::nested_quickly(&guard, hit, held_before);
+    recorder::nested_quickly(&guard, hit, held_before, false);
 }
 
 /// The full mode's quick look found the hot cache's first level does not
@@ -205,8 +209,7 @@ unsafe fn mutex_lock_missed(
         return unsafe { mutex_lock_found(guard, m, hit) };
     }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
-    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp))
-    else {
+    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
         // SAFETY: forwarding the caller's argument unchanged.
         return unsafe { block(m) };
     };
@@ -382,7 +385,91 @@ fn lean_release_with_waiters(addr: u64) {
 
 export_through!(pthread_mutex_trylock => MUTEX_TRYLOCK_HANDLER);
 
-trylock_handler!(mutex_trylock(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
+/// The full mode's `pthread_mutex_trylock`, as [`mutex_lock`]: the common
+/// engagement in the hook with no call but the real one; a call the hot
+/// cache's first level misses goes on from the look; anything else the
+/// general way.
+unsafe extern "C-unwind" fn mutex_trylock(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    if let Some(guard) = HookGuard::enter_quickly() {
+        match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+            // SAFETY: forwarding the caller's argument unchanged.
+            QuickLook::Hit(hit) => return unsafe { mutex_trylock_found(guard, m, hit) },
+            // SAFETY: forwarding the caller's arguments unchanged.
+            QuickLook::Missed => return unsafe { mutex_trylock_missed(m, caller, sp, guard) },
+            QuickLook::Declined => {}
+        }
+    }
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { mutex_trylock_general(m, caller, sp) }
+}
+
+/// A trylock of a mutex found in the hot cache: the engagement recorded
+/// here if it took the mutex; any other result the general way's.
+#[inline(always)]
+unsafe fn mutex_trylock_found(
+    guard: HookGuard,
+    m: *mut pthread_mutex_t,
+    hit: recorder::HotHit,
+) -> c_int {
+    let try_once = real_or!(mutex_trylock, libc::EINVAL);
+    // SAFETY: forwarding the caller's argument unchanged.
+    let rc = unsafe { try_once(m) };
+    if rc != 0 {
+        mutex_trylock_not_taken(guard, hit, rc);
+        return rc;
+    }
+    let held_before = recorder::engaged_quickly(&guard, hit);
+    if held_before != 0 {
+        mutex_trylock_nested(guard, hit, held_before);
+    }
+    0
+}
+
+/// The full mode's quick trylock was nested in other holds.
+#[inline(never)]
+#[cold]
+fn mutex_trylock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize) {
+    recorder::nested_quickly(&guard, hit, held_before, true);
+}
+
+/// The full mode's quick trylock did not take the mutex: recorded as the
+/// general way would (a failed try, or an unusual result).
+#[inline(never)]
+#[cold]
+fn mutex_trylock_not_taken(guard: HookGuard, hit: recorder::HotHit, rc: c_int) {
+    let p = recorder::not_taken_quickly(&guard, hit);
+    crate::intercept::tried(&guard, &p, Hold::Exclusive, rc);
+}
+
+/// The full mode's quick look found the hot cache's first level does not
+/// hold the trylock: its second level, else looked up from there (the look
+/// counted), then tried.
+#[inline(never)]
+#[cold]
+unsafe fn mutex_trylock_missed(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+    guard: HookGuard,
+) -> c_int {
+    if let Some(hit) = recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { mutex_trylock_found(guard, m, hit) };
+    }
+    let try_once = real_or!(mutex_trylock, libc::EINVAL);
+    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
+        // SAFETY: forwarding the caller's argument unchanged.
+        return unsafe { try_once(m) };
+    };
+    // SAFETY: forwarding the caller's argument unchanged.
+    crate::intercept::try_acquire(&guard, &p, Hold::Exclusive, || unsafe { try_once(m) })
+}
+
+trylock_handler!(mutex_trylock_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 
 /// Lean mode's `pthread_mutex_trylock`: the common engagement whole, with
 /// no hook entered, as [`mutex_lock_lean`]'s.

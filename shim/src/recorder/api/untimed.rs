@@ -77,17 +77,18 @@ pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
 
 /// [`engaged_quickly`]'s engagement was taken while `held_before` others
 /// were held: a re-acquisition or lock-order edges, as
-/// [`acquired_exclusive`] records them.
+/// [`acquired_exclusive`] records them
+/// (`tried`: taken by a trylock, which cannot deadlock).
 #[cold]
 #[inline(never)]
-pub fn nested_quickly(g: &InHook, hit: HotHit, held_before: usize) {
+pub fn nested_quickly(g: &InHook, hit: HotHit, held_before: usize, tried: bool) {
     let p: Prepared = hit.target().into();
-    crate::recorder::api::prepared::nested(g, (p.addr(), p.lane()), held_before, false);
+    crate::recorder::api::prepared::nested(g, (p.addr(), p.lane()), held_before, tried);
 }
 
 /// A mutex [`prepare_quickly`] found was not taken at once: the look is
-/// counted (the acquisition, contended, counts itself); its handle for
-/// the general way.
+/// counted (an acquisition after a wait counts itself; a failed trylock
+/// is no further call); its handle for the general way.
 #[inline(always)]
 pub fn not_taken_quickly(g: &InHook, hit: HotHit) -> Prepared {
     g.thread().call_cost().count();
