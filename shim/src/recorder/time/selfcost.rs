@@ -2,7 +2,7 @@
 //!
 //! Timing every recorder call would double the cost it measures, so each
 //! thread counts its calls (`prepare`, `acquired`, `released`) and times one
-//! or two in [`SAMPLE_EVERY`] (the 16th and 17th, early so that short-lived
+//! or two in [`SAMPLE_EVERY`] (the 17th and 18th, early so that short-lived
 //! threads get a sample too). The shim's time so far is then estimated as calls × the
 //! sampled mean, plus the slow paths, which are always timed. Only calls
 //! that stayed on the fast path are sampled; a sample excludes the clock
@@ -98,7 +98,7 @@ impl CallCost {
     }
 
     /// Whether the next call is one to time (then it goes the way that
-    /// times it, [`begin`](Self::begin)): the 16th or the 17th of each
+    /// times it, [`begin`](Self::begin)): the 17th or the 18th of each
     /// [`SAMPLE_EVERY`]. Two places, because an untimed acquisition only
     /// counts itself, and a thread whose loop makes a power-of-two number
     /// of calls would otherwise find one there every time, and never be
@@ -106,7 +106,9 @@ impl CallCost {
     /// before each), so one of the two places is always timed.
     #[inline(always)]
     pub fn next_is_timed(&self) -> bool {
-        (self.calls.get() + 1) & (SAMPLE_EVERY - 2) == SAMPLED_PHASE
+        // The calls made so far, not the next one's number: one addition
+        // less on every hook's path.
+        self.calls.get() & (SAMPLE_EVERY - 2) == SAMPLED_PHASE
     }
 
     /// Counts a call that is not timed.
