@@ -33,9 +33,11 @@ const HOT_SLOTS: usize = 64;
 #[derive(Clone, Copy)]
 struct HotEntry {
     addr: u64,
+    /// The return address, the mode folded in above bit 61 ([`key_ret`]).
     ret: u64,
-    /// `generation << MODE_BITS | mode`, as in the lane's index: an entry of
-    /// the lane's previous thread never matches.
+    /// `generation << MODE_BITS | mode`, as in the lane's index: checked in
+    /// the second level only, which is not cleared for a lane's next
+    /// thread (the first level is).
     tag: u32,
     /// Module-map epoch the offsets were learned in.
     epoch: u32,
@@ -50,7 +52,8 @@ struct HotEntry {
     counter: *mut u8,
 }
 
-/// A lane's hot cache. All zero bits is empty (tag 0 is never a lane's).
+/// A lane's hot cache. All zero bits is empty (no lock lies at address 0,
+/// and tag 0 is never a lane's).
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
     /// The second level (`WARM_SLOTS` entries), or null until mapped.
@@ -137,6 +140,16 @@ impl HotHit {
     }
 }
 
+/// An entry's `ret`: the return address with the mode (exclusive, shared,
+/// post) folded in above the bits a user-space address uses, so that the
+/// first level needs no tag (one call instruction could reach a read and
+/// a write lock through a function pointer). The common mode, exclusive,
+/// is 0: a mutex hook's key is its return address as it is.
+#[inline(always)]
+fn key_ret(ret: u64, mode: u32) -> u64 {
+    ret ^ (u64::from(mode) << 61)
+}
+
 impl HotEntry {
     /// The entry as a hit, if its lock is the one it was cached for (not
     /// destroyed and made again since).
@@ -147,10 +160,18 @@ impl HotEntry {
         (slot.id() == self.lock_id).then_some(HotHit(self))
     }
 
-    /// Same lock, return address, mode and thread.
+    /// Same lock, return address and mode ([`key_ret`]): in the first
+    /// level, also the same thread (see [`HotCache::new_thread`]).
     #[inline(always)]
-    fn same_key(&self, addr: u64, ret: u64, tag: u32) -> bool {
-        self.addr == addr && self.ret == ret && self.tag == tag
+    fn same_key(&self, addr: u64, ret_key: u64) -> bool {
+        self.addr == addr && self.ret == ret_key
+    }
+
+    /// [`same_key`](Self::same_key) and the same thread, for the second
+    /// level.
+    #[inline(always)]
+    fn same_tagged_key(&self, addr: u64, ret_key: u64, tag: u32) -> bool {
+        self.same_key(addr, ret_key) && self.tag == tag
     }
 
     /// Whether this call came the way the entry's did.
@@ -182,11 +203,12 @@ impl HotEntry {
 }
 
 impl HotCache {
-    /// The entry for this call, if cached and its lock still lives (not
-    /// destroyed and re-initialised since).
+    /// The entry for this call (`mode`: exclusive, shared or post), if
+    /// cached and its lock still lives (not destroyed and re-initialised
+    /// since).
     #[inline(always)]
-    pub fn find(&self, addr: u64, caller: Caller, tag: u32) -> Option<HotTarget> {
-        let e = self.entry_for(addr, caller, tag)?;
+    pub fn find(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
+        let e = self.entry_for(addr, caller, mode)?;
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*e.slot };
         (slot.id() == e.lock_id).then_some(HotTarget {
@@ -198,16 +220,17 @@ impl HotCache {
     /// [`find`](Self::find)'s entry itself, for a hook that keeps it
     /// across the real call (one register instead of two).
     #[inline(always)]
-    pub fn find_hit(&self, addr: u64, caller: Caller, tag: u32) -> Option<HotHit> {
-        self.entry_for(addr, caller, tag)?.live()
+    pub fn find_hit(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+        self.entry_for(addr, caller, mode)?.live()
     }
 
     /// The entry whose key and path are this call's, live or not.
     #[inline(always)]
-    fn entry_for(&self, addr: u64, caller: Caller, tag: u32) -> Option<&HotEntry> {
+    fn entry_for(&self, addr: u64, caller: Caller, mode: u32) -> Option<&HotEntry> {
         let home = home(addr, caller.ret);
+        let ret_key = key_ret(caller.ret, mode);
         let e = &self.entries[home];
-        if !e.same_key(addr, caller.ret, tag) {
+        if !e.same_key(addr, ret_key) {
             return None;
         }
         let epoch = crate::recorder::base::caller::epoch();
@@ -216,7 +239,7 @@ impl HotCache {
         }
         // Another path of the same call: the second place holds it, if any.
         let other = &self.entries[home ^ 1];
-        (other.same_key(addr, caller.ret, tag) && other.same_path(caller, epoch)).then_some(other)
+        (other.same_key(addr, ret_key) && other.same_path(caller, epoch)).then_some(other)
     }
 
     /// How many entries were written so far, read as a signal handler
@@ -230,9 +253,11 @@ impl HotCache {
     /// The entry for a call in lean mode, whose entries have no context
     /// (depth 0): the key, the module epoch and the lock's identity.
     #[inline(always)]
-    pub fn find_line(&self, addr: u64, ret: u64, tag: u32) -> Option<HotTarget> {
+    pub fn find_line(&self, addr: u64, ret: u64, mode: u32) -> Option<HotTarget> {
         let e = &self.entries[home(addr, ret)];
-        if !e.same_key(addr, ret, tag) || e.epoch != crate::recorder::base::caller::epoch() {
+        if !e.same_key(addr, key_ret(ret, mode))
+            || e.epoch != crate::recorder::base::caller::epoch()
+        {
             return None;
         }
         // SAFETY: slots live in the object table for the life of the process.
@@ -246,8 +271,14 @@ impl HotCache {
     /// The second level's entry for this call (see the module's comment),
     /// if it has one and its lock still lives.
     #[inline]
-    pub fn find_warm(&mut self, addr: u64, caller: Caller, tag: u32) -> Option<HotTarget> {
-        self.find_warm_hit(addr, caller, tag).map(HotHit::target)
+    pub fn find_warm(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotTarget> {
+        self.find_warm_hit(addr, caller, (tag, mode))
+            .map(HotHit::target)
     }
 
     /// Whether the second level serves: mapped, and not switched off.
@@ -258,7 +289,12 @@ impl HotCache {
 
     /// [`find_warm`](Self::find_warm)'s entry itself (see [`HotHit`]).
     #[inline]
-    pub fn find_warm_hit(&mut self, addr: u64, caller: Caller, tag: u32) -> Option<HotHit> {
+    pub fn find_warm_hit(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotHit> {
         if !self.warm_serves() {
             return None;
         }
@@ -270,7 +306,7 @@ impl HotCache {
         // SAFETY: `warm` maps WARM_SLOTS entries, and the place is masked
         // to them by construction of `warm_home`.
         let e = unsafe { &*self.warm.add(warm_home(addr, caller.ret)) };
-        if !(e.same_key(addr, caller.ret, tag)
+        if !(e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
             && e.same_path(caller, crate::recorder::base::caller::epoch()))
         {
             return None;
@@ -280,10 +316,15 @@ impl HotCache {
         Some(hit)
     }
 
-    /// A new thread's lane: whether the second level serves it is judged
-    /// afresh (the mapping stays; the previous thread's entries never
-    /// match its tags).
+    /// A new thread's lane: the first level is emptied (its keys have no
+    /// thread tag, so that a hit compares two words, not three), and
+    /// whether the second level serves is judged afresh (the mapping
+    /// stays; the previous thread's entries never match its tags).
     pub fn new_thread(&mut self) {
+        for e in &mut self.entries {
+            // No lock lies at address 0: the entry matches no call.
+            e.addr = 0;
+        }
         (self.warm_looks, self.warm_hits, self.warm_off) = (0, 0, false);
     }
 
@@ -310,15 +351,16 @@ impl HotCache {
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),
-        tag: u32,
+        (tag, mode): (u32, u32),
         (slot, lock_id, counter): (&ObjectSlot, u32, *mut u8),
     ) {
         let mut at = home(addr, caller.ret);
+        let ret = key_ret(caller.ret, mode);
         let first = &self.entries[at];
         // The first place is kept only for another live path of this call;
         // the same path (its lock destroyed and made again) or one learned
         // before a `dlclose` is replaced.
-        if first.same_key(addr, caller.ret, tag)
+        if first.same_key(addr, ret)
             && first.epoch == seen.epoch
             && (first.depth, first.offsets, first.above) != (seen.depth, seen.offsets, seen.above)
         {
@@ -326,7 +368,7 @@ impl HotCache {
         }
         let entry = HotEntry {
             addr,
-            ret: caller.ret,
+            ret,
             tag,
             epoch: seen.epoch,
             depth: seen.depth,
@@ -423,7 +465,7 @@ mod tests {
     fn a_call_path_is_found_by_its_words_on_the_stack() {
         // SAFETY: all zero bits is the empty cache (see `HotCache`).
         let mut cache: Box<HotCache> = Box::new(unsafe { core::mem::zeroed() });
-        let (addr, tag) = (0x1000, 9);
+        let (addr, mode) = (0x1000, 1);
         let first = [0x400_000, 0xaaa, 0, 0xbbb];
         let other = [0x400_000, 0xaaa, 0, 0xccc];
         let at = |stack: &[u64; 4]| Caller {
@@ -431,42 +473,42 @@ mod tests {
             sp: stack.as_ptr() as u64,
         };
         let lock = slot(5);
-        assert!(cache.find(addr, at(&first), tag).is_none(), "empty");
+        assert!(cache.find(addr, at(&first), mode).is_none(), "empty");
 
         cache.remember(
             (addr, at(&first), &seen(&first)),
-            tag,
+            (9, mode),
             (lock, 5, 0x10 as *mut u8),
         );
         let hit = cache
-            .find(addr, at(&first), tag)
+            .find(addr, at(&first), mode)
             .expect("the path just cached");
         assert_eq!(hit.counter, 0x10 as *mut u8);
         assert!(
-            cache.find(addr, at(&other), tag).is_none(),
+            cache.find(addr, at(&other), mode).is_none(),
             "another caller's caller"
         );
         assert!(
-            cache.find(addr, at(&first), tag + 1).is_none(),
-            "another mode or thread"
+            cache.find(addr, at(&first), mode + 1).is_none(),
+            "another mode"
         );
         assert!(
-            cache.find(addr + 8, at(&first), tag).is_none(),
+            cache.find(addr + 8, at(&first), mode).is_none(),
             "another lock"
         );
 
         // A second path of the same call keeps the first.
         cache.remember(
             (addr, at(&other), &seen(&other)),
-            tag,
+            (9, mode),
             (lock, 5, 0x20 as *mut u8),
         );
         assert_eq!(
-            cache.find(addr, at(&first), tag).map(|h| h.counter),
+            cache.find(addr, at(&first), mode).map(|h| h.counter),
             Some(0x10 as *mut u8)
         );
         assert_eq!(
-            cache.find(addr, at(&other), tag).map(|h| h.counter),
+            cache.find(addr, at(&other), mode).map(|h| h.counter),
             Some(0x20 as *mut u8)
         );
 
@@ -475,18 +517,39 @@ mod tests {
         lock.ident
             .store(1 << 32 | 6, core::sync::atomic::Ordering::Relaxed);
         assert!(
-            cache.find(addr, at(&first), tag).is_none(),
+            cache.find(addr, at(&first), mode).is_none(),
             "a destroyed lock"
         );
         cache.remember(
             (addr, at(&first), &seen(&first)),
-            tag,
+            (9, mode),
             (lock, 6, 0x30 as *mut u8),
         );
         assert_eq!(
-            cache.find(addr, at(&first), tag).map(|h| h.counter),
+            cache.find(addr, at(&first), mode).map(|h| h.counter),
             Some(0x30 as *mut u8)
         );
+    }
+
+    /// The first level has no thread tag: a lane's next thread starts with
+    /// it empty, and never counts into the previous thread's counters.
+    #[test]
+    fn a_lanes_next_thread_finds_nothing_of_the_previous_ones() {
+        // SAFETY: all zero bits is the empty cache (see `HotCache`).
+        let mut cache: Box<HotCache> = Box::new(unsafe { core::mem::zeroed() });
+        let stack = [0x400_000u64, 0xaaa, 0, 0xbbb];
+        let at = Caller {
+            ret: 0x400_000,
+            sp: stack.as_ptr() as u64,
+        };
+        cache.remember(
+            (0x1000, at, &seen(&stack)),
+            (9, 0),
+            (slot(5), 5, 0x10 as *mut u8),
+        );
+        assert!(cache.find(0x1000, at, 0).is_some());
+        cache.new_thread();
+        assert!(cache.find(0x1000, at, 0).is_none(), "the next thread's");
     }
 
     /// 4,096 locks taken at random at one line: more than the first level
@@ -509,13 +572,13 @@ mod tests {
         let remember = |cache: &mut HotCache, i: u64| {
             cache.remember(
                 (lock(i), at, &seen(&stack)),
-                tag,
+                (tag, 0),
                 (slots[i as usize], i as u32 + 1, counter(i)),
             );
         };
         for i in 0..u64::from(WARM_AFTER) {
             assert!(
-                cache.find_warm(lock(i), at, tag).is_none(),
+                cache.find_warm(lock(i), at, (tag, 0)).is_none(),
                 "not mapped yet"
             );
             remember(&mut cache, i);
@@ -525,20 +588,28 @@ mod tests {
             remember(&mut cache, i);
         }
         let found = (0..4096)
-            .filter(|&i| cache.find_warm(lock(i), at, tag).map(|h| h.counter) == Some(counter(i)))
+            .filter(|&i| {
+                cache.find_warm(lock(i), at, (tag, 0)).map(|h| h.counter) == Some(counter(i))
+            })
             .count();
         // Remembered since it was mapped, and not displaced (40 bytes apart:
         // one place each in their page's run; pages' runs may collide).
         assert!(found >= 2800, "{found} of 4096 found in the second level");
-        assert!(cache.find_warm(lock(5000), at, tag).is_none(), "never seen");
+        assert!(
+            cache.find_warm(lock(5000), at, (tag, 0)).is_none(),
+            "never seen"
+        );
 
         // A lock destroyed and made again is not found.
         let i = 4000;
-        assert!(cache.find_warm(lock(i), at, tag).is_some());
+        assert!(cache.find_warm(lock(i), at, (tag, 0)).is_some());
         slots[i as usize]
             .ident
             .store(1 << 32 | 99_999, core::sync::atomic::Ordering::Relaxed);
-        assert!(cache.find_warm(lock(i), at, tag).is_none(), "made again");
+        assert!(
+            cache.find_warm(lock(i), at, (tag, 0)).is_none(),
+            "made again"
+        );
 
         // Looks that never hit: within a period it stops serving.
         let other = Caller {
@@ -546,9 +617,9 @@ mod tests {
             ..at
         };
         for _ in 0..2 * WARM_PERIOD {
-            let _ = cache.find_warm(lock(1), other, tag);
+            let _ = cache.find_warm(lock(1), other, (tag, 0));
         }
         assert!(cache.warm_off, "a second level that never hits is left");
-        assert!(cache.find_warm(lock(4001), at, tag).is_none(), "off");
+        assert!(cache.find_warm(lock(4001), at, (tag, 0)).is_none(), "off");
     }
 }

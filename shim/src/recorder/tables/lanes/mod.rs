@@ -512,19 +512,19 @@ impl Lane {
     /// The hot cache's entry for this call (see `hot_cache.rs`).
     #[inline(always)]
     pub fn hot(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
-        self.hot.find(addr, caller, self.tag(mode))
+        self.hot.find(addr, caller, mode)
     }
 
     /// [`hot`](Self::hot)'s entry itself (see `HotHit`).
     #[inline(always)]
     pub fn hot_hit(&self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
-        self.hot.find_hit(addr, caller, self.tag(mode))
+        self.hot.find_hit(addr, caller, mode)
     }
 
     /// Lean mode's hot-cache entry for a call keyed by its line alone.
     #[inline(always)]
     pub fn hot_line(&self, addr: u64, ret: u64, mode: u32) -> Option<HotTarget> {
-        self.hot.find_line(addr, ret, self.tag(mode))
+        self.hot.find_line(addr, ret, mode)
     }
 
     /// The hot cache's second level's entry for this call (see
@@ -532,7 +532,7 @@ impl Lane {
     #[inline]
     pub fn warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
         let tag = self.tag(mode);
-        self.hot.find_warm(addr, caller, tag)
+        self.hot.find_warm(addr, caller, (tag, mode))
     }
 
     /// Whether the hot cache's second level serves this thread (mapped,
@@ -547,7 +547,7 @@ impl Lane {
     #[inline]
     pub fn warm_hit(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
         let tag = self.tag(mode);
-        self.hot.find_warm_hit(addr, caller, tag)
+        self.hot.find_warm_hit(addr, caller, (tag, mode))
     }
 
     /// Caches a call path the general path looked up.
@@ -558,7 +558,7 @@ impl Lane {
         target: (&ObjectSlot, u32, *mut u8),
     ) {
         let tag = self.tag(mode);
-        self.hot.remember((addr, caller, seen), tag, target);
+        self.hot.remember((addr, caller, seen), (tag, mode), target);
     }
 
     #[inline]
