@@ -147,7 +147,12 @@ pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int
 unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
     // Every way but the common one is a call that takes the guard over,
     // made last, so that the common one needs no more frame than what
-    // lives across the real call.
+    // lives across the real call. Timed engagements (full tracing, hold
+    // sampling) go the general way before anything is looked at twice.
+    if !crate::config::untimed_uncontended() {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { mutex_lock_general(m, caller, sp) };
+    }
     if let Some(guard) = HookGuard::enter_quickly() {
         if let Attempt::TryFirst = mutex_attempt(m) {
             match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
@@ -394,6 +399,10 @@ unsafe extern "C-unwind" fn mutex_trylock(
     caller: usize,
     sp: usize,
 ) -> c_int {
+    if !crate::config::untimed_uncontended() {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { mutex_trylock_general(m, caller, sp) };
+    }
     if let Some(guard) = HookGuard::enter_quickly() {
         match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
             // SAFETY: forwarding the caller's argument unchanged.

@@ -20,21 +20,22 @@ pub enum QuickLook {
     /// ([`warm_quickly`]), else `prepare_missed_twice` looks it up without
     /// looking there again.
     Missed,
-    /// Not a call for the quick path (sampled for self-cost, timed, or the
+    /// Not a call for the quick path (sampled for self-cost, or the
     /// thread's first): the general way.
     Declined,
 }
 
 /// The full mode's look for a plain mutex's lock call, made in the hook
 /// before the real call, if this call is to take the common path whole
-/// (not sampled for self-cost, not timed, a lane already registered).
+/// (not sampled for self-cost, a lane already registered; the hook asked
+/// [`config::untimed_uncontended`] first, before entering).
 /// Nothing is counted yet: [`engaged_quickly`] counts the look and the
 /// acquisition in one store, [`not_taken_quickly`] and
 /// `prepare_missed_twice` the look.
 #[inline(always)]
 pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
     let lane = g.thread().lane();
-    if lane.is_null() || !config::untimed_uncontended() || g.thread().call_cost().next_is_timed() {
+    if lane.is_null() || g.thread().call_cost().next_is_timed() {
         return QuickLook::Declined;
     }
     // SAFETY: a lane registered to this thread is its own until it ends.
