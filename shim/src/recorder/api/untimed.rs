@@ -73,7 +73,9 @@ pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
     let p: Prepared = hit.target().into();
     p.counter().engagements += 1;
     p.take_ownership(g);
-    p.push_hold(g, 0, (0, 0))
+    g.thread()
+        .held()
+        .push_plain(p.addr(), p.lock_id(), p.slot, p.counter)
 }
 
 /// [`engaged_quickly`]'s engagement was taken while `held_before` others

@@ -38,12 +38,16 @@ pub struct HeldEntry {
     pub slot: *const ObjectSlot,
     /// Null when the counter is gone (after fork) or could not be recorded.
     pub counter: *mut CounterRecord,
-    /// When the hold started, if it is being timed; 0 otherwise.
+    /// When the hold started, if it is being timed; 0 otherwise. Left as
+    /// it was by a plain push ([`HeldStack::push_plain`]): read it through
+    /// [`HeldStack::take`], or only with `HELD_TIMED` set.
     pub since_ns: u64,
-    /// The thread's slow-path shim time when a timed hold started.
+    /// The thread's slow-path shim time when a timed hold started (as
+    /// `since_ns`).
     pub shim_ns: u64,
     /// Times the thread took the lock again while holding it: unlocks
-    /// that release nothing before the one that lets it go.
+    /// that release nothing before the one that lets it go. Meant only with
+    /// `HELD_RELOCKED` set (as `since_ns`).
     pub relocks: u32,
 }
 
@@ -133,6 +137,29 @@ impl HeldStack {
         before
     }
 
+    /// [`push`](Self::push) of an untimed hold taken once (no flags): only
+    /// the fields such a hold means are written, the others are left as
+    /// the entry's last use left them (see `since_ns`).
+    #[inline(always)]
+    pub fn push_plain(
+        &mut self,
+        addr: u64,
+        lock_id: u32,
+        slot: *const ObjectSlot,
+        counter: *mut CounterRecord,
+    ) -> usize {
+        let before = self.len;
+        // SAFETY: as in `push`.
+        let e = unsafe { self.entries.get_unchecked_mut(before) };
+        e.addr = addr;
+        e.lock_id = lock_id;
+        e.flags = 0;
+        e.slot = slot;
+        e.counter = counter;
+        self.len = before + usize::from(before < MAX_HELD);
+        before
+    }
+
     /// The engagements held now, innermost last.
     /// Up to `out.len()` of the locks another thread's stack at `stack`
     /// holds, innermost first, as (lock id, counter record), read with
@@ -200,16 +227,25 @@ impl HeldStack {
     #[inline]
     pub fn take(&mut self, addr: u64) -> Option<HeldEntry> {
         // Locks are almost always released innermost first.
-        if self.len > 0 && self.entries[self.len - 1].addr == addr {
+        let mut entry = if self.len > 0 && self.entries[self.len - 1].addr == addr {
             self.len -= 1;
-            return Some(self.entries[self.len]);
+            self.entries[self.len]
+        } else {
+            let at = self.entries[..self.len]
+                .iter()
+                .rposition(|e| e.addr == addr)?;
+            let entry = self.entries[at];
+            self.entries.copy_within(at + 1..self.len, at);
+            self.len -= 1;
+            entry
+        };
+        // What a plain push left as it was, read as what it means.
+        if entry.flags & HELD_TIMED == 0 {
+            (entry.since_ns, entry.shim_ns) = (0, 0);
         }
-        let at = self.entries[..self.len]
-            .iter()
-            .rposition(|e| e.addr == addr)?;
-        let entry = self.entries[at];
-        self.entries.copy_within(at + 1..self.len, at);
-        self.len -= 1;
+        if entry.flags & HELD_RELOCKED == 0 {
+            entry.relocks = 0;
+        }
         Some(entry)
     }
 
@@ -236,7 +272,11 @@ impl HeldStack {
         else {
             return false;
         };
-        hold.relocks = hold.relocks.saturating_add(1);
+        hold.relocks = if hold.flags & HELD_RELOCKED == 0 {
+            1
+        } else {
+            hold.relocks.saturating_add(1)
+        };
         hold.flags |= HELD_RELOCKED;
         self.len = below;
         true
@@ -250,7 +290,7 @@ impl HeldStack {
             .rev()
             .find(|e| e.addr == addr)
         {
-            Some(hold) if hold.relocks > 0 => {
+            Some(hold) if hold.flags & HELD_RELOCKED != 0 => {
                 hold.relocks -= 1;
                 if hold.relocks == 0 {
                     hold.flags &= !HELD_RELOCKED;
@@ -374,6 +414,30 @@ mod tests {
             .entries()
             .iter()
             .all(|e| e.flags & HELD_FORGOTTEN != 0 && e.slot.is_null()));
+    }
+
+    #[test]
+    fn a_plain_push_over_a_timed_hold_reads_as_untimed() {
+        let mut s = HeldStack::new();
+        s.push(HeldEntry {
+            since_ns: 5,
+            shim_ns: 7,
+            ..entry(1)
+        });
+        let before = s.push(entry(1));
+        assert!(s.fold_relock(1, before));
+        s.take(1);
+        // The same place, pushed plainly: what the last hold left there is
+        // not this one's.
+        s.push_plain(2, 2, core::ptr::null(), core::ptr::null_mut());
+        assert!(!s.unwind_relock(2), "never taken again");
+        let e = s.take(2).expect("held");
+        assert_eq!((e.flags, e.since_ns, e.shim_ns, e.relocks), (0, 0, 0, 0));
+        // Taken again after a plain push: counted from one.
+        s.push_plain(3, 3, core::ptr::null(), core::ptr::null_mut());
+        let before = s.push(entry(3));
+        assert!(s.fold_relock(3, before));
+        assert_eq!(s.entries()[0].relocks, 1);
     }
 
     #[test]
