@@ -1,20 +1,24 @@
 //! The exported mutex lock, trylock and unlock: naked trampolines that
 //! jump through a handler chosen for the recording mode once the settings
-//! are read — the full mode's (the lock hooks' shapes in `hooks.rs`), or
-//! lean mode's (`LOCKSUIT_MODE=lean`, see `recorder/api/lean.rs`), whose
-//! common engagement is done whole without entering a hook. The other
-//! mutex hooks (init, destroy, timed locks) are in `hooks.rs`.
+//! are read — the full mode's (its lock and trylock in `mutexes/quick.rs`,
+//! falling back on the lock hooks' shapes in `hooks.rs`), or lean mode's
+//! (`LOCKSUIT_MODE=lean`, see `recorder/api/lean.rs`), whose common
+//! engagement is done whole without entering a hook. The other mutex
+//! hooks (init, destroy, timed locks) are in `hooks.rs`.
+
+mod quick;
 
 use super::{mutex_attempt, released};
 use crate::guard::{HookGuard, ThreadState};
 use crate::intercept::{acquire, try_acquire, Attempt};
 use crate::lifecycle;
 use crate::real::real;
-use crate::recorder::{self, Caller, Hold, QuickLook};
+use crate::recorder::{self, Caller, Hold};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use libc::pthread_mutex_t;
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
+use quick::{mutex_lock, mutex_trylock};
 
 /// The handlers `pthread_mutex_lock`, `_trylock` and `_unlock` jump to:
 /// the full mode's, or lean mode's, chosen by the first lock or trylock once
@@ -136,109 +140,6 @@ pub unsafe extern "C" fn pthread_mutex_unlock(_m: *mut pthread_mutex_t) -> c_int
         "br x16",
         h = sym MUTEX_UNLOCK_HANDLER
     );
-}
-
-/// The full mode's `pthread_mutex_lock`: the common engagement (a plain
-/// mutex, a hit in the hot cache's first level, taken at once, not
-/// sampled) in the hook with no call but the real one, so that only the
-/// guard and the cache entry live across it; a call the first level
-/// misses goes on from the look without a second one; anything else the
-/// general way.
-unsafe extern "C-unwind" fn mutex_lock(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
-    // Every way but the common one is a call that takes the guard over,
-    // made last, so that the common one needs no more frame than what
-    // lives across the real call. Timed engagements (full tracing, hold
-    // sampling) go the general way before anything is looked at twice.
-    if !crate::config::untimed_uncontended() {
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { mutex_lock_general(m, caller, sp) };
-    }
-    if let Some(guard) = HookGuard::enter_quickly() {
-        if let Attempt::TryFirst = mutex_attempt(m) {
-            match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-                // SAFETY: forwarding the caller's argument unchanged.
-                QuickLook::Hit(hit) => return unsafe { mutex_lock_found(guard, m, hit) },
-                // SAFETY: forwarding the caller's arguments unchanged.
-                QuickLook::Missed => return unsafe { mutex_lock_missed(m, caller, sp, guard) },
-                QuickLook::Declined => {}
-            }
-        }
-    }
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { mutex_lock_general(m, caller, sp) }
-}
-
-/// The try-first protocol for a mutex found in the hot cache: taken at
-/// once, the engagement is recorded here; else the general way goes on.
-#[inline(always)]
-unsafe fn mutex_lock_found(
-    guard: HookGuard,
-    m: *mut pthread_mutex_t,
-    hit: recorder::HotHit,
-) -> c_int {
-    let try_once = real_or!(mutex_trylock, libc::EINVAL);
-    // SAFETY: forwarding the caller's argument unchanged.
-    let rc = unsafe { try_once(m) };
-    if rc != 0 {
-        // SAFETY: forwarding the caller's argument (the entry's mutex)
-        // unchanged.
-        return unsafe { mutex_lock_not_taken(guard, hit, rc) };
-    }
-    let held_before = recorder::engaged_quickly(&guard, hit);
-    if held_before != 0 {
-        mutex_lock_nested(guard, hit, held_before);
-    }
-    0
-}
-
-/// The full mode's quick engagement was nested in other holds.
-#[inline(never)]
-#[cold]
-fn mutex_lock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize) {
-    recorder::nested_quickly(&guard, hit, held_before, false);
-}
-
-/// The full mode's quick look found the hot cache's first level does not
-/// hold the call: its second level, else looked up from there (the look
-/// counted), then the try-first protocol.
-#[inline(never)]
-#[cold]
-unsafe fn mutex_lock_missed(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-    guard: HookGuard,
-) -> c_int {
-    if let Some(hit) = recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { mutex_lock_found(guard, m, hit) };
-    }
-    let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
-    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { block(m) };
-    };
-    acquire(
-        &guard,
-        &p,
-        (Hold::Exclusive, 0, Attempt::TryFirst),
-        // SAFETY: forwarding the caller's argument unchanged.
-        || unsafe { try_once(m) },
-        // SAFETY: forwarding the caller's argument unchanged.
-        || unsafe { block(m) },
-    )
-}
-
-/// The full mode's quick try found the mutex busy (or got an unusual
-/// result): the general way from there, with the lock's entry found.
-#[inline(never)]
-#[cold]
-unsafe fn mutex_lock_not_taken(guard: HookGuard, hit: recorder::HotHit, rc: c_int) -> c_int {
-    let p = recorder::not_taken_quickly(&guard, hit);
-    let m = p.addr() as *mut pthread_mutex_t;
-    let block = real_or!(mutex_lock, libc::EINVAL);
-    // SAFETY: forwarding the caller's argument unchanged.
-    crate::intercept::not_taken_at_once(&guard, p, (Hold::Exclusive, 0), rc, || unsafe { block(m) })
 }
 
 lock_handler!(mutex_lock_general(m: *mut pthread_mutex_t),
@@ -389,94 +290,6 @@ fn lean_release_with_waiters(addr: u64) {
 }
 
 export_through!(pthread_mutex_trylock => MUTEX_TRYLOCK_HANDLER);
-
-/// The full mode's `pthread_mutex_trylock`, as [`mutex_lock`]: the common
-/// engagement in the hook with no call but the real one; a call the hot
-/// cache's first level misses goes on from the look; anything else the
-/// general way.
-unsafe extern "C-unwind" fn mutex_trylock(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-) -> c_int {
-    if !crate::config::untimed_uncontended() {
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { mutex_trylock_general(m, caller, sp) };
-    }
-    if let Some(guard) = HookGuard::enter_quickly() {
-        match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-            // SAFETY: forwarding the caller's argument unchanged.
-            QuickLook::Hit(hit) => return unsafe { mutex_trylock_found(guard, m, hit) },
-            // SAFETY: forwarding the caller's arguments unchanged.
-            QuickLook::Missed => return unsafe { mutex_trylock_missed(m, caller, sp, guard) },
-            QuickLook::Declined => {}
-        }
-    }
-    // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { mutex_trylock_general(m, caller, sp) }
-}
-
-/// A trylock of a mutex found in the hot cache: the engagement recorded
-/// here if it took the mutex; any other result the general way's.
-#[inline(always)]
-unsafe fn mutex_trylock_found(
-    guard: HookGuard,
-    m: *mut pthread_mutex_t,
-    hit: recorder::HotHit,
-) -> c_int {
-    let try_once = real_or!(mutex_trylock, libc::EINVAL);
-    // SAFETY: forwarding the caller's argument unchanged.
-    let rc = unsafe { try_once(m) };
-    if rc != 0 {
-        mutex_trylock_not_taken(guard, hit, rc);
-        return rc;
-    }
-    let held_before = recorder::engaged_quickly(&guard, hit);
-    if held_before != 0 {
-        mutex_trylock_nested(guard, hit, held_before);
-    }
-    0
-}
-
-/// The full mode's quick trylock was nested in other holds.
-#[inline(never)]
-#[cold]
-fn mutex_trylock_nested(guard: HookGuard, hit: recorder::HotHit, held_before: usize) {
-    recorder::nested_quickly(&guard, hit, held_before, true);
-}
-
-/// The full mode's quick trylock did not take the mutex: recorded as the
-/// general way would (a failed try, or an unusual result).
-#[inline(never)]
-#[cold]
-fn mutex_trylock_not_taken(guard: HookGuard, hit: recorder::HotHit, rc: c_int) {
-    let p = recorder::not_taken_quickly(&guard, hit);
-    crate::intercept::tried(&guard, &p, Hold::Exclusive, rc);
-}
-
-/// The full mode's quick look found the hot cache's first level does not
-/// hold the trylock: its second level, else looked up from there (the look
-/// counted), then tried.
-#[inline(never)]
-#[cold]
-unsafe fn mutex_trylock_missed(
-    m: *mut pthread_mutex_t,
-    caller: usize,
-    sp: usize,
-    guard: HookGuard,
-) -> c_int {
-    if let Some(hit) = recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { mutex_trylock_found(guard, m, hit) };
-    }
-    let try_once = real_or!(mutex_trylock, libc::EINVAL);
-    let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { try_once(m) };
-    };
-    // SAFETY: forwarding the caller's argument unchanged.
-    crate::intercept::try_acquire(&guard, &p, Hold::Exclusive, || unsafe { try_once(m) })
-}
 
 trylock_handler!(mutex_trylock_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Exclusive);
 
