@@ -73,9 +73,14 @@ pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
     let p: Prepared = hit.target().into();
     p.counter().engagements += 1;
     p.take_ownership(g);
-    g.thread()
-        .held()
-        .push_plain(p.addr(), p.lock_id(), p.slot, p.counter)
+    let held = g.thread().held();
+    if held.is_empty() {
+        // Most locks are taken holding no other: the first place, at an
+        // offset known in advance, and no lock-order work to follow.
+        held.push_plain_first(p.addr(), p.lock_id(), p.slot, p.counter);
+        return 0;
+    }
+    held.push_plain(p.addr(), p.lock_id(), p.slot, p.counter)
 }
 
 /// [`engaged_quickly`]'s engagement was taken while `held_before` others

@@ -160,6 +160,30 @@ impl HeldStack {
         before
     }
 
+    /// [`push_plain`](Self::push_plain) onto an empty stack.
+    #[inline(always)]
+    pub fn push_plain_first(
+        &mut self,
+        addr: u64,
+        lock_id: u32,
+        slot: *const ObjectSlot,
+        counter: *mut CounterRecord,
+    ) {
+        let e = &mut self.entries[0];
+        e.addr = addr;
+        e.lock_id = lock_id;
+        e.flags = 0;
+        e.slot = slot;
+        e.counter = counter;
+        self.len = 1;
+    }
+
+    /// Whether no engagement is held.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The engagements held now, innermost last.
     /// Up to `out.len()` of the locks another thread's stack at `stack`
     /// holds, innermost first, as (lock id, counter record), read with
@@ -438,6 +462,24 @@ mod tests {
         let before = s.push(entry(3));
         assert!(s.fold_relock(3, before));
         assert_eq!(s.entries()[0].relocks, 1);
+    }
+
+    #[test]
+    fn a_first_plain_push_is_the_innermost_and_only_hold() {
+        let mut s = HeldStack::new();
+        s.push(HeldEntry {
+            since_ns: 9,
+            flags: HELD_CONTENDED,
+            ..entry(7)
+        });
+        s.take(7);
+        assert!(s.is_empty());
+        s.push_plain_first(8, 8, core::ptr::null(), core::ptr::null_mut());
+        assert_eq!(s.entries().len(), 1);
+        assert_eq!(s.innermost(8).map(|e| e.flags), Some(0));
+        assert_eq!(s.push(entry(9)), 1, "one held before the next push");
+        let e = s.take(8).expect("held");
+        assert_eq!((e.addr, e.flags, e.since_ns), (8, 0, 0));
     }
 
     #[test]
