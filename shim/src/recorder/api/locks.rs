@@ -344,20 +344,21 @@ fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
     }
     let contended = waiters > 0 || waited || made_wait;
     let trace_all = config::events_all();
-    if entry.since_ns == 0 && !contended && !trace_all {
+    let (since_ns, started_shim_ns) = entry.timed();
+    if since_ns == 0 && !contended && !trace_all {
         return true; // the common case: nothing timed, no clock read
     }
     let now = now_ns();
-    if entry.since_ns != 0 {
-        counter.hold_ns += now.saturating_sub(entry.since_ns);
+    if since_ns != 0 {
+        counter.hold_ns += now.saturating_sub(since_ns);
         counter.hold_samples += 1;
     }
     if contended || trace_all {
         let site = counter.site_id;
         if let Some(lane) = current_lane(g) {
             // The shim's own time inside a timed hold, for compensation.
-            let shim_in_hold = if entry.since_ns != 0 {
-                shim_time_ns(g, lane).saturating_sub(entry.shim_ns)
+            let shim_in_hold = if since_ns != 0 {
+                shim_time_ns(g, lane).saturating_sub(started_shim_ns)
             } else {
                 0
             };
@@ -371,7 +372,7 @@ fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
                 entry.lock_id,
                 site,
                 (seq_after, waiters),
-                (now, entry.since_ns),
+                (now, since_ns),
                 shim_in_hold,
             );
         }

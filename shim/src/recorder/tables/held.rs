@@ -40,7 +40,7 @@ pub struct HeldEntry {
     pub counter: *mut CounterRecord,
     /// When the hold started, if it is being timed; 0 otherwise. Left as
     /// it was by a plain push ([`HeldStack::push_plain`]): read it through
-    /// [`HeldStack::take`], or only with `HELD_TIMED` set.
+    /// [`HeldEntry::timed`], or only with `HELD_TIMED` set.
     pub since_ns: u64,
     /// The thread's slow-path shim time when a timed hold started (as
     /// `since_ns`).
@@ -49,6 +49,19 @@ pub struct HeldEntry {
     /// that release nothing before the one that lets it go. Meant only with
     /// `HELD_RELOCKED` set (as `since_ns`).
     pub relocks: u32,
+}
+
+impl HeldEntry {
+    /// `(since_ns, shim_ns)` of a timed hold; (0, 0) for any other, whose
+    /// fields a plain push left as they were.
+    #[inline(always)]
+    pub fn timed(&self) -> (u64, u64) {
+        if self.flags & HELD_TIMED != 0 {
+            (self.since_ns, self.shim_ns)
+        } else {
+            (0, 0)
+        }
+    }
 }
 
 const EMPTY: HeldEntry = HeldEntry {
@@ -251,25 +264,16 @@ impl HeldStack {
     #[inline]
     pub fn take(&mut self, addr: u64) -> Option<HeldEntry> {
         // Locks are almost always released innermost first.
-        let mut entry = if self.len > 0 && self.entries[self.len - 1].addr == addr {
+        if self.len > 0 && self.entries[self.len - 1].addr == addr {
             self.len -= 1;
-            self.entries[self.len]
-        } else {
-            let at = self.entries[..self.len]
-                .iter()
-                .rposition(|e| e.addr == addr)?;
-            let entry = self.entries[at];
-            self.entries.copy_within(at + 1..self.len, at);
-            self.len -= 1;
-            entry
-        };
-        // What a plain push left as it was, read as what it means.
-        if entry.flags & HELD_TIMED == 0 {
-            (entry.since_ns, entry.shim_ns) = (0, 0);
+            return Some(self.entries[self.len]);
         }
-        if entry.flags & HELD_RELOCKED == 0 {
-            entry.relocks = 0;
-        }
+        let at = self.entries[..self.len]
+            .iter()
+            .rposition(|e| e.addr == addr)?;
+        let entry = self.entries[at];
+        self.entries.copy_within(at + 1..self.len, at);
+        self.len -= 1;
         Some(entry)
     }
 
@@ -456,7 +460,7 @@ mod tests {
         s.push_plain(2, 2, core::ptr::null(), core::ptr::null_mut());
         assert!(!s.unwind_relock(2), "never taken again");
         let e = s.take(2).expect("held");
-        assert_eq!((e.flags, e.since_ns, e.shim_ns, e.relocks), (0, 0, 0, 0));
+        assert_eq!((e.flags, e.timed()), (0, (0, 0)));
         // Taken again after a plain push: counted from one.
         s.push_plain(3, 3, core::ptr::null(), core::ptr::null_mut());
         let before = s.push(entry(3));
@@ -479,7 +483,7 @@ mod tests {
         assert_eq!(s.innermost(8).map(|e| e.flags), Some(0));
         assert_eq!(s.push(entry(9)), 1, "one held before the next push");
         let e = s.take(8).expect("held");
-        assert_eq!((e.addr, e.flags, e.since_ns), (8, 0, 0));
+        assert_eq!((e.addr, e.flags, e.timed()), (8, 0, (0, 0)));
     }
 
     #[test]
