@@ -384,23 +384,7 @@ impl Prepared {
         (since_ns, shim_ns): (u64, u64),
         tried: bool,
     ) {
-        let held_before = self.push_hold(g, flags, (since_ns, shim_ns));
-        if held_before != 0 {
-            nested(g, (self.addr(), self.lane()), held_before, tried);
-        }
-    }
-
-    /// [`track_hold`](Self::track_hold)'s push alone: how many engagements
-    /// were held before it, for the caller to pass to [`nested`] when not
-    /// 0 (a hook's quick path does that in a cold call of its own).
-    #[inline(always)]
-    pub(in crate::recorder) fn push_hold(
-        &self,
-        g: &InHook,
-        flags: u32,
-        (since_ns, shim_ns): (u64, u64),
-    ) -> usize {
-        g.thread().held().push(HeldEntry {
+        let held_before = g.thread().held().push(HeldEntry {
             addr: self.addr(),
             lock_id: self.lock_id(),
             flags,
@@ -409,7 +393,10 @@ impl Prepared {
             since_ns,
             shim_ns,
             relocks: 0,
-        })
+        });
+        if held_before != 0 {
+            nested(g, (self.addr(), self.lane()), held_before, tried);
+        }
     }
 }
 
