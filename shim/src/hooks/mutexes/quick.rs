@@ -36,10 +36,12 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock(
     unsafe { engage::<true>(m, caller, sp) }
 }
 
-/// Every way but the common one is a call that takes the guard over, made
-/// last, so that the common one needs no more frame than what lives across
-/// the real call. Timed engagements (full tracing, hold sampling) go the
-/// general way before anything is looked at twice.
+/// A miss, a busy mutex and a nested hold go on in a call made last that
+/// takes the guard over, so that the common engagement needs no more
+/// frame than what lives across the real call; the rest (a sampled call,
+/// a thread's first, a robust or PI mutex) leaves the hook and enters the
+/// general handler. Timed engagements (full tracing, hold sampling) go
+/// the general way before anything is looked at twice.
 #[inline(always)]
 unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
     if crate::config::untimed_uncontended() {
