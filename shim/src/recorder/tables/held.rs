@@ -52,6 +52,23 @@ pub struct HeldEntry {
 }
 
 impl HeldEntry {
+    /// Makes this place a plain hold's (see [`HeldStack::push_plain`]):
+    /// only the fields such a hold means are written.
+    #[inline(always)]
+    fn set_plain(
+        &mut self,
+        addr: u64,
+        lock_id: u32,
+        slot: *const ObjectSlot,
+        counter: *mut CounterRecord,
+    ) {
+        self.addr = addr;
+        self.lock_id = lock_id;
+        self.flags = 0;
+        self.slot = slot;
+        self.counter = counter;
+    }
+
     /// `(since_ns, shim_ns)` of a timed hold; (0, 0) for any other, whose
     /// fields a plain push left as they were.
     #[inline(always)]
@@ -163,12 +180,7 @@ impl HeldStack {
     ) -> usize {
         let before = self.len;
         // SAFETY: as in `push`.
-        let e = unsafe { self.entries.get_unchecked_mut(before) };
-        e.addr = addr;
-        e.lock_id = lock_id;
-        e.flags = 0;
-        e.slot = slot;
-        e.counter = counter;
+        unsafe { self.entries.get_unchecked_mut(before) }.set_plain(addr, lock_id, slot, counter);
         self.len = before + usize::from(before < MAX_HELD);
         before
     }
@@ -182,12 +194,7 @@ impl HeldStack {
         slot: *const ObjectSlot,
         counter: *mut CounterRecord,
     ) {
-        let e = &mut self.entries[0];
-        e.addr = addr;
-        e.lock_id = lock_id;
-        e.flags = 0;
-        e.slot = slot;
-        e.counter = counter;
+        self.entries[0].set_plain(addr, lock_id, slot, counter);
         self.len = 1;
     }
 
