@@ -336,12 +336,6 @@ impl HeldStack {
         }
     }
 
-    /// Drops the innermost engagement.
-    #[inline]
-    pub fn pop(&mut self) {
-        self.len = self.len.saturating_sub(1);
-    }
-
     /// Drops the innermost engagement, which [`innermost`](Self::innermost)
     /// has just found (so the stack is not empty).
     #[inline(always)]
