@@ -94,3 +94,61 @@ fn same_results_with_and_without_shim() {
     assert_eq!(p["complete"], Value::Bool(true));
     assert!(!locks(p).is_empty(), "the program's mutexes were recorded");
 }
+
+/// tests/c/quick_paths.c: the same lock and trylock calls on the same
+/// mutexes, round after round, so that from the second round on the full
+/// mode takes them on its quick path (hits, a busy trylock, nested holds,
+/// error-checking and recursive mutexes). What every call returns is the
+/// same as without the shim, and the counts are the program's own.
+#[test]
+fn the_quick_lock_path_returns_and_counts_what_the_general_one_does() {
+    let bin = build_c("quick_paths");
+    let rounds = 4;
+    let args = [rounds.to_string()];
+    let plain = run_plain(&bin, &args);
+    assert_success(&plain, "quick_paths without the shim");
+    let dir = fresh_dir("quick_paths");
+    let shim = run_under_shim(&bin, &args, &dir);
+    assert_success(&shim, "quick_paths under the shim");
+    // Addresses differ from run to run; everything else is compared.
+    let fixed = |out: &std::process::Output| -> String {
+        stdout_str(out)
+            .lines()
+            .filter(|l| !l.starts_with("addr-"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    assert_eq!(fixed(&shim), fixed(&plain), "{}", describe(&shim));
+    assert_eq!(shim.status.code(), plain.status.code());
+    assert!(
+        shim.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&shim.stderr)
+    );
+
+    let stdout = stdout_str(&shim);
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    for mutex in ["normal", "outer", "errorcheck", "recursive"] {
+        let lock = lock_by_address(p, &stdout_value(&stdout, &format!("addr-{mutex}")));
+        let taken: u64 = stdout_value(&stdout, &format!("taken-{mutex}"))
+            .parse()
+            .unwrap();
+        assert_eq!(
+            u64_of(lock, "acquisitions"),
+            taken,
+            "{mutex}: {}",
+            short(lock)
+        );
+    }
+    let normal = lock_by_address(p, &stdout_value(&stdout, "addr-normal"));
+    let busy: u64 = stdout_value(&stdout, "busy-normal").parse().unwrap();
+    assert_eq!(u64_of(normal, "try_failures"), busy, "{}", short(normal));
+    let errorcheck = lock_by_address(p, &stdout_value(&stdout, "addr-errorcheck"));
+    assert_eq!(
+        u64_of(errorcheck, "try_failures"),
+        rounds,
+        "{}",
+        short(errorcheck)
+    );
+}
