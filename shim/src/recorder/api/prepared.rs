@@ -267,7 +267,10 @@ fn counter_of(
         Some(p) => p.cast(),
         None => {
             let counter = match lane.find(found.id, caller.ret, context, mode) {
-                Some(p) => p.cast(),
+                Some(p) => {
+                    lane.refilled_by_lock();
+                    p.cast()
+                }
                 None => timed_slow_work(lane, |lane| {
                     new_counter(lane, found.id, (caller, context, python_lines), mode)
                 })?,

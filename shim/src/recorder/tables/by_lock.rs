@@ -13,6 +13,14 @@
 //! the index, and an entry of a previous thread on this lane is told apart by
 //! its tag, as in the index.
 //!
+//! A thread whose locks do not fit (ids that share a set take more lines
+//! than its ways hold, so lookups keep going on to the index) gets twice
+//! the sets, up to `MAX_LOCK_SETS`: a fluid simulation's thread of 86,400
+//! cell locks, each taken at three lines, missed here on nearly half its
+//! operations with 65,536 sets. Whether to grow is judged from the share
+//! of lookups that the index then answered (`refilled`), counted off the
+//! hit path's way; the entries are not carried over (they are only copies).
+//!
 //! The sets are made resident a page at a time, written before anything in
 //! the page is read. A read of an untouched anonymous page maps the shared
 //! zero page, and the first write after it must replace that mapping and
@@ -21,9 +29,16 @@
 
 use core::cell::Cell;
 
-/// Sets: ids that differ by a multiple of this share a set (8 MiB per
-/// thread, reserved when the thread's index first grows, touched as used).
+/// Sets at first: ids that differ by a multiple of this share a set (8 MiB
+/// per thread, reserved when the thread's index first grows, touched as
+/// used).
 pub const LOCK_SETS: usize = 1 << 16;
+
+/// The most sets a lane's cache grows to (32 MiB reserved, touched as used).
+const MAX_LOCK_SETS: usize = 1 << 18;
+
+/// Lookups over which the index's share of the answers is judged.
+const GROWTH_PERIOD: u64 = 1 << 16;
 
 const WAYS: usize = 4;
 
@@ -43,7 +58,7 @@ struct Way {
 /// were simply touched as used (chunks of 128 KiB made 32 threads of 3,000
 /// locks each take 193 MiB instead of 139).
 const PAGE_SETS: usize = 4096 / core::mem::size_of::<LockSet>();
-const PAGES: usize = LOCK_SETS / PAGE_SETS;
+const PAGES: usize = MAX_LOCK_SETS / PAGE_SETS;
 
 #[repr(C, align(64))]
 pub struct LockSet {
@@ -54,9 +69,15 @@ pub struct LockSet {
 /// The cache of one lane: null until reserved.
 pub struct ByLock {
     sets: *mut LockSet,
+    /// The number of sets less one; 0 until reserved (a lane starts as
+    /// zero bits, see `pool.rs`).
+    mask: usize,
     /// Pages made resident (bit `set / PAGE_SETS`); an untouched page holds
     /// no way, so a lookup there reads nothing.
     touched: [Cell<u64>; PAGES / 64],
+    /// Lookups in the current period, and misses the index then answered.
+    looks: Cell<u64>,
+    refills: Cell<u64>,
 }
 
 impl Default for ByLock {
@@ -69,7 +90,10 @@ impl ByLock {
     pub const fn new() -> Self {
         Self {
             sets: core::ptr::null_mut(),
+            mask: 0,
             touched: [const { Cell::new(0) }; PAGES / 64],
+            looks: Cell::new(0),
+            refills: Cell::new(0),
         }
     }
 
@@ -80,10 +104,73 @@ impl ByLock {
             match crate::recorder::base::mapped::map_anonymous::<LockSet>(
                 LOCK_SETS * core::mem::size_of::<LockSet>(),
             ) {
-                Some(p) => self.sets = p,
+                Some(p) => {
+                    self.sets = p;
+                    self.mask = LOCK_SETS - 1;
+                }
                 None => return false,
             }
         }
+        true
+    }
+
+    /// A lookup here missed and the index had the counter: true when, over
+    /// the period just ended, the index answered more than one lookup in
+    /// eight and the sets may still grow (then call [`grow`](Self::grow)).
+    pub fn refilled(&self) -> bool {
+        let refills = self.refills.get() + 1;
+        self.refills.set(refills);
+        let looks = self.looks.get();
+        if looks < GROWTH_PERIOD {
+            return false;
+        }
+        self.looks.set(0);
+        self.refills.set(0);
+        refills * 8 > looks && self.mask + 1 < MAX_LOCK_SETS && !self.sets.is_null()
+    }
+
+    /// Replaces the sets with twice as many, the ways carried over in
+    /// their order (were they dropped, the lookups that filled them again
+    /// would read as a cache too small, and grow it once more). False, the
+    /// old sets kept, if the sets are not reserved or the mapping fails.
+    #[cold]
+    #[inline(never)]
+    pub fn grow(&mut self) -> bool {
+        if self.sets.is_null() {
+            return false;
+        }
+        let (old, old_mask) = (self.sets, self.mask);
+        let sets = ((old_mask + 1) * 2).min(MAX_LOCK_SETS);
+        let Some(p) = crate::recorder::base::mapped::map_anonymous::<LockSet>(
+            sets * core::mem::size_of::<LockSet>(),
+        ) else {
+            return false;
+        };
+        let old_touched =
+            core::array::from_fn::<u64, { PAGES / 64 }, _>(|i| self.touched[i].take());
+        self.sets = p;
+        self.mask = sets - 1;
+        let _errno = crate::diag::ErrnoGuard::save();
+        for page in 0..=old_mask / PAGE_SETS {
+            if old_touched[page / 64] & 1 << (page % 64) == 0 {
+                continue;
+            }
+            for set in page * PAGE_SETS..(page + 1) * PAGE_SETS {
+                // SAFETY: a set of the previous mapping, on a page written
+                // before and not yet unmapped.
+                let ways = unsafe { (*old.add(set)).ways };
+                for way in ways.iter().rev().filter(|w| !w.record.is_null()) {
+                    self.remember(way.lock_id, way.ret, way.context, way.tag, way.record);
+                }
+            }
+            // Page by page, so that the old sets and the new are never
+            // resident in full together.
+            // SAFETY: a page of the previous sets, copied and no longer
+            // referenced (lookups hand out record pointers, never ways).
+            unsafe { crate::sys::munmap(old.add(page * PAGE_SETS).cast(), 4096) };
+        }
+        // SAFETY: the rest of the previous sets, never written.
+        unsafe { crate::sys::munmap(old.cast(), (old_mask + 1) * core::mem::size_of::<LockSet>()) };
         true
     }
 
@@ -92,7 +179,7 @@ impl ByLock {
     #[allow(clippy::mut_from_ref)]
     #[inline]
     fn set(&self, lock_id: u32) -> Option<&mut LockSet> {
-        let at = lock_id as usize & (LOCK_SETS - 1);
+        let at = lock_id as usize & self.mask;
         // Also false before the sets are reserved (nothing is touched then).
         let page = at / PAGE_SETS;
         if self.touched[page / 64].get() & 1 << (page % 64) == 0 {
@@ -111,7 +198,7 @@ impl ByLock {
         if self.sets.is_null() {
             return false;
         }
-        let page = (lock_id as usize & (LOCK_SETS - 1)) / PAGE_SETS;
+        let page = (lock_id as usize & self.mask) / PAGE_SETS;
         // SAFETY: the page lies inside the reserved sets.
         let first = unsafe { self.sets.add(page * PAGE_SETS) };
         crate::recorder::base::mapped::populate(
@@ -123,8 +210,9 @@ impl ByLock {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, lock_id: u32, ret: u64, context: u64, tag: u32) -> Option<*mut u8> {
+        self.looks.set(self.looks.get() + 1);
         let set = self.set(lock_id)?;
         let hit =
             |w: &Way| w.lock_id == lock_id && w.ret == ret && w.context == context && w.tag == tag;
@@ -160,6 +248,25 @@ impl ByLock {
 mod tests {
     use super::*;
 
+    impl ByLock {
+        /// A fresh period of `looks` lookups, `refills` of which the
+        /// index answered, then one more answered: whether any says to
+        /// grow.
+        fn refilled_after(&self, looks: u64, refills: u64) -> bool {
+            self.looks.set(0);
+            self.refills.set(0);
+            let every = looks / refills.max(1);
+            let mut grow = false;
+            for i in 0..looks {
+                let _ = self.find(1, 1, 0, 1);
+                if refills > 0 && i % every == every - 1 {
+                    grow |= self.refilled();
+                }
+            }
+            grow | self.refilled()
+        }
+    }
+
     #[test]
     fn four_lines_per_lock_stay_and_a_fifth_evicts_the_oldest() {
         let mut cache = ByLock::new();
@@ -182,6 +289,66 @@ mod tests {
         }
         // Ids LOCK_SETS apart share a set.
         assert_eq!(cache.find(7 + LOCK_SETS as u32, 5, 0, 5), None);
+    }
+
+    #[test]
+    fn growing_doubles_the_sets_and_keeps_every_way() {
+        let mut cache = ByLock::new();
+        assert!(!cache.grow(), "nothing to grow before reserving");
+        assert!(cache.reserve());
+        let (a, b) = (7, 7 + LOCK_SETS as u32);
+        let far = (90 * PAGE_SETS + 1) as u32;
+        let record = |id: u32, line: u64| ((u64::from(id) << 8) + line * 0x10) as *mut u8;
+        // Two locks that share a set, two lines each: the set is full.
+        for line in 1..=2 {
+            cache.remember(a, line, 0, 5, record(a, line));
+            cache.remember(b, line, 0, 5, record(b, line));
+        }
+        cache.remember(far, 1, 0, 5, record(far, 1));
+        assert!(cache.grow());
+        assert_eq!(cache.mask + 1, 2 * LOCK_SETS);
+        for (id, line) in [(a, 1), (a, 2), (b, 1), (b, 2), (far, 1)] {
+            assert_eq!(
+                cache.find(id, line, 0, 5),
+                Some(record(id, line)),
+                "{id} at {line}"
+            );
+        }
+        // Now apart: two more lines each, and all eight are there.
+        for line in 3..=4 {
+            cache.remember(a, line, 0, 5, record(a, line));
+            cache.remember(b, line, 0, 5, record(b, line));
+        }
+        for id in [a, b] {
+            for line in 1..=4 {
+                assert_eq!(
+                    cache.find(id, line, 0, 5),
+                    Some(record(id, line)),
+                    "{id} at {line}"
+                );
+            }
+        }
+        // Up to the most sets, then no further.
+        assert!(cache.grow());
+        assert_eq!(cache.mask + 1, MAX_LOCK_SETS);
+        assert!(!cache.refilled_after(GROWTH_PERIOD, GROWTH_PERIOD));
+        assert_eq!(cache.find(a, 4, 0, 5), Some(record(a, 4)));
+    }
+
+    #[test]
+    fn the_sets_grow_when_the_index_answers_more_than_one_lookup_in_eight() {
+        let mut cache = ByLock::new();
+        assert!(
+            !cache.refilled_after(GROWTH_PERIOD, GROWTH_PERIOD),
+            "not reserved"
+        );
+        assert!(cache.reserve());
+        assert!(!cache.refilled_after(GROWTH_PERIOD, GROWTH_PERIOD / 16));
+        assert!(
+            !cache.refilled_after(GROWTH_PERIOD / 2, GROWTH_PERIOD / 2),
+            "judged over a whole period only"
+        );
+        assert!(cache.refilled_after(GROWTH_PERIOD, GROWTH_PERIOD / 4));
     }
 
     #[test]

@@ -29,7 +29,7 @@ impl Lane {
     }
 
     /// The counter of (lock, line, mode) from the by-lock cache, if there.
-    #[inline]
+    #[inline(always)]
     pub fn find_by_lock(&self, lock_id: u32, ret: u64, context: u64, mode: u32) -> Option<*mut u8> {
         self.by_lock.find(lock_id, ret, context, self.tag(mode))
     }
@@ -45,6 +45,15 @@ impl Lane {
     ) {
         self.by_lock
             .remember(lock_id, ret, context, self.tag(mode), record);
+    }
+
+    /// The index answered a lookup the by-lock cache missed: the cache
+    /// grows if that has become common (see `by_lock.rs`).
+    #[inline]
+    pub fn refilled_by_lock(&mut self) {
+        if self.by_lock.refilled() {
+            let _grown = timed_slow_work(self, |lane| lane.by_lock.grow());
+        }
     }
 
     #[inline]
