@@ -478,32 +478,61 @@ fn stat_of(st: &libc::stat) -> FileStat {
     }
 }
 
-/// Copies `buf.len()` bytes of this process's memory at `addr` into `buf`
-/// (`process_vm_readv` on ourselves): memory another thread may unmap
-/// meanwhile fails to read instead of faulting.
-pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> bool {
+/// `process_vm_readv` on ourselves, into `into` from the `from` ranges:
+/// the bytes read. The kernel fails (EFAULT) instead of faulting on memory
+/// that is not mapped, and never splits one range: it stops at the first
+/// that cannot be read whole.
+fn read_own_ranges(into: &mut [u8], from: &[libc::iovec]) -> usize {
     let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: buf.len(),
+        iov_base: into.as_mut_ptr().cast(),
+        iov_len: into.len(),
     };
     // SAFETY: getpid takes nothing and cannot fail.
     let pid = sys!(libc::SYS_getpid);
-    // SAFETY: both vectors describe valid memory of ours for the call; the
-    // kernel writes only into `buf` and fails (EFAULT) instead of faulting.
+    // SAFETY: the local vector is our own buffer, the remote ones only
+    // name addresses; the kernel writes only into `into`.
     let n = sys!(
         libc::SYS_process_vm_readv,
         pid,
         &local as *const libc::iovec,
         1,
-        &remote as *const libc::iovec,
-        1,
+        from.as_ptr(),
+        from.len(),
         0
     );
-    n == buf.len() as c_long
+    usize::try_from(n).unwrap_or(0)
+}
+
+fn range(at: u64, len: usize) -> libc::iovec {
+    libc::iovec {
+        iov_base: at as *mut libc::c_void,
+        iov_len: len,
+    }
+}
+
+/// Copies `buf.len()` bytes of this process's memory at `addr` into `buf`
+/// (`process_vm_readv` on ourselves): memory another thread may unmap
+/// meanwhile fails to read instead of faulting.
+pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> bool {
+    let len = buf.len();
+    read_own_ranges(buf, &[range(addr, len)]) == len
+}
+
+/// Copies `each` bytes of this process's memory at every address of
+/// `addrs` (at most 64) into consecutive `each`-byte parts of `out`, in one
+/// call; how many were read whole, from the first (the kernel stops at the
+/// first that cannot be read).
+pub fn read_own_memory_each(addrs: &[u64], each: usize, out: &mut [u8]) -> usize {
+    const MOST: usize = 64;
+    let n = addrs.len().min(MOST).min(out.len() / each.max(1));
+    if n == 0 || each == 0 {
+        return 0;
+    }
+    let mut from = [range(0, 0); MOST];
+    for (r, &addr) in from.iter_mut().zip(&addrs[..n]) {
+        *r = range(addr, each);
+    }
+    read_own_ranges(&mut out[..n * each], &from[..n]) / each
 }
 
 /// Copies as much of this process's memory from `addr` on as is mapped,
@@ -515,39 +544,15 @@ pub fn read_own_memory_prefix(addr: u64, buf: &mut [u8]) -> usize {
     const PAGE: u64 = 4096;
     const PARTS: usize = 8;
     let len = buf.len().min((PARTS - 1) * PAGE as usize);
-    let empty = libc::iovec {
-        iov_base: core::ptr::null_mut(),
-        iov_len: 0,
-    };
-    let mut remote = [empty; PARTS];
+    let mut from = [range(0, 0); PARTS];
     let (mut parts, mut at, end) = (0, addr, addr.saturating_add(len as u64));
     while at < end && parts < PARTS {
         let next = ((at / PAGE) + 1).saturating_mul(PAGE).min(end);
-        remote[parts] = libc::iovec {
-            iov_base: at as *mut libc::c_void,
-            iov_len: (next - at) as usize,
-        };
+        from[parts] = range(at, (next - at) as usize);
         parts += 1;
         at = next;
     }
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    // SAFETY: getpid takes nothing and cannot fail.
-    let pid = sys!(libc::SYS_getpid);
-    // SAFETY: the local vector is our own buffer, the remote ones only
-    // name addresses; the kernel stops at the first unmapped element.
-    let n = sys!(
-        libc::SYS_process_vm_readv,
-        pid,
-        &local as *const libc::iovec,
-        1,
-        remote.as_ptr(),
-        parts,
-        0
-    );
-    usize::try_from(n).unwrap_or(0)
+    read_own_ranges(&mut buf[..len], &from[..parts])
 }
 
 pub fn fstat(fd: c_int) -> Option<FileStat> {
@@ -700,6 +705,26 @@ mod tests {
         assert!(fstat(-1).is_none());
         // SAFETY: reading this thread's errno.
         assert_eq!(unsafe { *libc::__errno_location() }, 1234);
+    }
+
+    #[test]
+    fn many_reads_in_one_call_stop_at_the_first_that_cannot_be_read() {
+        let words: [u64; 3] = [11, 22, 33];
+        let at = |i: usize| &words[i] as *const u64 as u64;
+        let mut out = [0u8; 32];
+        assert_eq!(read_own_memory_each(&[at(2), at(0), at(1)], 8, &mut out), 3);
+        let got: Vec<u64> = out[..24]
+            .chunks(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, [33, 11, 22]);
+        // Address 8 is never mapped: the read stops there.
+        assert_eq!(read_own_memory_each(&[at(1), 8, at(0)], 8, &mut out), 1);
+        assert_eq!(
+            read_own_memory_each(&[at(1), at(0)], 8, &mut out[..12]),
+            1,
+            "room for one"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub(super) mod image;
 pub(super) mod interest;
 pub mod modules;
 pub(super) mod python;
+pub(super) mod python_frames;
 pub mod python_holds;
 pub mod sites;
 pub(super) mod symbols;

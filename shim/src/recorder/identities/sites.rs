@@ -14,7 +14,7 @@
 //! takes a pthread mutex of its own.
 
 use crate::recorder::base::caller::{Caller, Offsets, Seen, CONTEXT_DEPTH};
-use crate::recorder::identities::{modules, python, python_holds};
+use crate::recorder::identities::{modules, python, python_frames, python_holds};
 use crate::recorder::tables::lanes::{timed_slow_work, Lane};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use locksuit_format::*;
@@ -332,7 +332,7 @@ fn create(
     // The Python frames after the site is published: reading them takes
     // system calls, and meanwhile other threads would make copies of it.
     if written && python && in_interpreter(caller.ret) {
-        python::record_frames(lane, id);
+        python_frames::record_frames(lane, id);
     }
     id
 }

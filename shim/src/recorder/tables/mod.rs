@@ -9,4 +9,5 @@ pub mod lanes;
 pub mod lean_lines;
 pub mod objects;
 pub mod python_calls;
+pub mod python_frame_cache;
 pub mod thread_state;

@@ -172,6 +172,9 @@ pub struct Lane {
     pub py_tstate: u64,
     /// Calls from the interpreter by `.py` path (see `python_calls.rs`).
     py_calls: PythonCalls,
+    /// The Python frames this thread's sites recorded (see
+    /// `python_frame_cache.rs`).
+    pub py_frames: crate::recorder::tables::python_frame_cache::PythonFrameCache,
 }
 
 /// Engagements this deep in the held stack, or deeper, share the last tally.
