@@ -298,6 +298,18 @@ impl HotCache {
         if !self.warm_serves() {
             return None;
         }
+        self.look_warm(addr, caller, (tag, mode))
+    }
+
+    /// [`find_warm_hit`](Self::find_warm_hit) for a caller that found the
+    /// second level serves ([`warm_serves`](Self::warm_serves)).
+    #[inline(always)]
+    pub fn look_warm(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotHit> {
         self.warm_looks += 1;
         if self.warm_looks == WARM_PERIOD {
             self.warm_off = self.warm_hits < WARM_PERIOD / 8;

@@ -553,6 +553,14 @@ impl Lane {
         self.hot.find_warm_hit(addr, caller, (tag, mode))
     }
 
+    /// [`warm_hit`](Self::warm_hit) once [`warm_serves`](Self::warm_serves)
+    /// said yes.
+    #[inline]
+    pub fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+        let tag = self.tag(mode);
+        self.hot.look_warm(addr, caller, (tag, mode))
+    }
+
     /// Caches a call path the general path looked up.
     pub fn remember_hot(
         &mut self,
