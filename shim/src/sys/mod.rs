@@ -480,8 +480,8 @@ fn stat_of(st: &libc::stat) -> FileStat {
 
 /// `process_vm_readv` on ourselves, into `into` from the `from` ranges:
 /// the bytes read. The kernel fails (EFAULT) instead of faulting on memory
-/// that is not mapped, and never splits one range: it stops at the first
-/// that cannot be read whole.
+/// that is not mapped, and stops at the first range it cannot read whole
+/// (having copied part of it, or none).
 fn read_own_ranges(into: &mut [u8], from: &[libc::iovec]) -> usize {
     let local = libc::iovec {
         iov_base: into.as_mut_ptr().cast(),

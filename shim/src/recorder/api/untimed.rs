@@ -59,7 +59,8 @@ pub fn warm_quickly(g: &InHook, addr: u64, caller: Caller) -> Option<HotHit> {
     if !lane.warm_serves() || crate::recorder::trace::copied::is_copy() {
         return None;
     }
-    lane.look_warm(addr, caller, MODE_EXCLUSIVE)
+    // SAFETY: the second level serves, just tested.
+    unsafe { lane.look_warm(addr, caller, MODE_EXCLUSIVE) }
 }
 
 /// A mutex [`prepare_quickly`] found was taken at once: the look and the

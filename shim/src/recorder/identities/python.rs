@@ -11,14 +11,16 @@
 //! later), else from the tables below, checked against the headers of
 //! CPython 3.11.7 and 3.12.1 (Debian's 3.11.2 alike).
 //!
-//! Reads go through `process_vm_readv` (`sys::read_own_memory`), where a
-//! wrong pointer fails to read instead of faulting — all of them when a
-//! site is first recorded (names, files, location tables). The key made
-//! on every call ([`frames_key`]) reads the calling thread's own state and
-//! frames directly, once its thread state was checked that way (a system
-//! call per frame made a lock-heavy Python program 30 times slower). A
-//! thread state is trusted only if its `thread_id` is the calling
-//! thread's; walks are capped. Nothing here allocates or takes a lock.
+//! The calling thread's own state and frames are read directly, once its
+//! thread state was checked through `process_vm_readv`
+//! (`sys::read_own_memory`, where a wrong pointer fails to read instead of
+//! faulting) to be the thread's: by the key made on every call
+//! ([`frames_key`]; a system call per frame made a lock-heavy Python
+//! program 30 times slower) and by a new site's frames record
+//! (`python_frames.rs`), which reads what the frames point to (code
+//! objects, names, location tables) through the kernel. A thread state is
+//! trusted only if its `thread_id` is the calling thread's; walks are
+//! capped. Nothing here allocates or takes a lock.
 
 use crate::sys::read_own_memory;
 use core::cell::UnsafeCell;
@@ -282,15 +284,8 @@ fn this_thread_state() -> u64 {
     unsafe { core::mem::transmute::<usize, GetTstate>(get)() as u64 }
 }
 
-/// The calling thread's innermost Python frame (0: none), read through
-/// `process_vm_readv`, checking that the interpreter's thread state is this
-/// thread's.
-pub(super) fn top_frame(l: &Layout) -> u64 {
-    top_frame_checked(l, this_thread_state()).unwrap_or(0)
-}
-
-/// [`top_frame`] from thread state `tstate`: `None` if it is not this
-/// thread's (or none).
+/// The innermost frame of thread state `tstate`, read through
+/// `process_vm_readv`: `None` if the state is not this thread's (or none).
 fn top_frame_checked(l: &Layout, tstate: u64) -> Option<u64> {
     if tstate == 0 {
         return None;
@@ -324,22 +319,6 @@ pub(super) struct FrameHead {
     pub(super) code: u64,
     pub(super) instr: u64,
     pub(super) shim: bool,
-}
-
-pub(super) fn frame_head(l: &Layout, frame: u64) -> Option<FrameHead> {
-    let mut b = [0u8; 80];
-    let need = (l.fr_previous.max(l.fr_code).max(l.fr_instr) + 8).max(l.fr_owner + 1) as usize;
-    if need > b.len() || !read_own_memory(frame, &mut b[..need]) {
-        return None;
-    }
-    let owner = b[l.fr_owner as usize];
-    Some(FrameHead {
-        previous: word(&b, l.fr_previous),
-        // 3.13 tags `f_executable` in its low bits in later releases.
-        code: word(&b, l.fr_code) & !7,
-        instr: word(&b, l.fr_instr),
-        shim: l.owner_cstack == Some(owner),
-    })
 }
 
 /// A hash of the calling thread's innermost Python frames (code object and

@@ -18,8 +18,8 @@
 //! the sets, up to `MAX_LOCK_SETS`: a fluid simulation's thread of 86,400
 //! cell locks, each taken at three lines, missed here on nearly half its
 //! operations with 65,536 sets. Whether to grow is judged from the share
-//! of lookups that the index then answered (`refilled`), counted off the
-//! hit path's way; the entries are not carried over (they are only copies).
+//! of lookups that the index then answered (`refilled`; a lookup costs the
+//! hit path one count); the ways are carried over into the new sets.
 //!
 //! The sets are made resident a page at a time, written before anything in
 //! the page is read. A read of an untouched anonymous page maps the shared
@@ -40,7 +40,7 @@ const MAX_LOCK_SETS: usize = 1 << 18;
 /// Pages of the old sets unmapped at a time when the sets grow: the old
 /// sets and the new are never resident in full together, and each unmap
 /// (a TLB flush on every processor the process runs on; page by page, it
-/// made a fluid kernel's short run 10 % slower) covers many.
+/// made a fluid kernel's short run 15 to 25 % slower) covers many.
 const UNMAP_PAGES: usize = 64;
 
 /// Lookups over which the index's share of the answers is judged.
@@ -113,6 +113,9 @@ impl ByLock {
                 Some(p) => {
                     self.sets = p;
                     self.mask = LOCK_SETS - 1;
+                    // Until now every lookup missed: no period judged yet.
+                    self.looks.set(0);
+                    self.refills.set(0);
                 }
                 None => return false,
             }
@@ -198,7 +201,9 @@ impl ByLock {
         let at = lock_id as usize & self.mask;
         // Also false before the sets are reserved (nothing is touched then).
         let page = at / PAGE_SETS;
-        if self.touched[page / 64].get() & 1 << (page % 64) == 0 {
+        // Masked: `at` is within the sets, so the word is too (and the
+        // compiler need not check).
+        if self.touched[(page / 64) & (PAGES / 64 - 1)].get() & 1 << (page % 64) == 0 {
             return None;
         }
         // SAFETY: masked into the reserved sets, which this lane's thread

@@ -298,13 +298,18 @@ impl HotCache {
         if !self.warm_serves() {
             return None;
         }
-        self.look_warm(addr, caller, (tag, mode))
+        // SAFETY: it serves, just tested.
+        unsafe { self.look_warm(addr, caller, (tag, mode)) }
     }
 
     /// [`find_warm_hit`](Self::find_warm_hit) for a caller that found the
-    /// second level serves ([`warm_serves`](Self::warm_serves)).
+    /// second level serves.
+    ///
+    /// # Safety
+    /// [`warm_serves`](Self::warm_serves) said so (the second level is
+    /// mapped), and nothing changed the cache since.
     #[inline(always)]
-    pub fn look_warm(
+    pub unsafe fn look_warm(
         &mut self,
         addr: u64,
         caller: Caller,
@@ -315,8 +320,8 @@ impl HotCache {
             self.warm_off = self.warm_hits < WARM_PERIOD / 8;
             (self.warm_looks, self.warm_hits) = (0, 0);
         }
-        // SAFETY: `warm` maps WARM_SLOTS entries, and the place is masked
-        // to them by construction of `warm_home`.
+        // SAFETY: `warm` maps WARM_SLOTS entries (the caller's contract),
+        // and the place is masked to them by construction of `warm_home`.
         let e = unsafe { &*self.warm.add(warm_home(addr, caller.ret)) };
         if !(e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
             && e.same_path(caller, crate::recorder::base::caller::epoch()))

@@ -3,15 +3,17 @@
 //!
 //! Each new site of a call from the interpreter records the caller's whole
 //! Python stack, and reading one frame's names and line through
-//! `process_vm_readv` takes about eight system calls. A program's sites
+//! `process_vm_readv` takes about six system calls. A program's sites
 //! share most of their frames: CPython's start-up alone made some 700
-//! sites, each under the same dozen import machinery frames, 220,000
-//! reads (0.25 s; the interpreter starts in 0.05 s). A frame found here
-//! costs the one read of its code object's head that every frame makes,
-//! which also tells whether the code object at that address is still the
-//! one the text was made from (a freed code object's address may be
-//! reused): the names, location table and first line it points to must
-//! be the same objects and number.
+//! sites, each under the same dozen import machinery frames. A frame found
+//! here costs only its part of the one read of the stack's code objects'
+//! heads, which also tells whether the code object at that address is
+//! still the one the text was made from (a freed code object's address
+//! may be reused): its names, location table and first line must be the
+//! same. That is judged by the objects' addresses: code of the same
+//! qualified name, file and first line whose code object and location
+//! table both reuse the addresses of freed ones would be given the old
+//! line.
 //!
 //! Mapped at the lane's first Python frame (about 100 KiB of address
 //! space), direct-mapped, written over on a collision; only the lane's

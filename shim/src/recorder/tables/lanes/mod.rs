@@ -555,10 +555,14 @@ impl Lane {
 
     /// [`warm_hit`](Self::warm_hit) once [`warm_serves`](Self::warm_serves)
     /// said yes.
+    ///
+    /// # Safety
+    /// As [`HotCache::look_warm`]'s: the second level serves.
     #[inline]
-    pub fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+    pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
         let tag = self.tag(mode);
-        self.hot.look_warm(addr, caller, (tag, mode))
+        // SAFETY: forwarded from the caller.
+        unsafe { self.hot.look_warm(addr, caller, (tag, mode)) }
     }
 
     /// Caches a call path the general path looked up.
