@@ -129,7 +129,7 @@ unsafe fn missed<const TRY: bool>(
     }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
     let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
-        // SAFETY (both): forwarding the caller's argument unchanged.
+        // SAFETY: (both calls) forwarding the caller's argument unchanged.
         return unsafe {
             if TRY {
                 try_once(m)

@@ -371,7 +371,7 @@ pub(super) fn trusted_state(l: &Layout, trusted: &mut u64) -> Option<u64> {
 /// The innermost frame of a trusted thread state (see [`frames_key`]),
 /// read directly.
 pub(super) fn top_frame_trusted(l: &Layout, tstate: u64) -> u64 {
-    // SAFETY (each read): fields of this thread's own live thread state, at
+    // SAFETY: each read is of a field of this thread's own live thread state, at
     // the offsets of this interpreter's version; see `frames_key`.
     let read = |addr: u64| unsafe { core::ptr::read_volatile(addr as *const u64) };
     match l.ts_cframe {
@@ -387,7 +387,7 @@ pub(super) fn top_frame_trusted(l: &Layout, tstate: u64) -> u64 {
 /// [`frame_head`] of a plausible frame of a trusted thread state's chain,
 /// read directly (see [`frames_key`]).
 pub(super) fn frame_head_trusted(l: &Layout, frame: u64) -> FrameHead {
-    // SAFETY (each read): fields of a frame this thread's own state chains,
+    // SAFETY: each read is of a field of a frame this thread's own state chains,
     // which stays in place while the thread is in our hook.
     let read = |at: u32| unsafe { core::ptr::read_volatile((frame + u64::from(at)) as *const u64) };
     // SAFETY: as above, one byte.
