@@ -206,7 +206,8 @@ fn one_counter_per_pair(locks: u64, rounds: u64, max_mb: Option<&str>, tag: &str
 /// once, however many sweeps it makes: one per (cell, line), after two
 /// sweeps and after six. Its acquisitions are the program's own count,
 /// though each thread's by-lock cache grows on its second sweep (86,400
-/// cells, three lines each, do not fit its first 65,536 sets).
+/// cells, three lines each, do not fit its first 65,536 sets), and it
+/// prints what it prints without the shim.
 #[test]
 fn a_fine_grained_kernel_keeps_its_counters_across_sweeps() {
     let bin = build_c("fluid_cells");
@@ -221,6 +222,15 @@ fn a_fine_grained_kernel_keeps_its_counters_across_sweeps() {
         );
         let trace = read_trace(&only_trace(&dir)).unwrap();
         assert_eq!(trace.header.dropped_records + trace.header.dropped_ops, 0);
+        // The program does what it does without the shim (its counts and
+        // the grid's total mass, summed in a fixed order).
+        let plain = run_plain(&bin, &["720", "480", steps, "4"]);
+        assert_success(&plain, "fluid_cells");
+        assert_eq!(
+            stdout_str(&out),
+            stdout_str(&plain),
+            "output, {steps} sweeps"
+        );
         let pairs_done: u64 = stdout_value(&stdout_str(&out), "pairs").parse().unwrap();
         let engagements: u64 = trace
             .counters
