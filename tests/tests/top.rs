@@ -7,11 +7,26 @@
 //! 30 s pass), never a fixed sleep.
 
 use locksuit_tests::*;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// tmux, on a server of the session's own (`-L`, the session's name: the
+/// name after `-s` or `-t`). On one server shared by the tests that run
+/// at once, a session's end stopped the server as another test's
+/// `new-session` reached it: "server exited unexpectedly".
 fn tmux(args: &[&str]) -> std::process::Output {
-    Command::new("tmux").args(args).output().unwrap()
+    Command::new("tmux")
+        .args(["-L", socket_of(args)])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn socket_of<'a>(args: &[&'a str]) -> &'a str {
+    args.windows(2)
+        .find(|w| w[0] == "-s" || w[0] == "-t")
+        .map_or("locksuit-tests", |w| w[1])
 }
 
 fn pane(session: &str) -> String {
@@ -71,6 +86,7 @@ fn top_shows_a_running_programs_locks_and_answers_keys() {
         &command,
     ]);
     assert!(made.status.success(), "{}", describe(&made));
+    let _ended = Session(session.clone());
     let seen = until(&session, "lock table", |p| {
         p.contains("&hot_lock") && p.contains("Locks")
     });
@@ -163,9 +179,12 @@ struct Session(String);
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .output();
+        let _ = tmux(&["kill-session", "-t", &self.0]);
+        // The session's own server (see `tmux`) leaves its socket behind.
+        let dir = std::env::var_os("TMUX_TMPDIR").map_or_else(|| "/tmp".into(), PathBuf::from);
+        // SAFETY: getuid only reads the caller's user id.
+        let uid = unsafe { libc::getuid() };
+        let _ = std::fs::remove_file(dir.join(format!("tmux-{uid}")).join(&self.0));
     }
 }
 
