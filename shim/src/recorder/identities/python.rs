@@ -356,6 +356,7 @@ pub fn frames_key(trusted: &mut u64) -> u64 {
 
 /// The calling thread's state, if it is `trusted` or checked now to be the
 /// thread's own (then remembered in `trusted`).
+#[inline(always)]
 pub(super) fn trusted_state(l: &Layout, trusted: &mut u64) -> Option<u64> {
     let tstate = this_thread_state();
     if tstate == 0 {
@@ -370,6 +371,7 @@ pub(super) fn trusted_state(l: &Layout, trusted: &mut u64) -> Option<u64> {
 
 /// The innermost frame of a trusted thread state (see [`frames_key`]),
 /// read directly.
+#[inline(always)]
 pub(super) fn top_frame_trusted(l: &Layout, tstate: u64) -> u64 {
     // SAFETY: each read is of a field of this thread's own live thread state, at
     // the offsets of this interpreter's version; see `frames_key`.
@@ -386,6 +388,7 @@ pub(super) fn top_frame_trusted(l: &Layout, tstate: u64) -> u64 {
 
 /// [`frame_head`] of a plausible frame of a trusted thread state's chain,
 /// read directly (see [`frames_key`]).
+#[inline(always)]
 pub(super) fn frame_head_trusted(l: &Layout, frame: u64) -> FrameHead {
     // SAFETY: each read is of a field of a frame this thread's own state chains,
     // which stays in place while the thread is in our hook.
