@@ -546,15 +546,8 @@ impl Lane {
         self.hot.warm_serves()
     }
 
-    /// [`warm`](Self::warm)'s entry itself (see `HotHit`).
-    #[inline]
-    pub fn warm_hit(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
-        let tag = self.tag(mode);
-        self.hot.find_warm_hit(addr, caller, (tag, mode))
-    }
-
-    /// [`warm_hit`](Self::warm_hit) once [`warm_serves`](Self::warm_serves)
-    /// said yes.
+    /// [`warm`](Self::warm)'s entry itself (see `HotHit`), once
+    /// [`warm_serves`](Self::warm_serves) said yes.
     ///
     /// # Safety
     /// As [`HotCache::look_warm`]'s: the second level serves.
