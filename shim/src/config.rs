@@ -3,7 +3,7 @@
 
 use crate::diag::{warn_once, Warning};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Default size cap of one trace, in MiB.
 pub const DEFAULT_MAX_MB: u32 = 256;
@@ -30,6 +30,15 @@ static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
 static UNTIMED_UNCONTENDED: AtomicBool = AtomicBool::new(true);
+/// What [`set_events_all`] calls once [`untimed_uncontended`] changed (a
+/// `fn()`, 0 for none): the mutex hooks' handlers for untimed engagements
+/// do not test the flag, and are swapped for others instead.
+static ON_TIMING_CHANGED: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what [`set_events_all`] calls once [`untimed_uncontended`] changed.
+pub fn on_timing_changed(changed: fn()) {
+    ON_TIMING_CHANGED.store(changed as usize, Ordering::Release);
+}
 /// `LOCKSUIT_MODE=lean`: see [`lean`].
 static LEAN: AtomicBool = AtomicBool::new(false);
 
@@ -68,7 +77,15 @@ pub fn set_events_all(on: bool) {
         return;
     }
     EVENTS_ALL.store(on, Ordering::Relaxed);
-    UNTIMED_UNCONTENDED.store(!on && hold_sample_period() == 0, Ordering::Relaxed);
+    let untimed = !on && hold_sample_period() == 0;
+    if UNTIMED_UNCONTENDED.swap(untimed, Ordering::AcqRel) != untimed {
+        let changed = ON_TIMING_CHANGED.load(Ordering::Acquire);
+        if changed != 0 {
+            // SAFETY: only `on_timing_changed` stores here, and it stores
+            // a `fn()`.
+            unsafe { core::mem::transmute::<usize, fn()>(changed)() };
+        }
+    }
 }
 
 /// `LOCKSUIT_FLIGHT=1`: when the trace is full, reuse each thread's oldest

@@ -171,3 +171,84 @@ fn malformed_event_settings_warn_once_and_use_defaults() {
         assert_eq!(str_of(&p, "events_mode"), "contended");
     }
 }
+
+/// Writes a request into a running program's trace header, as
+/// `locksuit top` does.
+fn ask(trace: &Path, request: u32) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(trace)
+        .unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+    let at = core::mem::offset_of!(FileHeader, control) as u64;
+    file.write_all_at(&request.to_le_bytes(), at).unwrap();
+}
+
+/// Full tracing switched on while the program runs, then off again: the
+/// releases of the middle phase are traced, from the shim's next look at
+/// the request on (its sampled call, one in 1,024) to the same point after
+/// the switch back; none of the first phase; every acquisition counted.
+/// The mutex hooks' handlers for untimed engagements do not test whether
+/// engagements are timed: the switch swaps them.
+#[test]
+fn full_tracing_switched_on_and_off_while_running_traces_only_between() {
+    use std::io::{BufRead, BufReader, Write};
+    let pairs: u32 = 20_000;
+    // The request is seen within one sampled call: 1,024 calls, 512 pairs.
+    let late: u32 = 1_100;
+    let bin = build_c("switched_tracing");
+    let dir = fresh_dir("events_switched");
+    let mut child = std::process::Command::new(&bin)
+        .arg(pairs.to_string())
+        .env("LD_PRELOAD", shim_path())
+        .env("LOCKSUIT_DIR", &dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut said = |want: &str| {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line.trim_end(), want, "switched_tracing's stdout");
+    };
+    said("ready");
+    let trace = only_trace(&dir);
+    ask(&trace, CONTROL_EVENTS_ALL);
+    stdin.write_all(b"go\n").unwrap();
+    said("traced");
+    ask(&trace, CONTROL_EVENTS_CONTENDED);
+    stdin.write_all(b"go\n").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(stdout.get_mut(), &mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "switched_tracing failed");
+    assert!(
+        rest.contains(&format!("count {}", 3 * pairs)),
+        "its output: {rest}"
+    );
+
+    let p = only_process(&report_json(&[&trace], None)).clone();
+    assert_eq!(str_of(&p, "events_mode"), "switched");
+    let addr = stdout_value(&rest, "lock");
+    let lock = lock_by_address(&p, &addr);
+    assert_eq!(u64_of(lock, "acquisitions"), u64::from(3 * pairs));
+    let (releases, acquires) = releases_and_acquires(&trace, parse_addr(&addr));
+    let (first, last) = (releases[0], *releases.last().unwrap());
+    assert!(
+        first > pairs && first <= pairs + late,
+        "traced from release {first}: the second phase starts after {pairs}"
+    );
+    assert!(
+        last >= 2 * pairs && last <= 2 * pairs + late,
+        "traced up to release {last}: the third phase starts after {}",
+        2 * pairs
+    );
+    let want: Vec<u32> = (first..=last).collect();
+    assert_eq!(releases, want, "every release in between traced");
+    assert!(
+        acquires.abs_diff(releases.len()) <= 1,
+        "{acquires} acquisitions traced against {} releases",
+        releases.len()
+    );
+}

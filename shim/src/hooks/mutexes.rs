@@ -24,7 +24,11 @@ use quick::{mutex_lock, mutex_trylock};
 /// the full mode's, or lean mode's, chosen by the first lock or trylock once
 /// the settings are read ([`chose_mutex_handlers`]). An indirect jump in the
 /// trampoline costs what a direct one does, so the full mode pays nothing
-/// for lean mode's being there.
+/// for lean mode's being there. The full mode has two sets: while
+/// engagements are untimed (no full tracing, no hold sampling) the quick
+/// ones, which do not test that, and else the general ones; full tracing
+/// switched on or off while the process runs swaps them
+/// ([`point_full_handlers`]).
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
 static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
 static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());
@@ -46,19 +50,38 @@ fn chose_mutex_handlers() -> bool {
     ) {
         return false;
     }
-    let (lock, trylock, unlock): (
-        MutexHandler,
-        MutexHandler,
-        unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int,
-    ) = if crate::config::lean() {
-        (mutex_lock_lean, mutex_trylock_lean, mutex_unlock_lean)
+    if crate::config::lean() {
+        point_handlers((mutex_lock_lean, mutex_trylock_lean, mutex_unlock_lean));
     } else {
-        (mutex_lock, mutex_trylock, mutex_unlock_full)
-    };
+        crate::config::on_timing_changed(point_full_handlers);
+        point_full_handlers();
+    }
+    true
+}
+
+type UnlockHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
+
+fn point_handlers((lock, trylock, unlock): (MutexHandler, MutexHandler, UnlockHandler)) {
     MUTEX_UNLOCK_HANDLER.store(unlock as *mut (), Ordering::Relaxed);
     MUTEX_TRYLOCK_HANDLER.store(trylock as *mut (), Ordering::Relaxed);
     MUTEX_LOCK_HANDLER.store(lock as *mut (), Ordering::Relaxed);
-    true
+}
+
+/// Points the trampolines at the full mode's handlers for the way
+/// engagements are timed now, until what was stored matches what is read
+/// after: two threads that change it and choose at once end on the last.
+fn point_full_handlers() {
+    loop {
+        let untimed = crate::config::untimed_uncontended();
+        if untimed {
+            point_handlers((mutex_lock, mutex_trylock, mutex_unlock_untimed));
+        } else {
+            point_handlers((mutex_lock_general, mutex_trylock_general, mutex_unlock_full));
+        }
+        if crate::config::untimed_uncontended() == untimed {
+            return;
+        }
+    }
 }
 
 /// The handler `slot` points to now.
@@ -338,3 +361,23 @@ fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
 
 trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
+
+/// The full mode's `pthread_mutex_unlock` while engagements are untimed
+/// ([`point_full_handlers`]): the common release tested for with no test
+/// of that.
+unsafe extern "C-unwind" fn mutex_unlock_untimed(m: *mut pthread_mutex_t) -> c_int {
+    let unlock = real_or!(mutex_unlock, 0);
+    let quick = HookGuard::enter_quickly()
+        .is_some_and(|g| recorder::released_untimed_quickly(&g, m as u64));
+    if !quick {
+        released(
+            m as u64,
+            (
+                ObjectKind::Mutex,
+                mutex_unlock_untimed as *const () as usize as u64,
+            ),
+        );
+    }
+    // SAFETY: forwarding the caller's argument unchanged.
+    unsafe { unlock(m) }
+}

@@ -55,8 +55,9 @@ pub use api::lean::{
     released_with_waiters as lean_released_with_waiters, QuickLine as LeanLine,
 };
 pub use api::locks::{
-    acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly, timed_out,
-    try_failed, unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
+    acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly,
+    released_untimed_quickly, timed_out, try_failed, unusual_outcome, wait_abandoned, wait_begin,
+    wait_end, BarrierArrival,
 };
 pub use api::misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use api::prepared::{prepare, prepare_missed_twice, Hold, How, Prepared};

@@ -1,9 +1,9 @@
-//! The full mode's `pthread_mutex_lock` and `pthread_mutex_trylock`: the
-//! common engagement (a plain mutex, a hit in the hot cache's first level,
-//! taken at once, not sampled) recorded in the hook with no call but the
-//! real one, so that only the guard and the cache entry live across it; a
-//! call the first level misses goes on from the look without a second
-//! one; anything else goes the general way (`mutex_lock_general`,
+//! The full mode's `pthread_mutex_lock` and `pthread_mutex_trylock` while
+//! engagements are untimed: the common engagement (a plain mutex, a hit
+//! in the hot cache, taken at once, not sampled) recorded in the hook
+//! with no call but the real one, so that only the guard and the cache
+//! entry live across it; a call both levels miss goes on from the look
+//! without a second one; anything else goes the general way (`mutex_lock_general`,
 //! `mutex_trylock_general`). One body serves both, `TRY` telling them
 //! apart: a trylock tries any mutex, reports a busy one as a failed try
 //! and, nested, makes a lock-order edge that cannot deadlock.
@@ -40,21 +40,29 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock(
 /// takes the guard over, so that the common engagement needs no more
 /// frame than what lives across the real call; the rest (a sampled call,
 /// a thread's first, a robust or PI mutex) leaves the hook and enters the
-/// general handler. Timed engagements (full tracing, hold sampling) go
-/// the general way before anything is looked at twice.
+/// general handler. Timed engagements (full tracing, hold sampling) never
+/// come here: the trampolines jump to the general handlers then
+/// (`point_full_handlers`).
 #[inline(always)]
 unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
-    if crate::config::untimed_uncontended() {
-        if let Some(guard) = HookGuard::enter_quickly() {
-            // A trylock never blocks: any kind of mutex is tried first.
-            if TRY || matches!(mutex_attempt(m), Attempt::TryFirst) {
+    if let Some(guard) = HookGuard::enter_quickly() {
+        // A trylock never blocks: any kind of mutex is tried first.
+        if TRY || matches!(mutex_attempt(m), Attempt::TryFirst) {
+            let hit =
                 match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-                    // SAFETY: forwarding the caller's argument unchanged.
-                    QuickLook::Hit(hit) => return unsafe { found::<TRY>(guard, m, hit) },
-                    // SAFETY: forwarding the caller's arguments unchanged.
-                    QuickLook::Missed => return unsafe { missed::<TRY>(m, caller, sp, guard) },
-                    QuickLook::Declined => {}
-                }
+                    QuickLook::Hit(hit) => Some(hit),
+                    QuickLook::Missed => {
+                        match recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+                            Some(hit) => Some(hit),
+                            // SAFETY: forwarding the caller's arguments unchanged.
+                            None => return unsafe { missed::<TRY>(m, caller, sp, guard) },
+                        }
+                    }
+                    QuickLook::Declined => None,
+                };
+            if let Some(hit) = hit {
+                // SAFETY: forwarding the caller's argument unchanged.
+                return unsafe { found::<TRY>(guard, m, hit) };
             }
         }
     }
@@ -123,10 +131,6 @@ unsafe fn missed<const TRY: bool>(
     sp: usize,
     guard: HookGuard,
 ) -> c_int {
-    if let Some(hit) = recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-        // SAFETY: forwarding the caller's argument unchanged.
-        return unsafe { found::<TRY>(guard, m, hit) };
-    }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
     let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
         // SAFETY: (both calls) forwarding the caller's argument unchanged.

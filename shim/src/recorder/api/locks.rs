@@ -269,8 +269,15 @@ pub fn blocked(p: &Prepared, waited: &Waiting, now: u64) {
 /// changed or counted, for any other, which `released` then records.
 #[inline(always)]
 pub fn released_quickly(g: &InHook, addr: u64) -> bool {
+    config::untimed_uncontended() && released_untimed_quickly(g, addr)
+}
+
+/// [`released_quickly`] for a hook that runs only while engagements are
+/// untimed (see `untimed::released_untimed`).
+#[inline(always)]
+pub fn released_untimed_quickly(g: &InHook, addr: u64) -> bool {
     let cost = g.thread().call_cost();
-    if cost.next_is_timed() || !untimed::released(g, addr) {
+    if cost.next_is_timed() || !untimed::released_untimed(g, addr) {
         return false;
     }
     cost.count();

@@ -157,12 +157,14 @@ fn own_lane(g: &InHook, lane: &'static mut Lane) -> Option<&'static mut Lane> {
 
 /// [`prepare`] for a plain mutex's lock call that both levels of the hot
 /// cache missed in the hook's quick look (`untimed::prepare_quickly`):
-/// counted, then looked up without looking at the cache again. Inlined
-/// into the hook's own cold path (one frame fewer).
+/// counted (the second level's miss too), then looked up without looking
+/// at the cache again. Inlined into the hook's own cold path (one frame
+/// fewer).
 #[inline(always)]
 pub fn prepare_missed_twice(g: &InHook, addr: u64, caller: Caller) -> Option<Prepared> {
     g.thread().call_cost().count();
     let lane = own_lane(g, current_lane(g)?)?;
+    lane.warm_missed();
     prepare_cold(
         g,
         lane,

@@ -47,16 +47,18 @@ pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
 }
 
 /// [`prepare_quickly`] missed the hot cache's first level: its second, as
-/// the general way looks there next (not from a child a clone none of our
-/// hooks saw made, whose lane `prepare_missed_twice` moves to a trace of
-/// its own). Called out of line by the hook, so that the hook's common
-/// way keeps nothing across a call but the real one.
+/// the general way looks there next. Made in the hook with no call, so
+/// that it shares the hit's way on; a miss goes on to
+/// `prepare_missed_twice`, which counts it. A child made by a clone none
+/// of our hooks saw (a copy, which `prepare_missed_twice` moves to a trace
+/// of its own) finds no second level: the lanes are wiped in a copy
+/// (`MADV_WIPEONFORK`), and without that advice no copy is told apart.
 #[inline(always)]
 pub fn warm_quickly(g: &InHook, addr: u64, caller: Caller) -> Option<HotHit> {
     // SAFETY: `prepare_quickly` found the lane registered to this thread,
     // which is its own until it ends.
     let lane = unsafe { &mut *g.thread().lane() };
-    if !lane.warm_serves() || crate::recorder::trace::copied::is_copy() {
+    if !lane.warm_serves() {
         return None;
     }
     // SAFETY: the second level serves, just tested.
@@ -127,9 +129,13 @@ pub fn acquired_unheld(p: &Prepared) {
 /// with nothing changed, for [`record_released`](crate::recorder::api::locks).
 #[inline(always)]
 pub fn released(g: &InHook, addr: u64) -> bool {
-    if !config::untimed_uncontended() {
-        return false;
-    }
+    config::untimed_uncontended() && released_untimed(g, addr)
+}
+
+/// [`released`] for a hook that runs only while engagements are untimed
+/// (the full mode's mutex unlock handler, re-pointed when that changes).
+#[inline(always)]
+pub fn released_untimed(g: &InHook, addr: u64) -> bool {
     let held = g.thread().held();
     let Some(top) = held.innermost(addr) else {
         return false;

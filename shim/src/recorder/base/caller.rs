@@ -44,7 +44,8 @@ impl Caller {
 
     /// The call's context, with the words it was made of and where they
     /// were read, for the hot cache to compare on later calls (see
-    /// `hot_cache.rs`).
+    /// `hot_cache.rs`): the places past its depth repeat level 0, so that
+    /// a hit compares a fixed number of them with no test of the depth.
     pub fn seen(&self, offsets: &Offsets) -> Seen {
         let mut seen = Seen {
             context: 0,
@@ -55,8 +56,13 @@ impl Caller {
         };
         self.walk(offsets, |level, offset, ret| {
             seen.context ^= ret.rotate_left(16 * level as u32 + 1);
-            seen.offsets[level] = u32::from(offset);
-            seen.above[level] = ret;
+            if level == 0 {
+                seen.offsets = [u32::from(offset); CONTEXT_DEPTH];
+                seen.above = [ret; CONTEXT_DEPTH];
+            } else {
+                seen.offsets[level] = u32::from(offset);
+                seen.above[level] = ret;
+            }
             seen.depth = level as u32 + 1;
         });
         seen
@@ -97,7 +103,8 @@ impl Caller {
 
 /// A call's context, and the return addresses it was made from: `depth`
 /// levels, read at `offsets` above the entry stack pointer, learned in
-/// module-map `epoch`.
+/// module-map `epoch` (the places past `depth` repeat level 0; all zero
+/// for a context of none).
 pub struct Seen {
     pub context: u64,
     pub depth: u32,

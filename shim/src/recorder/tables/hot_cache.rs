@@ -41,7 +41,8 @@ struct HotEntry {
     tag: u32,
     /// Module-map epoch the offsets were learned in.
     epoch: u32,
-    /// How many of `offsets` and `above` the context was read from.
+    /// How many of `offsets` and `above` the context was read from; the
+    /// rest repeat level 0 (see `Caller::seen`).
     depth: u32,
     /// The lock's identity when cached: a lock destroyed and made again
     /// at the same address is another.
@@ -57,25 +58,31 @@ struct HotEntry {
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
     /// The second level (`WARM_SLOTS` entries), or null until mapped.
+    warm_map: *mut HotEntry,
+    /// The second level while it serves: `warm_map`, or null until mapped
+    /// and once it hit too rarely to pay for itself (more locks than it
+    /// holds). One test tells whether to look there.
     warm: *mut HotEntry,
     /// Misses of the first level so far (up to `WARM_AFTER`).
     misses: u32,
-    /// Looks at the second level in the current period, and hits.
-    warm_looks: u32,
-    warm_hits: u32,
-    /// The second level stopped serving: it hit too rarely to pay for
-    /// itself (more locks than it holds).
-    warm_off: bool,
+    /// Looks at the second level that missed in the current period, and
+    /// those that hit (counted on the hit, one add; 64 bits, never
+    /// wrapping into a small count).
+    warm_misses: u32,
+    warm_hits: u64,
     /// Entries written so far (either level): a look made outside the hook
     /// (lean mode's, at the second level) is void if a signal handler's
     /// call wrote one meanwhile.
     writes: u32,
 }
 
-/// Looks at the second level after which its hits are counted up: if
-/// fewer than one in eight hit, it stops serving this lane (a look and a
-/// store on every miss of the first level would only add to a program that
-/// sweeps more locks than the table holds).
+/// Looks at the second level over which its hits are judged: if fewer
+/// than one in eight hit, it stops serving this lane (a look and a store
+/// on every miss of the first level would only add to a program that
+/// sweeps more locks than the table holds). A period ends at its
+/// `WARM_PERIOD * 7 / 8`th miss, so that a hit only adds to a count: it
+/// stops serving if fewer than `WARM_PERIOD / 8` hits came with those
+/// misses.
 const WARM_PERIOD: u32 = 4096;
 
 /// Entries of the second level (a power of two): 6 MiB of address space,
@@ -174,31 +181,42 @@ impl HotEntry {
         self.same_key(addr, ret_key) && self.tag == tag
     }
 
-    /// Whether this call came the way the entry's did.
+    /// Whether this call came the way the entry's did: nothing to compare
+    /// for a context of no levels (a caller whose stack is not known has
+    /// only such); else level 0, then, for a context of more, the rest of
+    /// the [`CONTEXT_DEPTH`] places with no further test of how many the
+    /// context has (`Caller::seen`).
     #[inline(always)]
     fn same_path(&self, caller: Caller, epoch: u32) -> bool {
         if self.epoch != epoch {
             return false;
         }
-        for (&offset, &expected) in self
-            .offsets
-            .iter()
-            .zip(&self.above)
-            .take(self.depth as usize)
-        {
-            // SAFETY: the words are read as `Caller::context` reads them:
-            // level 0 lies in the frame of the function `ret` returns into,
-            // live while this call is; each deeper one is read only after
-            // every level below it matched the path it was learned on, so
-            // the frames in between are the same functions, live on this
-            // stack.
-            let seen =
-                unsafe { core::ptr::read_volatile((caller.sp + u64::from(offset)) as *const u64) };
-            if seen != expected {
-                return false;
-            }
+        if self.depth == 0 {
+            return true;
         }
-        true
+        if !self.word_matches(caller, 0) {
+            return false;
+        }
+        self.depth == 1
+            || (self.word_matches(caller, 1)
+                && self.word_matches(caller, 2)
+                && self.word_matches(caller, 3))
+    }
+
+    /// Whether the stack word at the entry's place `level` is the one
+    /// learned there.
+    #[inline(always)]
+    fn word_matches(&self, caller: Caller, level: usize) -> bool {
+        // SAFETY: the words are read as `Caller::context` reads them:
+        // level 0 lies in the frame of the function `ret` returns into,
+        // live while this call is; each deeper one is read only after
+        // every level below it matched the path it was learned on, so the
+        // frames in between are the same functions, live on this stack. A
+        // place past the context's depth repeats level 0 (`Caller::seen`).
+        let seen = unsafe {
+            core::ptr::read_volatile((caller.sp + u64::from(self.offsets[level])) as *const u64)
+        };
+        seen == self.above[level]
     }
 }
 
@@ -284,7 +302,7 @@ impl HotCache {
     /// Whether the second level serves: mapped, and not switched off.
     #[inline(always)]
     pub fn warm_serves(&self) -> bool {
-        !self.warm.is_null() && !self.warm_off
+        !self.warm.is_null()
     }
 
     /// [`find_warm`](Self::find_warm)'s entry itself (see [`HotHit`]).
@@ -299,11 +317,16 @@ impl HotCache {
             return None;
         }
         // SAFETY: it serves, just tested.
-        unsafe { self.look_warm(addr, caller, (tag, mode)) }
+        let hit = unsafe { self.look_warm(addr, caller, (tag, mode)) };
+        if hit.is_none() {
+            self.warm_missed();
+        }
+        hit
     }
 
     /// [`find_warm_hit`](Self::find_warm_hit) for a caller that found the
-    /// second level serves.
+    /// second level serves, and that tells [`warm_missed`](Self::warm_missed)
+    /// of a miss on its own slow path (so that the look makes no call).
     ///
     /// # Safety
     /// [`warm_serves`](Self::warm_serves) said so (the second level is
@@ -315,22 +338,38 @@ impl HotCache {
         caller: Caller,
         (tag, mode): (u32, u32),
     ) -> Option<HotHit> {
-        self.warm_looks += 1;
-        if self.warm_looks == WARM_PERIOD {
-            self.warm_off = self.warm_hits < WARM_PERIOD / 8;
-            (self.warm_looks, self.warm_hits) = (0, 0);
-        }
         // SAFETY: `warm` maps WARM_SLOTS entries (the caller's contract),
         // and the place is masked to them by construction of `warm_home`.
         let e = unsafe { &*self.warm.add(warm_home(addr, caller.ret)) };
-        if !(e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
-            && e.same_path(caller, crate::recorder::base::caller::epoch()))
+        let hit = if e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
+            && e.same_path(caller, crate::recorder::base::caller::epoch())
         {
-            return None;
+            e.live()
+        } else {
+            None
+        };
+        if hit.is_some() {
+            self.warm_hits += 1;
         }
-        let hit = e.live()?;
-        self.warm_hits += 1;
-        Some(hit)
+        hit
+    }
+
+    /// A look at the second level missed: counted, and the period judged
+    /// at its last miss (see [`WARM_PERIOD`]). Nothing if it does not
+    /// serve.
+    #[cold]
+    #[inline(never)]
+    pub fn warm_missed(&mut self) {
+        if self.warm.is_null() {
+            return;
+        }
+        self.warm_misses += 1;
+        if self.warm_misses == WARM_PERIOD / 8 * 7 {
+            if self.warm_hits < u64::from(WARM_PERIOD / 8) {
+                self.warm = core::ptr::null_mut();
+            }
+            (self.warm_misses, self.warm_hits) = (0, 0);
+        }
     }
 
     /// A new thread's lane: the first level is emptied (its keys have no
@@ -342,13 +381,13 @@ impl HotCache {
             // No lock lies at address 0: the entry matches no call.
             e.addr = 0;
         }
-        (self.warm_looks, self.warm_hits, self.warm_off) = (0, 0, false);
+        (self.warm_misses, self.warm_hits, self.warm) = (0, 0, self.warm_map);
     }
 
     /// Counts a miss of the first level; maps the second at the
     /// `WARM_AFTER`th (if the mapping fails, the first serves alone).
     fn missed(&mut self) {
-        if !self.warm.is_null() {
+        if !self.warm_map.is_null() {
             return;
         }
         self.misses += 1;
@@ -357,7 +396,7 @@ impl HotCache {
             if let Some(p) = crate::recorder::base::mapped::map_anonymous(
                 WARM_SLOTS * core::mem::size_of::<HotEntry>(),
             ) {
-                self.warm = p;
+                (self.warm_map, self.warm) = (p, p);
             }
         }
     }
@@ -398,7 +437,7 @@ impl HotCache {
         self.entries[at] = entry;
         self.writes = self.writes.wrapping_add(1);
         self.missed();
-        if !self.warm.is_null() && !self.warm_off {
+        if !self.warm.is_null() {
             // SAFETY: as in `find_warm`. One path per place: a wrapper
             // reached from two places alternates there.
             unsafe { *self.warm.add(warm_home(addr, caller.ret)) = entry };

@@ -2,6 +2,7 @@
 //! next thread, and the second level.
 
 use super::*;
+use crate::recorder::base::caller::Offsets;
 use core::sync::atomic::{AtomicU32, AtomicU64};
 
 fn slot(id: u32) -> &'static ObjectSlot {
@@ -15,15 +16,18 @@ fn slot(id: u32) -> &'static ObjectSlot {
     }))
 }
 
-/// Two levels of context at offsets 8 and 24 of a fake stack.
+/// Two levels of context at offsets 8 and 24 of a fake stack, read as
+/// `Caller::seen` reads them (the fake stack's words at offsets 8 and 24
+/// are return addresses it never learned past).
 fn seen(stack: &[u64; 4]) -> Seen {
-    Seen {
-        context: 0,
-        depth: 2,
-        epoch: crate::recorder::base::caller::epoch(),
-        offsets: [8, 24, 0, 0],
-        above: [stack[1], stack[3], 0, 0],
-    }
+    let caller = Caller {
+        ret: stack[0],
+        sp: stack.as_ptr() as u64,
+    };
+    let offsets = Offsets::from_levels(&[8, 24, 0xffff, 0xffff], [stack[1], 0, 0]);
+    let seen = caller.seen(&offsets);
+    assert_eq!(seen.depth, 2);
+    seen
 }
 
 /// An array of locks taken at one line is the most common shape of
@@ -193,7 +197,10 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
         );
         remember(&mut cache, i);
     }
-    assert!(!cache.warm.is_null(), "mapped at the {WARM_AFTER}th miss");
+    assert!(
+        !cache.warm_map.is_null(),
+        "mapped at the {WARM_AFTER}th miss"
+    );
     for i in u64::from(WARM_AFTER)..4096 {
         remember(&mut cache, i);
     }
@@ -227,6 +234,66 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
     for _ in 0..2 * WARM_PERIOD {
         let _ = cache.find_warm(lock(1), other, (tag, 0));
     }
-    assert!(cache.warm_off, "a second level that never hits is left");
+    assert!(
+        !cache.warm_serves(),
+        "a second level that never hits is left"
+    );
     assert!(cache.find_warm(lock(4001), at, (tag, 0)).is_none(), "off");
+}
+
+/// The second level is judged over periods of looks: one that hits one
+/// look in four keeps serving through many periods; one that hits one in
+/// ten stops within two.
+#[test]
+fn the_second_level_serves_while_one_look_in_eight_hits() {
+    let judged = |hit_every: u32| {
+        // SAFETY: all zero bits is the empty cache (see `HotCache`).
+        let mut cache: Box<HotCache> = Box::new(unsafe { core::mem::zeroed() });
+        let stack = [0x400_000u64, 0xaaa, 0, 0xbbb];
+        let at = Caller {
+            ret: 0x400_000,
+            sp: stack.as_ptr() as u64,
+        };
+        let (tag, found) = (9, 0x10_0000);
+        for i in 0..u64::from(WARM_AFTER) {
+            cache.remember(
+                (found + 64 * i, at, &seen(&stack)),
+                (tag, 0),
+                (slot(7), 7, 0x10 as *mut u8),
+            );
+        }
+        assert!(cache.warm_serves(), "mapped at the {WARM_AFTER}th miss");
+        // Remembered since the second level was mapped: there too.
+        cache.remember(
+            (found, at, &seen(&stack)),
+            (tag, 0),
+            (slot(7), 7, 0x10 as *mut u8),
+        );
+        let never = Caller {
+            ret: 0x500_000,
+            ..at
+        };
+        for look in 0..6 * WARM_PERIOD {
+            let (addr, caller) = if look % hit_every == 0 {
+                (found, at)
+            } else {
+                (found, never)
+            };
+            let hit = cache.find_warm(addr, caller, (tag, 0)).is_some();
+            assert!(
+                !hit || look % hit_every == 0,
+                "only the remembered call hits"
+            );
+            if !cache.warm_serves() {
+                return Some(look);
+            }
+        }
+        None
+    };
+    assert_eq!(judged(4), None, "one hit in four serves");
+    let stopped = judged(10).expect("one hit in ten stops");
+    assert!(
+        stopped < 2 * WARM_PERIOD,
+        "stopped at look {stopped}, within two periods"
+    );
 }

@@ -558,6 +558,11 @@ impl Lane {
         unsafe { self.hot.look_warm(addr, caller, (tag, mode)) }
     }
 
+    /// A [`look_warm`](Self::look_warm) missed (see `HotCache::warm_missed`).
+    pub fn warm_missed(&mut self) {
+        self.hot.warm_missed();
+    }
+
     /// Caches a call path the general path looked up.
     pub fn remember_hot(
         &mut self,
