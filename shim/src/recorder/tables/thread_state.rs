@@ -264,7 +264,7 @@ impl ThreadState {
     #[inline(always)]
     pub fn close_load_gate(&self) {
         if self.flags.get() == 0 {
-            self.skip_loads_at.set(self.call_cost.calls());
+            self.skip_loads_at.set(self.call_cost.gate_word());
         }
     }
 
@@ -273,7 +273,7 @@ impl ThreadState {
     #[inline]
     pub fn close_gates(&self) {
         if self.flags.get() == 0 {
-            let calls = self.call_cost.calls();
+            let calls = self.call_cost.gate_word();
             self.skip_loads_at.set(calls);
             self.skip_stores_at.set(!calls);
         }

@@ -2,8 +2,8 @@
 //!
 //! Timing every recorder call would double the cost it measures, so each
 //! thread counts its calls (`prepare`, `acquired`, `released`) and times one
-//! or two in [`SAMPLE_EVERY`] (the 17th and 18th, early so that short-lived
-//! threads get a sample too). The shim's time so far is then estimated as calls × the
+//! in [`SAMPLE_EVERY`] (its first call too, so that short-lived threads get
+//! a sample). The shim's time so far is then estimated as calls × the
 //! sampled mean, plus the slow paths, which are always timed. Only calls
 //! that stayed on the fast path are sampled; a sample excludes the clock
 //! read that ends it. The untimed acquisition (a few stores) is counted
@@ -14,11 +14,13 @@ use crate::recorder::time::clock::now_ns;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// One or two calls in this many are timed (a power of two).
+/// One call in this many is timed.
 pub const SAMPLE_EVERY: u64 = 1024;
-/// Where in each period the timed calls are: early, so a thread with only a
-/// few dozen lock operations is sampled too (even: it and the next).
-const SAMPLED_PHASE: u64 = 16;
+/// The count of calls left at which the next is timed: above zero, so that
+/// the count, which starts at zero and is moved up a period by the thread's
+/// first tested call, never reaches all one bits, whose complement is the
+/// access gate's initial "open" for stores (`ThreadState::close_gates`).
+const TIMED_AT: u64 = 16;
 
 /// A fast-path call never takes this long unless the thread was preempted.
 const OUTLIER_NS: u64 = 2_000;
@@ -38,9 +40,17 @@ pub fn init(on_sample: fn()) {
     ON_SAMPLE.store(on_sample as usize, Ordering::Relaxed);
 }
 
-/// Per-thread counts, in the thread's const-initialised state.
+/// Per-thread counts, in the thread's const-initialised state (all zero
+/// bits).
+///
+/// The calls are counted down: `left` is how many more calls go by before
+/// the next one to time (above [`TIMED_AT`]), taken as signed, and the
+/// count made so far is `anchor - left`. The hooks' test for a call to
+/// time is then one compare, and a count one subtraction; the call timed
+/// moves both words up by a period.
 pub struct CallCost {
-    calls: Cell<u64>,
+    left: Cell<u64>,
+    anchor: Cell<u64>,
     sampled_ns: Cell<u64>,
     samples: Cell<u64>,
     /// The mean so far in picoseconds, kept up to date by each sample so
@@ -57,38 +67,49 @@ impl Default for CallCost {
 impl CallCost {
     pub const fn new() -> Self {
         Self {
-            calls: Cell::new(0),
+            left: Cell::new(0),
+            anchor: Cell::new(0),
             sampled_ns: Cell::new(0),
             samples: Cell::new(0),
             mean_ps: Cell::new(0),
         }
     }
 
-    /// Where the call count lies in a `CallCost`: the access gate compares
-    /// it inline (see `ThreadState::close_load_gate`).
-    pub const CALLS_OFFSET: usize = core::mem::offset_of!(CallCost, calls);
+    /// Where the word every counted call changes lies in a `CallCost`:
+    /// the access gate compares it inline (see
+    /// `ThreadState::close_load_gate`).
+    pub const CALLS_OFFSET: usize = core::mem::offset_of!(CallCost, left);
 
     /// The recorder calls this thread has made.
     #[inline(always)]
     pub fn calls(&self) -> u64 {
-        self.calls.get()
+        self.anchor.get().wrapping_sub(self.left.get())
+    }
+
+    /// The word the access gate compares: it changes with every call
+    /// counted (a period added at a timed one never brings it back to a
+    /// value it had since the last).
+    #[inline(always)]
+    pub fn gate_word(&self) -> u64 {
+        self.left.get()
     }
 
     #[cfg(test)]
     pub fn same_as(&self, other: &CallCost) -> bool {
-        (self.calls.get(), self.sampled_ns.get(), self.samples.get())
-            == (
-                other.calls.get(),
-                other.sampled_ns.get(),
-                other.samples.get(),
-            )
+        (self.calls(), self.sampled_ns.get(), self.samples.get())
+            == (other.calls(), other.sampled_ns.get(), other.samples.get())
     }
 
     /// Counts one recorder call; returns its start time if it is to be
-    /// timed, else 0.
+    /// timed, else 0. A timed call starts the next period.
     #[inline]
     pub fn begin(&self) -> u64 {
         let timed = self.next_is_timed();
+        if timed {
+            self.left.set(self.left.get().wrapping_add(SAMPLE_EVERY));
+            self.anchor
+                .set(self.anchor.get().wrapping_add(SAMPLE_EVERY));
+        }
         self.count();
         if timed {
             now_ns()
@@ -98,23 +119,20 @@ impl CallCost {
     }
 
     /// Whether the next call is one to time (then it goes the way that
-    /// times it, [`begin`](Self::begin)): the 17th or the 18th of each
-    /// [`SAMPLE_EVERY`]. Two places, because an untimed acquisition only
-    /// counts itself, and a thread whose loop makes a power-of-two number
-    /// of calls would otherwise find one there every time, and never be
-    /// sampled; two acquisitions never follow each other (a prepare comes
-    /// before each), so one of the two places is always timed.
+    /// times it, [`begin`](Self::begin), which every way that times calls
+    /// takes): the period's calls are used up. Calls that are counted but
+    /// never tested (an untimed acquisition, which only counts itself) can
+    /// only take the count below zero, so the next call that is tested is
+    /// timed, whatever the thread's loop.
     #[inline(always)]
     pub fn next_is_timed(&self) -> bool {
-        // The calls made so far, not the next one's number: one addition
-        // less on every hook's path.
-        self.calls.get() & (SAMPLE_EVERY - 2) == SAMPLED_PHASE
+        self.left.get() as i64 <= TIMED_AT as i64
     }
 
     /// Counts a call that is not timed.
     #[inline(always)]
     pub fn count(&self) {
-        self.calls.set(self.calls.get() + 1);
+        self.left.set(self.left.get().wrapping_sub(1));
     }
 
     /// Counts two calls that are not timed, in one store (a look and the
@@ -122,7 +140,7 @@ impl CallCost {
     /// [`next_is_timed`](Self::next_is_timed), and the second never is).
     #[inline(always)]
     pub fn count_two(&self) {
-        self.calls.set(self.calls.get() + 2);
+        self.left.set(self.left.get().wrapping_sub(2));
     }
 
     /// Ends a call that `begin` chose to time (`started` != 0).
@@ -166,7 +184,7 @@ impl CallCost {
     #[inline]
     pub fn estimated_ns(&self) -> u64 {
         // A constant divisor: a multiply and a shift.
-        self.calls.get().saturating_mul(self.mean_ps.get()) / 1000
+        self.calls().saturating_mul(self.mean_ps.get()) / 1000
     }
 }
 
@@ -194,7 +212,8 @@ mod tests {
     /// How many of `periods` × [`SAMPLE_EVERY`] calls are chosen for
     /// timing when a thread's loop makes the calls `pattern` says (true:
     /// a prepare or release, which may be timed; false: an untimed
-    /// acquisition, which only counts itself).
+    /// acquisition, which only counts itself); every call counted, and the
+    /// gate word never all ones.
     fn chosen(pattern: &[bool], periods: u64) -> u64 {
         let cost = CallCost::new();
         let mut chosen = 0;
@@ -203,11 +222,16 @@ mod tests {
             .cycle()
             .take((periods * SAMPLE_EVERY) as usize)
         {
-            if may_time && cost.next_is_timed() {
-                chosen += 1;
+            if may_time {
+                chosen += u64::from(cost.begin() != 0);
+            } else {
+                cost.count();
             }
-            cost.count();
+            // Its complement would close the access gate's store side
+            // for a thread that never closed it (see `TIMED_AT`).
+            assert_ne!(cost.gate_word(), u64::MAX, "the gate word at all ones");
         }
+        assert_eq!(cost.calls(), periods * SAMPLE_EVERY, "every call counted");
         chosen
     }
 
@@ -222,8 +246,9 @@ mod tests {
         ];
         for pattern in patterns {
             let n = chosen(pattern, 8);
+            // One a period, and the thread's first call.
             assert!(
-                (8..=16).contains(&n),
+                (8..=9).contains(&n),
                 "{n} timed in 8 periods of {pattern:?}"
             );
         }
