@@ -68,9 +68,10 @@ pub struct ThreadState {
     call_cost: CallCost,
     /// The access gate (see [`ThreadState::close_load_gate`]): a program
     /// built with `locksuit cc` calls its load callback only while this
-    /// differs from the thread's recorder call count, its store callback
-    /// only while `skip_stores_at` differs from the count's complement
-    /// (so zeroed, as every thread starts, it is open).
+    /// differs from the word the thread's recorder calls change
+    /// (`CallCost::gate_word`), its store callback only while
+    /// `skip_stores_at` differs from that word's complement (so zeroed, as
+    /// every thread starts, it is open).
     skip_loads_at: Cell<u64>,
     skip_stores_at: Cell<u64>,
     /// How this thread times its blocking calls.
@@ -254,7 +255,8 @@ impl ThreadState {
     /// The access gate, for programs built with `locksuit cc`, whose every
     /// load and store first compares two of this thread's words inline
     /// (exported as `__locksuit_gate_*`) and calls the callback only if
-    /// they differ: the recorder call count, and the count at which the
+    /// they differ: the word every recorder call changes (never to a value
+    /// it had before, see `CallCost::gate_word`), and its value when the
     /// callback last said it needs no more loads (or stores). A lock or
     /// unlock counts a call, so the gate opens at every change of the held
     /// locks. Here: a load made holding no lock matters to nothing, so the
