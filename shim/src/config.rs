@@ -37,7 +37,10 @@ static ON_TIMING_CHANGED: AtomicUsize = AtomicUsize::new(0);
 
 /// Sets what [`set_events_all`] calls once [`untimed_uncontended`] changed.
 pub fn on_timing_changed(changed: fn()) {
-    ON_TIMING_CHANGED.store(changed as usize, Ordering::Release);
+    // Sequentially consistent with the flag's swap below: of a chooser
+    // that sets this and then reads the flag and a setter that swaps the
+    // flag and then reads this, one sees the other's write.
+    ON_TIMING_CHANGED.store(changed as usize, Ordering::SeqCst);
 }
 /// `LOCKSUIT_MODE=lean`: see [`lean`].
 static LEAN: AtomicBool = AtomicBool::new(false);
@@ -78,8 +81,8 @@ pub fn set_events_all(on: bool) {
     }
     EVENTS_ALL.store(on, Ordering::Relaxed);
     let untimed = !on && hold_sample_period() == 0;
-    if UNTIMED_UNCONTENDED.swap(untimed, Ordering::AcqRel) != untimed {
-        let changed = ON_TIMING_CHANGED.load(Ordering::Acquire);
+    if UNTIMED_UNCONTENDED.swap(untimed, Ordering::SeqCst) != untimed {
+        let changed = ON_TIMING_CHANGED.load(Ordering::SeqCst);
         if changed != 0 {
             // SAFETY: only `on_timing_changed` stores here, and it stores
             // a `fn()`.

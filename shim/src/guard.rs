@@ -47,12 +47,6 @@ impl HookGuard {
         lifecycle::recording().then_some(guard)
     }
 
-    /// Enters only when nothing needs doing first: not nested (a nested
-    /// call is left to [`enter`], which reports it) and the shim already
-    /// started. It calls nothing, so a hook can use it on a path with no
-    /// frame; `None` sends the hook the general way.
-    ///
-    /// [`enter`]: HookGuard::enter
     /// The thread's state if a hook could enter now and recording has
     /// started, without entering (lean mode's quick engagement).
     #[inline(always)]
@@ -61,10 +55,26 @@ impl HookGuard {
         lifecycle::recording_started().then_some(state)
     }
 
+    /// Enters only when nothing needs doing first: not nested (a nested
+    /// call is left to [`enter`], which reports it) and the shim already
+    /// started. It calls nothing, so a hook can use it on a path with no
+    /// frame; `None` sends the hook the general way.
+    ///
+    /// [`enter`]: HookGuard::enter
     #[inline(always)]
     pub fn enter_quickly() -> Option<HookGuard> {
         let guard = HookGuard(InHook::enter()?);
         lifecycle::recording_started().then_some(guard)
+    }
+
+    /// [`enter_quickly`](Self::enter_quickly) for a handler that runs only
+    /// while the process records (the full mode's quick mutex handlers,
+    /// which `lifecycle::on_recording_changed` swaps out when it stops):
+    /// the recording is not asked about again. A call already past the
+    /// trampoline when the recording stops finishes as it began.
+    #[inline(always)]
+    pub fn enter_recording() -> Option<HookGuard> {
+        Some(HookGuard(InHook::enter()?))
     }
 }
 

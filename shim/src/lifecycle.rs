@@ -23,7 +23,7 @@
 
 use crate::recorder::tables::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
-use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 /// Bit set in exactly the states that record, so that every hook's
 /// question "recording?" is one bit test of one byte.
@@ -54,6 +54,32 @@ impl State {
 }
 
 static STATE: AtomicU8 = AtomicU8::new(State::Uninitialized as u8);
+/// What [`set_state`] calls when the process starts or stops recording (a
+/// `fn()`, 0 for none): the mutex hooks' quick handlers do not ask
+/// "recording?", and are swapped for others instead.
+static ON_RECORDING_CHANGED: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets what is called when the process starts or stops recording.
+pub fn on_recording_changed(changed: fn()) {
+    // Sequentially consistent with the state's swap, as in
+    // `config::on_timing_changed`.
+    ON_RECORDING_CHANGED.store(changed as usize, Ordering::SeqCst);
+}
+
+/// Moves to `next`, and says so if that starts or stops the recording.
+/// Cheap enough for a fork child's first moment (two loads, a store, and
+/// the callback's three).
+fn set_state(next: State) {
+    let before = STATE.swap(next as u8, Ordering::SeqCst);
+    if (before ^ next as u8) & RECORDING != 0 {
+        let changed = ON_RECORDING_CHANGED.load(Ordering::SeqCst);
+        if changed != 0 {
+            // SAFETY: only `on_recording_changed` stores here, and it
+            // stores a `fn()`.
+            unsafe { core::mem::transmute::<usize, fn()>(changed)() };
+        }
+    }
+}
 static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 
 pub fn state() -> State {
@@ -109,14 +135,14 @@ fn start_recording() -> bool {
         // included. Nothing is recorded; the trace before the exec says
         // the process went on confined.
         crate::sys::confined::inherited();
-        STATE.store(State::Disabled as u8, Ordering::Release);
+        set_state(State::Disabled);
         return false;
     }
     let _ = real::real();
     crate::diag::note_stderr();
     if config::secure_execution() {
         // setuid/setgid or file capabilities: never write files for the user.
-        STATE.store(State::Disabled as u8, Ordering::Release);
+        set_state(State::Disabled);
         return false;
     }
     config::load();
@@ -125,17 +151,17 @@ fn start_recording() -> bool {
     let exe_len = crate::sys::readlink(c"/proc/self/exe", &mut exe).unwrap_or(0);
     if !crate::policy::process_selected(&exe[..exe_len]) {
         // Not a process the policy asks for: no trace, nothing said.
-        STATE.store(State::Disabled as u8, Ordering::Release);
+        set_state(State::Disabled);
         return false;
     }
     recorder::trace::copied::set_handler(adopt_unseen_child);
     if recorder::start_process(0, arm_thread_exit).is_err() {
-        STATE.store(State::Disabled as u8, Ordering::Release);
+        set_state(State::Disabled);
         return false;
     }
     register_process_handlers();
     crate::sigbus::install();
-    STATE.store(State::Enabled as u8, Ordering::Release);
+    set_state(State::Enabled);
     true
 }
 
@@ -170,7 +196,7 @@ fn start_child_trace() -> bool {
     } else {
         State::Disabled
     };
-    STATE.store(next as u8, Ordering::Release);
+    set_state(next);
     next == State::Enabled
 }
 
@@ -247,7 +273,7 @@ extern "C" fn fork_child() {
     let recorded = matches!(state(), State::Enabled | State::Exiting | State::Forked);
     forget_parent_thread(recorded);
     if recorded {
-        STATE.store(State::Forked as u8, Ordering::Release);
+        set_state(State::Forked);
     }
 }
 
@@ -374,7 +400,7 @@ fn adopt_unseen_child(may_restart: bool) -> bool {
         return start_child_trace();
     }
     recorder::cut_off_inherited_trace();
-    STATE.store(State::Disabled as u8, Ordering::Release);
+    set_state(State::Disabled);
     crate::diag::warn_once(
         crate::diag::Warning::UnseenChild,
         b"a child process made by a clone system call the shim did not see was noticed too late to start a trace of its own (it had more threads, or was writing); it is not recorded",
@@ -427,7 +453,7 @@ fn process_ending(code: Option<i32>) {
     if !recorder::trace::file::is_trace_process() {
         return;
     }
-    STATE.store(State::Exiting as u8, Ordering::Release);
+    set_state(State::Exiting);
     recorder::process_exit(code);
 }
 
@@ -486,7 +512,7 @@ extern "C" fn on_unload() {
     {
         return;
     }
-    STATE.store(State::Exiting as u8, Ordering::Release);
+    set_state(State::Exiting);
     recorder::process_exit(None);
 }
 

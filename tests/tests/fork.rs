@@ -68,3 +68,34 @@ fn fork_gives_two_separate_traces() {
         assert_eq!(processes(&r).len(), 1, "one process per trace file {t:?}");
     }
 }
+
+/// A fork child whose first lock comes late still has a trace from the
+/// fork on: its first call starts the trace from the time the fork was
+/// noted (not from the call, as for a child no hook saw made), so the
+/// child's duration covers the wait it measured itself before that call,
+/// whichever handler the call reached.
+#[test]
+fn a_fork_child_locking_late_is_recorded_from_the_fork() {
+    let bin = build_c("fork_late_lock");
+    let dir = fresh_dir("fork_late_lock");
+    let out = run_under_shim(&bin, &["300"], &dir);
+    assert_success(&out, "fork_late_lock under the shim");
+    let stdout = stdout_str(&out);
+    let child_pid: u64 = stdout_value(&stdout, "child").parse().unwrap();
+    let waited: u64 = stdout_value(&stdout, "waited_ns").parse().unwrap();
+    let report = report_json(&[&dir], None);
+    let child = process_by_pid(&report, child_pid);
+    assert_eq!(child["fork_child"], Value::Bool(true), "{}", short(child));
+    let locks = locks(child);
+    assert_eq!(
+        locks.iter().map(|l| u64_of(l, "acquisitions")).sum::<u64>(),
+        100,
+        "the child's own lock, and no other: {}",
+        short(&child["locks"])
+    );
+    let duration = u64_of(child, "duration_ns");
+    assert!(
+        duration >= waited,
+        "the child's trace lasts {duration} ns, less than the {waited} ns it waited after the fork"
+    );
+}

@@ -24,10 +24,11 @@ use quick::{mutex_lock, mutex_trylock};
 /// the full mode's, or lean mode's, chosen by the first lock or trylock once
 /// the settings are read ([`chose_mutex_handlers`]). An indirect jump in the
 /// trampoline costs what a direct one does, so the full mode pays nothing
-/// for lean mode's being there. The full mode has two sets: while
-/// engagements are untimed (no full tracing, no hold sampling) the quick
-/// ones, which do not test that, and else the general ones; full tracing
-/// switched on or off while the process runs swaps them
+/// for lean mode's being there. The full mode has two sets: while the
+/// process records and engagements are untimed (no full tracing, no hold
+/// sampling) the quick ones, which ask neither, and else the general
+/// ones; full tracing switched on or off while the process runs, and the
+/// recording's start and end (a fork child's included), swap them
 /// ([`point_full_handlers`]).
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
 static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
@@ -38,8 +39,8 @@ type MutexHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t, usize, usi
 /// Starts recording (which reads `LOCKSUIT_MODE`), then points the three
 /// trampolines at the mode's handlers. False while the shim is still
 /// starting (a lock taken inside its own start): the choice waits for a
-/// later call, and this one goes the full mode's way, which passes such
-/// calls through.
+/// later call, and this one goes the full mode's general way, which
+/// passes such calls through.
 fn chose_mutex_handlers() -> bool {
     // Entered as every hook enters (a call nested in the shim's own work
     // starts nothing), and left at once.
@@ -54,6 +55,7 @@ fn chose_mutex_handlers() -> bool {
         point_handlers((mutex_lock_lean, mutex_trylock_lean, mutex_unlock_lean));
     } else {
         crate::config::on_timing_changed(point_full_handlers);
+        lifecycle::on_recording_changed(point_full_handlers);
         point_full_handlers();
     }
     true
@@ -62,23 +64,32 @@ fn chose_mutex_handlers() -> bool {
 type UnlockHandler = unsafe extern "C-unwind" fn(*mut pthread_mutex_t) -> c_int;
 
 fn point_handlers((lock, trylock, unlock): (MutexHandler, MutexHandler, UnlockHandler)) {
-    MUTEX_UNLOCK_HANDLER.store(unlock as *mut (), Ordering::Relaxed);
-    MUTEX_TRYLOCK_HANDLER.store(trylock as *mut (), Ordering::Relaxed);
-    MUTEX_LOCK_HANDLER.store(lock as *mut (), Ordering::Relaxed);
+    MUTEX_UNLOCK_HANDLER.store(unlock as *mut (), Ordering::SeqCst);
+    MUTEX_TRYLOCK_HANDLER.store(trylock as *mut (), Ordering::SeqCst);
+    MUTEX_LOCK_HANDLER.store(lock as *mut (), Ordering::SeqCst);
 }
 
-/// Points the trampolines at the full mode's handlers for the way
-/// engagements are timed now, until what was stored matches what is read
-/// after: two threads that change it and choose at once end on the last.
+/// Points the trampolines at the full mode's handlers for whether the
+/// process records and engagements are timed now, until what was stored
+/// matches what is read after: two threads that change either and choose
+/// at once end on the last. The general handlers ask both themselves (a
+/// fork child's first call through them starts its trace).
 fn point_full_handlers() {
+    let quick_now = || {
+        // Ordered with the callbacks' registration and the flags' swaps
+        // (see `config::on_timing_changed`), and between the stores above
+        // and the reads of the check after them.
+        core::sync::atomic::fence(Ordering::SeqCst);
+        lifecycle::recording_started() && crate::config::untimed_uncontended()
+    };
     loop {
-        let untimed = crate::config::untimed_uncontended();
-        if untimed {
+        let quick = quick_now();
+        if quick {
             point_handlers((mutex_lock, mutex_trylock, mutex_unlock_untimed));
         } else {
             point_handlers((mutex_lock_general, mutex_trylock_general, mutex_unlock_full));
         }
-        if crate::config::untimed_uncontended() == untimed {
+        if quick_now() == quick {
             return;
         }
     }
@@ -100,7 +111,7 @@ unsafe extern "C-unwind" fn mutex_lock_first(
     let handler = if chose_mutex_handlers() {
         handler_in(&MUTEX_LOCK_HANDLER)
     } else {
-        mutex_lock
+        mutex_lock_general
     };
     // SAFETY: forwarding the caller's arguments unchanged.
     unsafe { handler(m, caller, sp) }
@@ -115,7 +126,7 @@ unsafe extern "C-unwind" fn mutex_trylock_first(
     let handler = if chose_mutex_handlers() {
         handler_in(&MUTEX_TRYLOCK_HANDLER)
     } else {
-        mutex_trylock
+        mutex_trylock_general
     };
     // SAFETY: forwarding the caller's arguments unchanged.
     unsafe { handler(m, caller, sp) }
@@ -362,12 +373,12 @@ fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
 trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
 
-/// The full mode's `pthread_mutex_unlock` while engagements are untimed
-/// ([`point_full_handlers`]): the common release tested for with no test
-/// of that.
+/// The full mode's `pthread_mutex_unlock` while the process records and
+/// engagements are untimed ([`point_full_handlers`]): the common release
+/// tested for with no test of either.
 unsafe extern "C-unwind" fn mutex_unlock_untimed(m: *mut pthread_mutex_t) -> c_int {
     let unlock = real_or!(mutex_unlock, 0);
-    let quick = HookGuard::enter_quickly()
+    let quick = HookGuard::enter_recording()
         .is_some_and(|g| recorder::released_untimed_quickly(&g, m as u64));
     if !quick {
         released(

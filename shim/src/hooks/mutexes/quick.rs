@@ -1,5 +1,5 @@
 //! The full mode's `pthread_mutex_lock` and `pthread_mutex_trylock` while
-//! engagements are untimed: the common engagement (a plain mutex, a hit
+//! the process records and engagements are untimed: the common engagement (a plain mutex, a hit
 //! in the hot cache, taken at once, not sampled) recorded in the hook
 //! with no call but the real one, so that only the guard and the cache
 //! entry live across it; a call both levels miss goes on from the look
@@ -40,12 +40,12 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock(
 /// takes the guard over, so that the common engagement needs no more
 /// frame than what lives across the real call; the rest (a sampled call,
 /// a thread's first, a robust or PI mutex) leaves the hook and enters the
-/// general handler. Timed engagements (full tracing, hold sampling) never
-/// come here: the trampolines jump to the general handlers then
-/// (`point_full_handlers`).
+/// general handler. Timed engagements (full tracing, hold sampling) and
+/// calls made while the process does not record never come here: the
+/// trampolines jump to the general handlers then (`point_full_handlers`).
 #[inline(always)]
 unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
-    if let Some(guard) = HookGuard::enter_quickly() {
+    if let Some(guard) = HookGuard::enter_recording() {
         // A trylock never blocks: any kind of mutex is tried first.
         if TRY || matches!(mutex_attempt(m), Attempt::TryFirst) {
             let hit =
@@ -119,10 +119,10 @@ unsafe fn not_taken<const TRY: bool>(guard: HookGuard, hit: HotHit, rc: c_int) -
     not_taken_at_once(&guard, p, (Hold::Exclusive, 0), rc, || unsafe { block(m) })
 }
 
-/// The quick look found the hot cache's first level does not hold the
-/// call: its second level, else looked up from there (the look counted),
-/// then tried as the general way tries (arguments in the order the hook
-/// got them, the guard last, so that they stay in their registers).
+/// Neither level of the hot cache holds the call: looked up (the look and
+/// the second level's miss counted), then tried as the general way tries
+/// (arguments in the order the hook got them, the guard last, so that
+/// they stay in their registers).
 #[inline(never)]
 #[cold]
 unsafe fn missed<const TRY: bool>(

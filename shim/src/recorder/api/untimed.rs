@@ -27,8 +27,9 @@ pub enum QuickLook {
 
 /// The full mode's look for a plain mutex's lock call, made in the hook
 /// before the real call, if this call is to take the common path whole
-/// (not sampled for self-cost, a lane already registered; the hook asked
-/// [`config::untimed_uncontended`] first, before entering).
+/// (not sampled for self-cost, a lane already registered; the hook runs
+/// only while the process records and engagements are untimed, its
+/// handler chosen for that).
 /// Nothing is counted yet: [`engaged_quickly`] counts the look and the
 /// acquisition in one store, [`not_taken_quickly`] and
 /// `prepare_missed_twice` the look.
