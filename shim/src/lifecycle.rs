@@ -67,11 +67,15 @@ pub fn on_recording_changed(changed: fn()) {
 }
 
 /// Moves to `next`, and says so if that starts or stops the recording.
-/// Cheap enough for a fork child's first moment (two loads, a store, and
-/// the callback's three).
 fn set_state(next: State) {
     let before = STATE.swap(next as u8, Ordering::SeqCst);
-    if (before ^ next as u8) & RECORDING != 0 {
+    recording_flipped(before, next as u8);
+}
+
+/// Calls what [`on_recording_changed`] set if the move from `before` to
+/// `after` started or stopped the recording.
+fn recording_flipped(before: u8, after: u8) {
+    if (before ^ after) & RECORDING != 0 {
         let changed = ON_RECORDING_CHANGED.load(Ordering::SeqCst);
         if changed != 0 {
             // SAFETY: only `on_recording_changed` stores here, and it
@@ -197,6 +201,12 @@ fn start_child_trace() -> bool {
         State::Disabled
     };
     set_state(next);
+    if next == State::Disabled {
+        // From Initializing, which does not record either: the callback is
+        // not called by the move, but a fork child's mutex trampolines
+        // still point where its parent's did (see `fork_child`).
+        recording_flipped(RECORDING, 0);
+    }
     next == State::Enabled
 }
 
@@ -267,13 +277,17 @@ extern "C" fn fork_parent() {
 /// a page fault, and each it writes a copy. The child's trace is made at
 /// its first recorded operation (see [`recording`]); until then the state
 /// (`Forked`) keeps every hook from recording, so nothing is written into
-/// the parent's trace.
+/// the parent's trace. The mutex trampolines are not re-pointed here (that
+/// would write one more page): the quick handlers they may still jump to
+/// decline in a child before its trace starts, its thread having no lane
+/// and its held entries forgotten, and go the general way, which starts
+/// the trace (and re-points them when it does).
 extern "C" fn fork_child() {
     // A child of a child that had not recorded anything yet is one too.
     let recorded = matches!(state(), State::Enabled | State::Exiting | State::Forked);
     forget_parent_thread(recorded);
     if recorded {
-        set_state(State::Forked);
+        STATE.store(State::Forked as u8, Ordering::SeqCst);
     }
 }
 
@@ -384,7 +398,7 @@ fn adopt_unseen_child(may_restart: bool) -> bool {
             .compare_exchange(
                 current,
                 State::Initializing as u8,
-                Ordering::AcqRel,
+                Ordering::SeqCst,
                 Ordering::Acquire,
             )
             .is_err()
@@ -392,6 +406,9 @@ fn adopt_unseen_child(may_restart: bool) -> bool {
         // Not recording, or another thread of the child is at it.
         return false;
     }
+    // Stopped recording for now: the quick mutex handlers are swapped out
+    // until the trace starts (or for good, if it cannot).
+    recording_flipped(current, State::Initializing as u8);
     let _errno = crate::diag::ErrnoGuard::save();
     if may_restart && recorder::threads_in_process() == Some(1) {
         forget_parent_thread(true);

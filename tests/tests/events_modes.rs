@@ -229,6 +229,33 @@ fn full_tracing_switched_on_and_off_while_running_traces_only_between() {
         "its output: {rest}"
     );
 
+    // The same program without the shim says the same, but for where its
+    // lock lies.
+    let mut plain = std::process::Command::new(&bin)
+        .arg(pairs.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    plain.stdin.take().unwrap().write_all(b"go\ngo\n").unwrap();
+    let plain = plain.wait_with_output().unwrap();
+    assert!(plain.status.success(), "switched_tracing without the shim");
+    let without_lock = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("lock "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        without_lock(&String::from_utf8_lossy(&plain.stdout)),
+        [
+            vec!["ready".to_owned(), "traced".to_owned()],
+            without_lock(&rest)
+        ]
+        .concat(),
+        "the same output with and without the shim"
+    );
+
     let p = only_process(&report_json(&[&trace], None)).clone();
     assert_eq!(str_of(&p, "events_mode"), "switched");
     let addr = stdout_value(&rest, "lock");

@@ -54,11 +54,12 @@ pub fn init(on_sample: fn()) {
 /// Per-thread counts, in the thread's const-initialised state (all zero
 /// bits).
 ///
-/// The calls are counted down: `left` is how many more calls go by before
-/// the next one to time (above [`TIMED_AT`]), taken as signed, and the
-/// count made so far is `anchor - left`. The hooks' test for a call to
-/// time is then one compare, and a count one subtraction; the call timed
-/// moves both words up by a period.
+/// The calls are counted down: the low 32 bits of `left`, taken as
+/// signed, are how many more calls go by before the next one to time
+/// (above [`TIMED_AT`]), and the count made so far is `anchor - left`. The
+/// hooks' test for a call to time is then one compare, and a count one
+/// subtraction; the call timed moves both words up by a period and
+/// [`PERIOD_MARK`].
 pub struct CallCost {
     left: Cell<u64>,
     anchor: Cell<u64>,
@@ -137,8 +138,8 @@ impl CallCost {
     /// times it, [`begin`](Self::begin), which every way that times calls
     /// takes): the period's calls are used up. Calls that are counted but
     /// never tested (an untimed acquisition, which only counts itself) can
-    /// only take the count below zero, so the next call that is tested is
-    /// timed, whatever the thread's loop.
+    /// only take the count below [`TIMED_AT`], so the next call that is
+    /// tested is timed, whatever the thread's loop.
     #[inline(always)]
     pub fn next_is_timed(&self) -> bool {
         self.left.get() as u32 as i32 <= TIMED_AT as i32
