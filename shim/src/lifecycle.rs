@@ -10,6 +10,9 @@
 //! ```
 //!
 //! Only `Enabled` and `Exiting` record. Every other state passes through.
+//! A move that starts or stops the recording calls what
+//! [`on_recording_changed`] set (the mutex hooks' handlers are swapped),
+//! except a fork child's move to `Forked` (see [`fork_child`]).
 //! A fork child's trace is made when it first records something, not in
 //! the at-fork handler: a child that only execs or exits pays nothing, and
 //! the handler stays shallow (it runs on the forking thread's stack, which

@@ -28,8 +28,9 @@ use quick::{mutex_lock, mutex_trylock};
 /// process records and engagements are untimed (no full tracing, no hold
 /// sampling) the quick ones, which ask neither, and else the general
 /// ones; full tracing switched on or off while the process runs, and the
-/// recording's start and end (a fork child's included), swap them
-/// ([`point_full_handlers`]).
+/// recording's start and end, swap them ([`point_full_handlers`]; a fork
+/// child is re-pointed when its trace starts or cannot, not at the fork,
+/// see `lifecycle::fork_child`).
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
 static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
 static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());

@@ -1,12 +1,13 @@
 //! The full mode's `pthread_mutex_lock` and `pthread_mutex_trylock` while
-//! the process records and engagements are untimed: the common engagement (a plain mutex, a hit
-//! in the hot cache, taken at once, not sampled) recorded in the hook
-//! with no call but the real one, so that only the guard and the cache
-//! entry live across it; a call both levels miss goes on from the look
-//! without a second one; anything else goes the general way
-//! (`mutex_lock_general`, `mutex_trylock_general`). One body serves both, `TRY` telling them
-//! apart: a trylock tries any mutex, reports a busy one as a failed try
-//! and, nested, makes a lock-order edge that cannot deadlock.
+//! the process records and engagements are untimed: the common
+//! engagement (a plain mutex, a hit in the hot cache, taken at once, not
+//! sampled) recorded in the hook with no call but the real one, so that
+//! only the guard and the cache entry live across it; a call both levels
+//! miss goes on from the look without a second one; anything else goes
+//! the general way (`mutex_lock_general`, `mutex_trylock_general`). One
+//! body serves both, `TRY` telling them apart: a trylock tries any mutex,
+//! reports a busy one as a failed try and, nested, makes a lock-order edge
+//! that cannot deadlock.
 
 use super::{mutex_attempt, mutex_lock_general, mutex_trylock_general};
 use crate::guard::HookGuard;
