@@ -254,6 +254,19 @@ pub struct RecordHeader {
     pub aux: u32,
 }
 
+impl RecordHeader {
+    /// The header of a record of type `T` followed by `body` bytes of its
+    /// own (a path, a copied stack, frames' text), its size rounded up to
+    /// [`RECORD_ALIGN`].
+    pub const fn with_body<T>(kind: RecordKind, body: usize, aux: u32) -> RecordHeader {
+        RecordHeader {
+            kind: kind as u16,
+            size: align_record(core::mem::size_of::<T>() + body) as u16,
+            aux,
+        }
+    }
+}
+
 #[repr(u16)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordKind {

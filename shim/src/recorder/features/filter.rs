@@ -21,11 +21,11 @@ pub fn write_record(lane: &mut Lane) {
     }
     let text = policy::text();
     let record = PolicyRecord {
-        hdr: RecordHeader {
-            kind: RecordKind::Policy as u16,
-            size: align_record(core::mem::size_of::<PolicyRecord>() + text.len()) as u16,
-            aux: text.len() as u32,
-        },
+        hdr: RecordHeader::with_body::<PolicyRecord>(
+            RecordKind::Policy,
+            text.len(),
+            text.len() as u32,
+        ),
         ..Default::default()
     };
     if let Some(p) = lane.append(&record, text) {

@@ -286,10 +286,11 @@ fn take(lane: *mut Lane, cause: &Cause, (number, trigger, idle): (u32, u32, u32)
 
 fn write_part(lane: &mut Lane, mut record: SnapshotRecord, threads: &[SnapshotThread]) {
     record.tid = lane.tid;
-    record.hdr.aux = threads.len() as u32;
-    record.hdr.size =
-        align_record(core::mem::size_of::<SnapshotRecord>() + core::mem::size_of_val(threads))
-            as u16;
+    record.hdr = RecordHeader::with_body::<SnapshotRecord>(
+        RecordKind::Snapshot,
+        core::mem::size_of_val(threads),
+        threads.len() as u32,
+    );
     // SAFETY: plain integers; viewed as the bytes they are.
     let bytes = unsafe {
         core::slice::from_raw_parts(

@@ -136,11 +136,11 @@ pub fn write(lane: &mut Lane, number: u32, tid: u32, seen: Seen) {
         }
     }
     let record = SnapshotStackRecord {
-        hdr: RecordHeader {
-            kind: RecordKind::SnapshotStack as u16,
-            size: align_record(core::mem::size_of::<SnapshotStackRecord>() + copied) as u16,
-            aux: copied as u32,
-        },
+        hdr: RecordHeader::with_body::<SnapshotStackRecord>(
+            RecordKind::SnapshotStack,
+            copied,
+            copied as u32,
+        ),
         number,
         tid,
         pc: call.pc,

@@ -61,11 +61,7 @@ pub fn record_frames(lane: &mut Lane, site_id: u32) {
         return;
     }
     let record = PyFramesRecord {
-        hdr: RecordHeader {
-            kind: RecordKind::PyFrames as u16,
-            size: align_record(core::mem::size_of::<PyFramesRecord>() + len) as u16,
-            aux: count as u32,
-        },
+        hdr: RecordHeader::with_body::<PyFramesRecord>(RecordKind::PyFrames, len, count as u32),
         site_id,
         len: len as u32,
     };
