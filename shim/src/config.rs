@@ -1,9 +1,10 @@
 //! `LOCKSUIT_*` settings, read once at initialisation with `getenv` (no
 //! allocation). A malformed value gets one warning and the default.
 
+use crate::callback::Callback;
 use crate::diag::{warn_once, Warning};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Default size cap of one trace, in MiB.
 pub const DEFAULT_MAX_MB: u32 = 256;
@@ -30,17 +31,15 @@ static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
 static UNTIMED_UNCONTENDED: AtomicBool = AtomicBool::new(true);
-/// What [`set_events_all`] calls once [`untimed_uncontended`] changed (a
-/// `fn()`, 0 for none): the mutex hooks' handlers for untimed engagements
-/// do not test the flag, and are swapped for others instead.
-static ON_TIMING_CHANGED: AtomicUsize = AtomicUsize::new(0);
+/// What [`set_events_all`] calls once [`untimed_uncontended`] changed: the
+/// mutex hooks' handlers for untimed engagements do not test the flag, and
+/// are swapped for others instead.
+static ON_TIMING_CHANGED: Callback = Callback::new();
 
-/// Sets what [`set_events_all`] calls once [`untimed_uncontended`] changed.
+/// Sets what [`set_events_all`] calls once [`untimed_uncontended`] changed
+/// (sequentially consistent with the flag's swap: see [`Callback::set`]).
 pub fn on_timing_changed(changed: fn()) {
-    // Sequentially consistent with the flag's swap below: of a chooser
-    // that sets this and then reads the flag and a setter that swaps the
-    // flag and then reads this, one sees the other's write.
-    ON_TIMING_CHANGED.store(changed as usize, Ordering::SeqCst);
+    ON_TIMING_CHANGED.set(changed);
 }
 /// `LOCKSUIT_MODE=lean`: see [`lean`].
 static LEAN: AtomicBool = AtomicBool::new(false);
@@ -82,12 +81,7 @@ pub fn set_events_all(on: bool) {
     EVENTS_ALL.store(on, Ordering::Relaxed);
     let untimed = !on && hold_sample_period() == 0;
     if UNTIMED_UNCONTENDED.swap(untimed, Ordering::SeqCst) != untimed {
-        let changed = ON_TIMING_CHANGED.load(Ordering::SeqCst);
-        if changed != 0 {
-            // SAFETY: only `on_timing_changed` stores here, and it stores
-            // a `fn()`.
-            unsafe { core::mem::transmute::<usize, fn()>(changed)() };
-        }
+        ON_TIMING_CHANGED.call();
     }
 }
 

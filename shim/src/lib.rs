@@ -21,6 +21,7 @@ mod intercept;
 #[cfg(not(test))]
 mod spawn;
 
+pub mod callback;
 pub mod config;
 pub mod diag;
 pub mod glibc;

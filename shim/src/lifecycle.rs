@@ -24,9 +24,10 @@
 //! recorder's other deep work, run on stacks of the shim's own (see
 //! `recorder/base/own_stack.rs`).
 
+use crate::callback::Callback;
 use crate::recorder::tables::thread_state::{self, InHook, ThreadState};
 use crate::{config, real, recorder};
-use core::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 /// Bit set in exactly the states that record, so that every hook's
 /// question "recording?" is one bit test of one byte.
@@ -57,16 +58,15 @@ impl State {
 }
 
 static STATE: AtomicU8 = AtomicU8::new(State::Uninitialized as u8);
-/// What [`set_state`] calls when the process starts or stops recording (a
-/// `fn()`, 0 for none): the mutex hooks' quick handlers do not ask
-/// "recording?", and are swapped for others instead.
-static ON_RECORDING_CHANGED: AtomicUsize = AtomicUsize::new(0);
+/// What [`set_state`] calls when the process starts or stops recording:
+/// the mutex hooks' quick handlers do not ask "recording?", and are
+/// swapped for others instead.
+static ON_RECORDING_CHANGED: Callback = Callback::new();
 
-/// Sets what is called when the process starts or stops recording.
+/// Sets what is called when the process starts or stops recording
+/// (sequentially consistent with the state's swap: see [`Callback::set`]).
 pub fn on_recording_changed(changed: fn()) {
-    // Sequentially consistent with the state's swap, as in
-    // `config::on_timing_changed`.
-    ON_RECORDING_CHANGED.store(changed as usize, Ordering::SeqCst);
+    ON_RECORDING_CHANGED.set(changed);
 }
 
 /// Moves to `next`, and says so if that starts or stops the recording.
@@ -79,12 +79,7 @@ fn set_state(next: State) {
 /// `after` started or stopped the recording.
 fn recording_flipped(before: u8, after: u8) {
     if (before ^ after) & RECORDING != 0 {
-        let changed = ON_RECORDING_CHANGED.load(Ordering::SeqCst);
-        if changed != 0 {
-            // SAFETY: only `on_recording_changed` stores here, and it
-            // stores a `fn()`.
-            unsafe { core::mem::transmute::<usize, fn()>(changed)() };
-        }
+        ON_RECORDING_CHANGED.call();
     }
 }
 static THREAD_KEY: AtomicU32 = AtomicU32::new(u32::MAX);

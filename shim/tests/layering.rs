@@ -39,7 +39,7 @@ const STAGES: &[(&str, &[&str])] = &[
     ("the recorder's base helpers", &["recorder::base"]),
     (
         "bottom helpers",
-        &["config", "diag", "glibc", "text", "sys"],
+        &["callback", "config", "diag", "glibc", "text", "sys"],
     ),
 ];
 

@@ -1,6 +1,7 @@
 //! Each thread's lane: taken, and the thread's record written, the first
 //! time the thread is recorded.
 
+use crate::callback::Callback;
 use crate::recorder::tables::lanes::{self, Lane};
 use crate::recorder::tables::thread_state::{InHook, ThreadState};
 use crate::recorder::time::clock::now_ns;
@@ -11,19 +12,14 @@ use locksuit_format::*;
 /// Arms the thread-exit notice (the lifecycle's key destructor) for the
 /// calling thread: given to [`set_thread_exit`] at start, and called when a
 /// thread is registered.
-static ARM_THREAD_EXIT: AtomicUsize = AtomicUsize::new(0);
+static ARM_THREAD_EXIT: Callback = Callback::new();
 
 pub fn set_thread_exit(arm: fn()) {
-    ARM_THREAD_EXIT.store(arm as usize, Ordering::Relaxed);
+    ARM_THREAD_EXIT.set(arm);
 }
 
 fn arm_thread_exit() {
-    let arm = ARM_THREAD_EXIT.load(Ordering::Relaxed);
-    if arm != 0 {
-        // SAFETY: only ever stored from an `fn()` in `set_thread_exit`.
-        let arm = unsafe { core::mem::transmute::<usize, fn()>(arm) };
-        arm();
-    }
+    ARM_THREAD_EXIT.call();
 }
 
 /// This thread's lane, registering the thread on first use (threads that

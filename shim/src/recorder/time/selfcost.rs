@@ -12,9 +12,10 @@
 //! but never timed: its test for the sampled call would cost about as much
 //! as it does, and the mean of the prepares and releases stands for it.
 
+use crate::callback::Callback;
 use crate::recorder::time::clock::now_ns;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// One call in this many is timed.
 pub const SAMPLE_EVERY: u64 = 1024;
@@ -44,11 +45,11 @@ static READ_COST_NS: [AtomicU64; 2] = [const { AtomicU64::new(u64::MAX) }; 2];
 /// Called on each sample (a reader's requests are polled there); set by
 /// [`init`], so the time base need not know the trace file, which sits
 /// above it (as the clock is told where its rate goes).
-static ON_SAMPLE: AtomicUsize = AtomicUsize::new(0);
+static ON_SAMPLE: Callback = Callback::new();
 
 /// Sets what each sample calls (`control::poll`).
 pub fn init(on_sample: fn()) {
-    ON_SAMPLE.store(on_sample as usize, Ordering::Relaxed);
+    ON_SAMPLE.set(on_sample);
 }
 
 /// Per-thread counts, in the thread's const-initialised state (all zero
@@ -172,12 +173,7 @@ impl CallCost {
         let elapsed = now_ns().saturating_sub(started);
         // One fast-path call in 1024 passes here: a reader's request to
         // switch the recording mode is seen within that many.
-        let on_sample = ON_SAMPLE.load(Ordering::Relaxed);
-        if on_sample != 0 {
-            // SAFETY: only ever stored from an `fn()` in `init`.
-            let on_sample = unsafe { core::mem::transmute::<usize, fn()>(on_sample) };
-            on_sample();
-        }
+        ON_SAMPLE.call();
         if elapsed > OUTLIER_NS {
             // Preempted or interrupted mid-call: one such sample would
             // inflate the mean a million calls are multiplied by.
