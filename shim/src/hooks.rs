@@ -260,20 +260,33 @@ macro_rules! unlock_hook {
 }
 
 /// An [`unlock_hook!`]'s body as a handler an exported trampoline jumps to
-/// (the handler's frame is the one whose caller a misuse names).
+/// (the handler's frame is the one whose caller a misuse names). With
+/// `quick:`, the guard's entry and the common release it tries first (a
+/// handler chosen only while recording and untimed asks neither).
 macro_rules! unlock_handler {
-    ($handler:ident($obj:ident: $oty:ty) => $real:ident, kind: $kind:expr) => {
+    ($(#[$doc:meta])* $handler:ident($obj:ident: $oty:ty) => $real:ident, kind: $kind:expr
+        $(, quick: $enter:path, $release:path)?) => {
+        $(#[$doc])*
         unsafe extern "C-unwind" fn $handler($obj: $oty) -> c_int {
-            unlock_body!($obj, $real, $kind, $handler)
+            unlock_body!($obj, $real, $kind, $handler $(, quick: $enter, $release)?)
         }
     };
 }
 
 macro_rules! unlock_body {
-    ($obj:ident, $real:ident, $kind:expr, $hook:ident) => {{
+    ($obj:ident, $real:ident, $kind:expr, $hook:ident) => {
+        unlock_body!(
+            $obj,
+            $real,
+            $kind,
+            $hook,
+            quick: HookGuard::enter_quickly,
+            recorder::released_quickly
+        )
+    };
+    ($obj:ident, $real:ident, $kind:expr, $hook:ident, quick: $enter:path, $release:path) => {{
         let unlock = real_or!($real, 0);
-        let quick =
-            HookGuard::enter_quickly().is_some_and(|g| recorder::released_quickly(&g, $obj as u64));
+        let quick = $enter().is_some_and(|g| $release(&g, $obj as u64));
         if !quick {
             released($obj as u64, ($kind, $hook as *const () as usize as u64));
         }

@@ -373,23 +373,9 @@ fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
 
 trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
-
-/// The full mode's `pthread_mutex_unlock` while the process records and
-/// engagements are untimed ([`point_full_handlers`]): the common release
-/// tested for with no test of either.
-unsafe extern "C-unwind" fn mutex_unlock_untimed(m: *mut pthread_mutex_t) -> c_int {
-    let unlock = real_or!(mutex_unlock, 0);
-    let quick = HookGuard::enter_recording()
-        .is_some_and(|g| recorder::released_untimed_quickly(&g, m as u64));
-    if !quick {
-        released(
-            m as u64,
-            (
-                ObjectKind::Mutex,
-                mutex_unlock_untimed as *const () as usize as u64,
-            ),
-        );
-    }
-    // SAFETY: forwarding the caller's argument unchanged.
-    unsafe { unlock(m) }
-}
+unlock_handler!(
+    /// The full mode's `pthread_mutex_unlock` while the process records and
+    /// engagements are untimed ([`point_full_handlers`]): the common release
+    /// tested for with no test of either.
+    mutex_unlock_untimed(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex,
+    quick: HookGuard::enter_recording, recorder::released_untimed_quickly);
