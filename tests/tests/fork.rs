@@ -81,6 +81,26 @@ fn a_fork_child_locking_late_is_recorded_from_the_fork() {
     let out = run_under_shim(&bin, &["300"], &dir);
     assert_success(&out, "fork_late_lock under the shim");
     let stdout = stdout_str(&out);
+    // Without the shim: the same exit status and the same lines, but for
+    // the child's pid and its measured wait.
+    let plain = run_plain(&bin, &["300"]);
+    assert_eq!(
+        out.status.code(),
+        plain.status.code(),
+        "{}",
+        describe(&plain)
+    );
+    let keys = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        keys(&stdout),
+        keys(&stdout_str(&plain)),
+        "the same output lines"
+    );
     let child_pid: u64 = stdout_value(&stdout, "child").parse().unwrap();
     let waited: u64 = stdout_value(&stdout, "waited_ns").parse().unwrap();
     let report = report_json(&[&dir], None);
