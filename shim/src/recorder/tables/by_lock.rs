@@ -37,8 +37,8 @@ pub const LOCK_SETS: usize = 1 << 16;
 /// The most sets a lane's cache grows to (32 MiB reserved, touched as used).
 const MAX_LOCK_SETS: usize = 1 << 18;
 
-/// Pages of the old sets unmapped at a time when the sets grow: the old
-/// sets and the new are never resident in full together, and each unmap
+/// Pages of the old sets given back at a time when the sets grow: the old
+/// sets and the new are never resident in full together, and each release
 /// (a TLB flush on every processor the process runs on; page by page, it
 /// made a fluid kernel's short run 15 to 25 % slower) covers many.
 const UNMAP_PAGES: usize = 64;
@@ -170,7 +170,7 @@ impl ByLock {
                 copied = true;
                 for set in page * PAGE_SETS..(page + 1) * PAGE_SETS {
                     // SAFETY: a set of the previous mapping, on a page
-                    // written before and not yet unmapped.
+                    // written before and not yet given back.
                     let ways = unsafe { (*old.add(set)).ways };
                     for way in ways.iter().rev().filter(|w| !w.record.is_null()) {
                         self.remember(way.lock_id, way.ret, way.context, way.tag, way.record);
@@ -178,17 +178,22 @@ impl ByLock {
                 }
             }
             if copied {
+                // Given back, not unmapped: a hole in the old sets could be
+                // handed to another thread's mapping before the one unmap
+                // below, which would then take it away from that thread.
                 // SAFETY: pages of the previous sets, copied and no longer
-                // referenced (lookups hand out record pointers, never ways).
-                unsafe {
-                    crate::sys::munmap(
+                // referenced (lookups hand out record pointers, never ways);
+                // refused, they stay resident until the unmap.
+                let _ = unsafe {
+                    crate::sys::madvise(
                         old.add(chunk * PAGE_SETS).cast(),
                         UNMAP_PAGES.min(pages - chunk) * 4096,
+                        libc::MADV_DONTNEED,
                     )
                 };
             }
         }
-        // SAFETY: the rest of the previous sets, never written.
+        // SAFETY: the previous sets, all copied, still reserved as a whole.
         unsafe { crate::sys::munmap(old.cast(), (old_mask + 1) * core::mem::size_of::<LockSet>()) };
         true
     }
@@ -354,6 +359,48 @@ mod tests {
         assert_eq!(cache.mask + 1, MAX_LOCK_SETS);
         assert!(!cache.refilled_after(GROWTH_PERIOD, GROWTH_PERIOD));
         assert_eq!(cache.find(a, 4, 0, 5), Some(record(a, 4)));
+    }
+
+    /// Threads growing their caches at once, each while the others map
+    /// memory of their own: no thread's growth gives back memory that
+    /// another was given meanwhile (the old sets stay reserved until all
+    /// of them go at once), so every way is still there, readable.
+    #[test]
+    fn caches_growing_at_once_in_several_threads_keep_their_memory() {
+        let threads: Vec<_> = (0..4u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for round in 0..12u32 {
+                        let mut cache = ByLock::new();
+                        assert!(cache.reserve());
+                        let record = |id: u32| (u64::from(id) << 4 | 8) as *mut u8;
+                        // Every page of the first sets written.
+                        for id in (0..LOCK_SETS as u32).step_by(PAGE_SETS / 2) {
+                            cache.remember(id, 1, 0, t + 1, record(id));
+                        }
+                        assert!(cache.grow());
+                        assert!(cache.grow());
+                        for id in (0..LOCK_SETS as u32).step_by(PAGE_SETS / 2) {
+                            assert_eq!(
+                                cache.find(id, 1, 0, t + 1),
+                                Some(record(id)),
+                                "thread {t}, round {round}, lock {id}"
+                            );
+                        }
+                        // SAFETY: the test's own cache, dropped here.
+                        unsafe {
+                            libc::munmap(
+                                cache.sets.cast(),
+                                (cache.mask + 1) * core::mem::size_of::<LockSet>(),
+                            )
+                        };
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     #[test]
