@@ -30,15 +30,15 @@ use crate::recorder::tables::objects::ObjectSlot;
 /// Entries per lane (a power of two).
 const HOT_SLOTS: usize = 64;
 
+/// Laid out as a look reads it: what every hit compares, and where it
+/// leads, in the first 64 bytes; the return addresses of a longer call
+/// path after them.
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct HotEntry {
     addr: u64,
     /// The return address, the mode folded in above bit 61 ([`key_ret`]).
     ret: u64,
-    /// `generation << MODE_BITS | mode`, as in the lane's index: checked in
-    /// the second level only, which is not cleared for a lane's next
-    /// thread (the first level is).
-    tag: u32,
     /// Module-map epoch the offsets were learned in.
     epoch: u32,
     /// How many of `offsets` and `above` the context was read from; the
@@ -48,21 +48,29 @@ struct HotEntry {
     /// at the same address is another.
     lock_id: u32,
     offsets: [u32; CONTEXT_DEPTH],
-    above: [u64; CONTEXT_DEPTH],
     slot: *const ObjectSlot,
     counter: *mut u8,
+    above: [u64; CONTEXT_DEPTH],
 }
 
-/// A lane's hot cache. All zero bits is empty (no lock lies at address 0,
-/// and tag 0 is never a lane's).
+/// An entry of the second level: two whole cache lines, so that a place
+/// is an index shifted, not multiplied, and a hit of no call path touches
+/// one line. (The first level's are not padded: it lives in every lane.)
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct WarmEntry(HotEntry);
+
+const _: () = assert!(core::mem::size_of::<WarmEntry>() == 128);
+
+/// A lane's hot cache. All zero bits is empty (no lock lies at address 0).
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
     /// The second level (`WARM_SLOTS` entries), or null until mapped.
-    warm_map: *mut HotEntry,
+    warm_map: *mut WarmEntry,
     /// The second level while it serves: `warm_map`, or null until mapped
     /// and once it hit too rarely to pay for itself (more locks than it
     /// holds). One test tells whether to look there.
-    warm: *mut HotEntry,
+    warm: *mut WarmEntry,
     /// Misses of the first level so far (up to `WARM_AFTER`).
     misses: u32,
     /// Looks at the second level that missed in the current period, and
@@ -85,7 +93,7 @@ pub struct HotCache {
 /// misses.
 const WARM_PERIOD: u32 = 4096;
 
-/// Entries of the second level (a power of two): 6 MiB of address space,
+/// Entries of the second level (a power of two): 8 MiB of address space,
 /// its pages made resident as entries land on them.
 const WARM_SLOTS: usize = 1 << 16;
 /// Misses of the first level after which a lane maps the second: a program
@@ -167,18 +175,12 @@ impl HotEntry {
         (slot.id() == self.lock_id).then_some(HotHit(self))
     }
 
-    /// Same lock, return address and mode ([`key_ret`]): in the first
-    /// level, also the same thread (see [`HotCache::new_thread`]).
+    /// Same lock, return address and mode ([`key_ret`]), and so the same
+    /// thread: both levels are emptied for a lane's next thread (see
+    /// [`HotCache::new_thread`]).
     #[inline(always)]
     fn same_key(&self, addr: u64, ret_key: u64) -> bool {
         self.addr == addr && self.ret == ret_key
-    }
-
-    /// [`same_key`](Self::same_key) and the same thread, for the second
-    /// level.
-    #[inline(always)]
-    fn same_tagged_key(&self, addr: u64, ret_key: u64, tag: u32) -> bool {
-        self.same_key(addr, ret_key) && self.tag == tag
     }
 
     /// Whether this call came the way the entry's did: nothing to compare
@@ -289,14 +291,8 @@ impl HotCache {
     /// The second level's entry for this call (see the module's comment),
     /// if it has one and its lock still lives.
     #[inline]
-    pub fn find_warm(
-        &mut self,
-        addr: u64,
-        caller: Caller,
-        (tag, mode): (u32, u32),
-    ) -> Option<HotTarget> {
-        self.find_warm_hit(addr, caller, (tag, mode))
-            .map(HotHit::target)
+    pub fn find_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
+        self.find_warm_hit(addr, caller, mode).map(HotHit::target)
     }
 
     /// Whether the second level serves: mapped, and not switched off.
@@ -307,17 +303,12 @@ impl HotCache {
 
     /// [`find_warm`](Self::find_warm)'s entry itself (see [`HotHit`]).
     #[inline]
-    pub fn find_warm_hit(
-        &mut self,
-        addr: u64,
-        caller: Caller,
-        (tag, mode): (u32, u32),
-    ) -> Option<HotHit> {
+    pub fn find_warm_hit(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
         if !self.warm_serves() {
             return None;
         }
         // SAFETY: it serves, just tested.
-        let hit = unsafe { self.look_warm(addr, caller, (tag, mode)) };
+        let hit = unsafe { self.look_warm(addr, caller, mode) };
         if hit.is_none() {
             self.warm_missed();
         }
@@ -332,16 +323,11 @@ impl HotCache {
     /// [`warm_serves`](Self::warm_serves) said so (the second level is
     /// mapped), and nothing changed the cache since.
     #[inline(always)]
-    pub unsafe fn look_warm(
-        &mut self,
-        addr: u64,
-        caller: Caller,
-        (tag, mode): (u32, u32),
-    ) -> Option<HotHit> {
+    pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
         // SAFETY: `warm` maps WARM_SLOTS entries (the caller's contract),
         // and the place is masked to them by construction of `warm_home`.
-        let e = unsafe { &*self.warm.add(warm_home(addr, caller.ret)) };
-        let hit = if e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
+        let e = unsafe { &(*self.warm.add(warm_home(addr, caller.ret))).0 };
+        let hit = if e.same_key(addr, key_ret(caller.ret, mode))
             && e.same_path(caller, crate::recorder::base::caller::epoch())
         {
             e.live()
@@ -372,14 +358,25 @@ impl HotCache {
         }
     }
 
-    /// A new thread's lane: the first level is emptied (its keys have no
+    /// A new thread's lane: both levels are emptied (their keys have no
     /// thread tag, so that a hit compares two words, not three), and
-    /// whether the second level serves is judged afresh (the mapping
-    /// stays; the previous thread's entries never match its tags).
+    /// whether the second level serves is judged afresh. The second
+    /// level's pages are given back (they read as zeros again), so its
+    /// mapping stays and costs only what the next thread writes.
     pub fn new_thread(&mut self) {
         for e in &mut self.entries {
             // No lock lies at address 0: the entry matches no call.
             e.addr = 0;
+        }
+        if !self.warm_map.is_null() {
+            // SAFETY: the second level of this lane, which only the lane's
+            // thread uses, and it is taking the lane over now.
+            unsafe {
+                crate::recorder::base::mapped::zero(
+                    self.warm_map.cast(),
+                    WARM_SLOTS * core::mem::size_of::<WarmEntry>(),
+                )
+            };
         }
         (self.warm_misses, self.warm_hits, self.warm) = (0, 0, self.warm_map);
     }
@@ -392,9 +389,9 @@ impl HotCache {
         }
         self.misses += 1;
         if self.misses == WARM_AFTER {
-            // Zero-filled: no entry is live (tag 0 is never a lane's).
+            // Zero-filled: no entry is live (no lock lies at address 0).
             if let Some(p) = crate::recorder::base::mapped::map_anonymous(
-                WARM_SLOTS * core::mem::size_of::<HotEntry>(),
+                WARM_SLOTS * core::mem::size_of::<WarmEntry>(),
             ) {
                 (self.warm_map, self.warm) = (p, p);
             }
@@ -407,7 +404,7 @@ impl HotCache {
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),
-        (tag, mode): (u32, u32),
+        mode: u32,
         (slot, lock_id, counter): (&ObjectSlot, u32, *mut u8),
     ) {
         let mut at = home(addr, caller.ret);
@@ -425,7 +422,6 @@ impl HotCache {
         let entry = HotEntry {
             addr,
             ret,
-            tag,
             epoch: seen.epoch,
             depth: seen.depth,
             lock_id,
@@ -440,7 +436,7 @@ impl HotCache {
         if !self.warm.is_null() {
             // SAFETY: as in `find_warm`. One path per place: a wrapper
             // reached from two places alternates there.
-            unsafe { *self.warm.add(warm_home(addr, caller.ret)) = entry };
+            unsafe { *self.warm.add(warm_home(addr, caller.ret)) = WarmEntry(entry) };
         }
     }
 }

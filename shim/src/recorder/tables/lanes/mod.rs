@@ -534,8 +534,7 @@ impl Lane {
     /// `hot_cache.rs`): looked at on a miss of the first.
     #[inline]
     pub fn warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
-        let tag = self.tag(mode);
-        self.hot.find_warm(addr, caller, (tag, mode))
+        self.hot.find_warm(addr, caller, mode)
     }
 
     /// Whether the hot cache's second level serves this thread (mapped,
@@ -553,9 +552,8 @@ impl Lane {
     /// As [`HotCache::look_warm`]'s: the second level serves.
     #[inline]
     pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
-        let tag = self.tag(mode);
         // SAFETY: forwarded from the caller.
-        unsafe { self.hot.look_warm(addr, caller, (tag, mode)) }
+        unsafe { self.hot.look_warm(addr, caller, mode) }
     }
 
     /// A [`look_warm`](Self::look_warm) missed (see `HotCache::warm_missed`).
@@ -570,8 +568,7 @@ impl Lane {
         seen: &Seen,
         target: (&ObjectSlot, u32, *mut u8),
     ) {
-        let tag = self.tag(mode);
-        self.hot.remember((addr, caller, seen), (tag, mode), target);
+        self.hot.remember((addr, caller, seen), mode, target);
     }
 
     #[inline]
