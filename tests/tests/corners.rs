@@ -56,6 +56,36 @@ fn robust_mutex_made_not_recoverable_never_hangs() {
     assert_eq!(u64_of(&m["outcomes"], "not_recoverable"), 6, "{}", short(m));
 }
 
+/// Robust and PI mutexes taken 200 times at one line (the shim caches
+/// such a call), then the robust one orphaned and made not recoverable at
+/// that same line: every call returns what it returns without the shim
+/// (a cached call must not be tried first: glibc's trylock would leave the
+/// mutex locked and the next lock hang), and every acquisition is counted.
+#[test]
+fn robust_and_pi_mutexes_taken_often_at_one_line_are_never_tried_first() {
+    let bin = build_c("robust_one_line");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "robust_one_line without the shim");
+    assert!(
+        stdout_str(&plain).contains("lock 131\n"),
+        "{}",
+        stdout_str(&plain)
+    );
+    let dir = fresh_dir("corners_robust_one_line");
+    let shim = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_same_output_and_stderr_names(&plain, &shim);
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let stderr = String::from_utf8_lossy(&shim.stderr).to_string();
+    let m = lock_by_address(p, &stdout_value(&stderr, "m"));
+    // 200, the dead thread's and the owner-died lock.
+    assert_eq!(u64_of(m, "acquisitions"), 202, "{}", short(m));
+    assert_eq!(u64_of(&m["outcomes"], "owner_died"), 1, "{}", short(m));
+    assert_eq!(u64_of(&m["outcomes"], "not_recoverable"), 4, "{}", short(m));
+    let pi = lock_by_address(p, &stdout_value(&stderr, "p"));
+    assert_eq!(u64_of(pi, "acquisitions"), 200, "{}", short(pi));
+}
+
 /// PI and PP mutexes are locked without a trylock first (theirs goes to
 /// the kernel): every call returns what it returns without the shim, every
 /// successful acquisition is counted, and only the one that waited behind

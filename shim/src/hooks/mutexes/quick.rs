@@ -5,9 +5,12 @@
 //! only the guard and the cache entry live across it; a call both levels
 //! miss goes on from the look without a second one; anything else goes
 //! the general way (`mutex_lock_general`, `mutex_trylock_general`). One
-//! body serves both, `TRY` telling them apart: a trylock tries any mutex,
-//! reports a busy one as a failed try and, nested, makes a lock-order edge
-//! that cannot deadlock.
+//! body serves both, `TRY` telling them apart: a trylock reports a busy
+//! mutex as a failed try and, nested, makes a lock-order edge that cannot
+//! deadlock. A robust, priority-inheriting or priority-protecting mutex
+//! is never found here (the cache marks its entries for the general way
+//! only), so neither hook tests the mutex's kind before the look: the
+//! miss does, and sends such a mutex the general way.
 
 use super::{mutex_attempt, mutex_lock_general, mutex_trylock_general};
 use crate::guard::HookGuard;
@@ -47,24 +50,20 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock(
 #[inline(always)]
 unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
     if let Some(guard) = HookGuard::enter_recording() {
-        // A trylock never blocks: any kind of mutex is tried first.
-        if TRY || matches!(mutex_attempt(m), Attempt::TryFirst) {
-            let hit =
-                match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-                    QuickLook::Hit(hit) => Some(hit),
-                    QuickLook::Missed => {
-                        match recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-                            Some(hit) => Some(hit),
-                            // SAFETY: forwarding the caller's arguments unchanged.
-                            None => return unsafe { missed::<TRY>(m, caller, sp, guard) },
-                        }
-                    }
-                    QuickLook::Declined => None,
-                };
-            if let Some(hit) = hit {
-                // SAFETY: forwarding the caller's argument unchanged.
-                return unsafe { found::<TRY>(guard, m, hit) };
+        let hit = match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+            QuickLook::Hit(hit) => Some(hit),
+            QuickLook::Missed => {
+                match recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+                    Some(hit) => Some(hit),
+                    // SAFETY: forwarding the caller's arguments unchanged.
+                    None => return unsafe { missed::<TRY>(m, caller, sp, guard) },
+                }
             }
+            QuickLook::Declined => None,
+        };
+        if let Some(hit) = hit {
+            // SAFETY: forwarding the caller's argument unchanged.
+            return unsafe { found::<TRY>(guard, m, hit) };
         }
     }
     // SAFETY: forwarding the caller's arguments unchanged.
@@ -120,10 +119,12 @@ unsafe fn not_taken<const TRY: bool>(guard: HookGuard, hit: HotHit, rc: c_int) -
     not_taken_at_once(&guard, p, (Hold::Exclusive, 0), rc, || unsafe { block(m) })
 }
 
-/// Neither level of the hot cache holds the call: looked up (the look and
-/// the second level's miss counted), then tried as the general way tries
-/// (arguments in the order the hook got them, the guard last, so that
-/// they stay in their registers).
+/// Neither level of the hot cache holds the call: a mutex that is not to
+/// be tried first (robust, PI, PP; the cache holds those for the general
+/// way only) goes the general way; else looked up (the look and the second
+/// level's miss counted), then tried as the general way tries (arguments
+/// in the order the hook got them, the guard last, so that they stay in
+/// their registers).
 #[inline(never)]
 #[cold]
 unsafe fn missed<const TRY: bool>(
@@ -132,6 +133,17 @@ unsafe fn missed<const TRY: bool>(
     sp: usize,
     guard: HookGuard,
 ) -> c_int {
+    if !matches!(mutex_attempt(m), Attempt::TryFirst) {
+        drop(guard);
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe {
+            if TRY {
+                mutex_trylock_general(m, caller, sp)
+            } else {
+                mutex_lock_general(m, caller, sp)
+            }
+        };
+    }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
     let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
         // SAFETY: (both calls) forwarding the caller's argument unchanged.

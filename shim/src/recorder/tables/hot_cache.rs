@@ -115,6 +115,14 @@ fn warm_home(addr: u64, ret: u64) -> usize {
     ((run as usize) << WARM_RUN_BITS) | ((addr >> 5) as usize & ((1 << WARM_RUN_BITS) - 1))
 }
 
+/// Set in an entry's `lock_id` for a mutex the quick lock path must not
+/// try (robust, priority-inheriting or priority-protecting: glibc's
+/// trylock has effects its lock has not, see `glibc::Attempt`). No lock's
+/// identity matches such an entry in the quick path's looks, which then
+/// miss and go the general way; the general way's look ([`HotCache::find`])
+/// takes the bit off. So the quick path needs no test of the mutex's kind.
+const DIRECT: u32 = 1 << 31;
+
 /// What an entry leads to.
 pub struct HotTarget {
     pub slot: &'static ObjectSlot,
@@ -231,7 +239,8 @@ impl HotCache {
         let e = self.entry_for(addr, caller, mode)?;
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*e.slot };
-        (slot.id() == e.lock_id).then_some(HotTarget {
+        // Marked `DIRECT` or not.
+        (slot.id() | DIRECT == e.lock_id | DIRECT).then_some(HotTarget {
             slot,
             counter: e.counter,
         })
@@ -401,12 +410,18 @@ impl HotCache {
     /// Caches a call path seen on the general path. It takes its first
     /// place, unless that holds another path of the same lock and return
     /// address (a wrapper reached from two places): then the second.
+    /// `direct`: a mutex the quick path must not try (see [`DIRECT`]; one
+    /// whose identity has that bit already is not cached).
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),
-        mode: u32,
+        (mode, direct): (u32, bool),
         (slot, lock_id, counter): (&ObjectSlot, u32, *mut u8),
     ) {
+        if direct && lock_id & DIRECT != 0 {
+            return;
+        }
+        let lock_id = if direct { lock_id | DIRECT } else { lock_id };
         let mut at = home(addr, caller.ret);
         let ret = key_ret(caller.ret, mode);
         let first = &self.entries[at];

@@ -561,14 +561,16 @@ impl Lane {
         self.hot.warm_missed();
     }
 
-    /// Caches a call path the general path looked up.
+    /// Caches a call path the general path looked up (`direct`: a mutex
+    /// the quick path must not try, see `hot_cache.rs`).
     pub fn remember_hot(
         &mut self,
-        (addr, caller, mode): (u64, Caller, u32),
+        (addr, caller, mode, direct): (u64, Caller, u32, bool),
         seen: &Seen,
         target: (&ObjectSlot, u32, *mut u8),
     ) {
-        self.hot.remember((addr, caller, seen), mode, target);
+        self.hot
+            .remember((addr, caller, seen), (mode, direct), target);
     }
 
     #[inline]
