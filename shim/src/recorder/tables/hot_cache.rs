@@ -32,7 +32,10 @@ const HOT_SLOTS: usize = 64;
 
 /// Laid out as a look reads it: what every hit compares, and where it
 /// leads, in the first 64 bytes; the return addresses of a longer call
-/// path after them.
+/// path after them. (Padded to 128 bytes, a place of the second level
+/// is shifted instead of multiplied, four instructions fewer, but
+/// memcached's item locks, found there, spent more of the server's time
+/// in the shim: 24.7 % against 23.9 %, interleaved, 7 runs in 8.)
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct HotEntry {
@@ -53,24 +56,15 @@ struct HotEntry {
     above: [u64; CONTEXT_DEPTH],
 }
 
-/// An entry of the second level: two whole cache lines, so that a place
-/// is an index shifted, not multiplied, and a hit of no call path touches
-/// one line. (The first level's are not padded: it lives in every lane.)
-#[derive(Clone, Copy)]
-#[repr(C, align(128))]
-struct WarmEntry(HotEntry);
-
-const _: () = assert!(core::mem::size_of::<WarmEntry>() == 128);
-
 /// A lane's hot cache. All zero bits is empty (no lock lies at address 0).
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
     /// The second level (`WARM_SLOTS` entries), or null until mapped.
-    warm_map: *mut WarmEntry,
+    warm_map: *mut HotEntry,
     /// The second level while it serves: `warm_map`, or null until mapped
     /// and once it hit too rarely to pay for itself (more locks than it
     /// holds). One test tells whether to look there.
-    warm: *mut WarmEntry,
+    warm: *mut HotEntry,
     /// Misses of the first level so far (up to `WARM_AFTER`).
     misses: u32,
     /// Looks at the second level that missed in the current period, and
@@ -93,7 +87,7 @@ pub struct HotCache {
 /// misses.
 const WARM_PERIOD: u32 = 4096;
 
-/// Entries of the second level (a power of two): 8 MiB of address space,
+/// Entries of the second level (a power of two): 6 MiB of address space,
 /// its pages made resident as entries land on them.
 const WARM_SLOTS: usize = 1 << 16;
 /// Misses of the first level after which a lane maps the second: a program
@@ -106,13 +100,17 @@ const WARM_AFTER: u32 = 1024;
 /// miss the processor's caches and its TLB at every step.
 const WARM_RUN_BITS: u32 = 7;
 
-/// An entry's place in the second level: the run of its lock's page (and
-/// return address), then the lock's place in its page.
+/// An entry's place in the second level, in bytes: the run of its lock's
+/// page (and return address), then the lock's place in its page. Written
+/// as `(run << 12 | addr & 0xfe0) * 3`, which is the place times the
+/// entry's 96 bytes in three instructions instead of seven.
 #[inline(always)]
-fn warm_home(addr: u64, ret: u64) -> usize {
+fn warm_offset(addr: u64, ret: u64) -> usize {
+    const { assert!(core::mem::size_of::<HotEntry>() == 3 << 5) };
     let run = ((addr >> 12) ^ ret.rotate_left(17)).wrapping_mul(0xe22b_64a6_6d32_a901)
         >> (64 - (WARM_SLOTS.trailing_zeros() - WARM_RUN_BITS));
-    ((run as usize) << WARM_RUN_BITS) | ((addr >> 5) as usize & ((1 << WARM_RUN_BITS) - 1))
+    let within = addr as usize & (((1 << WARM_RUN_BITS) - 1) << 5);
+    (((run as usize) << (WARM_RUN_BITS + 5)) | within) * 3
 }
 
 /// Set in an entry's `lock_id` for a mutex the quick lock path must not
@@ -334,8 +332,8 @@ impl HotCache {
     #[inline(always)]
     pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
         // SAFETY: `warm` maps WARM_SLOTS entries (the caller's contract),
-        // and the place is masked to them by construction of `warm_home`.
-        let e = unsafe { &(*self.warm.add(warm_home(addr, caller.ret))).0 };
+        // and the place is masked to them by construction of `warm_offset`.
+        let e = unsafe { &*self.warm.byte_add(warm_offset(addr, caller.ret)) };
         let hit = if e.same_key(addr, key_ret(caller.ret, mode))
             && e.same_path(caller, crate::recorder::base::caller::epoch())
         {
@@ -383,7 +381,7 @@ impl HotCache {
             unsafe {
                 crate::recorder::base::mapped::zero(
                     self.warm_map.cast(),
-                    WARM_SLOTS * core::mem::size_of::<WarmEntry>(),
+                    WARM_SLOTS * core::mem::size_of::<HotEntry>(),
                 )
             };
         }
@@ -400,7 +398,7 @@ impl HotCache {
         if self.misses == WARM_AFTER {
             // Zero-filled: no entry is live (no lock lies at address 0).
             if let Some(p) = crate::recorder::base::mapped::map_anonymous(
-                WARM_SLOTS * core::mem::size_of::<WarmEntry>(),
+                WARM_SLOTS * core::mem::size_of::<HotEntry>(),
             ) {
                 (self.warm_map, self.warm) = (p, p);
             }
@@ -451,7 +449,7 @@ impl HotCache {
         if !self.warm.is_null() {
             // SAFETY: as in `find_warm`. One path per place: a wrapper
             // reached from two places alternates there.
-            unsafe { *self.warm.add(warm_home(addr, caller.ret)) = WarmEntry(entry) };
+            unsafe { *self.warm.byte_add(warm_offset(addr, caller.ret)) = entry };
         }
     }
 }
