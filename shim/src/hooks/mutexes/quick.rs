@@ -52,8 +52,8 @@ unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: us
     if let Some(guard) = HookGuard::enter_recording() {
         let hit = match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
             QuickLook::Hit(hit) => Some(hit),
-            QuickLook::Missed => {
-                match recorder::warm_quickly(&guard, m as u64, Caller::new(caller, sp)) {
+            QuickLook::Missed(miss) => {
+                match recorder::warm_quickly(&guard, miss, m as u64, Caller::new(caller, sp)) {
                     Some(hit) => Some(hit),
                     // SAFETY: forwarding the caller's arguments unchanged.
                     None => return unsafe { missed::<TRY>(m, caller, sp, guard) },

@@ -8,6 +8,7 @@ use crate::config;
 use crate::recorder::api::prepared::Prepared;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::tables::hot_cache::HotHit;
+use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::thread_state::InHook;
 use core::sync::atomic::Ordering;
 use locksuit_format::MODE_EXCLUSIVE;
@@ -19,11 +20,15 @@ pub enum QuickLook {
     /// The hot cache's first level does not have the call: its second may
     /// ([`warm_quickly`]), else `prepare_missed_twice` looks it up without
     /// looking there again.
-    Missed,
+    Missed(FirstMiss),
     /// Not a call for the quick path (sampled for self-cost, or the
     /// thread's first): the general way.
     Declined,
 }
+
+/// The lane whose first level missed, for [`warm_quickly`] (kept in a
+/// register rather than read again).
+pub struct FirstMiss(*mut Lane);
 
 /// The full mode's look for a plain mutex's lock call, made in the hook
 /// before the real call, if this call is to take the common path whole
@@ -40,10 +45,9 @@ pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
         return QuickLook::Declined;
     }
     // SAFETY: a lane registered to this thread is its own until it ends.
-    let lane = unsafe { &*lane };
-    match lane.hot_hit(addr, caller, MODE_EXCLUSIVE) {
+    match unsafe { &*lane }.hot_hit(addr, caller, MODE_EXCLUSIVE) {
         Some(hit) => QuickLook::Hit(hit),
-        None => QuickLook::Missed,
+        None => QuickLook::Missed(FirstMiss(lane)),
     }
 }
 
@@ -55,10 +59,10 @@ pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
 /// of its own) finds no second level: the lanes are wiped in a copy
 /// (`MADV_WIPEONFORK`), and without that advice no copy is told apart.
 #[inline(always)]
-pub fn warm_quickly(g: &InHook, addr: u64, caller: Caller) -> Option<HotHit> {
+pub fn warm_quickly(_g: &InHook, miss: FirstMiss, addr: u64, caller: Caller) -> Option<HotHit> {
     // SAFETY: `prepare_quickly` found the lane registered to this thread,
     // which is its own until it ends.
-    let lane = unsafe { &mut *g.thread().lane() };
+    let lane = unsafe { &mut *miss.0 };
     if !lane.warm_serves() {
         return None;
     }
