@@ -39,6 +39,7 @@ fn event(kind: u32, lock_id: u32, site_id: u32) -> EventRecord {
     }
 }
 
+#[inline(always)]
 fn write(lane: &mut Lane, mut record: EventRecord) {
     // A policy's rules on threads, objects, sites and sampling.
     if !filter::event_kept(lane, &record) {

@@ -292,6 +292,7 @@ impl Lane {
     /// with the flight recorder on, the oldest event block of this lane is
     /// reused (the most recent events are kept); otherwise the event is
     /// dropped and counted.
+    #[inline(always)]
     pub fn append_event(&mut self, event: &EventRecord) {
         if crate::recorder::trace::copied::is_copy() {
             self.not_ours();
@@ -299,9 +300,7 @@ impl Lane {
         }
         let size = core::mem::size_of::<EventRecord>();
         let full = self.ev_block.is_null() || self.ev_used as usize + size > BLOCK_PAYLOAD;
-        if full && !self.next_event_block() {
-            self.count_dropped();
-            file::count_dropped_record();
+        if full && !self.event_block_or_drop() {
             return;
         }
         // SAFETY: the event fits in this lane's current event block, which
@@ -312,6 +311,19 @@ impl Lane {
             self.ev_used += size as u32;
             file::commit(self.ev_block, self.ev_used);
         }
+    }
+
+    /// The event block is full (or none yet): the next one, or the event
+    /// is dropped and counted (false).
+    #[cold]
+    #[inline(never)]
+    fn event_block_or_drop(&mut self) -> bool {
+        if self.next_event_block() {
+            return true;
+        }
+        self.count_dropped();
+        file::count_dropped_record();
+        false
     }
 
     fn next_event_block(&mut self) -> bool {
