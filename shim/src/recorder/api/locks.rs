@@ -16,7 +16,7 @@ use crate::recorder::api::{lean, untimed};
 use crate::recorder::features::events::{self, Waiting};
 use crate::recorder::features::snapshot;
 use crate::recorder::features::switches;
-use crate::recorder::tables::held::{HELD_CONTENDED, HELD_HANDOVER, HELD_SHARED};
+use crate::recorder::tables::held::{HELD_CONTENDED, HELD_HANDOVER, HELD_RELOCKED, HELD_SHARED};
 use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::thread_state::InHook;
 use crate::recorder::time::clock::now_ns;
@@ -299,13 +299,24 @@ pub fn released(g: &InHook, addr: u64, extra: u32) -> bool {
 #[inline]
 fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
     let held = g.thread().held();
-    // An inner unlock of a recursive mutex releases nothing: the lock stays
-    // ours, so its holder, sequence and waiters' view do not change.
-    if held.unwind_relock(addr) {
-        return true;
-    }
-    let Some(entry) = held.take(addr) else {
-        return false;
+    let entry = match held.innermost(addr) {
+        // The common release: the innermost hold, taken once.
+        Some(&top) if top.flags & HELD_RELOCKED == 0 => {
+            held.pop_found();
+            top
+        }
+        _ => {
+            // An inner unlock of a recursive mutex releases nothing: the
+            // lock stays ours, so its holder, sequence and waiters' view do
+            // not change.
+            if held.unwind_relock(addr) {
+                return true;
+            }
+            let Some(entry) = held.take(addr) else {
+                return false;
+            };
+            entry
+        }
     };
     let mut waiters = 0;
     let mut made_wait = false;
