@@ -81,6 +81,30 @@ fn an_unlock_of_an_unlocked_mutex_is_misuse_and_never_a_single_thread_lock() {
     assert_eq!(u64_of(site, "engagements"), 0);
 }
 
+/// Under full tracing the mutex unlock goes a handler of its own (every
+/// hold is timed, so none is tried the quick way first): the same misuse is
+/// named at the same line, and the program runs as it does without it.
+#[test]
+fn an_unlock_of_an_unlocked_mutex_is_named_under_full_tracing_too() {
+    let bin = build_c("misuse");
+    let plain = run_plain(&bin, &["unlock-unlocked"]);
+    let dir = fresh_dir("misuse_unlock_unlocked_traced");
+    let out = run_under_shim_env(
+        &bin,
+        &["unlock-unlocked"],
+        &dir,
+        &[("LOCKSUIT_EVENTS", "all")],
+    );
+    assert_success(&out, "unlock-unlocked, fully traced");
+    assert_same_output(&plain, &out);
+    let report = report_json(&[&only_trace(&dir)], None);
+    let p = only_process(&report);
+    let found = misuses(p);
+    assert_eq!(found.len(), 1, "{}", short(&p["findings"]));
+    assert_eq!(found[0].1, vec![line("extra-unlock")]);
+    assert_eq!(found[0].2, vec!["&m"]);
+}
+
 #[test]
 fn an_unlock_by_another_thread_names_the_holder() {
     let (message, lines, locks, p) = one("unlock-not-owner");

@@ -24,11 +24,12 @@ use quick::{mutex_lock, mutex_trylock};
 /// the full mode's, or lean mode's, chosen by the first lock or trylock once
 /// the settings are read ([`chose_mutex_handlers`]). An indirect jump in the
 /// trampoline costs what a direct one does, so the full mode pays nothing
-/// for lean mode's being there. The full mode has two sets: while the
+/// for lean mode's being there. The full mode has three sets: while the
 /// process records and engagements are untimed (no full tracing, no hold
-/// sampling) the quick ones, which ask neither, and else the general
-/// ones; full tracing switched on or off while the process runs, and the
-/// recording's start and end, swap them ([`point_full_handlers`]; a fork
+/// sampling) the quick ones, which ask neither; under full tracing the
+/// general lock and trylock with an unlock that records every release in
+/// full at once; else the general ones. Full tracing switched on or off
+/// while the process runs, and the recording's start and end, swap them ([`point_full_handlers`]; a fork
 /// child is re-pointed when its trace starts or cannot, not at the fork,
 /// see `lifecycle::fork_child`).
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
@@ -76,21 +77,31 @@ fn point_handlers((lock, trylock, unlock): (MutexHandler, MutexHandler, UnlockHa
 /// at once end on the last. The general handlers ask both themselves (a
 /// fork child's first call through them starts its trace).
 fn point_full_handlers() {
-    let quick_now = || {
+    // (quick?, every hold timed?)
+    let choice_now = || {
         // Ordered with the callbacks' registration and the flags' swaps
         // (see `config::on_timing_changed`), and between the stores above
         // and the reads of the check after them.
         core::sync::atomic::fence(Ordering::SeqCst);
-        lifecycle::recording_started() && crate::config::untimed_uncontended()
+        (
+            lifecycle::recording_started() && crate::config::untimed_uncontended(),
+            crate::config::events_all(),
+        )
     };
     loop {
-        let quick = quick_now();
-        if quick {
-            point_handlers((mutex_lock, mutex_trylock, mutex_unlock_untimed));
-        } else {
-            point_handlers((mutex_lock_general, mutex_trylock_general, mutex_unlock_full));
+        let choice = choice_now();
+        match choice {
+            (true, _) => point_handlers((mutex_lock, mutex_trylock, mutex_unlock_untimed)),
+            (false, true) => point_handlers((
+                mutex_lock_general,
+                mutex_trylock_general,
+                mutex_unlock_traced,
+            )),
+            (false, false) => {
+                point_handlers((mutex_lock_general, mutex_trylock_general, mutex_unlock_full))
+            }
         }
-        if quick_now() == quick {
+        if choice_now() == choice {
             return;
         }
     }
@@ -373,6 +384,23 @@ fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
 
 trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
+
+/// The full mode's `pthread_mutex_unlock` under full tracing
+/// (`LOCKSUIT_EVENTS=all`), where every hold is timed and so no release is
+/// the quick one: recorded in full at once (a hold taken before tracing
+/// was switched on is still released the untimed way there).
+unsafe extern "C-unwind" fn mutex_unlock_traced(m: *mut pthread_mutex_t) -> c_int {
+    let unlock = real_or!(mutex_unlock, 0);
+    released(
+        m as u64,
+        (
+            ObjectKind::Mutex,
+            mutex_unlock_traced as *const () as usize as u64,
+        ),
+    );
+    // SAFETY: forwarding the caller's argument unchanged.
+    unsafe { unlock(m) }
+}
 unlock_handler!(
     /// The full mode's `pthread_mutex_unlock` while the process records and
     /// engagements are untimed ([`point_full_handlers`]): the common release
