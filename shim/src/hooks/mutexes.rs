@@ -18,7 +18,7 @@ use core::ffi::c_int;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use libc::pthread_mutex_t;
 use locksuit_format::{ObjectKind, MODE_EXCLUSIVE};
-use quick::{mutex_lock, mutex_trylock};
+use quick::{mutex_lock, mutex_lock_traced, mutex_trylock, mutex_trylock_traced};
 
 /// The handlers `pthread_mutex_lock`, `_trylock` and `_unlock` jump to:
 /// the full mode's, or lean mode's, chosen by the first lock or trylock once
@@ -77,30 +77,31 @@ fn point_handlers((lock, trylock, unlock): (MutexHandler, MutexHandler, UnlockHa
 /// at once end on the last. The general handlers ask both themselves (a
 /// fork child's first call through them starts its trace).
 fn point_full_handlers() {
-    // (quick?, every hold timed?)
+    // (recording?, untimed?, every hold timed?)
     let choice_now = || {
         // Ordered with the callbacks' registration and the flags' swaps
         // (see `config::on_timing_changed`), and between the stores above
         // and the reads of the check after them.
         core::sync::atomic::fence(Ordering::SeqCst);
         (
-            lifecycle::recording_started() && crate::config::untimed_uncontended(),
+            lifecycle::recording_started(),
+            crate::config::untimed_uncontended(),
             crate::config::events_all(),
         )
     };
     loop {
         let choice = choice_now();
-        match choice {
-            (true, _) => point_handlers((mutex_lock, mutex_trylock, mutex_unlock_untimed)),
-            (false, true) => point_handlers((
+        let handlers: (MutexHandler, MutexHandler, UnlockHandler) = match choice {
+            (true, true, _) => (mutex_lock, mutex_trylock, mutex_unlock_untimed),
+            (true, false, true) => (mutex_lock_traced, mutex_trylock_traced, mutex_unlock_traced),
+            (false, _, true) => (
                 mutex_lock_general,
                 mutex_trylock_general,
                 mutex_unlock_traced,
-            )),
-            (false, false) => {
-                point_handlers((mutex_lock_general, mutex_trylock_general, mutex_unlock_full))
-            }
-        }
+            ),
+            _ => (mutex_lock_general, mutex_trylock_general, mutex_unlock_full),
+        };
+        point_handlers(handlers);
         if choice_now() == choice {
             return;
         }

@@ -66,8 +66,8 @@ pub use api::threads::{
     thread_created, thread_ended, thread_named, JoinStarted,
 };
 pub use api::untimed::{
-    engaged_quickly, nested_quickly, not_taken_quickly, prepare_quickly as prepare_mutex_quickly,
-    warm_quickly, QuickLook,
+    engaged_quickly, engaged_traced_quickly, nested_quickly, not_taken_quickly,
+    prepare_quickly as prepare_mutex_quickly, warm_quickly, QuickLook,
 };
 pub use base::caller::Caller;
 pub use base::mapped::map_anonymous;

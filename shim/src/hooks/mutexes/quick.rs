@@ -27,7 +27,7 @@ pub(super) unsafe extern "C-unwind" fn mutex_lock(
     sp: usize,
 ) -> c_int {
     // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { engage::<false>(m, caller, sp) }
+    unsafe { engage::<false, false>(m, caller, sp) }
 }
 
 /// The full mode's `pthread_mutex_trylock`.
@@ -37,18 +37,45 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock(
     sp: usize,
 ) -> c_int {
     // SAFETY: forwarding the caller's arguments unchanged.
-    unsafe { engage::<true>(m, caller, sp) }
+    unsafe { engage::<true, false>(m, caller, sp) }
+}
+
+/// The full mode's `pthread_mutex_lock` under full tracing: the same look,
+/// and a hit recorded as the general way records a timed engagement.
+pub(super) unsafe extern "C-unwind" fn mutex_lock_traced(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { engage::<false, true>(m, caller, sp) }
+}
+
+/// The full mode's `pthread_mutex_trylock` under full tracing.
+pub(super) unsafe extern "C-unwind" fn mutex_trylock_traced(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
+    // SAFETY: forwarding the caller's arguments unchanged.
+    unsafe { engage::<true, true>(m, caller, sp) }
 }
 
 /// A miss, a busy mutex and a nested hold go on in a call made last that
 /// takes the guard over, so that the common engagement needs no more
 /// frame than what lives across the real call; the rest (a sampled call,
 /// a thread's first, a robust or PI mutex) leaves the hook and enters the
-/// general handler. Timed engagements (full tracing, hold sampling) and
-/// calls made while the process does not record never come here: the
-/// trampolines jump to the general handlers then (`point_full_handlers`).
+/// general handler. `TRACED`: full tracing is on, and a hit is recorded
+/// in full (its event and timed hold). Sampled holds (hold sampling
+/// without full tracing) and calls made while the process does not record
+/// never come here: the trampolines jump to the general handlers then
+/// (`point_full_handlers`).
 #[inline(always)]
-unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: usize) -> c_int {
+unsafe fn engage<const TRY: bool, const TRACED: bool>(
+    m: *mut pthread_mutex_t,
+    caller: usize,
+    sp: usize,
+) -> c_int {
     if let Some(guard) = HookGuard::enter_recording() {
         let hit = match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
             QuickLook::Hit(hit) => Some(hit),
@@ -63,7 +90,7 @@ unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: us
         };
         if let Some(hit) = hit {
             // SAFETY: forwarding the caller's argument unchanged.
-            return unsafe { found::<TRY>(guard, m, hit) };
+            return unsafe { found::<TRY, TRACED>(guard, m, hit) };
         }
     }
     // SAFETY: forwarding the caller's arguments unchanged.
@@ -79,7 +106,11 @@ unsafe fn engage<const TRY: bool>(m: *mut pthread_mutex_t, caller: usize, sp: us
 /// The real trylock of a mutex found in the hot cache: taken, the
 /// engagement is recorded here; else the general way goes on.
 #[inline(always)]
-unsafe fn found<const TRY: bool>(guard: HookGuard, m: *mut pthread_mutex_t, hit: HotHit) -> c_int {
+unsafe fn found<const TRY: bool, const TRACED: bool>(
+    guard: HookGuard,
+    m: *mut pthread_mutex_t,
+    hit: HotHit,
+) -> c_int {
     let try_once = real_or!(mutex_trylock, libc::EINVAL);
     // SAFETY: forwarding the caller's argument unchanged.
     let rc = unsafe { try_once(m) };
@@ -87,6 +118,10 @@ unsafe fn found<const TRY: bool>(guard: HookGuard, m: *mut pthread_mutex_t, hit:
         // SAFETY: forwarding the caller's argument (the entry's mutex)
         // unchanged.
         return unsafe { not_taken::<TRY>(guard, hit, rc) };
+    }
+    if TRACED {
+        recorder::engaged_traced_quickly(&guard, hit, TRY);
+        return 0;
     }
     let held_before = recorder::engaged_quickly(&guard, hit);
     if held_before != 0 {

@@ -5,7 +5,7 @@
 //! short. Anything else goes the general way.
 
 use crate::config;
-use crate::recorder::api::prepared::Prepared;
+use crate::recorder::api::prepared::{Hold, How, Prepared};
 use crate::recorder::base::caller::Caller;
 use crate::recorder::tables::hot_cache::HotHit;
 use crate::recorder::tables::lanes::Lane;
@@ -89,6 +89,18 @@ pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
         return 0;
     }
     held.push_plain(p.addr(), p.lock_id(), p.slot, p.counter)
+}
+
+/// A mutex [`prepare_quickly`] found was taken at once under full
+/// tracing, where every engagement is timed: the look counted, then
+/// recorded as the general way records it (its event, its timed hold,
+/// lock-order edges if nested; `tried`: by a trylock).
+#[inline(never)]
+pub fn engaged_traced_quickly(g: &InHook, hit: HotHit, tried: bool) {
+    g.thread().call_cost().count();
+    let p: Prepared = hit.target().into();
+    let how = if tried { How::Tried } else { How::Uncontended };
+    crate::recorder::api::locks::acquired(g, &p, how, Hold::Exclusive);
 }
 
 /// [`engaged_quickly`]'s engagement was taken while `held_before` others
