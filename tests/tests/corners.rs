@@ -86,6 +86,25 @@ fn robust_and_pi_mutexes_taken_often_at_one_line_are_never_tried_first() {
     assert_eq!(u64_of(pi, "acquisitions"), 200, "{}", short(pi));
 }
 
+/// A process-shared mutex taken often at one line, then made robust by
+/// another process (an init the shim never saw) and orphaned there: the
+/// next locks at that line return what they return without the shim
+/// (EOWNERDEAD, then ENOTRECOVERABLE) and none hangs. The shim must read
+/// the mutex's kind at every call, not trust what it cached for the line.
+#[test]
+fn a_shared_mutex_made_robust_by_another_process_is_never_tried_first() {
+    let bin = build_c("robust_made_elsewhere");
+    let plain = run_plain(&bin, &[] as &[&str]);
+    assert_success(&plain, "robust_made_elsewhere without the shim");
+    assert_eq!(
+        stdout_str(&plain),
+        "lock 130\nlock 131\nlock 131\nlock 131\nlock 131\ndone\n"
+    );
+    let dir = fresh_dir("corners_robust_made_elsewhere");
+    let shim = run_under_shim(&bin, &[] as &[&str], &dir);
+    assert_same_output(&plain, &shim);
+}
+
 /// PI and PP mutexes are locked without a trylock first (theirs goes to
 /// the kernel): every call returns what it returns without the shim, every
 /// successful acquisition is counted, and only the one that waited behind

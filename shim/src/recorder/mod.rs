@@ -55,9 +55,9 @@ pub use api::lean::{
     released_with_waiters as lean_released_with_waiters, QuickLine as LeanLine,
 };
 pub use api::locks::{
-    acquired, barrier_begin, barrier_end, blocked, posted, released, released_quickly,
-    released_untimed_quickly, timed_out, try_failed, unusual_outcome, wait_abandoned, wait_begin,
-    wait_end, BarrierArrival,
+    acquired, barrier_begin, barrier_end, blocked, engaged_traced_quickly, posted, released,
+    released_quickly, released_untimed_quickly, timed_out, try_failed, unusual_outcome,
+    wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use api::misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use api::prepared::{prepare, prepare_missed_twice, Hold, How, Prepared};
@@ -66,8 +66,8 @@ pub use api::threads::{
     thread_created, thread_ended, thread_named, JoinStarted,
 };
 pub use api::untimed::{
-    engaged_quickly, engaged_traced_quickly, nested_quickly, not_taken_quickly,
-    prepare_quickly as prepare_mutex_quickly, warm_quickly, QuickLook,
+    engaged_quickly, nested_quickly, not_taken_quickly, prepare_quickly as prepare_mutex_quickly,
+    warm_quickly, QuickLook,
 };
 pub use base::caller::Caller;
 pub use base::mapped::map_anonymous;

@@ -1,16 +1,17 @@
 //! The full mode's `pthread_mutex_lock` and `pthread_mutex_trylock` while
-//! the process records and engagements are untimed: the common
-//! engagement (a plain mutex, a hit in the hot cache, taken at once, not
-//! sampled) recorded in the hook with no call but the real one, so that
-//! only the guard and the cache entry live across it; a call both levels
-//! miss goes on from the look without a second one; anything else goes
-//! the general way (`mutex_lock_general`, `mutex_trylock_general`). One
-//! body serves both, `TRY` telling them apart: a trylock reports a busy
-//! mutex as a failed try and, nested, makes a lock-order edge that cannot
-//! deadlock. A robust, priority-inheriting or priority-protecting mutex
-//! is never found here (the cache marks its entries for the general way
-//! only), so neither hook tests the mutex's kind before the look: the
-//! miss does, and sends such a mutex the general way.
+//! the process records and engagements are untimed, or every one is
+//! traced: the common engagement (a plain mutex, a hit in the hot cache,
+//! taken at once, not sampled) recorded in the hook with no call but the
+//! real one (traced: one more, which records it in full), so that only
+//! the guard and the cache entry live across it; a call both levels miss
+//! goes on from the look without a second one; anything else goes the
+//! general way (`mutex_lock_general`, `mutex_trylock_general`). One body
+//! serves both, `TRY` telling them apart: a trylock tries any mutex,
+//! reports a busy one as a failed try and, nested, makes a lock-order edge
+//! that cannot deadlock. A lock reads the mutex's kind at every call: a
+//! robust, PI or PP mutex is never tried first, and its kind can change
+//! with no init the shim sees (another process may make a shared mutex
+//! robust), so what the cache holds for the line cannot say.
 
 use super::{mutex_attempt, mutex_lock_general, mutex_trylock_general};
 use crate::guard::HookGuard;
@@ -77,20 +78,24 @@ unsafe fn engage<const TRY: bool, const TRACED: bool>(
     sp: usize,
 ) -> c_int {
     if let Some(guard) = HookGuard::enter_recording() {
-        let hit = match recorder::prepare_mutex_quickly(&guard, m as u64, Caller::new(caller, sp)) {
-            QuickLook::Hit(hit) => Some(hit),
-            QuickLook::Missed(miss) => {
-                match recorder::warm_quickly(&guard, miss, m as u64, Caller::new(caller, sp)) {
-                    Some(hit) => Some(hit),
-                    // SAFETY: forwarding the caller's arguments unchanged.
-                    None => return unsafe { missed::<TRY>(m, caller, sp, guard) },
+        // A trylock never blocks: any kind of mutex is tried first.
+        if TRY || matches!(mutex_attempt(m), Attempt::TryFirst) {
+            let at = Caller::new(caller, sp);
+            let hit = match recorder::prepare_mutex_quickly(&guard, m as u64, at) {
+                QuickLook::Hit(hit) => Some(hit),
+                QuickLook::Missed(miss) => {
+                    match recorder::warm_quickly(&guard, miss, m as u64, at) {
+                        Some(hit) => Some(hit),
+                        // SAFETY: forwarding the caller's arguments unchanged.
+                        None => return unsafe { missed::<TRY>(m, caller, sp, guard) },
+                    }
                 }
+                QuickLook::Declined => None,
+            };
+            if let Some(hit) = hit {
+                // SAFETY: forwarding the caller's argument unchanged.
+                return unsafe { found::<TRY, TRACED>(guard, m, hit) };
             }
-            QuickLook::Declined => None,
-        };
-        if let Some(hit) = hit {
-            // SAFETY: forwarding the caller's argument unchanged.
-            return unsafe { found::<TRY, TRACED>(guard, m, hit) };
         }
     }
     // SAFETY: forwarding the caller's arguments unchanged.
@@ -154,12 +159,10 @@ unsafe fn not_taken<const TRY: bool>(guard: HookGuard, hit: HotHit, rc: c_int) -
     not_taken_at_once(&guard, p, (Hold::Exclusive, 0), rc, || unsafe { block(m) })
 }
 
-/// Neither level of the hot cache holds the call: a mutex that is not to
-/// be tried first (robust, PI, PP; the cache holds those for the general
-/// way only) goes the general way; else looked up (the look and the second
-/// level's miss counted), then tried as the general way tries (arguments
-/// in the order the hook got them, the guard last, so that they stay in
-/// their registers).
+/// Neither level of the hot cache holds the call: looked up (the look and
+/// the second level's miss counted), then tried as the general way tries
+/// (arguments in the order the hook got them, the guard last, so that
+/// they stay in their registers).
 #[inline(never)]
 #[cold]
 unsafe fn missed<const TRY: bool>(
@@ -168,17 +171,6 @@ unsafe fn missed<const TRY: bool>(
     sp: usize,
     guard: HookGuard,
 ) -> c_int {
-    if !matches!(mutex_attempt(m), Attempt::TryFirst) {
-        drop(guard);
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe {
-            if TRY {
-                mutex_trylock_general(m, caller, sp)
-            } else {
-                mutex_lock_general(m, caller, sp)
-            }
-        };
-    }
     let (block, try_once) = real_pair_or!(mutex_lock, mutex_trylock, libc::EINVAL);
     let Some(p) = recorder::prepare_missed_twice(&guard, m as u64, Caller::new(caller, sp)) else {
         // SAFETY: (both calls) forwarding the caller's argument unchanged.

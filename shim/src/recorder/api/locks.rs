@@ -17,6 +17,7 @@ use crate::recorder::features::events::{self, Waiting};
 use crate::recorder::features::snapshot;
 use crate::recorder::features::switches;
 use crate::recorder::tables::held::{HELD_CONTENDED, HELD_HANDOVER, HELD_RELOCKED, HELD_SHARED};
+use crate::recorder::tables::hot_cache::HotHit;
 use crate::recorder::tables::lanes::Lane;
 use crate::recorder::tables::thread_state::InHook;
 use crate::recorder::time::clock::now_ns;
@@ -65,6 +66,18 @@ pub fn acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
             cost.end(started);
         }
     }
+}
+
+/// A mutex the quick look found (`untimed::prepare_quickly`) was taken at
+/// once under full tracing, where every engagement is timed: the look
+/// counted, then recorded as the general way records it (its event, its
+/// timed hold, lock-order edges if nested; `tried`: by a trylock).
+#[inline(never)]
+pub fn engaged_traced_quickly(g: &InHook, hit: HotHit, tried: bool) {
+    g.thread().call_cost().count();
+    let p: Prepared = hit.target().into();
+    let how = if tried { How::Tried } else { How::Uncontended };
+    acquired(g, &p, how, Hold::Exclusive);
 }
 
 /// The shim's own time on this thread so far: the slow paths as timed, the

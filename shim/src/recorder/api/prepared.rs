@@ -3,7 +3,6 @@
 //! first time a line is seen — its call chain. A [`Prepared`] is the handle
 //! the rest of the recorder counts through.
 
-use crate::glibc;
 use crate::recorder::api::identity::{self, object};
 use crate::recorder::api::thread_lane::current_lane;
 use crate::recorder::base::caller::Caller;
@@ -213,16 +212,8 @@ fn prepare_uncached(
     }
     let found = object(lane, addr, kind)?;
     let counter = counter_of(lane, &found, (caller, seen.context, PythonLines::No), mode)?;
-    // A mutex glibc's trylock must not be tried on is cached for the
-    // general way only (the quick lock path tries what it finds).
-    // SAFETY: `addr` is the mutex the program passed to the hooked call.
-    let direct = kind == ObjectKind::Mutex
-        && !matches!(
-            unsafe { glibc::mutex_attempt(addr) },
-            glibc::Attempt::TryFirst
-        );
     lane.remember_hot(
-        (addr, caller, mode, direct),
+        (addr, caller, mode),
         &seen,
         (found.slot, found.id, counter.cast()),
     );

@@ -5,7 +5,7 @@
 //! short. Anything else goes the general way.
 
 use crate::config;
-use crate::recorder::api::prepared::{Hold, How, Prepared};
+use crate::recorder::api::prepared::Prepared;
 use crate::recorder::base::caller::Caller;
 use crate::recorder::tables::hot_cache::HotHit;
 use crate::recorder::tables::lanes::Lane;
@@ -13,7 +13,7 @@ use crate::recorder::tables::thread_state::InHook;
 use core::sync::atomic::Ordering;
 use locksuit_format::MODE_EXCLUSIVE;
 
-/// What the full mode's quick look at a plain mutex's lock call found.
+/// What the full mode's quick look at a mutex lock or trylock call found.
 pub enum QuickLook {
     /// The hot cache's entry.
     Hit(HotHit),
@@ -30,14 +30,14 @@ pub enum QuickLook {
 /// register rather than read again).
 pub struct FirstMiss(*mut Lane);
 
-/// The full mode's look for a plain mutex's lock call, made in the hook
-/// before the real call, if this call is to take the common path whole
-/// (not sampled for self-cost, a lane already registered; the hook runs
-/// only while the process records and engagements are untimed, its
-/// handler chosen for that).
-/// Nothing is counted yet: [`engaged_quickly`] counts the look and the
-/// acquisition in one store, [`not_taken_quickly`] and
-/// `prepare_missed_twice` the look.
+/// The full mode's look for a mutex lock call (a mutex to be tried
+/// first) or trylock call, made in the hook before the real call, if this
+/// call is to take the common path whole (not sampled for self-cost, a
+/// lane already registered; the hook runs only while the process records
+/// and engagements are untimed or all traced, its handler chosen for
+/// that). Nothing is counted yet: [`engaged_quickly`] counts the look and
+/// the acquisition in one store, `locks::engaged_traced_quickly`,
+/// [`not_taken_quickly`] and `prepare_missed_twice` the look.
 #[inline(always)]
 pub fn prepare_quickly(g: &InHook, addr: u64, caller: Caller) -> QuickLook {
     let lane = g.thread().lane();
@@ -89,18 +89,6 @@ pub fn engaged_quickly(g: &InHook, hit: HotHit) -> usize {
         return 0;
     }
     held.push_plain(p.addr(), p.lock_id(), p.slot, p.counter)
-}
-
-/// A mutex [`prepare_quickly`] found was taken at once under full
-/// tracing, where every engagement is timed: the look counted, then
-/// recorded as the general way records it (its event, its timed hold,
-/// lock-order edges if nested; `tried`: by a trylock).
-#[inline(never)]
-pub fn engaged_traced_quickly(g: &InHook, hit: HotHit, tried: bool) {
-    g.thread().call_cost().count();
-    let p: Prepared = hit.target().into();
-    let how = if tried { How::Tried } else { How::Uncontended };
-    crate::recorder::api::locks::acquired(g, &p, how, Hold::Exclusive);
 }
 
 /// [`engaged_quickly`]'s engagement was taken while `held_before` others

@@ -31,8 +31,8 @@ use crate::recorder::tables::objects::ObjectSlot;
 const HOT_SLOTS: usize = 64;
 
 /// Laid out as a look reads it: what every hit compares, and where it
-/// leads, in the first 64 bytes; the return addresses of a longer call
-/// path after them. (Padded to 128 bytes, a place of the second level
+/// leads, first (64 bytes); the return addresses of a longer call path
+/// after them. (Padded to 128 bytes, a place of the second level
 /// is shifted instead of multiplied, four instructions fewer, but
 /// memcached's item locks, found there, spent more of the server's time
 /// in the shim: 24.7 % against 23.9 %, interleaved, 7 runs in 8.)
@@ -112,14 +112,6 @@ fn warm_offset(addr: u64, ret: u64) -> usize {
     let within = addr as usize & (((1 << WARM_RUN_BITS) - 1) << 5);
     (((run as usize) << (WARM_RUN_BITS + 5)) | within) * 3
 }
-
-/// Set in an entry's `lock_id` for a mutex the quick lock path must not
-/// try (robust, priority-inheriting or priority-protecting: glibc's
-/// trylock has effects its lock has not, see `glibc::Attempt`). No lock's
-/// identity matches such an entry in the quick path's looks, which then
-/// miss and go the general way; the general way's look ([`HotCache::find`])
-/// takes the bit off. So the quick path needs no test of the mutex's kind.
-const DIRECT: u32 = 1 << 31;
 
 /// What an entry leads to.
 pub struct HotTarget {
@@ -237,8 +229,7 @@ impl HotCache {
         let e = self.entry_for(addr, caller, mode)?;
         // SAFETY: slots live in the object table for the life of the process.
         let slot = unsafe { &*e.slot };
-        // Marked `DIRECT` or not.
-        (slot.id() | DIRECT == e.lock_id | DIRECT).then_some(HotTarget {
+        (slot.id() == e.lock_id).then_some(HotTarget {
             slot,
             counter: e.counter,
         })
@@ -368,22 +359,28 @@ impl HotCache {
     /// A new thread's lane: both levels are emptied (their keys have no
     /// thread tag, so that a hit compares two words, not three), and
     /// whether the second level serves is judged afresh. The second
-    /// level's pages are given back (they read as zeros again), so its
-    /// mapping stays and costs only what the next thread writes.
+    /// level's pages are given back (they read as zeros again: its mapping
+    /// stays, and costs only what the next thread writes); where that is
+    /// refused, the second level is unmapped and forgotten, to be mapped
+    /// again if the new thread misses as often (never written whole).
     pub fn new_thread(&mut self) {
         for e in &mut self.entries {
             // No lock lies at address 0: the entry matches no call.
             e.addr = 0;
         }
         if !self.warm_map.is_null() {
+            let len = WARM_SLOTS * core::mem::size_of::<HotEntry>();
+            let _errno = crate::diag::ErrnoGuard::save();
             // SAFETY: the second level of this lane, which only the lane's
-            // thread uses, and it is taking the lane over now.
-            unsafe {
-                crate::recorder::base::mapped::zero(
-                    self.warm_map.cast(),
-                    WARM_SLOTS * core::mem::size_of::<HotEntry>(),
-                )
-            };
+            // thread uses, and it is taking the lane over now: its
+            // contents no longer matter.
+            let emptied =
+                unsafe { crate::sys::madvise(self.warm_map.cast(), len, libc::MADV_DONTNEED) };
+            if emptied.is_err() {
+                // SAFETY: as above; nothing points into it once forgotten.
+                unsafe { crate::sys::munmap(self.warm_map.cast(), len) };
+                (self.warm_map, self.misses) = (core::ptr::null_mut(), 0);
+            }
         }
         (self.warm_misses, self.warm_hits, self.warm) = (0, 0, self.warm_map);
     }
@@ -408,18 +405,12 @@ impl HotCache {
     /// Caches a call path seen on the general path. It takes its first
     /// place, unless that holds another path of the same lock and return
     /// address (a wrapper reached from two places): then the second.
-    /// `direct`: a mutex the quick path must not try (see [`DIRECT`]; one
-    /// whose identity has that bit already is not cached).
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),
-        (mode, direct): (u32, bool),
+        mode: u32,
         (slot, lock_id, counter): (&ObjectSlot, u32, *mut u8),
     ) {
-        if direct && lock_id & DIRECT != 0 {
-            return;
-        }
-        let lock_id = if direct { lock_id | DIRECT } else { lock_id };
         let mut at = home(addr, caller.ret);
         let ret = key_ret(caller.ret, mode);
         let first = &self.entries[at];

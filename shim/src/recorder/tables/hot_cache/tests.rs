@@ -91,7 +91,7 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
 
     cache.remember(
         (addr, at(&first), &seen(&first)),
-        (mode, false),
+        mode,
         (lock, 5, 0x10 as *mut u8),
     );
     let hit = cache
@@ -114,7 +114,7 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
     // A second path of the same call keeps the first.
     cache.remember(
         (addr, at(&other), &seen(&other)),
-        (mode, false),
+        mode,
         (lock, 5, 0x20 as *mut u8),
     );
     assert_eq!(
@@ -136,65 +136,13 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
     );
     cache.remember(
         (addr, at(&first), &seen(&first)),
-        (mode, false),
+        mode,
         (lock, 6, 0x30 as *mut u8),
     );
     assert_eq!(
         cache.find(addr, at(&first), mode).map(|h| h.counter),
         Some(0x30 as *mut u8)
     );
-}
-
-/// A mutex the quick lock path must not try (robust, PI, PP) is cached
-/// for the general way's look only: neither level's quick look finds it.
-/// One whose identity already has the mark's bit is not cached at all.
-#[test]
-fn a_mutex_not_to_be_tried_is_found_by_the_general_look_only() {
-    // SAFETY: all zero bits is the empty cache (see `HotCache`).
-    let mut cache: Box<HotCache> = Box::new(unsafe { core::mem::zeroed() });
-    let stack = [0x400_000u64, 0xaaa, 0, 0xbbb];
-    let at = Caller {
-        ret: 0x400_000,
-        sp: stack.as_ptr() as u64,
-    };
-    let lock = |i: u64| 0x10_0000 + 64 * i;
-    for i in 0..u64::from(WARM_AFTER) + 8 {
-        cache.remember(
-            (lock(i), at, &seen(&stack)),
-            (0, true),
-            (slot(5), 5, 0x10 as *mut u8),
-        );
-    }
-    let last = lock(u64::from(WARM_AFTER) + 7);
-    assert_eq!(
-        cache.find(last, at, 0).map(|t| t.counter),
-        Some(0x10 as *mut u8),
-        "the general look"
-    );
-    assert!(cache.find_hit(last, at, 0).is_none(), "the quick look");
-    assert!(cache.warm_serves());
-    assert!(cache.find_warm(last, at, 0).is_none(), "the second level's");
-    // The same lock cached as a plain mutex: every look finds it.
-    cache.remember(
-        (last, at, &seen(&stack)),
-        (0, false),
-        (slot(5), 5, 0x10 as *mut u8),
-    );
-    assert!(cache.find_hit(last, at, 0).is_some());
-    assert!(cache.find_warm(last, at, 0).is_some());
-    // An identity with the mark's bit set cannot be marked: not cached.
-    let high = 1 << 31 | 6;
-    cache.remember(
-        (lock(1), at, &seen(&stack)),
-        (0, true),
-        (slot(high), high, 0x20 as *mut u8),
-    );
-    assert!(cache
-        .find(lock(1), at, 0)
-        .is_none_or(|t| t.counter != 0x20 as *mut u8));
-    assert!(cache
-        .find_hit(lock(1), at, 0)
-        .is_none_or(|h| h.target().counter != 0x20 as *mut u8));
 }
 
 /// Neither level has a thread tag: a lane's next thread starts with both
@@ -213,7 +161,7 @@ fn a_lanes_next_thread_finds_nothing_of_the_previous_ones() {
     for i in 0..u64::from(WARM_AFTER) + 8 {
         cache.remember(
             (lock(i), at, &seen(&stack)),
-            (0, false),
+            0,
             (slot(5), 5, 0x10 as *mut u8),
         );
     }
@@ -251,7 +199,7 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
     let remember = |cache: &mut HotCache, i: u64| {
         cache.remember(
             (lock(i), at, &seen(&stack)),
-            (0, false),
+            0,
             (slots[i as usize], i as u32 + 1, counter(i)),
         );
     };
@@ -314,17 +262,13 @@ fn the_second_level_serves_while_one_look_in_eight_hits() {
         for i in 0..u64::from(WARM_AFTER) {
             cache.remember(
                 (found + 64 * i, at, &seen(&stack)),
-                (0, false),
+                0,
                 (slot(7), 7, 0x10 as *mut u8),
             );
         }
         assert!(cache.warm_serves(), "mapped at the {WARM_AFTER}th miss");
         // Remembered since the second level was mapped: there too.
-        cache.remember(
-            (found, at, &seen(&stack)),
-            (0, false),
-            (slot(7), 7, 0x10 as *mut u8),
-        );
+        cache.remember((found, at, &seen(&stack)), 0, (slot(7), 7, 0x10 as *mut u8));
         let never = Caller {
             ret: 0x500_000,
             ..at

@@ -484,7 +484,8 @@ impl Lane {
     }
 
     /// A new thread's lane: the previous thread's last call is not judged,
-    /// and the hot cache's second level is judged afresh.
+    /// and both levels of the hot cache are emptied (see
+    /// `HotCache::new_thread`).
     pub fn forget_previous_thread(&mut self) {
         self.py_calls.forget_last();
         self.hot.new_thread();
@@ -573,16 +574,14 @@ impl Lane {
         self.hot.warm_missed();
     }
 
-    /// Caches a call path the general path looked up (`direct`: a mutex
-    /// the quick path must not try, see `hot_cache.rs`).
+    /// Caches a call path the general path looked up.
     pub fn remember_hot(
         &mut self,
-        (addr, caller, mode, direct): (u64, Caller, u32, bool),
+        (addr, caller, mode): (u64, Caller, u32),
         seen: &Seen,
         target: (&ObjectSlot, u32, *mut u8),
     ) {
-        self.hot
-            .remember((addr, caller, seen), (mode, direct), target);
+        self.hot.remember((addr, caller, seen), mode, target);
     }
 
     #[inline]
