@@ -26,12 +26,14 @@ use quick::{mutex_lock, mutex_lock_traced, mutex_trylock, mutex_trylock_traced};
 /// trampoline costs what a direct one does, so the full mode pays nothing
 /// for lean mode's being there. The full mode has three sets: while the
 /// process records and engagements are untimed (no full tracing, no hold
-/// sampling) the quick ones, which ask neither; under full tracing the
-/// general lock and trylock with an unlock that records every release in
-/// full at once; else the general ones. Full tracing switched on or off
-/// while the process runs, and the recording's start and end, swap them ([`point_full_handlers`]; a fork
-/// child is re-pointed when its trace starts or cannot, not at the fork,
-/// see `lifecycle::fork_child`).
+/// sampling) the quick ones, which ask neither; while it records under
+/// full tracing, a lock and trylock that look as the quick ones do and
+/// record each engagement in full, and an unlock that records each
+/// release in full at once (not recording, that unlock with the general
+/// lock and trylock); else the general ones. Full tracing switched on or
+/// off while the process runs, and the recording's start and end, swap
+/// them ([`point_full_handlers`]; a fork child is re-pointed when its
+/// trace starts or cannot, not at the fork, see `lifecycle::fork_child`).
 static MUTEX_LOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_lock_first as *mut ());
 static MUTEX_TRYLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_trylock_first as *mut ());
 static MUTEX_UNLOCK_HANDLER: AtomicPtr<()> = AtomicPtr::new(mutex_unlock_full as *mut ());
