@@ -31,13 +31,15 @@ static TSC_ALLOWED: AtomicBool = AtomicBool::new(true);
 /// Neither full tracing nor hold sampling: an uncontended engagement and its
 /// release read no clock and write no event (one flag for the hot path).
 static UNTIMED_UNCONTENDED: AtomicBool = AtomicBool::new(true);
-/// What [`set_events_all`] calls once [`untimed_uncontended`] changed: the
-/// mutex hooks' handlers for untimed engagements do not test the flag, and
-/// are swapped for others instead.
+/// What [`set_events_all`] calls once [`untimed_uncontended`] or full
+/// tracing changed: the mutex hooks' handlers for untimed engagements and
+/// for full tracing do not test the flags, and are swapped for others
+/// instead.
 static ON_TIMING_CHANGED: Callback = Callback::new();
 
-/// Sets what [`set_events_all`] calls once [`untimed_uncontended`] changed
-/// (sequentially consistent with the flag's swap: see [`Callback::set`]).
+/// Sets what [`set_events_all`] calls once [`untimed_uncontended`] or full
+/// tracing changed (sequentially consistent with the flags' swaps: see
+/// [`Callback::set`]).
 pub fn on_timing_changed(changed: fn()) {
     ON_TIMING_CHANGED.set(changed);
 }
@@ -78,9 +80,12 @@ pub fn set_events_all(on: bool) {
         );
         return;
     }
-    EVENTS_ALL.store(on, Ordering::Relaxed);
+    let was_on = EVENTS_ALL.swap(on, Ordering::SeqCst);
     let untimed = !on && hold_sample_period() == 0;
-    if UNTIMED_UNCONTENDED.swap(untimed, Ordering::SeqCst) != untimed {
+    // Both swapped before the call, whichever changed: with hold sampling
+    // on, full tracing switches the handlers though engagements stay timed.
+    let untimed_changed = UNTIMED_UNCONTENDED.swap(untimed, Ordering::SeqCst) != untimed;
+    if was_on != on || untimed_changed {
         ON_TIMING_CHANGED.call();
     }
 }

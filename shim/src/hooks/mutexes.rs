@@ -391,7 +391,7 @@ unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind
 /// The full mode's `pthread_mutex_unlock` under full tracing
 /// (`LOCKSUIT_EVENTS=all`), where every hold is timed and so no release is
 /// the quick one: recorded in full at once (a hold taken before tracing
-/// was switched on is still released the untimed way there).
+/// was switched on gets its release event too, with no hold time).
 unsafe extern "C-unwind" fn mutex_unlock_traced(m: *mut pthread_mutex_t) -> c_int {
     let unlock = real_or!(mutex_unlock, 0);
     released(

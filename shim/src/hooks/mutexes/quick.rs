@@ -65,8 +65,8 @@ pub(super) unsafe extern "C-unwind" fn mutex_trylock_traced(
 /// A miss, a busy mutex and a nested hold go on in a call made last that
 /// takes the guard over, so that the common engagement needs no more
 /// frame than what lives across the real call; the rest (a sampled call,
-/// a thread's first, a robust or PI mutex) leaves the hook and enters the
-/// general handler. `TRACED`: full tracing is on, and a hit is recorded
+/// a thread's first, a lock call on a robust, PI or PP mutex) leaves the
+/// hook and enters the general handler. `TRACED`: full tracing is on, and a hit is recorded
 /// in full (its event and timed hold). Sampled holds (hold sampling
 /// without full tracing) and calls made while the process does not record
 /// never come here: the trampolines jump to the general handlers then

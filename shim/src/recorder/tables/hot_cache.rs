@@ -361,8 +361,9 @@ impl HotCache {
     /// whether the second level serves is judged afresh. The second
     /// level's pages are given back (they read as zeros again: its mapping
     /// stays, and costs only what the next thread writes); where that is
-    /// refused, the second level is unmapped and forgotten, to be mapped
-    /// again if the new thread misses as often (never written whole).
+    /// refused, the second level is unmapped (or, if that is refused too,
+    /// left as it is) and forgotten, to be mapped again if the new thread
+    /// misses as often (never written whole).
     pub fn new_thread(&mut self) {
         for e in &mut self.entries {
             // No lock lies at address 0: the entry matches no call.
