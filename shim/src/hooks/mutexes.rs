@@ -29,8 +29,7 @@ use quick::{mutex_lock, mutex_lock_traced, mutex_trylock, mutex_trylock_traced};
 /// sampling) the quick ones, which ask neither; while it records under
 /// full tracing, a lock and trylock that look as the quick ones do and
 /// record each engagement in full, and an unlock that records each
-/// release in full at once (not recording, that unlock with the general
-/// lock and trylock); else the general ones. Full tracing switched on or
+/// release in full at once; else the general ones. Full tracing switched on or
 /// off while the process runs, and the recording's start and end, swap
 /// them ([`point_full_handlers`]; a fork child is re-pointed when its
 /// trace starts or cannot, not at the fork, see `lifecycle::fork_child`).
@@ -96,11 +95,6 @@ fn point_full_handlers() {
         let handlers: (MutexHandler, MutexHandler, UnlockHandler) = match choice {
             (true, true, _) => (mutex_lock, mutex_trylock, mutex_unlock_untimed),
             (true, false, true) => (mutex_lock_traced, mutex_trylock_traced, mutex_unlock_traced),
-            (false, _, true) => (
-                mutex_lock_general,
-                mutex_trylock_general,
-                mutex_unlock_traced,
-            ),
             _ => (mutex_lock_general, mutex_trylock_general, mutex_unlock_full),
         };
         point_handlers(handlers);
@@ -388,19 +382,25 @@ fn mutex_trylock_lean_not_taken(p: recorder::Prepared, rc: c_int) {
 trylock_handler!(mutex_trylock_lean_general(m: *mut pthread_mutex_t), real: mutex_trylock, kind: ObjectKind::Mutex, mode: MODE_EXCLUSIVE, hold: Hold::Lean);
 unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind: ObjectKind::Mutex);
 
-/// The full mode's `pthread_mutex_unlock` under full tracing
-/// (`LOCKSUIT_EVENTS=all`), where every hold is timed and so no release is
-/// the quick one: recorded in full at once (a hold taken before tracing
-/// was switched on gets its release event too, with no hold time).
+/// The full mode's `pthread_mutex_unlock` while the process records under
+/// full tracing (`LOCKSUIT_EVENTS=all`), where every hold is timed and so
+/// no release is the quick one: recorded in full at once, in the hook (a
+/// hold taken before tracing was switched on gets its release event too,
+/// with no hold time). A call the guard turns away, and an unlock of a
+/// mutex this thread does not hold, go the general way's out of line.
 unsafe extern "C-unwind" fn mutex_unlock_traced(m: *mut pthread_mutex_t) -> c_int {
     let unlock = real_or!(mutex_unlock, 0);
-    released(
-        m as u64,
-        (
-            ObjectKind::Mutex,
-            mutex_unlock_traced as *const () as usize as u64,
-        ),
-    );
+    let recorded =
+        HookGuard::enter_recording().is_some_and(|g| recorder::released(&g, m as u64, 0));
+    if !recorded {
+        released(
+            m as u64,
+            (
+                ObjectKind::Mutex,
+                mutex_unlock_traced as *const () as usize as u64,
+            ),
+        );
+    }
     // SAFETY: forwarding the caller's argument unchanged.
     unsafe { unlock(m) }
 }
