@@ -74,10 +74,14 @@ pub fn acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
 /// timed hold, lock-order edges if nested; `tried`: by a trylock).
 #[inline(never)]
 pub fn engaged_traced_quickly(g: &InHook, hit: HotHit, tried: bool) {
-    g.thread().call_cost().count();
+    let cost = g.thread().call_cost();
+    cost.count();
     let p: Prepared = hit.target().into();
     let how = if tried { How::Tried } else { How::Uncontended };
-    acquired(g, &p, how, Hold::Exclusive);
+    // As `acquired` records a timed engagement, in this one frame.
+    let started = cost.begin();
+    record_acquired_here(g, &p, how, Hold::Exclusive);
+    cost.end(started);
 }
 
 /// The shim's own time on this thread so far: the slow paths as timed, the
@@ -88,6 +92,12 @@ fn shim_time_ns(g: &InHook, lane: &Lane) -> u64 {
 
 #[inline]
 fn record_acquired(g: &InHook, p: &Prepared, how: How, hold: Hold) {
+    record_acquired_here(g, p, how, hold);
+}
+
+/// [`record_acquired`] inlined into its caller.
+#[inline(always)]
+fn record_acquired_here(g: &InHook, p: &Prepared, how: How, hold: Hold) {
     let counter = p.counter();
     counter.engagements += 1;
     let (flags, since_ns) = match how {
