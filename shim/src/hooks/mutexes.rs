@@ -391,7 +391,7 @@ unlock_handler!(mutex_unlock_full(m: *mut pthread_mutex_t) => mutex_unlock, kind
 unsafe extern "C-unwind" fn mutex_unlock_traced(m: *mut pthread_mutex_t) -> c_int {
     let unlock = real_or!(mutex_unlock, 0);
     let recorded =
-        HookGuard::enter_recording().is_some_and(|g| recorder::released(&g, m as u64, 0));
+        HookGuard::enter_recording().is_some_and(|g| recorder::released_traced(&g, m as u64));
     if !recorded {
         released(
             m as u64,

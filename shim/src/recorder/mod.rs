@@ -56,8 +56,8 @@ pub use api::lean::{
 };
 pub use api::locks::{
     acquired, barrier_begin, barrier_end, blocked, engaged_traced_quickly, posted, released,
-    released_quickly, released_untimed_quickly, timed_out, try_failed, unusual_outcome,
-    wait_abandoned, wait_begin, wait_end, BarrierArrival,
+    released_quickly, released_traced, released_untimed_quickly, timed_out, try_failed,
+    unusual_outcome, wait_abandoned, wait_begin, wait_end, BarrierArrival,
 };
 pub use api::misuse::{destroying, unlock_not_held, At as MisuseAt};
 pub use api::prepared::{prepare, prepare_missed_twice, Hold, How, Prepared};

@@ -319,8 +319,27 @@ pub fn released(g: &InHook, addr: u64, extra: u32) -> bool {
     held
 }
 
-#[inline]
+/// [`released`] under full tracing, where no release is the untimed one
+/// (every hold is timed, or was taken before tracing was switched on and
+/// is released in full as well): recorded in full in this one frame.
+#[inline(never)]
+pub fn released_traced(g: &InHook, addr: u64) -> bool {
+    let cost = g.thread().call_cost();
+    let started = cost.begin();
+    let held = record_released_here(g, addr, 0);
+    cost.end(started);
+    held
+}
+
+/// Out of line: every unlock hook's general way calls it.
+#[inline(never)]
 fn record_released(g: &InHook, addr: u64, extra: u32) -> bool {
+    record_released_here(g, addr, extra)
+}
+
+/// [`record_released`] inlined into its caller.
+#[inline(always)]
+fn record_released_here(g: &InHook, addr: u64, extra: u32) -> bool {
     let held = g.thread().held();
     let entry = match held.innermost(addr) {
         // The common release: the innermost hold, taken once.
