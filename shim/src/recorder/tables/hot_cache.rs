@@ -51,12 +51,20 @@ struct HotEntry {
     /// at the same address is another.
     lock_id: u32,
     offsets: [u32; CONTEXT_DEPTH],
+    /// `generation << MODE_BITS | mode`, as in the lane's index: checked in
+    /// the second level only, which is not emptied for a lane's next
+    /// thread (the first level is; emptying six megabytes, or faulting
+    /// them in again after giving them back, cost a thread that takes
+    /// thousands of locks half as much again as its whole run).
+    tag: u32,
     slot: *const ObjectSlot,
     counter: *mut u8,
     above: [u64; CONTEXT_DEPTH],
 }
 
-/// A lane's hot cache. All zero bits is empty (no lock lies at address 0).
+/// A lane's hot cache. All zero bits is empty (no lock lies at address 0,
+/// and tag 0 is never a lane's). Its first level first (see `Lane`).
+#[repr(C)]
 pub struct HotCache {
     entries: [HotEntry; HOT_SLOTS],
     /// The second level (`WARM_SLOTS` entries), or null until mapped.
@@ -173,12 +181,18 @@ impl HotEntry {
         (slot.id() == self.lock_id).then_some(HotHit(self))
     }
 
-    /// Same lock, return address and mode ([`key_ret`]), and so the same
-    /// thread: both levels are emptied for a lane's next thread (see
-    /// [`HotCache::new_thread`]).
+    /// Same lock, return address and mode ([`key_ret`]): in the first
+    /// level, also the same thread (see [`HotCache::new_thread`]).
     #[inline(always)]
     fn same_key(&self, addr: u64, ret_key: u64) -> bool {
         self.addr == addr && self.ret == ret_key
+    }
+
+    /// [`same_key`](Self::same_key) and the same thread, for the second
+    /// level.
+    #[inline(always)]
+    fn same_tagged_key(&self, addr: u64, ret_key: u64, tag: u32) -> bool {
+        self.same_key(addr, ret_key) && self.tag == tag
     }
 
     /// Whether this call came the way the entry's did: nothing to compare
@@ -289,8 +303,14 @@ impl HotCache {
     /// The second level's entry for this call (see the module's comment),
     /// if it has one and its lock still lives.
     #[inline]
-    pub fn find_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
-        self.find_warm_hit(addr, caller, mode).map(HotHit::target)
+    pub fn find_warm(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotTarget> {
+        self.find_warm_hit(addr, caller, (tag, mode))
+            .map(HotHit::target)
     }
 
     /// Whether the second level serves: mapped, and not switched off.
@@ -301,12 +321,17 @@ impl HotCache {
 
     /// [`find_warm`](Self::find_warm)'s entry itself (see [`HotHit`]).
     #[inline]
-    pub fn find_warm_hit(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+    pub fn find_warm_hit(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotHit> {
         if !self.warm_serves() {
             return None;
         }
         // SAFETY: it serves, just tested.
-        let hit = unsafe { self.look_warm(addr, caller, mode) };
+        let hit = unsafe { self.look_warm(addr, caller, (tag, mode)) };
         if hit.is_none() {
             self.warm_missed();
         }
@@ -321,11 +346,16 @@ impl HotCache {
     /// [`warm_serves`](Self::warm_serves) said so (the second level is
     /// mapped), and nothing changed the cache since.
     #[inline(always)]
-    pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+    pub unsafe fn look_warm(
+        &mut self,
+        addr: u64,
+        caller: Caller,
+        (tag, mode): (u32, u32),
+    ) -> Option<HotHit> {
         // SAFETY: `warm` maps WARM_SLOTS entries (the caller's contract),
         // and the place is masked to them by construction of `warm_offset`.
         let e = unsafe { &*self.warm.byte_add(warm_offset(addr, caller.ret)) };
-        let hit = if e.same_key(addr, key_ret(caller.ret, mode))
+        let hit = if e.same_tagged_key(addr, key_ret(caller.ret, mode), tag)
             && e.same_path(caller, crate::recorder::base::caller::epoch())
         {
             e.live()
@@ -356,32 +386,14 @@ impl HotCache {
         }
     }
 
-    /// A new thread's lane: both levels are emptied (their keys have no
+    /// A new thread's lane: the first level is emptied (its keys have no
     /// thread tag, so that a hit compares two words, not three), and
-    /// whether the second level serves is judged afresh. The second
-    /// level's pages are given back (they read as zeros again: its mapping
-    /// stays, and costs only what the next thread writes); where that is
-    /// refused, the second level is unmapped (or, if that is refused too,
-    /// left as it is) and forgotten, to be mapped again if the new thread
-    /// misses as often (never written whole).
+    /// whether the second level serves is judged afresh (the mapping
+    /// stays; the previous thread's entries never match its tags).
     pub fn new_thread(&mut self) {
         for e in &mut self.entries {
             // No lock lies at address 0: the entry matches no call.
             e.addr = 0;
-        }
-        if !self.warm_map.is_null() {
-            let len = WARM_SLOTS * core::mem::size_of::<HotEntry>();
-            let _errno = crate::diag::ErrnoGuard::save();
-            // SAFETY: the second level of this lane, which only the lane's
-            // thread uses, and it is taking the lane over now: its
-            // contents no longer matter.
-            let emptied =
-                unsafe { crate::sys::madvise(self.warm_map.cast(), len, libc::MADV_DONTNEED) };
-            if emptied.is_err() {
-                // SAFETY: as above; nothing points into it once forgotten.
-                unsafe { crate::sys::munmap(self.warm_map.cast(), len) };
-                (self.warm_map, self.misses) = (core::ptr::null_mut(), 0);
-            }
         }
         (self.warm_misses, self.warm_hits, self.warm) = (0, 0, self.warm_map);
     }
@@ -394,7 +406,7 @@ impl HotCache {
         }
         self.misses += 1;
         if self.misses == WARM_AFTER {
-            // Zero-filled: no entry is live (no lock lies at address 0).
+            // Zero-filled: no entry is live (tag 0 is never a lane's).
             if let Some(p) = crate::recorder::base::mapped::map_anonymous(
                 WARM_SLOTS * core::mem::size_of::<HotEntry>(),
             ) {
@@ -409,7 +421,7 @@ impl HotCache {
     pub fn remember(
         &mut self,
         (addr, caller, seen): (u64, Caller, &Seen),
-        mode: u32,
+        (tag, mode): (u32, u32),
         (slot, lock_id, counter): (&ObjectSlot, u32, *mut u8),
     ) {
         let mut at = home(addr, caller.ret);
@@ -431,6 +443,7 @@ impl HotCache {
             depth: seen.depth,
             lock_id,
             offsets: seen.offsets,
+            tag,
             above: seen.above,
             slot,
             counter,

@@ -91,7 +91,7 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
 
     cache.remember(
         (addr, at(&first), &seen(&first)),
-        mode,
+        (9, mode),
         (lock, 5, 0x10 as *mut u8),
     );
     let hit = cache
@@ -114,7 +114,7 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
     // A second path of the same call keeps the first.
     cache.remember(
         (addr, at(&other), &seen(&other)),
-        mode,
+        (9, mode),
         (lock, 5, 0x20 as *mut u8),
     );
     assert_eq!(
@@ -136,7 +136,7 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
     );
     cache.remember(
         (addr, at(&first), &seen(&first)),
-        mode,
+        (9, mode),
         (lock, 6, 0x30 as *mut u8),
     );
     assert_eq!(
@@ -145,8 +145,9 @@ fn a_call_path_is_found_by_its_words_on_the_stack() {
     );
 }
 
-/// Neither level has a thread tag: a lane's next thread starts with both
-/// empty, and never counts into the previous thread's counters.
+/// The first level has no thread tag: a lane's next thread starts with
+/// it empty; the second keeps its entries, which the next thread's tag
+/// never matches. Neither counts into the previous thread's counters.
 #[test]
 fn a_lanes_next_thread_finds_nothing_of_the_previous_ones() {
     // SAFETY: all zero bits is the empty cache (see `HotCache`).
@@ -161,13 +162,13 @@ fn a_lanes_next_thread_finds_nothing_of_the_previous_ones() {
     for i in 0..u64::from(WARM_AFTER) + 8 {
         cache.remember(
             (lock(i), at, &seen(&stack)),
-            0,
+            (9, 0),
             (slot(5), 5, 0x10 as *mut u8),
         );
     }
     let last = lock(u64::from(WARM_AFTER) + 7);
     assert!(cache.find(last, at, 0).is_some());
-    assert!(cache.find_warm(last, at, 0).is_some());
+    assert!(cache.find_warm(last, at, (9, 0)).is_some());
     cache.new_thread();
     assert!(
         cache.find(last, at, 0).is_none(),
@@ -175,8 +176,8 @@ fn a_lanes_next_thread_finds_nothing_of_the_previous_ones() {
     );
     assert!(cache.warm_serves(), "the second level stays mapped");
     assert!(
-        cache.find_warm(last, at, 0).is_none(),
-        "the next thread's second level"
+        cache.find_warm(last, at, (10, 0)).is_none(),
+        "the next thread's second level (its tag)"
     );
 }
 
@@ -193,18 +194,22 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
         ret: 0x400_000,
         sp: stack.as_ptr() as u64,
     };
+    let tag = 9;
     let lock = |i: u64| 0x10_0000 + 40 * i;
     let slots: Vec<&ObjectSlot> = (0..4096).map(|i| slot(i as u32 + 1)).collect();
     let counter = |i: u64| (0x1000 + 8 * i) as *mut u8;
     let remember = |cache: &mut HotCache, i: u64| {
         cache.remember(
             (lock(i), at, &seen(&stack)),
-            0,
+            (tag, 0),
             (slots[i as usize], i as u32 + 1, counter(i)),
         );
     };
     for i in 0..u64::from(WARM_AFTER) {
-        assert!(cache.find_warm(lock(i), at, 0).is_none(), "not mapped yet");
+        assert!(
+            cache.find_warm(lock(i), at, (tag, 0)).is_none(),
+            "not mapped yet"
+        );
         remember(&mut cache, i);
     }
     assert!(
@@ -215,20 +220,26 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
         remember(&mut cache, i);
     }
     let found = (0..4096)
-        .filter(|&i| cache.find_warm(lock(i), at, 0).map(|h| h.counter) == Some(counter(i)))
+        .filter(|&i| cache.find_warm(lock(i), at, (tag, 0)).map(|h| h.counter) == Some(counter(i)))
         .count();
     // Remembered since it was mapped, and not displaced (40 bytes apart:
     // one place each in their page's run; pages' runs may collide).
     assert!(found >= 2800, "{found} of 4096 found in the second level");
-    assert!(cache.find_warm(lock(5000), at, 0).is_none(), "never seen");
+    assert!(
+        cache.find_warm(lock(5000), at, (tag, 0)).is_none(),
+        "never seen"
+    );
 
     // A lock destroyed and made again is not found.
     let i = 4000;
-    assert!(cache.find_warm(lock(i), at, 0).is_some());
+    assert!(cache.find_warm(lock(i), at, (tag, 0)).is_some());
     slots[i as usize]
         .ident
         .store(1 << 32 | 99_999, core::sync::atomic::Ordering::Relaxed);
-    assert!(cache.find_warm(lock(i), at, 0).is_none(), "made again");
+    assert!(
+        cache.find_warm(lock(i), at, (tag, 0)).is_none(),
+        "made again"
+    );
 
     // Looks that never hit: within a period it stops serving.
     let other = Caller {
@@ -236,13 +247,13 @@ fn a_lane_that_misses_often_finds_its_calls_in_the_second_level() {
         ..at
     };
     for _ in 0..2 * WARM_PERIOD {
-        let _ = cache.find_warm(lock(1), other, 0);
+        let _ = cache.find_warm(lock(1), other, (tag, 0));
     }
     assert!(
         !cache.warm_serves(),
         "a second level that never hits is left"
     );
-    assert!(cache.find_warm(lock(4001), at, 0).is_none(), "off");
+    assert!(cache.find_warm(lock(4001), at, (tag, 0)).is_none(), "off");
 }
 
 /// The second level is judged over periods of looks: one that hits one
@@ -258,17 +269,21 @@ fn the_second_level_serves_while_one_look_in_eight_hits() {
             ret: 0x400_000,
             sp: stack.as_ptr() as u64,
         };
-        let found = 0x10_0000;
+        let (tag, found) = (9, 0x10_0000);
         for i in 0..u64::from(WARM_AFTER) {
             cache.remember(
                 (found + 64 * i, at, &seen(&stack)),
-                0,
+                (tag, 0),
                 (slot(7), 7, 0x10 as *mut u8),
             );
         }
         assert!(cache.warm_serves(), "mapped at the {WARM_AFTER}th miss");
         // Remembered since the second level was mapped: there too.
-        cache.remember((found, at, &seen(&stack)), 0, (slot(7), 7, 0x10 as *mut u8));
+        cache.remember(
+            (found, at, &seen(&stack)),
+            (tag, 0),
+            (slot(7), 7, 0x10 as *mut u8),
+        );
         let never = Caller {
             ret: 0x500_000,
             ..at
@@ -279,7 +294,7 @@ fn the_second_level_serves_while_one_look_in_eight_hits() {
             } else {
                 (found, never)
             };
-            let hit = cache.find_warm(addr, caller, 0).is_some();
+            let hit = cache.find_warm(addr, caller, (tag, 0)).is_some();
             assert!(
                 !hit || look % hit_every == 0,
                 "only the remembered call hits"

@@ -95,7 +95,13 @@ const EVENT_RING: usize = 256;
 /// Slots of [`Lane::py_seen`].
 pub const PY_SEEN_SLOTS: usize = 64;
 
+/// Laid out in order (`repr(C)`) so that the hot cache's first level, which
+/// every acquisition looks at, is at the lane's own address: an entry's
+/// address is the lane's plus its place, one instruction.
+#[repr(C)]
 pub struct Lane {
+    /// What the hot path looks at first (see `hot_cache.rs`).
+    hot: HotCache,
     pub id: u32,
     /// This thread's generation of the lane, already shifted into place
     /// (`generation << MODE_BITS`): a tag is this `| mode`, one instruction.
@@ -127,8 +133,6 @@ pub struct Lane {
     blocks_taken: u32,
     pub active: AtomicBool,
     offsets: [OffsetEntry; OFFSET_CACHE_SLOTS],
-    /// What the hot path looks at first (see `hot_cache.rs`).
-    hot: HotCache,
     /// Lean mode's table of lines (see `lean_lines.rs`).
     lean: LeanLines,
     index: [IndexSlot; INDEX_SLOTS],
@@ -484,8 +488,8 @@ impl Lane {
     }
 
     /// A new thread's lane: the previous thread's last call is not judged,
-    /// and both levels of the hot cache are emptied (see
-    /// `HotCache::new_thread`).
+    /// the hot cache's first level is emptied and its second judged afresh
+    /// (see `HotCache::new_thread`).
     pub fn forget_previous_thread(&mut self) {
         self.py_calls.forget_last();
         self.hot.new_thread();
@@ -547,7 +551,8 @@ impl Lane {
     /// `hot_cache.rs`): looked at on a miss of the first.
     #[inline]
     pub fn warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotTarget> {
-        self.hot.find_warm(addr, caller, mode)
+        let tag = self.tag(mode);
+        self.hot.find_warm(addr, caller, (tag, mode))
     }
 
     /// Whether the hot cache's second level serves this thread (mapped,
@@ -565,8 +570,9 @@ impl Lane {
     /// As [`HotCache::look_warm`]'s: the second level serves.
     #[inline]
     pub unsafe fn look_warm(&mut self, addr: u64, caller: Caller, mode: u32) -> Option<HotHit> {
+        let tag = self.tag(mode);
         // SAFETY: forwarded from the caller.
-        unsafe { self.hot.look_warm(addr, caller, mode) }
+        unsafe { self.hot.look_warm(addr, caller, (tag, mode)) }
     }
 
     /// A [`look_warm`](Self::look_warm) missed (see `HotCache::warm_missed`).
@@ -581,7 +587,8 @@ impl Lane {
         seen: &Seen,
         target: (&ObjectSlot, u32, *mut u8),
     ) {
-        self.hot.remember((addr, caller, seen), mode, target);
+        let tag = self.tag(mode);
+        self.hot.remember((addr, caller, seen), (tag, mode), target);
     }
 
     #[inline]
